@@ -1,0 +1,196 @@
+//! `KnowledgeGraph`: the directed, edge-labelled multigraph every other crate reads.
+
+use serde::{Deserialize, Serialize};
+
+use crate::{Csr, Dictionary, GraphError, LabelId, NodeId};
+
+/// A directed multigraph with edge labels (relations) and optional node labels.
+///
+/// Nodes are dense ids `0..node_count()` named by `nodes()`; relations are dense ids named by
+/// `relations()`. Distinct `(source, relation, target)` triples are stored once, in both an outgoing
+/// and an incoming [`Csr`]. Edge `i` of the outgoing CSR has weight `weight(i)`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KnowledgeGraph {
+    pub(crate) nodes: Dictionary,
+    pub(crate) relations: Dictionary,
+    /// Node label per node (empty when the graph has no node labels).
+    pub(crate) node_labels: Vec<u32>,
+    pub(crate) node_label_names: Dictionary,
+    pub(crate) out: Csr,
+    pub(crate) inc: Csr,
+    /// Weight per outgoing edge; empty when every weight is 1.
+    pub(crate) weights: Vec<f32>,
+}
+
+/// Sizes of a graph, as `gpsense info` prints them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GraphStats {
+    pub nodes: usize,
+    pub edges: usize,
+    pub relations: usize,
+    pub node_labels: usize,
+    /// Topology bytes (both CSR directions and node labels) per edge and per node.
+    pub topology_bytes_per_edge: f64,
+    pub topology_bytes_per_node: f64,
+    /// Bytes of names (node and relation dictionaries, with their hash indexes).
+    pub name_bytes: usize,
+}
+
+impl KnowledgeGraph {
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    pub fn edge_count(&self) -> usize {
+        self.out.edge_count()
+    }
+
+    pub fn relation_count(&self) -> usize {
+        self.relations.len()
+    }
+
+    /// Node names.
+    pub fn nodes(&self) -> &Dictionary {
+        &self.nodes
+    }
+
+    /// Relation (edge label) names.
+    pub fn relations(&self) -> &Dictionary {
+        &self.relations
+    }
+
+    pub fn node_name(&self, v: NodeId) -> &str {
+        self.nodes.name(v)
+    }
+
+    pub fn node_id(&self, name: &str) -> Option<NodeId> {
+        self.nodes.get(name)
+    }
+
+    pub fn relation_id(&self, name: &str) -> Option<LabelId> {
+        self.relations.get(name).map(|id| id as LabelId)
+    }
+
+    pub fn relation_name(&self, r: LabelId) -> &str {
+        self.relations.name(r as u32)
+    }
+
+    /// Whether nodes carry labels (the benchmark format, WordNet's part of speech).
+    pub fn has_node_labels(&self) -> bool {
+        !self.node_labels.is_empty()
+    }
+
+    /// The label of `v`, or 0 when the graph has no node labels.
+    #[inline]
+    pub fn node_label(&self, v: NodeId) -> u32 {
+        self.node_labels.get(v as usize).copied().unwrap_or(0)
+    }
+
+    /// Node labels, one per node (empty when the graph has none).
+    pub fn node_labels(&self) -> &[u32] {
+        &self.node_labels
+    }
+
+    pub fn node_label_names(&self) -> &Dictionary {
+        &self.node_label_names
+    }
+
+    /// Outgoing edges.
+    pub fn out(&self) -> &Csr {
+        &self.out
+    }
+
+    /// Incoming edges (`targets()` are the sources).
+    pub fn inc(&self) -> &Csr {
+        &self.inc
+    }
+
+    /// Weight of the `i`-th outgoing edge (1.0 unless the input gave weights).
+    pub fn weight(&self, i: usize) -> f32 {
+        self.weights.get(i).copied().unwrap_or(1.0)
+    }
+
+    /// Whether any edge has a weight other than 1.
+    pub fn has_weights(&self) -> bool {
+        !self.weights.is_empty()
+    }
+
+    /// Total degree (in + out) of `v`.
+    pub fn degree(&self, v: NodeId) -> usize {
+        self.out.degree(v) + self.inc.degree(v)
+    }
+
+    /// Iterates all edges as `(source, relation, target)` in outgoing-CSR order.
+    pub fn edges(&self) -> impl Iterator<Item = (NodeId, LabelId, NodeId)> + '_ {
+        (0..self.node_count() as NodeId).flat_map(move |v| {
+            let (t, l) = self.out.neighbours(v);
+            t.iter().zip(l).map(move |(&w, &r)| (v, r, w))
+        })
+    }
+
+    /// Number of edges per relation, indexed by relation id.
+    pub fn relation_frequencies(&self) -> Vec<u64> {
+        let mut freq = vec![0u64; self.relation_count()];
+        for &l in self.out.labels() {
+            freq[l as usize] += 1;
+        }
+        freq
+    }
+
+    pub fn stats(&self) -> GraphStats {
+        let topology = self.out.heap_bytes() + self.inc.heap_bytes() + self.node_labels.len() * 4;
+        let edge_part = (self.out.targets.len() + self.inc.targets.len()) * 4
+            + (self.out.labels.len() + self.inc.labels.len()) * 2;
+        let node_part = topology - edge_part;
+        GraphStats {
+            nodes: self.node_count(),
+            edges: self.edge_count(),
+            relations: self.relation_count(),
+            node_labels: self.node_label_names.len(),
+            topology_bytes_per_edge: ratio(edge_part, self.edge_count()),
+            topology_bytes_per_node: ratio(node_part, self.node_count()),
+            name_bytes: self.nodes.heap_bytes()
+                + self.relations.heap_bytes()
+                + self.node_label_names.heap_bytes(),
+        }
+    }
+
+    /// Checks every invariant the accessors rely on; run on anything loaded from outside.
+    pub fn validate(&self) -> Result<(), GraphError> {
+        let n = self.node_count();
+        let r = self.relation_count();
+        if r > LabelId::MAX as usize + 1 {
+            return Err(GraphError::Inconsistent("too many relations".into()));
+        }
+        self.out.validate(n, r)?;
+        self.inc.validate(n, r)?;
+        if self.out.edge_count() != self.inc.edge_count() {
+            return Err(GraphError::Inconsistent("incoming and outgoing edge counts differ".into()));
+        }
+        if !self.node_labels.is_empty()
+            && (self.node_labels.len() != n
+                || self.node_labels.iter().any(|&l| l as usize >= self.node_label_names.len()))
+        {
+            return Err(GraphError::Inconsistent("node labels out of range".into()));
+        }
+        if !self.weights.is_empty() && self.weights.len() != self.edge_count() {
+            return Err(GraphError::Inconsistent("weights disagree with edges".into()));
+        }
+        // Each incoming entry must mirror an outgoing edge; equal counts then make them the same set.
+        for v in 0..n as NodeId {
+            let (srcs, labels) = self.inc.neighbours(v);
+            if srcs.iter().zip(labels).any(|(&s, &l)| !self.out.has_edge(s, Some(l), v)) {
+                return Err(GraphError::Inconsistent("incoming CSR does not mirror outgoing".into()));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn ratio(bytes: usize, count: usize) -> f64 {
+    if count == 0 {
+        0.0
+    } else {
+        bytes as f64 / count as f64
+    }
+}

@@ -1,0 +1,99 @@
+//! Format detection from a file's name and first bytes.
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use super::{Columns, Format};
+
+/// Guesses the format of a file from its extension (ignoring `.gz`) and its first decompressed bytes.
+pub fn detect(path: &Path, sample: &[u8]) -> Result<Format, String> {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("").to_ascii_lowercase();
+    let name = name.strip_suffix(".gz").unwrap_or(&name);
+    let text = String::from_utf8_lossy(sample);
+    let text = text.strip_prefix('\u{feff}').map(|t| (true, t)).unwrap_or((false, &text));
+    let (bom, text) = text;
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+    let first = lines.clone().next().ok_or("the file is empty")?;
+    if name.ends_with(".graph") || is_benchmark_header(first) {
+        return Ok(Format::Benchmark);
+    }
+    if first.starts_with("#synset\t") {
+        return Ok(Format::WordNetNodes);
+    }
+    let data = lines.find(|l| !l.starts_with('#')).ok_or("only comment lines")?;
+    let fields: Vec<&str> = data.split('\t').collect();
+    if fields.len() == 5 && fields[1].starts_with("/r/") {
+        return Ok(Format::ConceptNet);
+    }
+    if bom || name.ends_with(".csv") || (fields.len() == 1 && data.contains(',')) {
+        return Ok(Format::Csv);
+    }
+    if (3..=4).contains(&fields.len()) {
+        return Ok(Format::Triples);
+    }
+    Err(format!("first line has {} tab-separated fields", fields.len()))
+}
+
+fn is_benchmark_header(line: &str) -> bool {
+    let mut parts = line.split_ascii_whitespace();
+    parts.next() == Some("t") && parts.by_ref().take(2).all(|p| p.parse::<u64>().is_ok()) && parts.next().is_none()
+}
+
+/// Which column of a triples TSV holds the relation: a `#` header naming it, else the one of the first
+/// two columns with fewer distinct values in the sample (relations repeat far more than concepts).
+pub(crate) fn detect_columns(sample: &[u8]) -> Columns {
+    let text = String::from_utf8_lossy(sample);
+    let mut col0 = HashSet::new();
+    let mut col1 = HashSet::new();
+    for line in text.lines().take(2000) {
+        if let Some(header) = line.strip_prefix('#') {
+            let names: Vec<&str> = header.split('\t').collect();
+            if names.get(1).is_some_and(|n| n.contains("relation")) {
+                return Columns::HeadRelTail;
+            }
+            if names.first().is_some_and(|n| n.contains("relation")) {
+                return Columns::RelHeadTail;
+            }
+            continue;
+        }
+        let mut f = line.split('\t');
+        if let (Some(a), Some(b)) = (f.next(), f.next()) {
+            col0.insert(a.to_owned());
+            col1.insert(b.to_owned());
+        }
+    }
+    if col1.len() < col0.len() {
+        Columns::HeadRelTail
+    } else {
+        Columns::RelHeadTail
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn d(name: &str, text: &str) -> Result<Format, String> {
+        detect(Path::new(name), text.as_bytes())
+    }
+
+    #[test]
+    fn detects_each_format() {
+        assert_eq!(d("q.txt", "t 3 2\nv 0 1 1\n"), Ok(Format::Benchmark));
+        assert_eq!(d("x.graph", "garbage"), Ok(Format::Benchmark));
+        assert_eq!(d("n.tsv", "#synset\tss_type\tlexfile_num\tfirst_lemma\n"), Ok(Format::WordNetNodes));
+        assert_eq!(d("a.csv", "/a/x\t/r/IsA\t/c/en/a\t/c/en/b\t{}\n"), Ok(Format::ConceptNet));
+        assert_eq!(d("p", "\u{feff}\"a\",\"is-a\",\"b\"\n"), Ok(Format::Csv));
+        assert_eq!(d("p.csv", "a,is-a,b\n"), Ok(Format::Csv));
+        assert_eq!(d("t.txt", "IsA\tcat\tanimal\n"), Ok(Format::Triples));
+        assert!(d("e.txt", "").is_err());
+        assert!(d("e.txt", "a\tb\n").is_err());
+    }
+
+    #[test]
+    fn detects_column_order() {
+        assert_eq!(detect_columns(b"IsA\tcat\tanimal\nIsA\tdog\tanimal\nAtLocation\tcat\thome\n"), Columns::RelHeadTail);
+        assert_eq!(detect_columns(b"cat\tIsA\tanimal\ndog\tIsA\tanimal\n"), Columns::HeadRelTail);
+        assert_eq!(detect_columns(b"#source\trelation\ttarget\na\tb\tc\n"), Columns::HeadRelTail);
+    }
+}

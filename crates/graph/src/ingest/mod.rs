@@ -1,0 +1,279 @@
+//! Streaming ingest of triples files into a [`KnowledgeGraph`].
+//!
+//! Formats (auto-detected by content and extension, see [`detect`]): the ConceptNet 5 assertions dump,
+//! triples TSV in either column order, CSV with quoting and a BOM, WordNet node tables, and the
+//! subgraph-matching benchmark format. Every input may be gzip-compressed (detected by its magic bytes).
+//! A malformed line is an error naming the file, line and reason, or, with [`OnError::Skip`], a count per
+//! reason in the [`IngestReport`].
+
+mod detect;
+mod formats;
+mod input;
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use thiserror::Error;
+
+use crate::{GraphBuilder, GraphError, KnowledgeGraph, NodeId};
+
+pub use detect::detect;
+
+/// An input format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Format {
+    /// The ConceptNet 5 assertions dump: `uri<TAB>/r/Rel<TAB>/c/..<TAB>/c/..<TAB>{json}`.
+    ConceptNet,
+    /// Triples TSV (`relation head tail` or `head relation tail`, see [`Columns`]), optional 4th
+    /// column = weight; `#` lines are comments.
+    Triples,
+    /// CSV `head,relation,tail[,context[,weight]]` with quoting and an optional BOM (Pattern's net).
+    Csv,
+    /// WordNet node table `synset<TAB>ss_type<TAB>lexfile<TAB>lemma`; names nodes `lemma/synset`.
+    WordNetNodes,
+    /// The undirected, vertex-labelled benchmark format (`t N M`, `v id label deg`, `e u v`).
+    Benchmark,
+}
+
+impl Format {
+    pub const ALL: [Format; 5] =
+        [Format::ConceptNet, Format::Triples, Format::Csv, Format::WordNetNodes, Format::Benchmark];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::ConceptNet => "conceptnet",
+            Format::Triples => "triples",
+            Format::Csv => "csv",
+            Format::WordNetNodes => "wordnet-nodes",
+            Format::Benchmark => "benchmark",
+        }
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Format {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Format::ALL.into_iter().find(|f| f.name() == s).ok_or_else(|| {
+            let names: Vec<_> = Format::ALL.iter().map(|f| f.name()).collect();
+            format!("unknown format {s:?} (expected one of: {})", names.join(", "))
+        })
+    }
+}
+
+/// Column order of a triples TSV.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Columns {
+    /// `relation<TAB>head<TAB>tail` (ConceptNet-100K).
+    RelHeadTail,
+    /// `head<TAB>relation<TAB>tail` (WordNet edges, the Russian ConceptNet).
+    HeadRelTail,
+}
+
+impl FromStr for Columns {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "rht" | "relation-head-tail" => Ok(Columns::RelHeadTail),
+            "hrt" | "head-relation-tail" => Ok(Columns::HeadRelTail),
+            _ => Err(format!("unknown column order {s:?} (expected rht or hrt)")),
+        }
+    }
+}
+
+impl fmt::Display for Columns {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Columns::RelHeadTail => "relation-head-tail",
+            Columns::HeadRelTail => "head-relation-tail",
+        })
+    }
+}
+
+/// What to do with a malformed line.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OnError {
+    /// Stop with an error naming the file, line and reason.
+    #[default]
+    Fail,
+    /// Skip the line and count it per reason.
+    Skip,
+}
+
+impl FromStr for OnError {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "fail" => Ok(OnError::Fail),
+            "skip" => Ok(OnError::Skip),
+            _ => Err(format!("unknown --on-error {s:?} (expected fail or skip)")),
+        }
+    }
+}
+
+/// Ingest settings.
+#[derive(Clone, Debug, Default)]
+pub struct IngestOptions {
+    /// Force a format instead of detecting it.
+    pub format: Option<Format>,
+    /// Force the column order of triples TSV.
+    pub columns: Option<Columns>,
+    /// ConceptNet: keep only these languages (empty = all). With exactly one, concept names are bare
+    /// terms (`ice cream`); otherwise they keep the `/c/<lang>/<term>` prefix to stay distinct.
+    pub languages: Vec<String>,
+    /// ConceptNet: drop the `/<pos>/...` suffix of concept URIs.
+    pub strip_pos: bool,
+    pub on_error: OnError,
+}
+
+/// Why one line was rejected.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[error("{kind}: {detail}")]
+pub struct LineError {
+    /// A short, fixed description used to count skipped lines by reason.
+    pub kind: &'static str,
+    pub detail: String,
+}
+
+impl LineError {
+    pub(crate) fn new(kind: &'static str, detail: impl Into<String>) -> Self {
+        LineError { kind, detail: detail.into() }
+    }
+}
+
+#[derive(Debug, Error)]
+pub enum IngestError {
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{path}:{line}: {reason} (use --on-error skip to skip such lines)")]
+    Malformed { path: PathBuf, line: u64, reason: LineError },
+    #[error("{path}: cannot detect the format ({why}); pass --format")]
+    Detect { path: PathBuf, why: String },
+    #[error("{path}: {source}")]
+    Graph { path: PathBuf, source: GraphError },
+    #[error("no input files")]
+    NoInput,
+}
+
+/// What happened to one input file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FileReport {
+    pub path: PathBuf,
+    pub format: Format,
+    /// Column order, for triples TSV.
+    pub columns: Option<Columns>,
+    pub lines: u64,
+    /// Edges read (before duplicates are merged).
+    pub edges: u64,
+    /// Lines dropped on purpose (other languages, non-concept URIs such as ExternalURL targets).
+    pub filtered: u64,
+    /// Malformed lines skipped, by reason.
+    pub skipped: BTreeMap<&'static str, u64>,
+    /// The first few skipped lines, for the user to look at.
+    pub examples: Vec<(u64, LineError)>,
+}
+
+/// What ingest did, per file and overall.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct IngestReport {
+    pub files: Vec<FileReport>,
+    /// Repeated triples stored once.
+    pub duplicates: u64,
+}
+
+impl IngestReport {
+    pub fn skipped_total(&self) -> u64 {
+        self.files.iter().flat_map(|f| f.skipped.values()).sum()
+    }
+}
+
+/// Receives progress while reading; the graph crate never prints.
+pub trait Progress {
+    /// A file starts; `total_bytes` is its size on disk when known.
+    fn start(&self, _path: &Path, _total_bytes: Option<u64>) {}
+    /// `bytes` of the file (on disk, so compressed bytes for gzip) have been read so far.
+    fn position(&self, _bytes: u64) {}
+    fn finish(&self) {}
+}
+
+/// Ignores progress.
+pub struct NoProgress;
+impl Progress for NoProgress {}
+
+/// Ingests `paths` (in order, except that WordNet node tables go first so that edges can name their
+/// synsets) into one graph.
+pub fn ingest(
+    paths: &[PathBuf],
+    opts: &IngestOptions,
+    progress: &dyn Progress,
+) -> Result<(KnowledgeGraph, IngestReport), IngestError> {
+    if paths.is_empty() {
+        return Err(IngestError::NoInput);
+    }
+    let mut inputs = Vec::with_capacity(paths.len());
+    for path in paths {
+        let input = input::Input::open(path)?;
+        let format = match opts.format {
+            Some(f) => f,
+            None => detect(path, input.sample()).map_err(|why| IngestError::Detect { path: path.clone(), why })?,
+        };
+        inputs.push((format != Format::WordNetNodes, path, input, format));
+    }
+    inputs.sort_by_key(|i| i.0); // stable: node tables first, otherwise the given order
+    let mut sink = Sink::default();
+    let mut report = IngestReport::default();
+    for (_, path, input, format) in inputs {
+        progress.start(path, input.size());
+        let file = formats::read(path, input, format, opts, &mut sink, progress)?;
+        progress.finish();
+        report.files.push(file);
+    }
+    let (graph, duplicates) = sink.builder.build().map_err(|source| IngestError::Graph { path: paths[0].clone(), source })?;
+    report.duplicates = duplicates;
+    Ok((graph, report))
+}
+
+/// Ingests one in-memory input of a known format (tests, fuzzing, embedded data).
+pub fn ingest_bytes(
+    bytes: &[u8],
+    format: Format,
+    opts: &IngestOptions,
+) -> Result<(KnowledgeGraph, IngestReport), IngestError> {
+    let path = PathBuf::from("<memory>");
+    let input = input::Input::from_bytes(bytes.to_vec()).map_err(|source| IngestError::Io { path: path.clone(), source })?;
+    let mut sink = Sink::default();
+    let file = formats::read(&path, input, format, opts, &mut sink, &NoProgress)?;
+    let (graph, duplicates) = sink.builder.build().map_err(|source| IngestError::Graph { path, source })?;
+    Ok((graph, IngestReport { files: vec![file], duplicates }))
+}
+
+/// The builder plus the synset -> node map that WordNet node tables fill.
+#[derive(Default)]
+struct Sink {
+    builder: GraphBuilder,
+    aliases: HashMap<Box<str>, NodeId>,
+}
+
+impl Sink {
+    fn node(&mut self, name: &str) -> Result<NodeId, GraphError> {
+        match self.aliases.get(name) {
+            Some(&id) => Ok(id),
+            None => self.builder.node(name),
+        }
+    }
+
+    fn triple(&mut self, head: &str, relation: &str, tail: &str, weight: f32) -> Result<(), GraphError> {
+        let s = self.node(head)?;
+        let r = self.builder.relation(relation)?;
+        let t = self.node(tail)?;
+        self.builder.add_edge(s, r, t, weight);
+        Ok(())
+    }
+}

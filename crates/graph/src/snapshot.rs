@@ -1,0 +1,241 @@
+//! Binary snapshots: a fixed header, then the graph encoded with bincode 2 (serde, fixed-width
+//! integers), guarded by an XXH3 checksum.
+//!
+//! Layout (little-endian):
+//! ```text
+//! 0   8  magic  b"GPSENSE\0"
+//! 8   4  format version (SNAPSHOT_VERSION)
+//! 12  4  kind (what the body holds: 1 = graph; other crates define more)
+//! 16  8  body length in bytes
+//! 24  8  XXH3-64 of the body
+//! 32  .. body
+//! ```
+//! Loading reads the file once, checks the header, the length against the file size and the checksum
+//! before decoding, then validates the decoded value's invariants: a truncated, corrupted, crafted or
+//! wrong-version file is an error, never a panic or an allocation larger than the file.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{de::DeserializeOwned, Serialize};
+use thiserror::Error;
+
+use crate::{GraphError, KnowledgeGraph};
+
+pub const MAGIC: [u8; 8] = *b"GPSENSE\0";
+pub const SNAPSHOT_VERSION: u32 = 1;
+pub const HEADER_LEN: usize = 32;
+/// The `kind` of a snapshot holding one [`KnowledgeGraph`].
+pub const KIND_GRAPH: u32 = 1;
+
+#[derive(Debug, Error)]
+pub enum SnapshotError {
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{path}: not a gpsense snapshot (bad magic bytes)")]
+    BadMagic { path: PathBuf },
+    #[error("{path}: snapshot format version {found}, this build reads version {expected}; re-run `gpsense ingest`")]
+    Version { path: PathBuf, found: u32, expected: u32 },
+    #[error("{path}: snapshot holds kind {found}, expected kind {expected}")]
+    Kind { path: PathBuf, found: u32, expected: u32 },
+    #[error("{path}: truncated snapshot (header says {expected} body bytes, file has {found})")]
+    Truncated { path: PathBuf, expected: u64, found: u64 },
+    #[error("{path}: checksum mismatch: the snapshot is corrupted")]
+    Checksum { path: PathBuf },
+    #[error("{path}: cannot decode snapshot body: {reason}")]
+    Decode { path: PathBuf, reason: String },
+    #[error("{path}: snapshot is inconsistent: {source}")]
+    Invalid { path: PathBuf, source: GraphError },
+    #[error("cannot encode snapshot: {0}")]
+    Encode(String),
+}
+
+fn config() -> impl bincode::config::Config {
+    bincode::config::standard().with_little_endian().with_fixed_int_encoding()
+}
+
+/// Encodes `value` with the snapshot header into a byte vector.
+pub fn encode<T: Serialize>(value: &T, kind: u32) -> Result<Vec<u8>, SnapshotError> {
+    let mut bytes = vec![0u8; HEADER_LEN];
+    bincode::serde::encode_into_std_write(value, &mut bytes, config())
+        .map_err(|e| SnapshotError::Encode(e.to_string()))?;
+    let body_len = (bytes.len() - HEADER_LEN) as u64;
+    let checksum = xxhash_rust::xxh3::xxh3_64(&bytes[HEADER_LEN..]);
+    bytes[0..8].copy_from_slice(&MAGIC);
+    bytes[8..12].copy_from_slice(&SNAPSHOT_VERSION.to_le_bytes());
+    bytes[12..16].copy_from_slice(&kind.to_le_bytes());
+    bytes[16..24].copy_from_slice(&body_len.to_le_bytes());
+    bytes[24..32].copy_from_slice(&checksum.to_le_bytes());
+    Ok(bytes)
+}
+
+/// Checks the header and checksum of `bytes` (a whole file) and decodes the body.
+pub fn decode<T: DeserializeOwned>(bytes: &[u8], kind: u32, path: &Path) -> Result<T, SnapshotError> {
+    let path_buf = || path.to_path_buf();
+    if bytes.len() < HEADER_LEN {
+        if bytes.len() >= 8 && bytes[..8] != MAGIC {
+            return Err(SnapshotError::BadMagic { path: path_buf() });
+        }
+        return Err(SnapshotError::Truncated { path: path_buf(), expected: HEADER_LEN as u64, found: bytes.len() as u64 });
+    }
+    let u32_at = |i: usize| u32::from_le_bytes(bytes[i..i + 4].try_into().expect("4 bytes"));
+    let u64_at = |i: usize| u64::from_le_bytes(bytes[i..i + 8].try_into().expect("8 bytes"));
+    if bytes[..8] != MAGIC {
+        return Err(SnapshotError::BadMagic { path: path_buf() });
+    }
+    if u32_at(8) != SNAPSHOT_VERSION {
+        return Err(SnapshotError::Version { path: path_buf(), found: u32_at(8), expected: SNAPSHOT_VERSION });
+    }
+    if u32_at(12) != kind {
+        return Err(SnapshotError::Kind { path: path_buf(), found: u32_at(12), expected: kind });
+    }
+    let body = &bytes[HEADER_LEN..];
+    if u64_at(16) != body.len() as u64 {
+        return Err(SnapshotError::Truncated { path: path_buf(), expected: u64_at(16), found: body.len() as u64 });
+    }
+    if xxhash_rust::xxh3::xxh3_64(body) != u64_at(24) {
+        return Err(SnapshotError::Checksum { path: path_buf() });
+    }
+    // serde's sequence visitors preallocate cautiously, so a crafted length cannot allocate more than
+    // a small multiple of the body before the reader runs out of bytes.
+    let (value, used) = bincode::serde::decode_from_slice(body, config())
+        .map_err(|e| SnapshotError::Decode { path: path_buf(), reason: e.to_string() })?;
+    if used != body.len() {
+        return Err(SnapshotError::Decode { path: path_buf(), reason: format!("{} trailing bytes", body.len() - used) });
+    }
+    Ok(value)
+}
+
+/// Writes `bytes` to `path` atomically: a temporary file in the same directory, synced, then renamed.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), SnapshotError> {
+    let io = |source| SnapshotError::Io { path: path.to_path_buf(), source };
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let tmp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
+    {
+        let mut w = BufWriter::new(tmp.as_file());
+        w.write_all(bytes).map_err(io)?;
+        w.flush().map_err(io)?;
+    }
+    tmp.as_file().sync_all().map_err(io)?;
+    tmp.persist(path).map_err(|e| io(e.error))?;
+    Ok(())
+}
+
+/// Reads a whole snapshot file.
+pub fn read_file(path: &Path) -> Result<Vec<u8>, SnapshotError> {
+    std::fs::read(path).map_err(|source| SnapshotError::Io { path: path.to_path_buf(), source })
+}
+
+impl KnowledgeGraph {
+    /// The snapshot bytes of this graph (header included).
+    pub fn to_snapshot_bytes(&self) -> Result<Vec<u8>, SnapshotError> {
+        encode(self, KIND_GRAPH)
+    }
+
+    /// Decodes and validates a snapshot held in memory; `origin` names it in errors.
+    pub fn from_snapshot_bytes(bytes: &[u8], origin: &Path) -> Result<Self, SnapshotError> {
+        let graph: KnowledgeGraph = decode(bytes, KIND_GRAPH, origin)?;
+        graph.validate().map_err(|source| SnapshotError::Invalid { path: origin.to_path_buf(), source })?;
+        Ok(graph)
+    }
+
+    /// Writes a snapshot atomically.
+    pub fn save(&self, path: &Path) -> Result<(), SnapshotError> {
+        write_atomic(path, &self.to_snapshot_bytes()?)
+    }
+
+    /// Loads and validates a snapshot.
+    pub fn load(path: &Path) -> Result<Self, SnapshotError> {
+        Self::from_snapshot_bytes(&read_file(path)?, path)
+    }
+}
+
+/// Opens a file for reading, for callers that want the same error shape.
+pub fn open(path: &Path) -> Result<File, SnapshotError> {
+    File::open(path).map_err(|source| SnapshotError::Io { path: path.to_path_buf(), source })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::GraphBuilder;
+
+    fn graph() -> KnowledgeGraph {
+        let mut b = GraphBuilder::new();
+        b.add_triple("cat", "IsA", "animal", 1.0).unwrap();
+        b.add_triple("dog", "IsA", "animal", 0.5).unwrap();
+        b.add_triple("dog", "AtLocation", "home", 1.0).unwrap();
+        b.build().unwrap().0
+    }
+
+    #[test]
+    fn round_trips_through_a_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("g.gps");
+        let g = graph();
+        g.save(&path).unwrap();
+        let back = KnowledgeGraph::load(&path).unwrap();
+        assert_eq!(back, g);
+        assert_eq!(back.node_id("dog"), g.node_id("dog"));
+    }
+
+    #[test]
+    fn every_truncation_is_an_error() {
+        let bytes = graph().to_snapshot_bytes().unwrap();
+        for len in 0..bytes.len() {
+            let err = KnowledgeGraph::from_snapshot_bytes(&bytes[..len], Path::new("t.gps")).unwrap_err();
+            assert!(matches!(err, SnapshotError::Truncated { .. }), "{len}: {err}");
+        }
+    }
+
+    #[test]
+    fn every_flipped_byte_is_an_error() {
+        let bytes = graph().to_snapshot_bytes().unwrap();
+        for i in 0..bytes.len() {
+            let mut bad = bytes.clone();
+            bad[i] ^= 0x40;
+            assert!(KnowledgeGraph::from_snapshot_bytes(&bad, Path::new("c.gps")).is_err(), "byte {i}");
+        }
+    }
+
+    #[test]
+    fn wrong_version_and_magic_are_named() {
+        let mut bytes = graph().to_snapshot_bytes().unwrap();
+        bytes[8] = 99;
+        let err = KnowledgeGraph::from_snapshot_bytes(&bytes, Path::new("v.gps")).unwrap_err();
+        assert!(err.to_string().contains("version 99"), "{err}");
+        bytes[0] = b'X';
+        let err = KnowledgeGraph::from_snapshot_bytes(&bytes, Path::new("m.gps")).unwrap_err();
+        assert!(matches!(err, SnapshotError::BadMagic { .. }));
+    }
+
+    /// A body with a valid checksum but a huge claimed length must fail without allocating it.
+    #[test]
+    fn crafted_lengths_fail_cleanly() {
+        let mut body = Vec::new();
+        body.extend_from_slice(&u64::MAX.to_le_bytes()); // length of the first string
+        body.extend_from_slice(b"abc");
+        let mut bytes = vec![0u8; HEADER_LEN];
+        bytes.extend_from_slice(&body);
+        bytes[0..8].copy_from_slice(&MAGIC);
+        bytes[8..12].copy_from_slice(&SNAPSHOT_VERSION.to_le_bytes());
+        bytes[12..16].copy_from_slice(&KIND_GRAPH.to_le_bytes());
+        bytes[16..24].copy_from_slice(&(body.len() as u64).to_le_bytes());
+        bytes[24..32].copy_from_slice(&xxhash_rust::xxh3::xxh3_64(&body).to_le_bytes());
+        let err = KnowledgeGraph::from_snapshot_bytes(&bytes, Path::new("x.gps")).unwrap_err();
+        assert!(matches!(err, SnapshotError::Decode { .. }), "{err}");
+    }
+
+    #[test]
+    fn crafted_inconsistent_graph_is_rejected() {
+        let mut g = graph();
+        g.out.targets[0] = 1000;
+        let bytes = g.to_snapshot_bytes().unwrap();
+        let err = KnowledgeGraph::from_snapshot_bytes(&bytes, Path::new("i.gps")).unwrap_err();
+        assert!(matches!(err, SnapshotError::Invalid { .. }), "{err}");
+    }
+}
