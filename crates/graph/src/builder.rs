@@ -47,7 +47,10 @@ impl GraphBuilder {
             return Ok(id as LabelId);
         }
         if self.relations.len() > LabelId::MAX as usize {
-            return Err(GraphError::TooMany { what: "relations", limit: LabelId::MAX as u64 + 1 });
+            return Err(GraphError::TooMany {
+                what: "relations",
+                limit: LabelId::MAX as u64 + 1,
+            });
         }
         Ok(self.relations.intern(name)? as LabelId)
     }
@@ -76,7 +79,13 @@ impl GraphBuilder {
     }
 
     /// Adds an edge by names, creating nodes and relation as needed.
-    pub fn add_triple(&mut self, head: &str, relation: &str, tail: &str, weight: f32) -> Result<(), GraphError> {
+    pub fn add_triple(
+        &mut self,
+        head: &str,
+        relation: &str,
+        tail: &str,
+        weight: f32,
+    ) -> Result<(), GraphError> {
         let s = self.node(head)?;
         let r = self.relation(relation)?;
         let t = self.node(tail)?;
@@ -92,10 +101,21 @@ impl GraphBuilder {
     /// Freezes the graph. Duplicate triples are stored once (keeping the largest weight); the number
     /// dropped is returned beside the graph.
     pub fn build(self) -> Result<(KnowledgeGraph, u64), GraphError> {
-        let GraphBuilder { nodes, relations, mut node_labels, node_label_names, edges, weights, weighted } = self;
+        let GraphBuilder {
+            nodes,
+            relations,
+            mut node_labels,
+            node_label_names,
+            edges,
+            weights,
+            weighted,
+        } = self;
         let n = nodes.len();
         if edges.len() >= u32::MAX as usize {
-            return Err(GraphError::TooMany { what: "edges", limit: u32::MAX as u64 - 1 });
+            return Err(GraphError::TooMany {
+                what: "edges",
+                limit: u32::MAX as u64 - 1,
+            });
         }
         if !node_labels.is_empty() {
             let unlabelled = node_label_names.get("-").unwrap_or(0);
@@ -105,14 +125,25 @@ impl GraphBuilder {
         let out = Csr::from_sorted(n, &edges);
         let inc = Csr::from_sorted(n, &reversed(&edges));
         let weights = weights.unwrap_or_default();
-        let graph = KnowledgeGraph { nodes, relations, node_labels, node_label_names, out, inc, weights };
+        let graph = KnowledgeGraph {
+            nodes,
+            relations,
+            node_labels,
+            node_label_names,
+            out,
+            inc,
+            weights,
+        };
         Ok((graph, duplicates))
     }
 }
 
 type Edge = (NodeId, LabelId, NodeId);
 
-fn sort_dedup(mut edges: Vec<Edge>, weights: Option<Vec<f32>>) -> (Vec<Edge>, Option<Vec<f32>>, u64) {
+fn sort_dedup(
+    mut edges: Vec<Edge>,
+    weights: Option<Vec<f32>>,
+) -> (Vec<Edge>, Option<Vec<f32>>, u64) {
     let before = edges.len() as u64;
     match weights {
         None => {
@@ -161,7 +192,10 @@ mod tests {
     fn csr_both_ways_sorted_by_label_then_neighbour() {
         let g = small();
         g.validate().unwrap();
-        assert_eq!((g.node_count(), g.edge_count(), g.relation_count()), (4, 5, 2));
+        assert_eq!(
+            (g.node_count(), g.edge_count(), g.relation_count()),
+            (4, 5, 2)
+        );
         let cat = g.node_id("cat").unwrap();
         let animal = g.node_id("animal").unwrap();
         let isa = g.relation_id("IsA").unwrap();
@@ -169,7 +203,11 @@ mod tests {
         assert_eq!(g.out().neighbours_by_label(cat, isa), &[cat, animal]);
         assert_eq!(g.inc().degree_by_label(animal, isa), 2);
         assert_eq!(g.inc().degree(animal), 2);
-        assert_eq!(g.out().degree_by_label(cat, g.relation_id("AtLocation").unwrap()), 1);
+        assert_eq!(
+            g.out()
+                .degree_by_label(cat, g.relation_id("AtLocation").unwrap()),
+            1
+        );
         assert!(g.out().has_edge(cat, Some(isa), cat));
         assert!(!g.out().has_edge(animal, None, cat));
     }

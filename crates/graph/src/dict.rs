@@ -57,18 +57,28 @@ impl Dictionary {
             return Ok(id);
         }
         if name.len() > MAX_NAME_LEN {
-            return Err(GraphError::NameTooLong { len: name.len(), limit: MAX_NAME_LEN });
+            return Err(GraphError::NameTooLong {
+                len: name.len(),
+                limit: MAX_NAME_LEN,
+            });
         }
         let id = u32::try_from(self.ends.len())
             .ok()
             .filter(|&id| id < u32::MAX)
-            .ok_or(GraphError::TooMany { what: "names", limit: u32::MAX as u64 - 1 })?;
-        let end = u32::try_from(self.bytes.len() + name.len())
-            .map_err(|_| GraphError::TooMany { what: "bytes of names", limit: u32::MAX as u64 })?;
+            .ok_or(GraphError::TooMany {
+                what: "names",
+                limit: u32::MAX as u64 - 1,
+            })?;
+        let end =
+            u32::try_from(self.bytes.len() + name.len()).map_err(|_| GraphError::TooMany {
+                what: "bytes of names",
+                limit: u32::MAX as u64,
+            })?;
         self.bytes.push_str(name);
         self.ends.push(end);
         let (bytes, ends) = (&self.bytes, &self.ends);
-        self.index.insert_unique(hash, id, |&other| hash_of(bytes, ends, other));
+        self.index
+            .insert_unique(hash, id, |&other| hash_of(bytes, ends, other));
         Ok(id)
     }
 
@@ -89,23 +99,36 @@ impl Dictionary {
         for &end in &ends {
             let end = end as usize;
             if end < prev || end > bytes.len() || !bytes.is_char_boundary(end) {
-                return Err(GraphError::Inconsistent("dictionary offsets out of order".into()));
+                return Err(GraphError::Inconsistent(
+                    "dictionary offsets out of order".into(),
+                ));
             }
             prev = end;
         }
         if prev != bytes.len() {
-            return Err(GraphError::Inconsistent("dictionary has trailing bytes".into()));
+            return Err(GraphError::Inconsistent(
+                "dictionary has trailing bytes".into(),
+            ));
         }
-        let mut dict = Dictionary { bytes, ends, index: HashTable::with_capacity(0) };
+        let mut dict = Dictionary {
+            bytes,
+            ends,
+            index: HashTable::with_capacity(0),
+        };
         dict.index.reserve(dict.ends.len(), |_| 0);
         for id in 0..dict.ends.len() as u32 {
             let name = dict.name(id);
             let hash = hash(name);
-            if dict.index.find(hash, |&other| dict.name(other) == name).is_some() {
+            if dict
+                .index
+                .find(hash, |&other| dict.name(other) == name)
+                .is_some()
+            {
                 return Err(GraphError::DuplicateNode(name.to_owned()));
             }
             let (bytes, ends) = (&dict.bytes, &dict.ends);
-            dict.index.insert_unique(hash, id, |&other| hash_of(bytes, ends, other));
+            dict.index
+                .insert_unique(hash, id, |&other| hash_of(bytes, ends, other));
         }
         Ok(dict)
     }
@@ -138,7 +161,9 @@ impl<'de> Deserialize<'de> for Dictionary {
 
 impl std::fmt::Debug for Dictionary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Dictionary").field("len", &self.len()).finish()
+        f.debug_struct("Dictionary")
+            .field("len", &self.len())
+            .finish()
     }
 }
 
@@ -179,6 +204,9 @@ mod tests {
     #[test]
     fn refuses_overlong_names() {
         let mut d = Dictionary::new();
-        assert!(matches!(d.intern(&"x".repeat(MAX_NAME_LEN + 1)), Err(GraphError::NameTooLong { .. })));
+        assert!(matches!(
+            d.intern(&"x".repeat(MAX_NAME_LEN + 1)),
+            Err(GraphError::NameTooLong { .. })
+        ));
     }
 }

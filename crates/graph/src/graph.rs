@@ -165,22 +165,35 @@ impl KnowledgeGraph {
         self.out.validate(n, r)?;
         self.inc.validate(n, r)?;
         if self.out.edge_count() != self.inc.edge_count() {
-            return Err(GraphError::Inconsistent("incoming and outgoing edge counts differ".into()));
+            return Err(GraphError::Inconsistent(
+                "incoming and outgoing edge counts differ".into(),
+            ));
         }
         if !self.node_labels.is_empty()
             && (self.node_labels.len() != n
-                || self.node_labels.iter().any(|&l| l as usize >= self.node_label_names.len()))
+                || self
+                    .node_labels
+                    .iter()
+                    .any(|&l| l as usize >= self.node_label_names.len()))
         {
             return Err(GraphError::Inconsistent("node labels out of range".into()));
         }
         if !self.weights.is_empty() && self.weights.len() != self.edge_count() {
-            return Err(GraphError::Inconsistent("weights disagree with edges".into()));
+            return Err(GraphError::Inconsistent(
+                "weights disagree with edges".into(),
+            ));
         }
         // Each incoming entry must mirror an outgoing edge; equal counts then make them the same set.
         for v in 0..n as NodeId {
             let (srcs, labels) = self.inc.neighbours(v);
-            if srcs.iter().zip(labels).any(|(&s, &l)| !self.out.has_edge(s, Some(l), v)) {
-                return Err(GraphError::Inconsistent("incoming CSR does not mirror outgoing".into()));
+            if srcs
+                .iter()
+                .zip(labels)
+                .any(|(&s, &l)| !self.out.has_edge(s, Some(l), v))
+            {
+                return Err(GraphError::Inconsistent(
+                    "incoming CSR does not mirror outgoing".into(),
+                ));
             }
         }
         Ok(())

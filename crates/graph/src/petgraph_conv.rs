@@ -13,14 +13,20 @@ impl KnowledgeGraph {
             g.add_node(name);
         }
         for (s, r, t) in self.edges() {
-            g.add_edge(NodeIndex::new(s as usize), NodeIndex::new(t as usize), self.relation_name(r));
+            g.add_edge(
+                NodeIndex::new(s as usize),
+                NodeIndex::new(t as usize),
+                self.relation_name(r),
+            );
         }
         g
     }
 
     /// Builds from a `petgraph` directed graph whose node weights name the nodes (unique) and whose
     /// edge weights name the relations. Parallel edges with the same relation are stored once.
-    pub fn from_petgraph<N: AsRef<str>, E: AsRef<str>>(g: &DiGraph<N, E>) -> Result<Self, GraphError> {
+    pub fn from_petgraph<N: AsRef<str>, E: AsRef<str>>(
+        g: &DiGraph<N, E>,
+    ) -> Result<Self, GraphError> {
         let mut b = GraphBuilder::new();
         for w in g.node_weights() {
             let name = w.as_ref();
@@ -59,6 +65,9 @@ mod tests {
         let mut pg = DiGraph::<&str, &str>::new();
         pg.add_node("a");
         pg.add_node("a");
-        assert_eq!(KnowledgeGraph::from_petgraph(&pg), Err(GraphError::DuplicateNode("a".into())));
+        assert_eq!(
+            KnowledgeGraph::from_petgraph(&pg),
+            Err(GraphError::DuplicateNode("a".into()))
+        );
     }
 }

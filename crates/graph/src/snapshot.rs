@@ -32,15 +32,30 @@ pub const KIND_GRAPH: u32 = 1;
 #[derive(Debug, Error)]
 pub enum SnapshotError {
     #[error("{path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("{path}: not a gpsense snapshot (bad magic bytes)")]
     BadMagic { path: PathBuf },
     #[error("{path}: snapshot format version {found}, this build reads version {expected}; re-run `gpsense ingest`")]
-    Version { path: PathBuf, found: u32, expected: u32 },
+    Version {
+        path: PathBuf,
+        found: u32,
+        expected: u32,
+    },
     #[error("{path}: snapshot holds kind {found}, expected kind {expected}")]
-    Kind { path: PathBuf, found: u32, expected: u32 },
+    Kind {
+        path: PathBuf,
+        found: u32,
+        expected: u32,
+    },
     #[error("{path}: truncated snapshot (header says {expected} body bytes, file has {found})")]
-    Truncated { path: PathBuf, expected: u64, found: u64 },
+    Truncated {
+        path: PathBuf,
+        expected: u64,
+        found: u64,
+    },
     #[error("{path}: checksum mismatch: the snapshot is corrupted")]
     Checksum { path: PathBuf },
     #[error("{path}: cannot decode snapshot body: {reason}")]
@@ -52,7 +67,9 @@ pub enum SnapshotError {
 }
 
 fn config() -> impl bincode::config::Config {
-    bincode::config::standard().with_little_endian().with_fixed_int_encoding()
+    bincode::config::standard()
+        .with_little_endian()
+        .with_fixed_int_encoding()
 }
 
 /// Encodes `value` with the snapshot header into a byte vector.
@@ -71,13 +88,21 @@ pub fn encode<T: Serialize>(value: &T, kind: u32) -> Result<Vec<u8>, SnapshotErr
 }
 
 /// Checks the header and checksum of `bytes` (a whole file) and decodes the body.
-pub fn decode<T: DeserializeOwned>(bytes: &[u8], kind: u32, path: &Path) -> Result<T, SnapshotError> {
+pub fn decode<T: DeserializeOwned>(
+    bytes: &[u8],
+    kind: u32,
+    path: &Path,
+) -> Result<T, SnapshotError> {
     let path_buf = || path.to_path_buf();
     if bytes.len() < HEADER_LEN {
         if bytes.len() >= 8 && bytes[..8] != MAGIC {
             return Err(SnapshotError::BadMagic { path: path_buf() });
         }
-        return Err(SnapshotError::Truncated { path: path_buf(), expected: HEADER_LEN as u64, found: bytes.len() as u64 });
+        return Err(SnapshotError::Truncated {
+            path: path_buf(),
+            expected: HEADER_LEN as u64,
+            found: bytes.len() as u64,
+        });
     }
     let u32_at = |i: usize| u32::from_le_bytes(bytes[i..i + 4].try_into().expect("4 bytes"));
     let u64_at = |i: usize| u64::from_le_bytes(bytes[i..i + 8].try_into().expect("8 bytes"));
@@ -85,31 +110,52 @@ pub fn decode<T: DeserializeOwned>(bytes: &[u8], kind: u32, path: &Path) -> Resu
         return Err(SnapshotError::BadMagic { path: path_buf() });
     }
     if u32_at(8) != SNAPSHOT_VERSION {
-        return Err(SnapshotError::Version { path: path_buf(), found: u32_at(8), expected: SNAPSHOT_VERSION });
+        return Err(SnapshotError::Version {
+            path: path_buf(),
+            found: u32_at(8),
+            expected: SNAPSHOT_VERSION,
+        });
     }
     if u32_at(12) != kind {
-        return Err(SnapshotError::Kind { path: path_buf(), found: u32_at(12), expected: kind });
+        return Err(SnapshotError::Kind {
+            path: path_buf(),
+            found: u32_at(12),
+            expected: kind,
+        });
     }
     let body = &bytes[HEADER_LEN..];
     if u64_at(16) != body.len() as u64 {
-        return Err(SnapshotError::Truncated { path: path_buf(), expected: u64_at(16), found: body.len() as u64 });
+        return Err(SnapshotError::Truncated {
+            path: path_buf(),
+            expected: u64_at(16),
+            found: body.len() as u64,
+        });
     }
     if xxhash_rust::xxh3::xxh3_64(body) != u64_at(24) {
         return Err(SnapshotError::Checksum { path: path_buf() });
     }
     // serde's sequence visitors preallocate cautiously, so a crafted length cannot allocate more than
     // a small multiple of the body before the reader runs out of bytes.
-    let (value, used) = bincode::serde::decode_from_slice(body, config())
-        .map_err(|e| SnapshotError::Decode { path: path_buf(), reason: e.to_string() })?;
+    let (value, used) =
+        bincode::serde::decode_from_slice(body, config()).map_err(|e| SnapshotError::Decode {
+            path: path_buf(),
+            reason: e.to_string(),
+        })?;
     if used != body.len() {
-        return Err(SnapshotError::Decode { path: path_buf(), reason: format!("{} trailing bytes", body.len() - used) });
+        return Err(SnapshotError::Decode {
+            path: path_buf(),
+            reason: format!("{} trailing bytes", body.len() - used),
+        });
     }
     Ok(value)
 }
 
 /// Writes `bytes` to `path` atomically: a temporary file in the same directory, synced, then renamed.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), SnapshotError> {
-    let io = |source| SnapshotError::Io { path: path.to_path_buf(), source };
+    let io = |source| SnapshotError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -127,7 +173,10 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), SnapshotError> {
 
 /// Reads a whole snapshot file.
 pub fn read_file(path: &Path) -> Result<Vec<u8>, SnapshotError> {
-    std::fs::read(path).map_err(|source| SnapshotError::Io { path: path.to_path_buf(), source })
+    std::fs::read(path).map_err(|source| SnapshotError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 impl KnowledgeGraph {
@@ -139,7 +188,10 @@ impl KnowledgeGraph {
     /// Decodes and validates a snapshot held in memory; `origin` names it in errors.
     pub fn from_snapshot_bytes(bytes: &[u8], origin: &Path) -> Result<Self, SnapshotError> {
         let graph: KnowledgeGraph = decode(bytes, KIND_GRAPH, origin)?;
-        graph.validate().map_err(|source| SnapshotError::Invalid { path: origin.to_path_buf(), source })?;
+        graph.validate().map_err(|source| SnapshotError::Invalid {
+            path: origin.to_path_buf(),
+            source,
+        })?;
         Ok(graph)
     }
 
@@ -156,7 +208,10 @@ impl KnowledgeGraph {
 
 /// Opens a file for reading, for callers that want the same error shape.
 pub fn open(path: &Path) -> Result<File, SnapshotError> {
-    File::open(path).map_err(|source| SnapshotError::Io { path: path.to_path_buf(), source })
+    File::open(path).map_err(|source| SnapshotError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 #[cfg(test)]
@@ -187,8 +242,12 @@ mod tests {
     fn every_truncation_is_an_error() {
         let bytes = graph().to_snapshot_bytes().unwrap();
         for len in 0..bytes.len() {
-            let err = KnowledgeGraph::from_snapshot_bytes(&bytes[..len], Path::new("t.gps")).unwrap_err();
-            assert!(matches!(err, SnapshotError::Truncated { .. }), "{len}: {err}");
+            let err =
+                KnowledgeGraph::from_snapshot_bytes(&bytes[..len], Path::new("t.gps")).unwrap_err();
+            assert!(
+                matches!(err, SnapshotError::Truncated { .. }),
+                "{len}: {err}"
+            );
         }
     }
 
@@ -198,7 +257,10 @@ mod tests {
         for i in 0..bytes.len() {
             let mut bad = bytes.clone();
             bad[i] ^= 0x40;
-            assert!(KnowledgeGraph::from_snapshot_bytes(&bad, Path::new("c.gps")).is_err(), "byte {i}");
+            assert!(
+                KnowledgeGraph::from_snapshot_bytes(&bad, Path::new("c.gps")).is_err(),
+                "byte {i}"
+            );
         }
     }
 

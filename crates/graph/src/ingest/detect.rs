@@ -7,10 +7,17 @@ use super::{Columns, Format};
 
 /// Guesses the format of a file from its extension (ignoring `.gz`) and its first decompressed bytes.
 pub fn detect(path: &Path, sample: &[u8]) -> Result<Format, String> {
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("").to_ascii_lowercase();
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("")
+        .to_ascii_lowercase();
     let name = name.strip_suffix(".gz").unwrap_or(&name);
     let text = String::from_utf8_lossy(sample);
-    let text = text.strip_prefix('\u{feff}').map(|t| (true, t)).unwrap_or((false, &text));
+    let text = text
+        .strip_prefix('\u{feff}')
+        .map(|t| (true, t))
+        .unwrap_or((false, &text));
     let (bom, text) = text;
     let mut lines = text.lines().filter(|l| !l.trim().is_empty());
     let first = lines.clone().next().ok_or("the file is empty")?;
@@ -20,7 +27,9 @@ pub fn detect(path: &Path, sample: &[u8]) -> Result<Format, String> {
     if first.starts_with("#synset\t") {
         return Ok(Format::WordNetNodes);
     }
-    let data = lines.find(|l| !l.starts_with('#')).ok_or("only comment lines")?;
+    let data = lines
+        .find(|l| !l.starts_with('#'))
+        .ok_or("only comment lines")?;
     let fields: Vec<&str> = data.split('\t').collect();
     if fields.len() == 5 && fields[1].starts_with("/r/") {
         return Ok(Format::ConceptNet);
@@ -31,12 +40,17 @@ pub fn detect(path: &Path, sample: &[u8]) -> Result<Format, String> {
     if (3..=4).contains(&fields.len()) {
         return Ok(Format::Triples);
     }
-    Err(format!("first line has {} tab-separated fields", fields.len()))
+    Err(format!(
+        "first line has {} tab-separated fields",
+        fields.len()
+    ))
 }
 
 fn is_benchmark_header(line: &str) -> bool {
     let mut parts = line.split_ascii_whitespace();
-    parts.next() == Some("t") && parts.by_ref().take(2).all(|p| p.parse::<u64>().is_ok()) && parts.next().is_none()
+    parts.next() == Some("t")
+        && parts.by_ref().take(2).all(|p| p.parse::<u64>().is_ok())
+        && parts.next().is_none()
 }
 
 /// Which column of a triples TSV holds the relation: a `#` header naming it, else the one of the first
@@ -81,8 +95,14 @@ mod tests {
     fn detects_each_format() {
         assert_eq!(d("q.txt", "t 3 2\nv 0 1 1\n"), Ok(Format::Benchmark));
         assert_eq!(d("x.graph", "garbage"), Ok(Format::Benchmark));
-        assert_eq!(d("n.tsv", "#synset\tss_type\tlexfile_num\tfirst_lemma\n"), Ok(Format::WordNetNodes));
-        assert_eq!(d("a.csv", "/a/x\t/r/IsA\t/c/en/a\t/c/en/b\t{}\n"), Ok(Format::ConceptNet));
+        assert_eq!(
+            d("n.tsv", "#synset\tss_type\tlexfile_num\tfirst_lemma\n"),
+            Ok(Format::WordNetNodes)
+        );
+        assert_eq!(
+            d("a.csv", "/a/x\t/r/IsA\t/c/en/a\t/c/en/b\t{}\n"),
+            Ok(Format::ConceptNet)
+        );
         assert_eq!(d("p", "\u{feff}\"a\",\"is-a\",\"b\"\n"), Ok(Format::Csv));
         assert_eq!(d("p.csv", "a,is-a,b\n"), Ok(Format::Csv));
         assert_eq!(d("t.txt", "IsA\tcat\tanimal\n"), Ok(Format::Triples));
@@ -92,8 +112,17 @@ mod tests {
 
     #[test]
     fn detects_column_order() {
-        assert_eq!(detect_columns(b"IsA\tcat\tanimal\nIsA\tdog\tanimal\nAtLocation\tcat\thome\n"), Columns::RelHeadTail);
-        assert_eq!(detect_columns(b"cat\tIsA\tanimal\ndog\tIsA\tanimal\n"), Columns::HeadRelTail);
-        assert_eq!(detect_columns(b"#source\trelation\ttarget\na\tb\tc\n"), Columns::HeadRelTail);
+        assert_eq!(
+            detect_columns(b"IsA\tcat\tanimal\nIsA\tdog\tanimal\nAtLocation\tcat\thome\n"),
+            Columns::RelHeadTail
+        );
+        assert_eq!(
+            detect_columns(b"cat\tIsA\tanimal\ndog\tIsA\tanimal\n"),
+            Columns::HeadRelTail
+        );
+        assert_eq!(
+            detect_columns(b"#source\trelation\ttarget\na\tb\tc\n"),
+            Columns::HeadRelTail
+        );
     }
 }

@@ -6,7 +6,9 @@ use std::path::Path;
 
 use super::detect::detect_columns;
 use super::input::Input;
-use super::{Columns, FileReport, Format, IngestError, IngestOptions, LineError, OnError, Progress, Sink};
+use super::{
+    Columns, FileReport, Format, IngestError, IngestOptions, LineError, OnError, Progress, Sink,
+};
 use crate::GraphError;
 
 /// How many lines between progress reports.
@@ -23,7 +25,10 @@ pub(super) fn read(
     sink: &mut Sink,
     progress: &dyn Progress,
 ) -> Result<FileReport, IngestError> {
-    let columns = (format == Format::Triples).then(|| opts.columns.unwrap_or_else(|| detect_columns(input.sample())));
+    let columns = (format == Format::Triples).then(|| {
+        opts.columns
+            .unwrap_or_else(|| detect_columns(input.sample()))
+    });
     let mut file = FileReport {
         path: path.to_path_buf(),
         format,
@@ -35,11 +40,21 @@ pub(super) fn read(
         examples: Vec::new(),
     };
     let counter = input.counter();
-    let mut ctx = Ctx { path, opts, file: &mut file, progress, counter: &*counter };
+    let mut ctx = Ctx {
+        path,
+        opts,
+        file: &mut file,
+        progress,
+        counter: &*counter,
+    };
     match format {
         Format::Csv => read_csv(input, sink, &mut ctx)?,
         _ => {
-            let mut parser = LineParser { format, columns: columns.unwrap_or(Columns::RelHeadTail), bench: Bench::default() };
+            let mut parser = LineParser {
+                format,
+                columns: columns.unwrap_or(Columns::RelHeadTail),
+                bench: Bench::default(),
+            };
             read_lines(input, &mut ctx, |line, ctx| parser.line(line, sink, ctx))?
         }
     }
@@ -80,7 +95,13 @@ impl Ctx<'_> {
                     self.file.examples.push((line, reason));
                 }
             }
-            Err(reason) => return Err(IngestError::Malformed { path: self.path.to_path_buf(), line, reason }),
+            Err(reason) => {
+                return Err(IngestError::Malformed {
+                    path: self.path.to_path_buf(),
+                    line,
+                    reason,
+                })
+            }
         }
         Ok(())
     }
@@ -98,7 +119,10 @@ fn read_lines(
         buf.clear();
         let n = reader
             .read_until(b'\n', &mut buf)
-            .map_err(|source| IngestError::Io { path: ctx.path.to_path_buf(), source })?;
+            .map_err(|source| IngestError::Io {
+                path: ctx.path.to_path_buf(),
+                source,
+            })?;
         if n == 0 {
             return Ok(());
         }
@@ -108,7 +132,10 @@ fn read_lines(
         let result = match std::str::from_utf8(bytes) {
             Ok(line) if line.trim().is_empty() || line.starts_with('#') => Ok(Outcome::Nothing),
             Ok(line) => parse(line, ctx),
-            Err(e) => Err(LineError::new("invalid UTF-8", format!("at byte {}", e.valid_up_to()))),
+            Err(e) => Err(LineError::new(
+                "invalid UTF-8",
+                format!("at byte {}", e.valid_up_to()),
+            )),
         };
         ctx.record(line_no, result)?;
     }
@@ -148,13 +175,20 @@ impl LineParser {
             Format::Benchmark => return self.bench.line(line, sink),
             Format::Csv => unreachable!("CSV has its own reader"),
         };
-        let Some((h, r, t, w)) = triple else { return Ok(Outcome::Filtered) };
+        let Some((h, r, t, w)) = triple else {
+            return Ok(Outcome::Filtered);
+        };
         sink.triple(&h, r, &t, w)?;
         Ok(Outcome::Edges(1))
     }
 }
 
-type Triple<'a> = (std::borrow::Cow<'a, str>, &'a str, std::borrow::Cow<'a, str>, f32);
+type Triple<'a> = (
+    std::borrow::Cow<'a, str>,
+    &'a str,
+    std::borrow::Cow<'a, str>,
+    f32,
+);
 
 fn fields<const N: usize>(line: &str, min: usize) -> Result<([&str; N], usize), LineError> {
     let mut out = [""; N];
@@ -166,8 +200,15 @@ fn fields<const N: usize>(line: &str, min: usize) -> Result<([&str; N], usize), 
         count += 1;
     }
     if count < min || count > N {
-        let expected = if min == N { format!("{N}") } else { format!("{min} to {N}") };
-        return Err(LineError::new("wrong field count", format!("expected {expected} tab-separated fields, found {count}")));
+        let expected = if min == N {
+            format!("{N}")
+        } else {
+            format!("{min} to {N}")
+        };
+        return Err(LineError::new(
+            "wrong field count",
+            format!("expected {expected} tab-separated fields, found {count}"),
+        ));
     }
     Ok((out, count))
 }
@@ -175,7 +216,10 @@ fn fields<const N: usize>(line: &str, min: usize) -> Result<([&str; N], usize), 
 fn weight(text: &str) -> Result<f32, LineError> {
     match text.trim().parse::<f32>() {
         Ok(w) if w.is_finite() => Ok(w),
-        _ => Err(LineError::new("bad weight", format!("{text:?} is not a finite number"))),
+        _ => Err(LineError::new(
+            "bad weight",
+            format!("{text:?} is not a finite number"),
+        )),
     }
 }
 
@@ -195,20 +239,38 @@ fn conceptnet<'a>(line: &'a str, opts: &IngestOptions) -> Result<Option<Triple<'
     let rel = rel
         .strip_prefix("/r/")
         .filter(|r| !r.is_empty())
-        .ok_or_else(|| LineError::new("bad relation URI", format!("{rel:?} does not start with /r/")))?;
-    let (Some(head), Some(tail)) = (concept(start, opts)?, concept(end, opts)?) else { return Ok(None) };
+        .ok_or_else(|| {
+            LineError::new(
+                "bad relation URI",
+                format!("{rel:?} does not start with /r/"),
+            )
+        })?;
+    let (Some(head), Some(tail)) = (concept(start, opts)?, concept(end, opts)?) else {
+        return Ok(None);
+    };
     Ok(Some((head, rel, tail, metadata_weight(meta)?)))
 }
 
 /// The node name of a `/c/<lang>/<term>[/<pos>/...]` URI; `None` for other URIs or other languages.
-fn concept<'a>(uri: &'a str, opts: &IngestOptions) -> Result<Option<std::borrow::Cow<'a, str>>, LineError> {
-    let Some(rest) = uri.strip_prefix("/c/") else { return Ok(None) };
+fn concept<'a>(
+    uri: &'a str,
+    opts: &IngestOptions,
+) -> Result<Option<std::borrow::Cow<'a, str>>, LineError> {
+    let Some(rest) = uri.strip_prefix("/c/") else {
+        return Ok(None);
+    };
     let mut parts = rest.splitn(3, '/');
     let (Some(lang), Some(term)) = (parts.next(), parts.next()) else {
-        return Err(LineError::new("bad concept URI", format!("{uri:?} has no term")));
+        return Err(LineError::new(
+            "bad concept URI",
+            format!("{uri:?} has no term"),
+        ));
     };
     if lang.is_empty() || term.is_empty() {
-        return Err(LineError::new("bad concept URI", format!("{uri:?} has an empty language or term")));
+        return Err(LineError::new(
+            "bad concept URI",
+            format!("{uri:?} has an empty language or term"),
+        ));
     }
     if !opts.languages.is_empty() && !opts.languages.iter().any(|l| l == lang) {
         return Ok(None);
@@ -231,9 +293,13 @@ fn concept<'a>(uri: &'a str, opts: &IngestOptions) -> Result<Option<std::borrow:
 /// The `"weight": x` of ConceptNet's JSON metadata, read without a JSON parser (it is on the hot path).
 fn metadata_weight(meta: &str) -> Result<f32, LineError> {
     let key = "\"weight\":";
-    let at = meta.find(key).ok_or_else(|| LineError::new("bad metadata", "no \"weight\" in the JSON column"))?;
+    let at = meta
+        .find(key)
+        .ok_or_else(|| LineError::new("bad metadata", "no \"weight\" in the JSON column"))?;
     let rest = meta[at + key.len()..].trim_start();
-    let end = rest.find(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | '-' | '+' | 'e' | 'E'))).unwrap_or(rest.len());
+    let end = rest
+        .find(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | '-' | '+' | 'e' | 'E')))
+        .unwrap_or(rest.len());
     weight(&rest[..end])
 }
 
@@ -244,7 +310,10 @@ fn wordnet_node(line: &str, sink: &mut Sink) -> Result<Outcome, LineError> {
         return Err(LineError::new("empty name", "empty synset, type or lemma"));
     }
     if sink.aliases.contains_key(synset) {
-        return Err(LineError::new("duplicate node", format!("synset {synset} appears twice")));
+        return Err(LineError::new(
+            "duplicate node",
+            format!("synset {synset} appears twice"),
+        ));
     }
     let id = sink.builder.node(&format!("{lemma}/{synset}"))?;
     sink.builder.set_node_label(id, ss_type)?;
@@ -258,7 +327,11 @@ impl Bench {
         let mut parts = line.split_ascii_whitespace();
         let tag = parts.next().unwrap_or("");
         let nums: Vec<&str> = parts.collect();
-        let number = |s: &str| s.parse::<u64>().map_err(|_| LineError::new("bad number", format!("{s:?} is not a non-negative integer")));
+        let number = |s: &str| {
+            s.parse::<u64>().map_err(|_| {
+                LineError::new("bad number", format!("{s:?} is not a non-negative integer"))
+            })
+        };
         match tag {
             "t" if nums.len() == 2 => {
                 if self.declared.is_some() {
@@ -271,10 +344,19 @@ impl Bench {
             "v" if (2..=3).contains(&nums.len()) => {
                 let id = number(nums[0])?;
                 if self.declared.is_some_and(|n| id >= n) {
-                    return Err(LineError::new("bad vertex", format!("vertex {id} beyond the declared count")));
+                    return Err(LineError::new(
+                        "bad vertex",
+                        format!("vertex {id} beyond the declared count"),
+                    ));
                 }
                 if id != sink.builder.node_count() as u64 {
-                    return Err(LineError::new("bad vertex", format!("vertex {id} out of order (expected {})", sink.builder.node_count())));
+                    return Err(LineError::new(
+                        "bad vertex",
+                        format!(
+                            "vertex {id} out of order (expected {})",
+                            sink.builder.node_count()
+                        ),
+                    ));
                 }
                 let v = sink.builder.node(nums[0])?;
                 sink.builder.set_node_label(v, nums[1])?;
@@ -283,14 +365,25 @@ impl Bench {
             "e" if (2..=3).contains(&nums.len()) => {
                 let [u, v] = [nums[0], nums[1]].map(|s| sink.builder.existing_node(s));
                 let (Some(u), Some(v)) = (u, v) else {
-                    return Err(LineError::new("unknown vertex", format!("edge {} {} names an undeclared vertex", nums[0], nums[1])));
+                    return Err(LineError::new(
+                        "unknown vertex",
+                        format!("edge {} {} names an undeclared vertex", nums[0], nums[1]),
+                    ));
                 };
-                let r = sink.builder.relation(nums.get(2).copied().unwrap_or("edge"))?;
+                let r = sink
+                    .builder
+                    .relation(nums.get(2).copied().unwrap_or("edge"))?;
                 sink.builder.add_edge(u, r, v, 1.0);
                 sink.builder.add_edge(v, r, u, 1.0);
                 Ok(Outcome::Edges(1))
             }
-            _ => Err(LineError::new("bad record", format!("expected `t N M`, `v id label [degree]` or `e u v [label]`, found {:?}", truncate(line)))),
+            _ => Err(LineError::new(
+                "bad record",
+                format!(
+                    "expected `t N M`, `v id label [degree]` or `e u v [label]`, found {:?}",
+                    truncate(line)
+                ),
+            )),
         }
     }
 }
@@ -304,14 +397,19 @@ fn truncate(s: &str) -> &str {
 
 /// CSV `head,relation,tail[,context[,weight]]` (the csv crate handles quoting and strips a BOM).
 fn read_csv(input: Input, sink: &mut Sink, ctx: &mut Ctx) -> Result<(), IngestError> {
-    let mut reader = csv::ReaderBuilder::new().has_headers(false).flexible(true).from_reader(input.into_reader());
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .from_reader(input.into_reader());
     let mut record = csv::StringRecord::new();
     let mut last_line = 0;
     loop {
         let result = match reader.read_record(&mut record) {
             Ok(false) => return Ok(()),
             Ok(true) => csv_record(&record).and_then(|(h, r, t, w)| {
-                sink.triple(h, r, t, w).map(|_| Outcome::Edges(1)).map_err(LineError::from)
+                sink.triple(h, r, t, w)
+                    .map(|_| Outcome::Edges(1))
+                    .map_err(LineError::from)
             }),
             Err(e) => match e.kind() {
                 csv::ErrorKind::Io(_) => {
@@ -319,7 +417,10 @@ fn read_csv(input: Input, sink: &mut Sink, ctx: &mut Ctx) -> Result<(), IngestEr
                         csv::ErrorKind::Io(io) => io,
                         _ => unreachable!("matched above"),
                     };
-                    return Err(IngestError::Io { path: ctx.path.to_path_buf(), source });
+                    return Err(IngestError::Io {
+                        path: ctx.path.to_path_buf(),
+                        source,
+                    });
                 }
                 csv::ErrorKind::Utf8 { .. } => Err(LineError::new("invalid UTF-8", e.to_string())),
                 _ => Err(LineError::new("bad CSV", e.to_string())),
@@ -333,7 +434,13 @@ fn read_csv(input: Input, sink: &mut Sink, ctx: &mut Ctx) -> Result<(), IngestEr
 
 fn csv_record(record: &csv::StringRecord) -> Result<(&str, &str, &str, f32), LineError> {
     if !(3..=5).contains(&record.len()) {
-        return Err(LineError::new("wrong field count", format!("expected 3 to 5 comma-separated fields, found {}", record.len())));
+        return Err(LineError::new(
+            "wrong field count",
+            format!(
+                "expected 3 to 5 comma-separated fields, found {}",
+                record.len()
+            ),
+        ));
     }
     let w = match record.get(4).map(str::trim) {
         None | Some("") => 1.0,

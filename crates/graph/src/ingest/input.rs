@@ -38,9 +38,16 @@ impl<R: Read> Read for Counting<R> {
 
 impl Input {
     pub(crate) fn open(path: &Path) -> Result<Self, IngestError> {
-        let io = |source| IngestError::Io { path: path.to_path_buf(), source };
+        let io = |source| IngestError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
         let file = File::open(path).map_err(io)?;
-        let size = file.metadata().ok().filter(|m| m.is_file()).map(|m| m.len());
+        let size = file
+            .metadata()
+            .ok()
+            .filter(|m| m.is_file())
+            .map(|m| m.len());
         if file.metadata().map(|m| m.is_dir()).unwrap_or(false) {
             return Err(io(io::Error::other("is a directory")));
         }
@@ -54,12 +61,29 @@ impl Input {
 
     fn new(raw: Box<dyn Read>, size: Option<u64>) -> io::Result<Self> {
         let read = Rc::new(Cell::new(0));
-        let mut raw = BufReader::with_capacity(BUFFER_BYTES, Counting { inner: raw, read: read.clone() });
+        let mut raw = BufReader::with_capacity(
+            BUFFER_BYTES,
+            Counting {
+                inner: raw,
+                read: read.clone(),
+            },
+        );
         let gzip = raw.fill_buf()?.starts_with(&[0x1f, 0x8b]);
-        let mut stream: Box<dyn Read> = if gzip { Box::new(MultiGzDecoder::new(raw)) } else { Box::new(raw) };
+        let mut stream: Box<dyn Read> = if gzip {
+            Box::new(MultiGzDecoder::new(raw))
+        } else {
+            Box::new(raw)
+        };
         let mut sample = Vec::with_capacity(SAMPLE_BYTES);
-        (&mut stream).take(SAMPLE_BYTES as u64).read_to_end(&mut sample)?;
-        Ok(Input { sample, rest: stream, size, read })
+        (&mut stream)
+            .take(SAMPLE_BYTES as u64)
+            .read_to_end(&mut sample)?;
+        Ok(Input {
+            sample,
+            rest: stream,
+            size,
+            read,
+        })
     }
 
     /// The first (up to 64 KiB) decompressed bytes.

@@ -38,8 +38,13 @@ pub enum Format {
 }
 
 impl Format {
-    pub const ALL: [Format; 5] =
-        [Format::ConceptNet, Format::Triples, Format::Csv, Format::WordNetNodes, Format::Benchmark];
+    pub const ALL: [Format; 5] = [
+        Format::ConceptNet,
+        Format::Triples,
+        Format::Csv,
+        Format::WordNetNodes,
+        Format::Benchmark,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -61,10 +66,16 @@ impl fmt::Display for Format {
 impl FromStr for Format {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        Format::ALL.into_iter().find(|f| f.name() == s).ok_or_else(|| {
-            let names: Vec<_> = Format::ALL.iter().map(|f| f.name()).collect();
-            format!("unknown format {s:?} (expected one of: {})", names.join(", "))
-        })
+        Format::ALL
+            .into_iter()
+            .find(|f| f.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<_> = Format::ALL.iter().map(|f| f.name()).collect();
+                format!(
+                    "unknown format {s:?} (expected one of: {})",
+                    names.join(", ")
+                )
+            })
     }
 }
 
@@ -144,16 +155,26 @@ pub struct LineError {
 
 impl LineError {
     pub(crate) fn new(kind: &'static str, detail: impl Into<String>) -> Self {
-        LineError { kind, detail: detail.into() }
+        LineError {
+            kind,
+            detail: detail.into(),
+        }
     }
 }
 
 #[derive(Debug, Error)]
 pub enum IngestError {
     #[error("{path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("{path}:{line}: {reason} (use --on-error skip to skip such lines)")]
-    Malformed { path: PathBuf, line: u64, reason: LineError },
+    Malformed {
+        path: PathBuf,
+        line: u64,
+        reason: LineError,
+    },
     #[error("{path}: cannot detect the format ({why}); pass --format")]
     Detect { path: PathBuf, why: String },
     #[error("{path}: {source}")]
@@ -222,7 +243,10 @@ pub fn ingest(
         let input = input::Input::open(path)?;
         let format = match opts.format {
             Some(f) => f,
-            None => detect(path, input.sample()).map_err(|why| IngestError::Detect { path: path.clone(), why })?,
+            None => detect(path, input.sample()).map_err(|why| IngestError::Detect {
+                path: path.clone(),
+                why,
+            })?,
         };
         inputs.push((format != Format::WordNetNodes, path, input, format));
     }
@@ -235,7 +259,10 @@ pub fn ingest(
         progress.finish();
         report.files.push(file);
     }
-    let (graph, duplicates) = sink.builder.build().map_err(|source| IngestError::Graph { path: paths[0].clone(), source })?;
+    let (graph, duplicates) = sink.builder.build().map_err(|source| IngestError::Graph {
+        path: paths[0].clone(),
+        source,
+    })?;
     report.duplicates = duplicates;
     Ok((graph, report))
 }
@@ -247,11 +274,23 @@ pub fn ingest_bytes(
     opts: &IngestOptions,
 ) -> Result<(KnowledgeGraph, IngestReport), IngestError> {
     let path = PathBuf::from("<memory>");
-    let input = input::Input::from_bytes(bytes.to_vec()).map_err(|source| IngestError::Io { path: path.clone(), source })?;
+    let input = input::Input::from_bytes(bytes.to_vec()).map_err(|source| IngestError::Io {
+        path: path.clone(),
+        source,
+    })?;
     let mut sink = Sink::default();
     let file = formats::read(&path, input, format, opts, &mut sink, &NoProgress)?;
-    let (graph, duplicates) = sink.builder.build().map_err(|source| IngestError::Graph { path, source })?;
-    Ok((graph, IngestReport { files: vec![file], duplicates }))
+    let (graph, duplicates) = sink
+        .builder
+        .build()
+        .map_err(|source| IngestError::Graph { path, source })?;
+    Ok((
+        graph,
+        IngestReport {
+            files: vec![file],
+            duplicates,
+        },
+    ))
 }
 
 /// The builder plus the synset -> node map that WordNet node tables fill.
@@ -269,7 +308,13 @@ impl Sink {
         }
     }
 
-    fn triple(&mut self, head: &str, relation: &str, tail: &str, weight: f32) -> Result<(), GraphError> {
+    fn triple(
+        &mut self,
+        head: &str,
+        relation: &str,
+        tail: &str,
+        weight: f32,
+    ) -> Result<(), GraphError> {
         let s = self.node(head)?;
         let r = self.builder.relation(relation)?;
         let t = self.node(tail)?;

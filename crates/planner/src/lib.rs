@@ -1,0 +1,1 @@
+//! The query side of gpsense: parsing, query graphs and matching order (being written).
