@@ -2,6 +2,9 @@
 
 use crate::{Csr, Dictionary, GraphError, KnowledgeGraph, LabelId, NodeId};
 
+/// The node label of nodes left unlabelled in a graph that has node labels.
+pub const UNLABELLED: &str = "-";
+
 /// Accumulates nodes, relations and edges; `build` sorts, deduplicates and lays out both CSRs.
 ///
 /// Memory while building: 12 bytes per edge (plus 4 with weights), then the frozen graph.
@@ -58,11 +61,15 @@ impl GraphBuilder {
     /// Sets the label of `node`. In a graph with node labels, nodes never given one get label `-`.
     pub fn set_node_label(&mut self, node: NodeId, label: &str) -> Result<(), GraphError> {
         let label = self.node_label_names.intern(label)?;
-        if self.node_labels.len() <= node as usize {
-            let unlabelled = self.node_label_names.intern("-")?;
-            self.node_labels.resize(node as usize + 1, unlabelled);
+        let i = node as usize;
+        if i > self.node_labels.len() {
+            let unlabelled = self.node_label_names.intern(UNLABELLED)?;
+            self.node_labels.resize(i, unlabelled);
         }
-        self.node_labels[node as usize] = label;
+        match self.node_labels.get_mut(i) {
+            Some(slot) => *slot = label,
+            None => self.node_labels.push(label),
+        }
         Ok(())
     }
 
@@ -105,7 +112,7 @@ impl GraphBuilder {
             nodes,
             relations,
             mut node_labels,
-            node_label_names,
+            mut node_label_names,
             edges,
             weights,
             weighted,
@@ -117,8 +124,8 @@ impl GraphBuilder {
                 limit: u32::MAX as u64 - 1,
             });
         }
-        if !node_labels.is_empty() {
-            let unlabelled = node_label_names.get("-").unwrap_or(0);
+        if !node_labels.is_empty() && node_labels.len() < n {
+            let unlabelled = node_label_names.intern(UNLABELLED)?;
             node_labels.resize(n, unlabelled);
         }
         let (edges, weights, duplicates) = sort_dedup(edges, weighted.then_some(weights));

@@ -45,7 +45,7 @@ pub(super) fn read(
         opts,
         file: &mut file,
         progress,
-        counter: &*counter,
+        counter: &counter,
     };
     match format {
         Format::Csv => read_csv(input, sink, &mut ctx)?,
@@ -82,7 +82,7 @@ impl Ctx<'_> {
     /// Records one line's result, or fails on a malformed line unless skipping.
     fn record(&mut self, line: u64, result: Result<Outcome, LineError>) -> Result<(), IngestError> {
         self.file.lines += 1;
-        if line % PROGRESS_EVERY == 0 {
+        if line.is_multiple_of(PROGRESS_EVERY) {
             self.progress.position(self.counter.get());
         }
         match result {

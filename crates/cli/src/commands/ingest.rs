@@ -1,0 +1,92 @@
+//! `gpsense ingest INPUT... -o graph.gps`: read triples files, write a snapshot.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use gpsense_graph::ingest::{ingest, Columns, Format, IngestOptions, IngestReport, OnError};
+
+use crate::fmt::{bytes, millis, thousands};
+use crate::progress::Bar;
+
+pub struct Args {
+    pub inputs: Vec<PathBuf>,
+    pub output: PathBuf,
+    pub format: Option<Format>,
+    pub columns: Option<Columns>,
+    pub languages: Vec<String>,
+    pub strip_pos: bool,
+    pub on_error: OnError,
+}
+
+pub fn run(args: Args) -> Result<()> {
+    let opts = IngestOptions {
+        format: args.format,
+        columns: args.columns,
+        languages: args.languages,
+        strip_pos: args.strip_pos,
+        on_error: args.on_error,
+    };
+    let start = Instant::now();
+    let (graph, report) = ingest(&args.inputs, &opts, &Bar::default())?;
+    let ingest_time = start.elapsed();
+    let start = Instant::now();
+    graph
+        .save(&args.output)
+        .with_context(|| format!("cannot write the snapshot {}", args.output.display()))?;
+    let save_time = start.elapsed();
+    eprint!("{}", describe(&report));
+    let size = std::fs::metadata(&args.output)
+        .map(|m| m.len() as usize)
+        .unwrap_or(0);
+    println!(
+        "{}: {} nodes, {} edges, {} relations; ingest {}, snapshot {} written in {}",
+        display(&args.output),
+        thousands(graph.node_count() as u64),
+        thousands(graph.edge_count() as u64),
+        graph.relation_count(),
+        millis(ingest_time),
+        bytes(size),
+        millis(save_time),
+    );
+    Ok(())
+}
+
+fn display(p: &Path) -> String {
+    p.display().to_string()
+}
+
+/// Per-file lines for stderr: format, counts, and skipped lines by reason with examples.
+fn describe(report: &IngestReport) -> String {
+    let mut out = String::new();
+    for f in &report.files {
+        let columns = f.columns.map(|c| format!(" ({c})")).unwrap_or_default();
+        out.push_str(&format!(
+            "{}: {}{columns}, {} lines, {} edges",
+            f.path.display(),
+            f.format,
+            thousands(f.lines),
+            thousands(f.edges)
+        ));
+        if f.filtered > 0 {
+            out.push_str(&format!(
+                ", {} filtered (other languages or non-concept URIs)",
+                thousands(f.filtered)
+            ));
+        }
+        out.push('\n');
+        for (reason, n) in &f.skipped {
+            out.push_str(&format!("  skipped {} lines: {reason}\n", thousands(*n)));
+        }
+        for (line, e) in &f.examples {
+            out.push_str(&format!("    e.g. line {line}: {e}\n"));
+        }
+    }
+    if report.duplicates > 0 {
+        out.push_str(&format!(
+            "{} repeated triples stored once\n",
+            thousands(report.duplicates)
+        ));
+    }
+    out
+}

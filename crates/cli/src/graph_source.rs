@@ -1,0 +1,65 @@
+//! Where the graph comes from: the embedded default, a snapshot, or text files ingested on the fly.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use gpsense_graph::ingest::{ingest, IngestOptions};
+use gpsense_graph::{snapshot, KnowledgeGraph};
+
+use crate::progress::Bar;
+
+/// The default graph: ConceptNet-100K (train), ingested at build time.
+static DEFAULT_SNAPSHOT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/default.gps"));
+pub const DEFAULT_NAME: &str = "ConceptNet-100K (embedded default; CC BY-SA 4.0, Li et al. 2016)";
+
+pub struct Loaded {
+    pub graph: KnowledgeGraph,
+    pub origin: String,
+    pub load_time: Duration,
+}
+
+/// Loads `path` (a snapshot, or any file `gpsense ingest` reads), or the default graph.
+pub fn load(path: Option<&Path>) -> Result<Loaded> {
+    let start = Instant::now();
+    let (graph, origin) = match path {
+        None => {
+            let graph = KnowledgeGraph::from_snapshot_bytes(
+                DEFAULT_SNAPSHOT,
+                Path::new("<embedded default>"),
+            )
+            .context("the embedded default graph is unreadable (a build problem)")?;
+            (graph, DEFAULT_NAME.to_owned())
+        }
+        Some(p) if is_snapshot(p)? => (KnowledgeGraph::load(p)?, p.display().to_string()),
+        Some(p) => {
+            let (graph, _) = ingest(
+                &[PathBuf::from(p)],
+                &IngestOptions::default(),
+                &Bar::default(),
+            )?;
+            (
+                graph,
+                format!(
+                    "{} (ingested; save a snapshot with `gpsense ingest` to load faster)",
+                    p.display()
+                ),
+            )
+        }
+    };
+    Ok(Loaded {
+        graph,
+        origin,
+        load_time: start.elapsed(),
+    })
+}
+
+fn is_snapshot(path: &Path) -> Result<bool> {
+    use std::io::Read;
+    let mut head = Vec::with_capacity(8);
+    snapshot::open(path)?
+        .take(8)
+        .read_to_end(&mut head)
+        .with_context(|| format!("{}: cannot read", path.display()))?;
+    Ok(head == snapshot::MAGIC)
+}

@@ -1,0 +1,301 @@
+//! Every malformed-input path: a clear error naming file, line and reason by default; with
+//! `--on-error skip`, a count per reason and the good lines kept.
+
+use std::path::PathBuf;
+
+use gpsense_graph::ingest::{
+    ingest, ingest_bytes, Format, IngestError, IngestOptions, NoProgress, OnError,
+};
+
+const SKIP: IngestOptions = IngestOptions {
+    format: None,
+    columns: None,
+    languages: Vec::new(),
+    strip_pos: false,
+    on_error: OnError::Skip,
+};
+
+/// Fails by default at `line` with a reason containing `reason`; with skip, keeps `kept` edges.
+fn check(format: Format, input: &str, line: u64, reason: &str, kept: usize) {
+    let err = ingest_bytes(input.as_bytes(), format, &IngestOptions::default()).unwrap_err();
+    match &err {
+        IngestError::Malformed {
+            line: l, reason: r, ..
+        } => {
+            assert_eq!(*l, line, "{format}: {err}");
+            assert!(r.to_string().contains(reason), "{format}: {err}");
+        }
+        other => panic!("{format}: expected a malformed-line error, got {other}"),
+    }
+    let (g, report) = ingest_bytes(input.as_bytes(), format, &SKIP).unwrap();
+    assert_eq!(g.edge_count(), kept, "{format}");
+    assert_eq!(report.skipped_total(), 1, "{format}: {report:?}");
+}
+
+#[test]
+fn triples() {
+    check(
+        Format::Triples,
+        "IsA\tcat\tanimal\nIsA\tdog\n",
+        2,
+        "expected 3 to 4",
+        1,
+    );
+    check(
+        Format::Triples,
+        "IsA\tcat\tanimal\nIsA\t\tanimal\n",
+        2,
+        "empty node name",
+        1,
+    );
+    check(
+        Format::Triples,
+        "IsA\tcat\tanimal\t0.5\nIsA\tdog\tanimal\tlots\n",
+        2,
+        "bad weight",
+        1,
+    );
+    check(
+        Format::Triples,
+        "IsA\tcat\tanimal\nIsA\tdog\tanimal\tNaN\n",
+        2,
+        "bad weight",
+        1,
+    );
+    check(
+        Format::Triples,
+        "IsA\tcat\tanimal\na\tb\tc\td\te\n",
+        2,
+        "found 5",
+        1,
+    );
+    check(
+        Format::Triples,
+        "IsA\tcat\tanimal\n\tdog\tanimal\n",
+        2,
+        "empty relation name",
+        1,
+    );
+    let long = format!("IsA\tcat\tanimal\nIsA\t{}\tanimal\n", "x".repeat(5000));
+    check(Format::Triples, &long, 2, "name too long", 1);
+}
+
+#[test]
+fn invalid_utf8_is_a_line_error() {
+    let mut bytes = b"IsA\tcat\tanimal\nIsA\t".to_vec();
+    bytes.extend_from_slice(&[0xff, 0xfe]);
+    bytes.extend_from_slice(b"\tanimal\n");
+    let err = ingest_bytes(&bytes, Format::Triples, &IngestOptions::default()).unwrap_err();
+    assert!(err.to_string().contains(":2: invalid UTF-8"), "{err}");
+    let (g, report) = ingest_bytes(&bytes, Format::Triples, &SKIP).unwrap();
+    assert_eq!(
+        (g.edge_count(), report.files[0].skipped["invalid UTF-8"]),
+        (1, 1)
+    );
+}
+
+#[test]
+fn conceptnet_dump() {
+    let good = "/a/x\t/r/IsA\t/c/en/cat\t/c/en/animal\t{\"weight\": 2.0}\n";
+    check(
+        Format::ConceptNet,
+        &format!("{good}/a/x\t/r/IsA\t/c/en/cat\n"),
+        2,
+        "expected 5",
+        1,
+    );
+    check(
+        Format::ConceptNet,
+        &format!("{good}/a/x\tIsA\t/c/en/cat\t/c/en/x\t{{\"weight\": 1}}\n"),
+        2,
+        "bad relation URI",
+        1,
+    );
+    check(
+        Format::ConceptNet,
+        &format!("{good}/a/x\t/r/IsA\t/c/en\t/c/en/x\t{{\"weight\": 1}}\n"),
+        2,
+        "bad concept URI",
+        1,
+    );
+    check(
+        Format::ConceptNet,
+        &format!("{good}/a/x\t/r/IsA\t/c//cat\t/c/en/x\t{{\"weight\": 1}}\n"),
+        2,
+        "bad concept URI",
+        1,
+    );
+    check(
+        Format::ConceptNet,
+        &format!("{good}/a/x\t/r/IsA\t/c/en/a\t/c/en/x\t{{\"w\": 1}}\n"),
+        2,
+        "bad metadata",
+        1,
+    );
+    check(
+        Format::ConceptNet,
+        &format!("{good}/a/x\t/r/IsA\t/c/en/a\t/c/en/x\t{{\"weight\": x}}\n"),
+        2,
+        "bad weight",
+        1,
+    );
+    let (g, _) = ingest_bytes(
+        good.as_bytes(),
+        Format::ConceptNet,
+        &IngestOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(g.weight(0), 2.0);
+}
+
+#[test]
+fn csv() {
+    check(
+        Format::Csv,
+        "\"a\",\"is-a\",\"b\",\"c\",1\n\"a\",\"is-a\"\n",
+        2,
+        "found 2",
+        1,
+    );
+    check(
+        Format::Csv,
+        "a,is-a,b,ctx,1\nc,is-a,d,ctx,heavy\n",
+        2,
+        "bad weight",
+        1,
+    );
+    check(Format::Csv, "a,is-a,b\n,is-a,d\n", 2, "empty node name", 1);
+    let mut bytes = b"a,is-a,b\nc,is-a,".to_vec();
+    bytes.extend_from_slice(&[0xc3, 0x28, b'\n']);
+    let err = ingest_bytes(&bytes, Format::Csv, &IngestOptions::default()).unwrap_err();
+    assert!(err.to_string().contains("invalid UTF-8"), "{err}");
+}
+
+#[test]
+fn wordnet_nodes() {
+    check(
+        Format::WordNetNodes,
+        "#synset\tss_type\tlexfile_num\tfirst_lemma\n1-n\tn\t3\tentity\n1-n\tn\t3\tentity\n",
+        3,
+        "appears twice",
+        0,
+    );
+    check(
+        Format::WordNetNodes,
+        "1-n\tn\t3\tentity\n2-n\tn\t3\n",
+        2,
+        "expected 4",
+        0,
+    );
+}
+
+#[test]
+fn benchmark() {
+    // Kept counts are 2: one undirected edge is stored in both directions.
+    let head = "t 2 1\nv 0 1 1\nv 1 2 1\n";
+    check(
+        Format::Benchmark,
+        &format!("{head}e 0 1\ne 0 7\n"),
+        5,
+        "unknown vertex",
+        2,
+    );
+    check(
+        Format::Benchmark,
+        &format!("{head}e 0 1\nv 2 1 0\n"),
+        5,
+        "beyond the declared count",
+        2,
+    );
+    check(
+        Format::Benchmark,
+        &format!("{head}e 0 1\nx 1 2\n"),
+        5,
+        "bad record",
+        2,
+    );
+    check(
+        Format::Benchmark,
+        &format!("{head}e 0 1\nt 3 3\n"),
+        5,
+        "second `t`",
+        2,
+    );
+    check(
+        Format::Benchmark,
+        "t 3 1\nv 0 1 1\nv 2 2 1\nv 1 1 1\ne 0 1\n",
+        3,
+        "out of order",
+        2,
+    );
+    check(
+        Format::Benchmark,
+        "t 3 1\nv 0 1 1\nv -1 2 1\nv 1 1 1\ne 0 1\n",
+        3,
+        "bad number",
+        2,
+    );
+}
+
+#[test]
+fn file_errors_name_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.tsv");
+    std::fs::write(&path, "IsA\tcat\tanimal\nIsA\tdog\n").unwrap();
+    let err = ingest(&[path.clone()], &IngestOptions::default(), &NoProgress)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with(&format!("{}:2: wrong field count", path.display())),
+        "{err}"
+    );
+    assert!(err.contains("--on-error skip"), "{err}");
+
+    let missing = dir.path().join("missing.tsv");
+    let err = ingest(&[missing.clone()], &IngestOptions::default(), &NoProgress)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("missing.tsv") && err.contains("No such file"),
+        "{err}"
+    );
+
+    let err = ingest(
+        &[dir.path().to_path_buf()],
+        &IngestOptions::default(),
+        &NoProgress,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("is a directory"), "{err}");
+
+    let empty = dir.path().join("empty.tsv");
+    std::fs::write(&empty, "").unwrap();
+    let err = ingest(&[empty], &IngestOptions::default(), &NoProgress)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("cannot detect the format") && err.contains("empty"),
+        "{err}"
+    );
+
+    assert!(matches!(
+        ingest(&[] as &[PathBuf], &IngestOptions::default(), &NoProgress),
+        Err(IngestError::NoInput)
+    ));
+}
+
+#[test]
+fn truncated_gzip_is_an_io_error_not_a_panic() {
+    use std::io::Write;
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    for i in 0..20_000 {
+        writeln!(enc, "IsA\tthing {i}\tanimal").unwrap();
+    }
+    let gz = enc.finish().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cut.tsv.gz");
+    std::fs::write(&path, &gz[..gz.len() / 2]).unwrap();
+    let err = ingest(&[path], &IngestOptions::default(), &NoProgress).unwrap_err();
+    assert!(matches!(err, IngestError::Io { .. }), "{err}");
+}
