@@ -242,9 +242,13 @@ fn file_errors_name_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bad.tsv");
     std::fs::write(&path, "IsA\tcat\tanimal\nIsA\tdog\n").unwrap();
-    let err = ingest(&[path.clone()], &IngestOptions::default(), &NoProgress)
-        .unwrap_err()
-        .to_string();
+    let err = ingest(
+        std::slice::from_ref(&path),
+        &IngestOptions::default(),
+        &NoProgress,
+    )
+    .unwrap_err()
+    .to_string();
     assert!(
         err.starts_with(&format!("{}:2: wrong field count", path.display())),
         "{err}"
@@ -252,9 +256,13 @@ fn file_errors_name_the_file() {
     assert!(err.contains("--on-error skip"), "{err}");
 
     let missing = dir.path().join("missing.tsv");
-    let err = ingest(&[missing.clone()], &IngestOptions::default(), &NoProgress)
-        .unwrap_err()
-        .to_string();
+    let err = ingest(
+        std::slice::from_ref(&missing),
+        &IngestOptions::default(),
+        &NoProgress,
+    )
+    .unwrap_err()
+    .to_string();
     assert!(
         err.contains("missing.tsv") && err.contains("No such file"),
         "{err}"
