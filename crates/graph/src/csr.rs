@@ -33,6 +33,15 @@ impl Csr {
         }
     }
 
+    /// A CSR from its arrays; checked when the graph holding it is assembled or validated.
+    pub fn from_parts(offsets: Vec<u32>, targets: Vec<NodeId>, labels: Vec<LabelId>) -> Self {
+        Csr {
+            offsets,
+            targets,
+            labels,
+        }
+    }
+
     pub fn node_count(&self) -> usize {
         self.offsets.len().saturating_sub(1)
     }

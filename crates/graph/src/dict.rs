@@ -87,14 +87,19 @@ impl Dictionary {
         (0..self.ends.len() as u32).map(move |id| (id, self.name(id)))
     }
 
+    /// The concatenated names and the end offset of each.
+    pub fn parts(&self) -> (&str, &[u32]) {
+        (&self.bytes, &self.ends)
+    }
+
     /// Heap bytes used by the names and the index.
     pub fn heap_bytes(&self) -> usize {
         self.bytes.capacity() + self.ends.capacity() * 4 + self.index.capacity() * 4
     }
 
-    /// Rebuilds the index from the buffer; fails if the buffer is inconsistent (e.g. a crafted
-    /// snapshot), so that `name` can never panic afterwards.
-    fn from_parts(bytes: String, ends: Vec<u32>) -> Result<Self, GraphError> {
+    /// A dictionary from its buffer and end offsets, rebuilding the index; fails if they are
+    /// inconsistent (e.g. a crafted snapshot) or repeat a name, so that `name` can never panic.
+    pub fn from_parts(bytes: String, ends: Vec<u32>) -> Result<Self, GraphError> {
         let mut prev = 0usize;
         for &end in &ends {
             let end = end as usize;

@@ -22,6 +22,19 @@ pub struct KnowledgeGraph {
     pub(crate) weights: Vec<f32>,
 }
 
+/// The arrays a [`KnowledgeGraph`] is made of, for other layouts (devices, raw files, compressed
+/// graphs). [`KnowledgeGraph::from_parts`] validates them.
+#[derive(Clone, Debug, Default)]
+pub struct GraphParts {
+    pub nodes: Dictionary,
+    pub relations: Dictionary,
+    pub node_labels: Vec<u32>,
+    pub node_label_names: Dictionary,
+    pub out: Csr,
+    pub inc: Csr,
+    pub weights: Vec<f32>,
+}
+
 /// Sizes of a graph, as `gpsense info` prints them.
 #[derive(Clone, Debug, PartialEq)]
 pub struct GraphStats {
@@ -37,6 +50,34 @@ pub struct GraphStats {
 }
 
 impl KnowledgeGraph {
+    /// Assembles a graph from its arrays, checking every invariant (see [`KnowledgeGraph::validate`]).
+    pub fn from_parts(p: GraphParts) -> Result<Self, GraphError> {
+        let g = KnowledgeGraph {
+            nodes: p.nodes,
+            relations: p.relations,
+            node_labels: p.node_labels,
+            node_label_names: p.node_label_names,
+            out: p.out,
+            inc: p.inc,
+            weights: p.weights,
+        };
+        g.validate()?;
+        Ok(g)
+    }
+
+    /// The graph's arrays.
+    pub fn into_parts(self) -> GraphParts {
+        GraphParts {
+            nodes: self.nodes,
+            relations: self.relations,
+            node_labels: self.node_labels,
+            node_label_names: self.node_label_names,
+            out: self.out,
+            inc: self.inc,
+            weights: self.weights,
+        }
+    }
+
     pub fn node_count(&self) -> usize {
         self.nodes.len()
     }

@@ -18,7 +18,7 @@ pub use builder::GraphBuilder;
 pub use csr::Csr;
 pub use dict::{Dictionary, MAX_NAME_LEN};
 pub use error::GraphError;
-pub use graph::{GraphStats, KnowledgeGraph};
+pub use graph::{GraphParts, GraphStats, KnowledgeGraph};
 pub use snapshot::SnapshotError;
 
 /// A node (concept) id: dense, `0..node_count()`.

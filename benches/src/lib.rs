@@ -1,0 +1,5 @@
+//! Shared workloads for the criterion benches: synthetic graphs of a chosen size and the raw
+//! little-endian snapshot layout that the bincode snapshot is measured against.
+
+pub mod raw;
+pub mod synth;
