@@ -1,0 +1,173 @@
+//! Resolution of a parsed query against a data graph: names to ids, variables to query nodes.
+
+use std::collections::{HashMap, HashSet};
+
+use gpsense_graph::{KnowledgeGraph, NodeId};
+
+use super::{EdgeLabel, NodeKind, Projected, QueryEdge, QueryError, QueryGraph, QueryNode};
+use crate::parse::{self, Projection, Query, Spanned, Term};
+use crate::suggest;
+
+/// The most names an unknown-name error suggests.
+pub const MAX_SUGGESTIONS: usize = 5;
+
+/// Parses `text` and resolves it against `g`. See [`resolve`].
+pub fn compile(text: &str, g: &KnowledgeGraph) -> Result<QueryGraph, QueryError> {
+    resolve(&parse::parse(text)?, g)
+}
+
+/// Turns a parsed query into a query graph over `g` (paper section 3, Fig. 3).
+///
+/// The same concept named twice is one query node, as is the same variable; repeated triples give
+/// one edge. `SELECT *` projects every node variable and edge variable in order of first
+/// appearance (subject, predicate, object, triple after triple); concepts are never projected.
+/// The first unknown concept or relation, in text order, is an error with suggestions.
+///
+/// O(T) hash lookups for T triples when every name exists; an unknown name adds one suggestion scan
+/// of the dictionary (see `suggest`).
+pub fn resolve(q: &Query, g: &KnowledgeGraph) -> Result<QueryGraph, QueryError> {
+    let mut b = Builder::new(g);
+    for t in &q.triples {
+        let source = b.node(&t.subject)?;
+        let label = b.label(&t.predicate)?;
+        let target = b.node(&t.object)?;
+        b.edge(QueryEdge {
+            source,
+            target,
+            label,
+        });
+    }
+    let projection = match &q.projection {
+        Projection::All => b.appearance.clone(),
+        // The parser checked that every projected variable occurs in the pattern.
+        Projection::Variables(vars) => vars.iter().filter_map(|v| b.projected(&v.value)).collect(),
+    };
+    Ok(QueryGraph {
+        nodes: b.nodes,
+        edges: b.edges,
+        edge_variables: b.edge_variables,
+        projection,
+        distinct: q.distinct,
+        limit: q.limit,
+    })
+}
+
+/// The query graph under construction and the indexes that deduplicate it.
+struct Builder<'g> {
+    g: &'g KnowledgeGraph,
+    nodes: Vec<QueryNode>,
+    variables: HashMap<String, usize>,
+    concepts: HashMap<NodeId, usize>,
+    edges: Vec<QueryEdge>,
+    seen_edges: HashSet<QueryEdge>,
+    edge_variables: Vec<String>,
+    edge_variable_index: HashMap<String, usize>,
+    /// Variables (node and edge) in order of first appearance, for `SELECT *`.
+    appearance: Vec<Projected>,
+}
+
+impl<'g> Builder<'g> {
+    fn new(g: &'g KnowledgeGraph) -> Self {
+        Builder {
+            g,
+            nodes: Vec::new(),
+            variables: HashMap::new(),
+            concepts: HashMap::new(),
+            edges: Vec::new(),
+            seen_edges: HashSet::new(),
+            edge_variables: Vec::new(),
+            edge_variable_index: HashMap::new(),
+            appearance: Vec::new(),
+        }
+    }
+
+    /// The query node of a subject or object, created on first use.
+    fn node(&mut self, term: &Spanned<Term>) -> Result<usize, QueryError> {
+        match &term.value {
+            Term::Variable(v) => Ok(self.variable(v)),
+            Term::Name(name) => self.concept(name, term),
+        }
+    }
+
+    fn variable(&mut self, v: &str) -> usize {
+        if let Some(&i) = self.variables.get(v) {
+            return i;
+        }
+        let i = self.nodes.len();
+        self.nodes.push(QueryNode {
+            name: format!("?{v}"),
+            kind: NodeKind::Variable,
+            label: None,
+        });
+        self.variables.insert(v.to_owned(), i);
+        self.appearance.push(Projected::Node(i));
+        i
+    }
+
+    fn concept(&mut self, name: &str, term: &Spanned<Term>) -> Result<usize, QueryError> {
+        let Some(id) = self.g.node_id(name) else {
+            let names = self.g.nodes().iter().map(|(_, n)| n);
+            return Err(QueryError::UnknownConcept {
+                name: name.to_owned(),
+                line: term.span.line,
+                column: term.span.column,
+                suggestions: suggest::nearest(name, names, MAX_SUGGESTIONS),
+            });
+        };
+        if let Some(&i) = self.concepts.get(&id) {
+            return Ok(i);
+        }
+        let i = self.nodes.len();
+        self.nodes.push(QueryNode {
+            name: name.to_owned(),
+            kind: NodeKind::Concept(id),
+            label: None,
+        });
+        self.concepts.insert(id, i);
+        Ok(i)
+    }
+
+    /// The edge label of a predicate: a relation id or an edge variable.
+    fn label(&mut self, term: &Spanned<Term>) -> Result<EdgeLabel, QueryError> {
+        match &term.value {
+            Term::Variable(v) => Ok(EdgeLabel::Variable(self.edge_variable(v))),
+            Term::Name(name) => match self.g.relation_id(name) {
+                Some(r) => Ok(EdgeLabel::Fixed(r)),
+                None => {
+                    let names = self.g.relations().iter().map(|(_, n)| n);
+                    Err(QueryError::UnknownRelation {
+                        name: name.clone(),
+                        line: term.span.line,
+                        column: term.span.column,
+                        suggestions: suggest::nearest(name, names, MAX_SUGGESTIONS),
+                    })
+                }
+            },
+        }
+    }
+
+    fn edge_variable(&mut self, v: &str) -> usize {
+        if let Some(&i) = self.edge_variable_index.get(v) {
+            return i;
+        }
+        let i = self.edge_variables.len();
+        self.edge_variables.push(format!("?{v}"));
+        self.edge_variable_index.insert(v.to_owned(), i);
+        self.appearance.push(Projected::Edge(i));
+        i
+    }
+
+    fn edge(&mut self, e: QueryEdge) {
+        if self.seen_edges.insert(e) {
+            self.edges.push(e);
+        }
+    }
+
+    /// The column of a projected variable (node or edge).
+    fn projected(&self, v: &str) -> Option<Projected> {
+        self.variables
+            .get(v)
+            .map(|&i| Projected::Node(i))
+            .or_else(|| self.edge_variable_index.get(v).map(|&i| Projected::Edge(i)))
+    }
+}
