@@ -66,6 +66,11 @@ pub enum SnapshotError {
     Encode(String),
 }
 
+/// The checksum stored in the header: XXH3-64 of the body.
+pub fn checksum(body: &[u8]) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(body)
+}
+
 fn config() -> impl bincode::config::Config {
     bincode::config::standard()
         .with_little_endian()
@@ -78,7 +83,7 @@ pub fn encode<T: Serialize>(value: &T, kind: u32) -> Result<Vec<u8>, SnapshotErr
     bincode::serde::encode_into_std_write(value, &mut bytes, config())
         .map_err(|e| SnapshotError::Encode(e.to_string()))?;
     let body_len = (bytes.len() - HEADER_LEN) as u64;
-    let checksum = xxhash_rust::xxh3::xxh3_64(&bytes[HEADER_LEN..]);
+    let checksum = checksum(&bytes[HEADER_LEN..]);
     bytes[0..8].copy_from_slice(&MAGIC);
     bytes[8..12].copy_from_slice(&SNAPSHOT_VERSION.to_le_bytes());
     bytes[12..16].copy_from_slice(&kind.to_le_bytes());
@@ -131,7 +136,7 @@ pub fn decode<T: DeserializeOwned>(
             found: body.len() as u64,
         });
     }
-    if xxhash_rust::xxh3::xxh3_64(body) != u64_at(24) {
+    if checksum(body) != u64_at(24) {
         return Err(SnapshotError::Checksum { path: path_buf() });
     }
     // serde's sequence visitors preallocate cautiously, so a crafted length cannot allocate more than
