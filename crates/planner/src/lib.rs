@@ -14,9 +14,11 @@ pub mod parse;
 pub mod plan;
 pub mod query;
 mod suggest;
+#[cfg(test)]
+mod testutil;
 
 pub use parse::{parse, ParseError, Query};
-pub use plan::{plan, plan_with, Plan, PlannerStats};
+pub use plan::{plan, plan_with, InvalidPlan, Plan, PlannerStats};
 pub use query::{
     benchmark_query, compile, resolve, EdgeLabel, NodeKind, Projected, QueryEdge, QueryError,
     QueryGraph, QueryNode,

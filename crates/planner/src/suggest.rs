@@ -1,57 +1,77 @@
 //! "Did you mean ...?": the names nearest to an unknown one by Levenshtein distance over `char`s.
 //!
 //! Case differences are resolved first: the distance is taken between lower-cased names, with the
-//! case-sensitive distance only breaking ties, so `isa` suggests `IsA` before anything else. The scan
-//! keeps the best `limit` names found so far and uses the worst of them as a bound: names whose
-//! length differs by more are skipped without any work, and the dynamic programme runs in a band of
-//! that width and stops as soon as a whole row exceeds it. Over the 78,000 concepts of
-//! ConceptNet-100K a lookup takes a few milliseconds in a release build.
+//! case-sensitive distance breaking ties, so `isa` suggests `IsA` before anything else; remaining
+//! ties go to the more popular name (higher degree or frequency), then alphabetical order.
+//!
+//! The scan keeps the best `limit` names found so far and uses the worst of them as a bound. Three
+//! filters, cheapest first, skip most names before any dynamic programming: the length difference, a
+//! lower bound from character counts (64 hashed buckets), and a banded dynamic programme that stops
+//! as soon as a whole row exceeds the bound.
 
-use std::cmp::Ordering;
+use std::cmp::{Ordering, Reverse};
 
-/// Up to `limit` names from `names` nearest to `wanted`, nearest first.
+/// Character-count buckets for the lower bound; merging characters into buckets keeps it a bound.
+const BUCKETS: usize = 64;
+
+/// Up to `limit` names from `names` (each with a popularity, for ties) nearest to `wanted`,
+/// nearest first.
 ///
 /// Only names within `max(2, len / 2)` edits (after lower-casing) are suggested, so a short typo
-/// does not drag in unrelated words. O(N + M·b·l) for N names, M of them passing the length filter,
-/// band width b and name length l.
+/// does not drag in unrelated words. O(N · l) for N names of length l, plus O(l · b) for each name
+/// that passes the filters (band width b).
 pub(crate) fn nearest<'a>(
     wanted: &str,
-    names: impl Iterator<Item = &'a str>,
+    names: impl Iterator<Item = (&'a str, u64)>,
     limit: usize,
 ) -> Vec<String> {
     if limit == 0 {
         return Vec::new();
     }
     let target: Vec<char> = wanted.chars().flat_map(char::to_lowercase).collect();
+    let mut histogram = [0i32; BUCKETS];
+    for &c in &target {
+        histogram[bucket(c)] += 1;
+    }
     let mut scan = Scan {
+        max: (target.len() / 2).max(2),
         target,
-        max: 0,
+        histogram,
         best: Vec::with_capacity(limit + 1),
         limit,
         lowered: Vec::new(),
         rows: (Vec::new(), Vec::new()),
     };
-    scan.max = (scan.target.len() / 2).max(2);
-    for name in names {
-        scan.consider(wanted, name);
+    for (name, popularity) in names {
+        scan.consider(wanted, name, popularity);
     }
     scan.best.into_iter().map(|c| c.name.to_owned()).collect()
+}
+
+fn bucket(c: char) -> usize {
+    c as usize % BUCKETS
 }
 
 struct Candidate<'a> {
     folded: usize,
     exact: usize,
+    popularity: u64,
     name: &'a str,
 }
 
 impl Candidate<'_> {
+    fn key(&self) -> (usize, usize, Reverse<u64>, &str) {
+        (self.folded, self.exact, Reverse(self.popularity), self.name)
+    }
+
     fn cmp(&self, other: &Candidate) -> Ordering {
-        (self.folded, self.exact, self.name).cmp(&(other.folded, other.exact, other.name))
+        self.key().cmp(&other.key())
     }
 }
 
 struct Scan<'a> {
     target: Vec<char>,
+    histogram: [i32; BUCKETS],
     max: usize,
     /// Sorted, at most `limit` long.
     best: Vec<Candidate<'a>>,
@@ -69,23 +89,41 @@ impl<'a> Scan<'a> {
         }
     }
 
-    fn consider(&mut self, wanted: &str, name: &'a str) {
+    fn consider(&mut self, wanted: &str, name: &'a str, popularity: u64) {
         let bound = self.bound();
-        // ASCII names have as many chars as bytes: filter on length before touching the text.
-        if name.is_ascii() && name.len().abs_diff(self.target.len()) > bound {
-            return;
+        if name.is_ascii() {
+            // Bytes are chars: filter on length and counts before lower-casing into the buffer.
+            if name.len().abs_diff(self.target.len()) > bound {
+                return;
+            }
+            let lowered = name.bytes().map(|b| b.to_ascii_lowercase() as usize);
+            if self.count_bound(lowered) > bound {
+                return;
+            }
+            self.lowered.clear();
+            self.lowered
+                .extend(name.bytes().map(|b| b.to_ascii_lowercase() as char));
+        } else {
+            // Lower-casing may change the length, so count the lowered chars in the same pass.
+            let codes = name
+                .chars()
+                .flat_map(char::to_lowercase)
+                .map(|c| c as usize);
+            if self.count_bound(codes) > bound {
+                return;
+            }
+            self.lowered.clear();
+            self.lowered
+                .extend(name.chars().flat_map(char::to_lowercase));
         }
-        self.lowered.clear();
-        self.lowered
-            .extend(name.chars().flat_map(char::to_lowercase));
         let (prev, cur) = &mut self.rows;
         let Some(folded) = bounded_distance(&self.target, &self.lowered, bound, prev, cur) else {
             return;
         };
-        let exact = distance(wanted, name);
         let candidate = Candidate {
             folded,
-            exact,
+            exact: distance(wanted, name),
+            popularity,
             name,
         };
         let at = self
@@ -95,6 +133,24 @@ impl<'a> Scan<'a> {
             self.best.insert(at, candidate);
             self.best.truncate(self.limit);
         }
+    }
+
+    /// A lower bound on the distance between the target and a (lower-cased) name given by its code
+    /// points, from character counts: each edit removes at most one surplus character from each
+    /// side. It is at least the length difference. O(length).
+    fn count_bound(&self, codes: impl Iterator<Item = usize>) -> usize {
+        let mut remaining = self.histogram;
+        let (mut len, mut surplus) = (0usize, 0usize); // surplus: name chars the target lacks
+        for code in codes {
+            len += 1;
+            let slot = &mut remaining[code % BUCKETS];
+            *slot -= 1;
+            if *slot < 0 {
+                surplus += 1;
+            }
+        }
+        let shared = len - surplus;
+        surplus.max(self.target.len() - shared)
     }
 }
 
@@ -182,16 +238,60 @@ mod tests {
 
     #[test]
     fn case_is_resolved_first() {
-        let names = ["IsA", "HasA", "PartOf", "UsedFor"];
+        let names = [("IsA", 1), ("HasA", 1), ("PartOf", 1), ("UsedFor", 1)];
         assert_eq!(nearest("isa", names.into_iter(), 2), ["IsA", "HasA"]);
         assert_eq!(nearest("usedfor", names.into_iter(), 5), ["UsedFor"]);
     }
 
     #[test]
     fn nearest_first_and_limited() {
-        let names = ["dog", "dogs", "do", "cat", "doge", "fog", "god"];
+        let names = ["dog", "dogs", "do", "cat", "doge", "fog", "god"].map(|n| (n, 1));
         assert_eq!(nearest("dog", names.into_iter(), 3), ["dog", "do", "doge"]);
         assert!(nearest("zzzzzzzz", names.into_iter(), 5).is_empty());
         assert!(nearest("dog", names.into_iter(), 0).is_empty());
+    }
+
+    #[test]
+    fn popularity_breaks_ties() {
+        let names = [("anima", 1), ("animal", 900), ("anime", 3)];
+        assert_eq!(
+            nearest("animl", names.into_iter(), 5),
+            ["animal", "anime", "anima"]
+        );
+    }
+
+    #[test]
+    fn count_bound_never_exceeds_the_distance() {
+        let words = [
+            "",
+            "a",
+            "ab",
+            "ba",
+            "abc",
+            "kitten",
+            "sitting",
+            "кошка",
+            "кошки",
+            "xyz",
+        ];
+        for a in words {
+            for b in words {
+                let mut scan = Scan {
+                    target: a.chars().collect(),
+                    histogram: [0; BUCKETS],
+                    max: 9,
+                    best: Vec::new(),
+                    limit: 1,
+                    lowered: Vec::new(),
+                    rows: (Vec::new(), Vec::new()),
+                };
+                for &c in &scan.target {
+                    scan.histogram[bucket(c)] += 1;
+                }
+                let codes = b.chars().map(|c| c as usize);
+                let bound = scan.count_bound(codes);
+                assert!(bound <= d(a, b), "{a:?} {b:?}");
+            }
+        }
     }
 }

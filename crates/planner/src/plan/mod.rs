@@ -21,6 +21,7 @@ use std::cmp::Reverse;
 use std::ops::Range;
 
 use gpsense_graph::KnowledgeGraph;
+use thiserror::Error;
 
 use crate::query::{EdgeLabel, NodeKind, QueryGraph};
 
@@ -36,6 +37,78 @@ pub struct Plan {
     pub components: Vec<Range<usize>>,
     /// One line per entry of `order`: why that node comes there (for `--explain`).
     pub rationale: Vec<String>,
+}
+
+/// A plan that breaks one of the guarantees of [`Plan`] for a query graph.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[error("invalid plan: {0}")]
+pub struct InvalidPlan(pub String);
+
+impl Plan {
+    /// Checks the guarantees documented on the fields against `q`: every node exactly once, ranges
+    /// that tile `order` and are exactly the connected components, each connected in order, and one
+    /// rationale line per node. O(V_q · E_q); for tests and debug assertions.
+    pub fn validate(&self, q: &QueryGraph) -> Result<(), InvalidPlan> {
+        let n = q.nodes.len();
+        let fail = |m: String| Err(InvalidPlan(m));
+        if self.order.len() != n || self.rationale.len() != n {
+            return fail(format!(
+                "{} nodes but {} in order and {} rationale lines",
+                n,
+                self.order.len(),
+                self.rationale.len()
+            ));
+        }
+        let mut seen = vec![false; n];
+        for &u in &self.order {
+            if u >= n || std::mem::replace(&mut seen[u], true) {
+                return fail(format!("node {u} out of range or repeated"));
+            }
+        }
+        let mut next = 0;
+        let mut planned = Vec::with_capacity(self.components.len());
+        for range in &self.components {
+            if range.start != next || range.end <= range.start || range.end > n {
+                return fail(format!("component range {range:?} does not follow {next}"));
+            }
+            next = range.end;
+            let nodes = &self.order[range.clone()];
+            if let Some(u) = first_unjoined(q, nodes) {
+                return fail(format!(
+                    "{} has no edge to an earlier node",
+                    q.nodes[u].name
+                ));
+            }
+            let mut sorted = nodes.to_vec();
+            sorted.sort_unstable();
+            planned.push(sorted);
+        }
+        if next != n {
+            return fail(format!("component ranges end at {next}, not {n}"));
+        }
+        let mut components = q.components();
+        components.sort();
+        planned.sort();
+        if planned != components {
+            return fail("component ranges are not the connected components".into());
+        }
+        Ok(())
+    }
+}
+
+/// The first node of `nodes` after the first with no edge to an earlier one.
+fn first_unjoined(q: &QueryGraph, nodes: &[usize]) -> Option<usize> {
+    (1..nodes.len())
+        .map(|k| nodes[k])
+        .zip(1..)
+        .find_map(|(u, k)| {
+            let earlier = &nodes[..k];
+            let joined = q.edges.iter().any(|e| {
+                (e.source == u && earlier.contains(&e.target))
+                    || (e.target == u && earlier.contains(&e.source))
+            });
+            (!joined).then_some(u)
+        })
 }
 
 /// Plans `q` over `g`, computing the statistics on the way: O(V + E) of the data graph. When

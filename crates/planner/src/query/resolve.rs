@@ -106,7 +106,8 @@ impl<'g> Builder<'g> {
 
     fn concept(&mut self, name: &str, term: &Spanned<Term>) -> Result<usize, QueryError> {
         let Some(id) = self.g.node_id(name) else {
-            let names = self.g.nodes().iter().map(|(_, n)| n);
+            let g = self.g;
+            let names = g.nodes().iter().map(|(id, n)| (n, g.degree(id) as u64));
             return Err(QueryError::UnknownConcept {
                 name: name.to_owned(),
                 line: term.span.line,
@@ -134,7 +135,11 @@ impl<'g> Builder<'g> {
             Term::Name(name) => match self.g.relation_id(name) {
                 Some(r) => Ok(EdgeLabel::Fixed(r)),
                 None => {
-                    let names = self.g.relations().iter().map(|(_, n)| n);
+                    let freq = self.g.relation_frequencies();
+                    let names = self.g.relations().iter().map(|(id, n)| {
+                        let popularity = freq.get(id as usize).copied().unwrap_or(0);
+                        (n, popularity)
+                    });
                     Err(QueryError::UnknownRelation {
                         name: name.clone(),
                         line: term.span.line,
