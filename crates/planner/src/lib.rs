@@ -1,11 +1,11 @@
 //! The query side of gpsense: this crate owns the query language, query graphs and matching order.
 //!
-//! - [`parse`]: the basic graph pattern of SPARQL (`SELECT ?x WHERE { ?x IsA animal }`) into a
+//! - [`mod@parse`]: the basic graph pattern of SPARQL (`SELECT ?x WHERE { ?x IsA animal }`) into a
 //!   [`Query`] AST, with positioned [`ParseError`]s.
 //! - [`query`]: a [`Query`] resolved against a [`KnowledgeGraph`](gpsense_graph::KnowledgeGraph)
 //!   into a [`QueryGraph`] (concept and variable nodes, fixed and variable edge labels), with
 //!   "did you mean" suggestions for unknown names; and benchmark query files into the same form.
-//! - [`plan`]: the matching order of GpSense (paper sections 4 and 6), with per-graph
+//! - [`mod@plan`]: the matching order of GpSense (paper sections 4 and 6), with per-graph
 //!   [`PlannerStats`] computed once and reused across queries.
 //!
 //! It reads the graph model of `gpsense-graph` and knows nothing about executing a match.

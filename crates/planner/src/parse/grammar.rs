@@ -55,10 +55,11 @@ impl<'a> Parser<'a> {
     }
 
     fn peek(&mut self) -> Result<&Token, ParseError> {
-        if self.peeked.is_none() {
-            self.peeked = Some(self.lexer.next_token()?);
-        }
-        Ok(self.peeked.as_ref().expect("filled above"))
+        let token = match self.peeked.take() {
+            Some(t) => t,
+            None => self.lexer.next_token()?,
+        };
+        Ok(self.peeked.insert(token))
     }
 
     fn next(&mut self) -> Result<Token, ParseError> {

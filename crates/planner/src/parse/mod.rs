@@ -133,7 +133,8 @@ impl Term {
     }
 }
 
-/// `name` bare when it would lex back as the same single bare word, otherwise quoted.
+/// `name` bare when it would lex back as the same single bare word, otherwise quoted with escapes.
+/// O(length of `name`).
 pub fn quote_if_needed(name: &str) -> String {
     if lex::is_bare_word(name) {
         name.to_owned()

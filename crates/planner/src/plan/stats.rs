@@ -47,10 +47,12 @@ impl PlannerStats {
         }
     }
 
+    /// Data nodes. All accessors are O(1).
     pub fn node_count(&self) -> u64 {
         self.nodes
     }
 
+    /// Data edges (distinct triples, as `KnowledgeGraph::edge_count`).
     pub fn edge_count(&self) -> u64 {
         self.edges
     }
