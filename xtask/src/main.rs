@@ -1,1 +1,104 @@
-fn main() {}
+//! Workspace tasks: `cargo xtask <command>` (the alias is in `.cargo/config.toml`).
+//!
+//! This file only parses arguments and dispatches; each command's logic lives in its own module, so
+//! that a new command (`ptx`, `bench`, ...) is one [`Command`] variant, one arm in [`run`] and one
+//! module.
+
+mod fetch;
+mod senticnet;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::builder::PossibleValuesParser;
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "cargo xtask", about = "Tasks for the gpsense workspace")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Download (and convert) a dataset into datasets/fetched/, which git ignores.
+    Fetch(FetchArgs),
+    /// List the datasets `fetch` knows, their sizes and licences, and which are fetched.
+    List(ListArgs),
+}
+
+#[derive(Args)]
+struct FetchArgs {
+    /// The dataset (`cargo xtask list` describes them).
+    #[arg(
+        required_unless_present = "list",
+        value_parser = PossibleValuesParser::new(fetch::names())
+    )]
+    name: Option<String>,
+    /// Directory to fetch into [default: <workspace>/datasets/fetched].
+    #[arg(long, value_name = "DIR")]
+    dest: Option<PathBuf>,
+    /// Fetch again even if the dataset is already there.
+    #[arg(long)]
+    force: bool,
+    /// Expected SHA-256 (hex) of the download, for a dataset whose digest is not pinned in xtask.
+    #[arg(long, value_name = "HEX")]
+    sha256: Option<String>,
+    /// Download from this URL instead (a mirror or a file:// copy); the SHA-256 check still
+    /// applies.
+    #[arg(long, value_name = "URL")]
+    url: Option<String>,
+    /// List the known datasets instead (same as `cargo xtask list`).
+    #[arg(long, conflicts_with_all = ["name", "force", "sha256", "url"])]
+    list: bool,
+}
+
+#[derive(Args)]
+struct ListArgs {
+    /// Directory to look for fetched datasets in [default: <workspace>/datasets/fetched].
+    #[arg(long, value_name = "DIR")]
+    dest: Option<PathBuf>,
+}
+
+fn main() -> ExitCode {
+    match run(Cli::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            // `{:#}` prints the whole context chain on one line, without a backtrace.
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        Command::Fetch(args) => fetch_command(args),
+        Command::List(args) => {
+            print!("{}", fetch::list(&dest_or_default(args.dest)));
+            Ok(())
+        }
+    }
+}
+
+fn fetch_command(args: FetchArgs) -> Result<()> {
+    let dest = dest_or_default(args.dest);
+    let Some(name) = args.name.filter(|_| !args.list) else {
+        print!("{}", fetch::list(&dest));
+        return Ok(());
+    };
+    let options = fetch::Options {
+        dest,
+        force: args.force,
+        sha256: args.sha256,
+        url: args.url,
+    };
+    fetch::fetch(fetch::find(&name)?, &options)?;
+    Ok(())
+}
+
+fn dest_or_default(dest: Option<PathBuf>) -> PathBuf {
+    dest.unwrap_or_else(fetch::default_dest)
+}
