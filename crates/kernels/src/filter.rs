@@ -1,0 +1,153 @@
+//! Filtering phase kernels: identify node candidates, filter neighbour candidates, refine.
+
+use core::sync::atomic::AtomicU32;
+
+use crate::bits;
+use crate::view::{Dir, GraphView};
+use crate::NONE;
+
+/// A lower bound a candidate's adjacency must meet: at least `count` entries in direction `dir`
+/// with edge label `label` (`NONE`: any label) — or, in [`NodeFilter::neighbour_labels`], with a
+/// neighbour of node label `label`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Need {
+    pub dir: Dir,
+    pub label: u32,
+    pub count: u32,
+}
+
+/// What a data node must satisfy to be a candidate of one query node. Every test is a necessary
+/// condition of a match, so filtering never loses an answer.
+#[derive(Clone, Copy, Debug)]
+pub struct NodeFilter<'a> {
+    /// The data node a concept node is bound to, or `NONE`.
+    pub fixed: u32,
+    /// The required node label, or `NONE`.
+    pub label: u32,
+    /// Per-relation (and any-relation) degree bounds.
+    pub degrees: &'a [Need],
+    /// Neighbourhood label frequencies (under injective semantics only).
+    pub neighbour_labels: &'a [Need],
+    /// Relations of the query node's self-loops (`NONE`: a variable self-loop).
+    pub self_loops: &'a [u32],
+}
+
+/// Whether data node `v` passes `f`. O(sum of the degrees it inspects).
+pub fn node_matches(f: &NodeFilter, g: &GraphView, v: u32) -> bool {
+    if f.fixed != NONE && v != f.fixed {
+        return false;
+    }
+    if f.label != NONE && g.node_label(v) != f.label {
+        return false;
+    }
+    for need in f.degrees {
+        if (g.adj(need.dir).by_label(v, need.label).0.len() as u32) < need.count {
+            return false;
+        }
+    }
+    for &label in f.self_loops {
+        if !g.out.has(v, label, v) {
+            return false;
+        }
+    }
+    f.neighbour_labels
+        .iter()
+        .all(|need| has_labelled_neighbours(g, v, need))
+}
+
+fn has_labelled_neighbours(g: &GraphView, v: u32, need: &Need) -> bool {
+    let mut found = 0;
+    for &w in g.adj(need.dir).list(v).0 {
+        if g.node_label(w) == need.label {
+            found += 1;
+            if found >= need.count {
+                return true;
+            }
+        }
+    }
+    need.count == 0
+}
+
+/// Kernel (one work-item per 32 data nodes): the candidate bitset word `w` of a query node, testing
+/// only the nodes whose bit is set in `within` (`u32::MAX`: all; the bits a neighbour filter marked).
+pub fn identify_node_candidates(w: usize, within: u32, f: &NodeFilter, g: &GraphView) -> u32 {
+    let n = g.node_count() as u32;
+    let first = (w as u32) << 5;
+    let mut todo = within;
+    if f.fixed != NONE {
+        // A concept node: one possible bit.
+        todo &= if f.fixed >> 5 == w as u32 {
+            1 << (f.fixed & 31)
+        } else {
+            0
+        };
+    }
+    let mut word = 0;
+    while todo != 0 {
+        let bit = todo.trailing_zeros();
+        todo &= todo - 1;
+        let v = first + bit;
+        if v >= n {
+            break;
+        }
+        if node_matches(f, g, v) {
+            word |= 1 << bit;
+        }
+    }
+    word
+}
+
+/// Kernel (one warp per candidate, lanes striding the adjacency list): marks in `mark` every
+/// neighbour of candidate `candidates[i]` reached over `dir`/`label` that is still allowed by
+/// `allowed` (the other query node's current candidate bitset; empty: no set yet, all allowed).
+#[allow(clippy::too_many_arguments)]
+pub fn filter_neighbour_candidates(
+    i: usize,
+    lane: usize,
+    lanes: usize,
+    candidates: &[u32],
+    dir: Dir,
+    label: u32,
+    allowed: &[u32],
+    mark: &[AtomicU32],
+    g: &GraphView,
+) {
+    let targets = g.adj(dir).by_label(candidates[i], label).0;
+    let mut j = lane;
+    while j < targets.len() {
+        let w = targets[j];
+        if allowed.is_empty() || bits::test(allowed, w) {
+            bits::set_atomic(mark, w);
+        }
+        j += lanes;
+    }
+}
+
+/// A query edge at the node being refined: the other endpoint's candidate bitset is
+/// `sets[other * stride..][..stride]`, reached over `dir`/`label`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Incident {
+    pub dir: Dir,
+    pub label: u32,
+    pub other: u32,
+}
+
+/// Kernel (one work-item per candidate): whether candidate `v` keeps, for every incident query edge,
+/// at least one neighbour among the other endpoint's candidates. Self-loops are checked by
+/// [`node_matches`] and must not be listed.
+pub fn refine_candidate(
+    v: u32,
+    incident: &[Incident],
+    sets: &[u32],
+    stride: usize,
+    g: &GraphView,
+) -> bool {
+    incident.iter().all(|e| {
+        let other = &sets[e.other as usize * stride..][..stride];
+        g.adj(e.dir)
+            .by_label(v, e.label)
+            .0
+            .iter()
+            .any(|&w| bits::test(other, w))
+    })
+}

@@ -1,0 +1,313 @@
+//! Joining phase kernels: collect edge candidates (two-step output: count, scan, write) and
+//! combine: grow a partial match by one query node.
+//!
+//! A partial match is a row of `width` `u32`s: one slot per query node (in plan order) holding its data
+//! node, then one slot per edge variable holding its relation; unbound slots hold `NONE`.
+
+use crate::bits;
+use crate::view::{Dir, GraphView};
+use crate::NONE;
+
+/// The most edge variables a query may have, and the most backward edges one query node may have:
+/// bounds for the fixed-size state of [`extend`] (no allocation, no recursion, as on a GPU).
+pub const MAX_EDGE_VARIABLES: usize = 16;
+pub const MAX_CHECKS: usize = 64;
+
+/// Kernel, count step: how many neighbours of `from[i]` over `dir`/`label` are candidates of the
+/// other endpoint (`to_set`).
+pub fn count_edge_candidates(
+    i: usize,
+    from: &[u32],
+    dir: Dir,
+    label: u32,
+    to_set: &[u32],
+    g: &GraphView,
+) -> u32 {
+    let targets = g.adj(dir).by_label(from[i], label).0;
+    targets.iter().filter(|&&w| bits::test(to_set, w)).count() as u32
+}
+
+/// Kernel, write step: those neighbours (and their relations) into `out_targets`/`out_labels`, which
+/// hold exactly the counted number of slots at `i`'s scanned offset.
+#[allow(clippy::too_many_arguments)]
+pub fn write_edge_candidates(
+    i: usize,
+    from: &[u32],
+    dir: Dir,
+    label: u32,
+    to_set: &[u32],
+    g: &GraphView,
+    out_targets: &mut [u32],
+    out_labels: &mut [u16],
+) {
+    let (targets, labels) = g.adj(dir).by_label(from[i], label);
+    let mut k = 0;
+    for (&w, &l) in targets.iter().zip(labels) {
+        if bits::test(to_set, w) {
+            out_targets[k] = w;
+            out_labels[k] = l;
+            k += 1;
+        }
+    }
+}
+
+/// A query edge between the node being added (`y`) and an earlier one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Check {
+    /// Row slot of the earlier endpoint; `NONE` for a self-loop on `y`.
+    pub slot: u32,
+    /// Direction seen from the earlier endpoint: `Out` is `earlier -> y`.
+    pub dir: Dir,
+    /// The fixed relation, or `NONE` for a variable edge.
+    pub label: u32,
+    /// Row slot of the edge variable (for a variable edge), else `NONE`.
+    pub var: u32,
+}
+
+/// How a partial match grows by query node `y`.
+#[derive(Clone, Copy, Debug)]
+pub struct Step<'a> {
+    /// The slot `y` fills.
+    pub slot: u32,
+    /// Slots `0..nodes` are query nodes (checked for injectivity); the rest are edge variables.
+    pub nodes: u32,
+    pub injective: bool,
+    /// Every query edge between `y` and earlier nodes, and `y`'s self-loops.
+    pub checks: &'a [Check],
+    /// The check whose list is scanned for `y`'s data node, or `NONE` when `y` starts a new connected
+    /// component (then the list is `y`'s whole candidate array).
+    pub pivot: u32,
+    /// `y`'s candidate bitset.
+    pub candidates: &'a [u32],
+}
+
+/// The relation to look up for check `c` given the row: its fixed label, its bound variable, or
+/// `NONE` (any, to be bound).
+#[inline]
+pub fn check_label(c: &Check, row: &[u32]) -> u32 {
+    if c.label != NONE {
+        c.label
+    } else {
+        row[c.var as usize]
+    }
+}
+
+/// The list a step scans from the data graph: the pivot edge's neighbours of the earlier endpoint's
+/// data node (by its fixed or bound relation). Used by the depth-first CPU engine; the warp-centric
+/// one reads the same list from the collected edge candidates.
+pub fn pivot_list<'g>(step: &Step, row: &[u32], g: &GraphView<'g>) -> (&'g [u32], &'g [u16]) {
+    let c = &step.checks[step.pivot as usize];
+    g.adj(c.dir)
+        .by_label(row[c.slot as usize], check_label(c, row))
+}
+
+/// Kernel body of combine: grows `row` by every data node for `y` found at positions
+/// `lane, lane + lanes, ...` of the pivot list (`targets` with relations `labels`; `labels` may be
+/// empty when the step has no pivot), calling `emit(y_node, edge_variable_slots)` for each extension.
+/// `emit` returns whether to go on (a reached limit stops it). Returns the number emitted. The count
+/// kernel passes an `emit` that only counts; the write kernel one that writes rows at the scanned
+/// offset.
+#[allow(clippy::too_many_arguments)]
+pub fn extend(
+    row: &[u32],
+    lane: usize,
+    lanes: usize,
+    step: &Step,
+    targets: &[u32],
+    labels: &[u16],
+    g: &GraphView,
+    emit: &mut impl FnMut(u32, &[u32]) -> bool,
+) -> u64 {
+    let nodes = step.nodes as usize;
+    let vars = row.len() - nodes;
+    let mut bound = [NONE; MAX_EDGE_VARIABLES];
+    // A variable pivot edge: its relation is bound by the row, or by each list entry.
+    let pivot_var = match step.checks.get(step.pivot as usize) {
+        Some(p) if p.label == NONE => Some(p.var as usize - nodes),
+        _ => None,
+    };
+    let mut emitted = 0;
+    let mut j = lane;
+    while j < targets.len() {
+        let (b, at) = (targets[j], j);
+        j += lanes;
+        if !bits::test(step.candidates, b) || (step.injective && row[..nodes].contains(&b)) {
+            continue;
+        }
+        bound[..vars].copy_from_slice(&row[nodes..]);
+        if let Some(v) = pivot_var {
+            let label = labels[at] as u32;
+            if bound[v] == NONE {
+                bound[v] = label;
+            } else if bound[v] != label {
+                continue;
+            }
+        }
+        let (n, go_on) = enumerate_bindings(row, b, step, &mut bound[..vars], g, emit);
+        emitted += n;
+        if !go_on {
+            break;
+        }
+    }
+    emitted
+}
+
+/// Checks every non-pivot edge for `y = b`, enumerating relations for unbound edge variables
+/// (each relation a separate solution, as in SPARQL), without recursion.
+fn enumerate_bindings(
+    row: &[u32],
+    b: u32,
+    step: &Step,
+    bound: &mut [u32],
+    g: &GraphView,
+    emit: &mut impl FnMut(u32, &[u32]) -> bool,
+) -> (u64, bool) {
+    let nodes = step.nodes as usize;
+    let endpoint = |c: &Check| {
+        if c.slot == NONE {
+            b
+        } else {
+            row[c.slot as usize]
+        }
+    };
+    // Edges whose relation is known now are plain lookups: test them all first.
+    let mut open = [0u8; MAX_CHECKS];
+    let mut n_open = 0;
+    for (k, c) in step.checks.iter().enumerate() {
+        if k as u32 == step.pivot {
+            continue;
+        }
+        let label = if c.label != NONE {
+            c.label
+        } else {
+            bound[c.var as usize - nodes]
+        };
+        if label == NONE {
+            open[n_open] = k as u8;
+            n_open += 1;
+        } else if !edge_exists(c, endpoint(c), b, label, g) {
+            return (0, true);
+        }
+    }
+    if n_open == 0 {
+        return (1, emit(b, bound));
+    }
+    // Depth-first over the open variable edges: cursor[d] is the next position to try in the
+    // earlier endpoint's list; a variable bound at an earlier depth is only checked.
+    let mut cursor = [0u32; MAX_CHECKS];
+    let mut binds = [false; MAX_CHECKS];
+    let mut emitted = 0;
+    let mut d = 0usize;
+    loop {
+        let c = &step.checks[open[d] as usize];
+        let slot = c.var as usize - nodes;
+        if binds[d] {
+            bound[slot] = NONE;
+            binds[d] = false;
+        }
+        let next = if bound[slot] != NONE {
+            // Bound at a shallower depth: one choice, the bound relation.
+            let ok = cursor[d] == 0 && edge_exists(c, endpoint(c), b, bound[slot], g);
+            cursor[d] = 1;
+            ok
+        } else {
+            match next_relation(c, endpoint(c), b, cursor[d], g) {
+                Some((label, pos)) => {
+                    bound[slot] = label;
+                    binds[d] = true;
+                    cursor[d] = pos + 1;
+                    true
+                }
+                None => false,
+            }
+        };
+        if next && d + 1 == n_open {
+            emitted += 1;
+            if !emit(b, bound) {
+                return (emitted, false);
+            }
+        } else if next {
+            d += 1;
+            cursor[d] = 0;
+            continue;
+        } else {
+            cursor[d] = 0;
+            if d == 0 {
+                return (emitted, true);
+            }
+            d -= 1;
+        }
+    }
+}
+
+/// Whether the query edge `c` holds between the earlier endpoint's node `x` and `b` with `label`.
+#[inline]
+fn edge_exists(c: &Check, x: u32, b: u32, label: u32, g: &GraphView) -> bool {
+    match c.dir {
+        Dir::Out => g.has_edge(x, label, b),
+        Dir::In => g.has_edge(b, label, x),
+    }
+}
+
+/// The next relation at or after position `from` of `x`'s list (in `c`'s direction) whose target is
+/// `b`, with its position.
+#[inline]
+fn next_relation(c: &Check, x: u32, b: u32, from: u32, g: &GraphView) -> Option<(u32, u32)> {
+    let (targets, labels) = g.adj(c.dir).list(x);
+    let mut k = from as usize;
+    while k < targets.len() {
+        if targets[k] == b {
+            return Some((labels[k] as u32, k as u32));
+        }
+        k += 1;
+    }
+    None
+}
+
+/// Kernel, count step of combine: how many rows `row` grows into over its lane's share.
+pub fn count_extensions(
+    row: &[u32],
+    lane: usize,
+    lanes: usize,
+    step: &Step,
+    targets: &[u32],
+    labels: &[u16],
+    g: &GraphView,
+) -> u64 {
+    extend(row, lane, lanes, step, targets, labels, g, &mut |_, _| true)
+}
+
+/// Kernel, write step of combine: writes the grown rows into `out` (exactly the counted number of
+/// rows of `row.len()` slots, at this work-item's scanned offset).
+#[allow(clippy::too_many_arguments)]
+pub fn write_extensions(
+    row: &[u32],
+    lane: usize,
+    lanes: usize,
+    step: &Step,
+    targets: &[u32],
+    labels: &[u16],
+    g: &GraphView,
+    out: &mut [u32],
+) {
+    let width = row.len();
+    let nodes = step.nodes as usize;
+    let mut at = 0;
+    extend(
+        row,
+        lane,
+        lanes,
+        step,
+        targets,
+        labels,
+        g,
+        &mut |b, bound| {
+            let dst = &mut out[at..at + width];
+            dst[..nodes].copy_from_slice(&row[..nodes]);
+            dst[step.slot as usize] = b;
+            dst[nodes..].copy_from_slice(bound);
+            at += width;
+            true
+        },
+    );
+}

@@ -1,0 +1,295 @@
+//! The query API: an [`Engine`] over one loaded graph answers many queries.
+
+use std::time::{Duration, Instant};
+
+use gpsense_graph::KnowledgeGraph;
+use gpsense_kernels::{Adjacency, GraphView};
+use gpsense_planner::{plan_with, EdgeLabel, Plan, PlannerStats, Projected, QueryEdge, QueryGraph};
+
+use crate::dfs::Dfs;
+use crate::executor::Executor;
+use crate::filtering::{FilterReport, Filtering, LabelIndex};
+use crate::kernel_join::KernelJoin;
+use crate::layout::Layout;
+use crate::output::{OnRows, Output, RowBatch};
+use crate::{EngineKind, MatchError, MatchOptions, Semantics};
+
+/// A graph prepared for matching: planner statistics and the node-label index, computed once.
+pub struct Engine<'g> {
+    graph: &'g KnowledgeGraph,
+    stats: PlannerStats,
+    labels: LabelIndex,
+}
+
+/// Time per phase of one match.
+#[derive(Clone, Debug, Default)]
+pub struct Timings {
+    pub plan: Duration,
+    pub filter: Duration,
+    pub refine: Duration,
+    pub edge_candidates: Duration,
+    pub join: Duration,
+    pub total: Duration,
+}
+
+/// What a match did: rows (or the count), whether a limit cut it short, and, for `--explain`, the
+/// plan, candidate counts after each phase and time per phase.
+#[derive(Clone, Debug)]
+pub struct MatchReport {
+    /// Rows produced (after DISTINCT and LIMIT), or matches counted.
+    pub rows: u64,
+    pub limit_reached: bool,
+    pub engine: EngineKind,
+    pub semantics: Semantics,
+    pub plan: Plan,
+    pub filter: FilterReport,
+    /// Edge candidates collected (the kernels engine only).
+    pub edge_candidates: Option<u64>,
+    pub times: Timings,
+}
+
+impl<'g> Engine<'g> {
+    /// O(V + E): planner statistics and a node-label index.
+    pub fn new(graph: &'g KnowledgeGraph) -> Self {
+        let labels = if graph.has_node_labels() {
+            LabelIndex::new(graph.node_labels(), graph.node_label_names().len())
+        } else {
+            LabelIndex::default()
+        };
+        Engine {
+            graph,
+            stats: PlannerStats::new(graph),
+            labels,
+        }
+    }
+
+    pub fn graph(&self) -> &'g KnowledgeGraph {
+        self.graph
+    }
+
+    /// The kernels' view of the graph's arrays.
+    pub fn view(&self) -> GraphView<'g> {
+        let adj = |c: &'g gpsense_graph::Csr| Adjacency {
+            offsets: c.offsets(),
+            targets: c.targets(),
+            labels: c.labels(),
+        };
+        GraphView {
+            out: adj(self.graph.out()),
+            inc: adj(self.graph.inc()),
+            node_labels: self.graph.node_labels(),
+        }
+    }
+
+    /// Finds the matches of `q`, handing projected rows to `on_rows` in batches as they are found
+    /// (`on_rows` returns false to stop).
+    pub fn run(
+        &self,
+        q: &QueryGraph,
+        opts: &MatchOptions,
+        on_rows: OnRows,
+    ) -> Result<MatchReport, MatchError> {
+        self.execute(q, opts, false, on_rows)
+    }
+
+    /// Counts the matches of `q` without materialising them (DISTINCT still needs the rows).
+    pub fn count(&self, q: &QueryGraph, opts: &MatchOptions) -> Result<MatchReport, MatchError> {
+        self.execute(q, opts, true, &mut |_| true)
+    }
+
+    /// All projected rows, in memory (for tests and small answers).
+    pub fn collect(
+        &self,
+        q: &QueryGraph,
+        opts: &MatchOptions,
+    ) -> Result<(Vec<Vec<u32>>, MatchReport), MatchError> {
+        let mut rows = Vec::new();
+        let report = self.run(q, opts, &mut |b: RowBatch| {
+            rows.extend(b.iter().map(<[u32]>::to_vec));
+            true
+        })?;
+        Ok((rows, report))
+    }
+
+    fn execute(
+        &self,
+        q: &QueryGraph,
+        opts: &MatchOptions,
+        count_only: bool,
+        on_rows: OnRows,
+    ) -> Result<MatchReport, MatchError> {
+        let start = Instant::now();
+        let plan = plan_with(q, self.graph, &self.stats);
+        let layout = Layout::new(q, &plan, opts.semantics, self.graph.has_node_labels())?;
+        let mut times = Timings {
+            plan: start.elapsed(),
+            ..Default::default()
+        };
+        let limit = match (q.limit, opts.limit) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let engine = match opts.engine {
+            EngineKind::Auto => EngineKind::Dfs,
+            e => e,
+        };
+        let mut report = MatchReport {
+            rows: 0,
+            limit_reached: false,
+            engine,
+            semantics: opts.semantics,
+            plan,
+            filter: FilterReport::default(),
+            edge_candidates: None,
+            times: Timings::default(),
+        };
+        if report.plan.components.len() > 1 && limit.is_none() {
+            if let Some(product) = self.cartesian_guard(q, &report.plan, opts, count_only)? {
+                report.rows = product;
+                times.total = start.elapsed();
+                report.times = times;
+                return Ok(report);
+            }
+        }
+        let ex = Executor {
+            parallel: !opts.single_thread,
+        };
+        let g = self.view();
+        let (cands, filter) = Filtering {
+            layout: &layout,
+            g,
+            labels: &self.labels,
+            ex,
+        }
+        .run(opts.refine_rounds);
+        times.filter = filter.filter_time;
+        times.refine = filter.refine_time;
+        report.filter = filter;
+        let columns = q
+            .projection
+            .iter()
+            .map(|p| match *p {
+                Projected::Node(u) => layout.slot_of[u] as usize,
+                Projected::Edge(k) => layout.nodes + k,
+            })
+            .collect();
+        let out = Output::new(
+            columns,
+            q.distinct,
+            limit,
+            count_only,
+            opts.memory_budget / 2,
+            on_rows,
+        );
+        let join_start = Instant::now();
+        if !cands.any_empty() {
+            let injective = opts.semantics == Semantics::Iso;
+            match engine {
+                EngineKind::Kernels => {
+                    let kj = KernelJoin {
+                        layout: &layout,
+                        cands: &cands,
+                        g,
+                        injective,
+                        ex,
+                        lanes: opts.lanes.max(1),
+                        memory_budget: opts.memory_budget,
+                    };
+                    let ec_start = Instant::now();
+                    let ecs = kj.collect_edge_candidates();
+                    times.edge_candidates = ec_start.elapsed();
+                    report.edge_candidates =
+                        Some(ecs.iter().flatten().map(|e| e.targets.len() as u64).sum());
+                    kj.run(&ecs, &out)?;
+                }
+                _ => Dfs {
+                    layout: &layout,
+                    cands: &cands,
+                    g,
+                    injective,
+                    parallel: !opts.single_thread,
+                }
+                .run(&out),
+            }
+        }
+        times.join = join_start.elapsed() - times.edge_candidates;
+        let (rows, limit_reached, error) = out.finish();
+        if let Some(e) = error {
+            return Err(e);
+        }
+        report.rows = rows;
+        report.limit_reached = limit_reached;
+        times.total = start.elapsed();
+        report.times = times;
+        Ok(report)
+    }
+
+    /// For a disconnected query without a limit: counts each component alone. Their product bounds
+    /// the answer (equals it under hom). Refuses when it exceeds `max_cartesian`; returns the exact
+    /// count when that is all that was asked and the product is exact.
+    fn cartesian_guard(
+        &self,
+        q: &QueryGraph,
+        plan: &Plan,
+        opts: &MatchOptions,
+        count_only: bool,
+    ) -> Result<Option<u64>, MatchError> {
+        let mut product: u128 = 1;
+        let sub_opts = MatchOptions {
+            limit: Some(opts.max_cartesian.saturating_add(1)),
+            ..opts.clone()
+        };
+        for range in &plan.components {
+            let nodes: Vec<usize> = plan.order[range.clone()].to_vec();
+            let sub = component_query(q, &nodes);
+            let count = self.count(&sub, &sub_opts)?.rows;
+            product = product.saturating_mul(count as u128);
+        }
+        let exact_for_count = count_only && opts.semantics == Semantics::Hom && !q.distinct;
+        if exact_for_count && product <= u64::MAX as u128 && product <= opts.max_cartesian as u128 {
+            return Ok(Some(product as u64));
+        }
+        if product > opts.max_cartesian as u128 {
+            return Err(MatchError::CartesianExplosion {
+                components: plan.components.len(),
+                product: product.to_string(),
+                limit: opts.max_cartesian,
+            });
+        }
+        Ok(None)
+    }
+}
+
+/// The sub-query of one connected component (`nodes`), without projection or limit.
+fn component_query(q: &QueryGraph, nodes: &[usize]) -> QueryGraph {
+    let index = |u: usize| nodes.iter().position(|&x| x == u);
+    let mut vars: Vec<usize> = Vec::new();
+    let mut edges = Vec::new();
+    for e in &q.edges {
+        if let (Some(s), Some(t)) = (index(e.source), index(e.target)) {
+            let label = match e.label {
+                EdgeLabel::Fixed(r) => EdgeLabel::Fixed(r),
+                EdgeLabel::Variable(k) => {
+                    let at = vars.iter().position(|&v| v == k).unwrap_or_else(|| {
+                        vars.push(k);
+                        vars.len() - 1
+                    });
+                    EdgeLabel::Variable(at)
+                }
+            };
+            edges.push(QueryEdge {
+                source: s,
+                target: t,
+                label,
+            });
+        }
+    }
+    QueryGraph {
+        nodes: nodes.iter().map(|&u| q.nodes[u].clone()).collect(),
+        edges,
+        edge_variables: vars.iter().map(|&k| q.edge_variables[k].clone()).collect(),
+        projection: Vec::new(),
+        distinct: false,
+        limit: None,
+    }
+}

@@ -1,0 +1,31 @@
+//! Why a match could not be answered.
+
+use thiserror::Error;
+
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum MatchError {
+    #[error("the query has {found} {what}; the engine supports at most {limit}")]
+    QueryTooLarge {
+        what: &'static str,
+        found: usize,
+        limit: usize,
+    },
+    #[error(
+        "the query is disconnected: its {components} components have {product} combined matches, more \
+         than the limit of {limit}; add LIMIT (or --limit), use --count, or connect the components"
+    )]
+    CartesianExplosion {
+        components: usize,
+        product: String,
+        limit: u64,
+    },
+    #[error(
+        "a single partial match has {rows} extensions, more than the memory budget of {budget_rows} rows; \
+         raise --memory-budget or use --engine dfs"
+    )]
+    MemoryBudget { rows: u64, budget_rows: u64 },
+    #[error("DISTINCT needs more than the memory budget ({bytes} bytes) to remember the rows seen; raise --memory-budget or drop DISTINCT")]
+    DistinctTooLarge { bytes: u64 },
+    #[error("invalid plan: {0}")]
+    Plan(String),
+}

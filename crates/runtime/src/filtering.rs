@@ -1,0 +1,234 @@
+//! The filtering phase (paper `001`, section 4, Algorithm 1 lines 2-7): candidate bitsets per query
+//! node, compaction into sorted candidate arrays, neighbour filtering in plan order over the outgoing
+//! and incoming CSR, then refinement in reversed plan order.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use gpsense_kernels::filter::{
+    filter_neighbour_candidates, identify_node_candidates, node_matches, refine_candidate,
+};
+use gpsense_kernels::{bits, scan, GraphView, NONE};
+
+use crate::executor::{offsets_of, Executor};
+use crate::layout::Layout;
+
+/// Data nodes grouped by node label, so a labelled query node is identified from its label's nodes
+/// rather than from every node.
+#[derive(Clone, Debug, Default)]
+pub struct LabelIndex {
+    offsets: Vec<u32>,
+    nodes: Vec<u32>,
+}
+
+impl LabelIndex {
+    pub fn new(node_labels: &[u32], label_count: usize) -> Self {
+        let mut offsets = vec![0u32; label_count + 1];
+        for &l in node_labels {
+            offsets[l as usize + 1] += 1;
+        }
+        for i in 0..label_count {
+            offsets[i + 1] += offsets[i];
+        }
+        let mut next = offsets.clone();
+        let mut nodes = vec![0u32; node_labels.len()];
+        for (v, &l) in node_labels.iter().enumerate() {
+            nodes[next[l as usize] as usize] = v as u32;
+            next[l as usize] += 1;
+        }
+        LabelIndex { offsets, nodes }
+    }
+
+    /// Nodes with `label`, ascending; `None` when the index does not cover it.
+    pub fn nodes(&self, label: u32) -> Option<&[u32]> {
+        let l = label as usize;
+        if l + 1 >= self.offsets.len() {
+            return None;
+        }
+        Some(&self.nodes[self.offsets[l] as usize..self.offsets[l + 1] as usize])
+    }
+}
+
+/// Candidate sets of every query node, as bitsets (`sets[u * stride..][..stride]`) and as sorted arrays.
+#[derive(Clone, Debug)]
+pub struct Candidates {
+    pub stride: usize,
+    pub sets: Vec<u32>,
+    pub arrays: Vec<Vec<u32>>,
+}
+
+impl Candidates {
+    pub fn set(&self, u: usize) -> &[u32] {
+        &self.sets[u * self.stride..][..self.stride]
+    }
+
+    fn set_mut(&mut self, u: usize) -> &mut [u32] {
+        &mut self.sets[u * self.stride..][..self.stride]
+    }
+
+    /// Whether some query node has no candidate left (then there is no match).
+    pub fn any_empty(&self) -> bool {
+        self.arrays.iter().any(|a| a.is_empty())
+    }
+}
+
+/// Candidate counts and times per phase, for `--explain`.
+#[derive(Clone, Debug, Default)]
+pub struct FilterReport {
+    pub after_filter: Vec<usize>,
+    pub after_refine: Vec<usize>,
+    pub filter_time: Duration,
+    pub refine_time: Duration,
+}
+
+pub struct Filtering<'a> {
+    pub layout: &'a Layout,
+    pub g: GraphView<'a>,
+    pub labels: &'a LabelIndex,
+    pub ex: Executor,
+}
+
+impl Filtering<'_> {
+    pub fn run(&self, rounds: u32) -> (Candidates, FilterReport) {
+        let n = self.layout.nodes;
+        let stride = bits::words_for(self.g.node_count());
+        let mut c = Candidates {
+            stride,
+            sets: vec![0; n * stride],
+            arrays: vec![Vec::new(); n],
+        };
+        let mut report = FilterReport::default();
+        let start = Instant::now();
+        self.forward(&mut c);
+        report.filter_time = start.elapsed();
+        report.after_filter = c.arrays.iter().map(Vec::len).collect();
+        let start = Instant::now();
+        if !c.any_empty() {
+            for _ in 0..rounds {
+                if !self.refine(&mut c) {
+                    break;
+                }
+            }
+        }
+        report.refine_time = start.elapsed();
+        report.after_refine = c.arrays.iter().map(Vec::len).collect();
+        (c, report)
+    }
+
+    /// Plan order: identify a node's candidates unless a neighbour filtered them already, compact,
+    /// then mark the candidates of its later neighbours. Stops early when a set is empty.
+    fn forward(&self, c: &mut Candidates) {
+        let mut has = vec![false; self.layout.nodes];
+        for &u in &self.layout.order {
+            if !has[u] {
+                self.identify_all(u, c);
+                has[u] = true;
+            }
+            c.arrays[u] = self.compact(c.set(u));
+            if c.arrays[u].is_empty() {
+                return;
+            }
+            for step in self.layout.neighbour_steps.iter().filter(|s| s.from == u) {
+                let marked =
+                    self.mark_neighbours(c, step.from, step.to, step.dir, step.label, has[step.to]);
+                if has[step.to] {
+                    c.set_mut(step.to).copy_from_slice(&marked);
+                } else {
+                    let f = self.layout.filters[step.to].view();
+                    let g = self.g;
+                    let mut words = vec![0u32; c.stride];
+                    self.ex.map(&mut words, |w| {
+                        if marked[w] == 0 {
+                            0
+                        } else {
+                            identify_node_candidates(w, marked[w], &f, &g)
+                        }
+                    });
+                    c.set_mut(step.to).copy_from_slice(&words);
+                    has[step.to] = true;
+                }
+            }
+        }
+    }
+
+    /// Identifies `u`'s candidates from scratch: its concept, its label's nodes, or every node.
+    fn identify_all(&self, u: usize, c: &mut Candidates) {
+        let f = self.layout.filters[u].view();
+        let g = self.g;
+        let set = c.set_mut(u);
+        if f.fixed != NONE || f.label == NONE || self.labels.nodes(f.label).is_none() {
+            self.ex
+                .map(set, |w| identify_node_candidates(w, u32::MAX, &f, &g));
+            return;
+        }
+        let nodes = self.labels.nodes(f.label).unwrap_or_default();
+        let mut keep = vec![false; nodes.len()];
+        self.ex.map(&mut keep, |i| node_matches(&f, &g, nodes[i]));
+        for (&v, _) in nodes.iter().zip(&keep).filter(|(_, &k)| k) {
+            set[(v >> 5) as usize] |= 1 << (v & 31);
+        }
+    }
+
+    /// The neighbours of `from`'s candidates over `dir`/`label` that `to` still allows.
+    fn mark_neighbours(
+        &self,
+        c: &Candidates,
+        from: usize,
+        to: usize,
+        dir: gpsense_kernels::Dir,
+        label: u32,
+        to_has_set: bool,
+    ) -> Vec<u32> {
+        let mark: Vec<AtomicU32> = (0..c.stride).map(|_| AtomicU32::new(0)).collect();
+        let allowed: &[u32] = if to_has_set { c.set(to) } else { &[] };
+        let cands = &c.arrays[from];
+        let g = self.g;
+        self.ex.for_each(cands.len(), |i| {
+            filter_neighbour_candidates(i, 0, 1, cands, dir, label, allowed, &mark, &g)
+        });
+        mark.into_iter().map(|a| a.into_inner()).collect()
+    }
+
+    /// One refinement round in reversed plan order; false when a set became empty.
+    fn refine(&self, c: &mut Candidates) -> bool {
+        for &u in self.layout.order.iter().rev() {
+            let incident = &self.layout.incident[u];
+            if incident.is_empty() {
+                continue;
+            }
+            let mut keep = vec![false; c.arrays[u].len()];
+            let (g, sets, stride, cands) = (self.g, &c.sets, c.stride, &c.arrays[u]);
+            self.ex.map(&mut keep, |i| {
+                refine_candidate(cands[i], incident, sets, stride, &g)
+            });
+            let set: Vec<AtomicU32> = c.set(u).iter().map(|&w| AtomicU32::new(w)).collect();
+            for (&v, _) in c.arrays[u].iter().zip(&keep).filter(|(_, &k)| !k) {
+                bits::clear_atomic(&set, v);
+            }
+            let words: Vec<u32> = set.iter().map(|a| a.load(Ordering::Relaxed)).collect();
+            c.set_mut(u).copy_from_slice(&words);
+            c.arrays[u] = c.arrays[u]
+                .iter()
+                .zip(&keep)
+                .filter(|(_, &k)| k)
+                .map(|(&v, _)| v)
+                .collect();
+            if c.arrays[u].is_empty() {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Stream compaction: count per word, scan, write (sorted ascending).
+    pub fn compact(&self, set: &[u32]) -> Vec<u32> {
+        let mut counts = vec![0u32; set.len()];
+        self.ex.map(&mut counts, |w| scan::count_word(set[w]));
+        let offsets = offsets_of(&counts);
+        let mut out = vec![0u32; *offsets.last().unwrap_or(&0) as usize];
+        self.ex.scatter(&mut out, &offsets, 1, |w, region| {
+            scan::write_word(w, set[w], region)
+        });
+        out
+    }
+}

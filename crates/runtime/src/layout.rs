@@ -1,0 +1,351 @@
+//! From a query graph and its plan to what the kernels take: per query node a filter and its
+//! incident edges, the forward filtering steps, and per plan position a join step (its backward
+//! edges as [`Check`]s). Also the row layout: one slot per query node in plan order, then one per
+//! edge variable.
+
+use gpsense_kernels::filter::{Incident, Need, NodeFilter};
+use gpsense_kernels::join::{Check, MAX_CHECKS, MAX_EDGE_VARIABLES};
+use gpsense_kernels::{Dir, NONE};
+use gpsense_planner::{EdgeLabel, NodeKind, Plan, QueryGraph};
+
+use crate::{MatchError, Semantics};
+
+/// The most query nodes a row can hold.
+pub const MAX_QUERY_NODES: usize = 64;
+
+/// Owned data behind a [`NodeFilter`].
+#[derive(Clone, Debug, Default)]
+pub struct FilterSpec {
+    pub fixed: u32,
+    pub label: u32,
+    pub degrees: Vec<Need>,
+    pub neighbour_labels: Vec<Need>,
+    pub self_loops: Vec<u32>,
+}
+
+impl FilterSpec {
+    pub fn view(&self) -> NodeFilter<'_> {
+        NodeFilter {
+            fixed: self.fixed,
+            label: self.label,
+            degrees: &self.degrees,
+            neighbour_labels: &self.neighbour_labels,
+            self_loops: &self.self_loops,
+        }
+    }
+}
+
+/// A forward filtering step: the candidates of `from` mark those of `to` over `dir`/`label`.
+#[derive(Clone, Copy, Debug)]
+pub struct NeighbourStep {
+    /// The query edge.
+    pub edge: usize,
+    pub from: usize,
+    pub to: usize,
+    pub dir: Dir,
+    pub label: u32,
+}
+
+/// One position of the join: query node `node` fills slot `slot`.
+#[derive(Clone, Debug)]
+pub struct JoinStep {
+    pub node: usize,
+    pub slot: u32,
+    /// Backward edges and self-loops; `Check::slot` is the earlier endpoint's slot.
+    pub checks: Vec<Check>,
+    /// Indexes into `checks` usable as pivot: not self-loops, with a relation known when the step runs
+    /// (fixed, or a variable bound earlier). Empty when only unbound variable edges lead back.
+    pub fixed_pivots: Vec<u32>,
+    /// A variable-edge check to scan when `fixed_pivots` is empty; `NONE` when the node starts a
+    /// connected component.
+    pub variable_pivot: u32,
+    /// For each check, the query edge it came from.
+    pub edge_of_check: Vec<usize>,
+}
+
+/// Everything derived from (query, plan, semantics) before any data is touched.
+#[derive(Clone, Debug)]
+pub struct Layout {
+    pub order: Vec<usize>,
+    /// Slot of each query node.
+    pub slot_of: Vec<u32>,
+    pub width: usize,
+    pub nodes: usize,
+    pub filters: Vec<FilterSpec>,
+    pub incident: Vec<Vec<Incident>>,
+    pub neighbour_steps: Vec<NeighbourStep>,
+    pub steps: Vec<JoinStep>,
+    /// Query edges (self-loops included).
+    pub edge_count: usize,
+}
+
+impl Layout {
+    pub fn new(
+        q: &QueryGraph,
+        plan: &Plan,
+        semantics: Semantics,
+        node_labels: bool,
+    ) -> Result<Self, MatchError> {
+        check_size(q)?;
+        let n = q.nodes.len();
+        if plan.order.len() != n {
+            return Err(MatchError::Plan(format!(
+                "{} nodes planned for a query of {n}",
+                plan.order.len()
+            )));
+        }
+        let mut slot_of = vec![NONE; n];
+        for (slot, &u) in plan.order.iter().enumerate() {
+            slot_of[u] = slot as u32;
+        }
+        let filters = (0..n)
+            .map(|u| filter_spec(q, u, semantics, node_labels))
+            .collect();
+        let incident = (0..n).map(|u| incident(q, u)).collect();
+        let neighbour_steps = neighbour_steps(q, &slot_of);
+        let steps = join_steps(q, plan, &slot_of)?;
+        Ok(Layout {
+            order: plan.order.clone(),
+            slot_of,
+            width: n + q.edge_variables.len(),
+            nodes: n,
+            filters,
+            incident,
+            neighbour_steps,
+            steps,
+            edge_count: q.edges.len(),
+        })
+    }
+
+    /// The relation id stored for a fixed label, or `NONE` for a variable edge.
+    pub fn label_of(label: EdgeLabel) -> u32 {
+        match label {
+            EdgeLabel::Fixed(r) => r as u32,
+            EdgeLabel::Variable(_) => NONE,
+        }
+    }
+}
+
+fn check_size(q: &QueryGraph) -> Result<(), MatchError> {
+    if q.nodes.len() > MAX_QUERY_NODES {
+        return Err(MatchError::QueryTooLarge {
+            what: "nodes",
+            found: q.nodes.len(),
+            limit: MAX_QUERY_NODES,
+        });
+    }
+    if q.edge_variables.len() > MAX_EDGE_VARIABLES {
+        return Err(MatchError::QueryTooLarge {
+            what: "edge variables",
+            found: q.edge_variables.len(),
+            limit: MAX_EDGE_VARIABLES,
+        });
+    }
+    for u in 0..q.nodes.len() {
+        let degree = q
+            .edges
+            .iter()
+            .filter(|e| e.source == u || e.target == u)
+            .count();
+        if degree > MAX_CHECKS {
+            return Err(MatchError::QueryTooLarge {
+                what: "edges at one node",
+                found: degree,
+                limit: MAX_CHECKS,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Necessary conditions on a candidate of `u`. Under iso, distinct query neighbours need distinct data
+/// neighbours, so counts are exact lower bounds; under hom they only need to exist.
+fn filter_spec(q: &QueryGraph, u: usize, semantics: Semantics, node_labels: bool) -> FilterSpec {
+    let cap = |count: usize| {
+        if semantics == Semantics::Iso {
+            count as u32
+        } else {
+            count.min(1) as u32
+        }
+    };
+    let mut spec = FilterSpec {
+        fixed: match q.nodes[u].kind {
+            NodeKind::Concept(v) => v,
+            NodeKind::Variable => NONE,
+        },
+        label: q.nodes[u].label.unwrap_or(NONE),
+        ..Default::default()
+    };
+    for dir in [Dir::Out, Dir::In] {
+        let ends = |e: &gpsense_planner::QueryEdge| match dir {
+            Dir::Out => (e.source == u).then_some(e.target),
+            Dir::In => (e.target == u).then_some(e.source),
+        };
+        let mut any: Vec<usize> = q.edges.iter().filter_map(ends).collect();
+        any.sort_unstable();
+        any.dedup();
+        if !any.is_empty() {
+            spec.degrees.push(Need {
+                dir,
+                label: NONE,
+                count: cap(any.len()),
+            });
+        }
+        let mut fixed: Vec<(u32, usize)> = q
+            .edges
+            .iter()
+            .filter_map(|e| Some((Layout::label_of(e.label), ends(e)?)))
+            .filter(|&(l, _)| l != NONE)
+            .collect();
+        fixed.sort_unstable();
+        fixed.dedup();
+        for group in fixed.chunk_by(|a, b| a.0 == b.0) {
+            spec.degrees.push(Need {
+                dir,
+                label: group[0].0,
+                count: cap(group.len()),
+            });
+        }
+        if semantics == Semantics::Iso && node_labels {
+            let mut labels: Vec<u32> = any
+                .iter()
+                .filter_map(|&x| q.nodes[x].label)
+                .filter(|&l| l != NONE)
+                .collect();
+            labels.sort_unstable();
+            for group in labels.chunk_by(|a, b| a == b) {
+                spec.neighbour_labels.push(Need {
+                    dir,
+                    label: group[0],
+                    count: group.len() as u32,
+                });
+            }
+        }
+    }
+    spec.self_loops = q
+        .edges
+        .iter()
+        .filter(|e| e.source == u && e.target == u)
+        .map(|e| Layout::label_of(e.label))
+        .collect();
+    spec
+}
+
+/// The non-loop query edges at `u`, seen from `u`.
+fn incident(q: &QueryGraph, u: usize) -> Vec<Incident> {
+    q.edges
+        .iter()
+        .filter(|e| e.source != e.target)
+        .filter_map(|e| {
+            let label = Layout::label_of(e.label);
+            if e.source == u {
+                Some(Incident {
+                    dir: Dir::Out,
+                    label,
+                    other: e.target as u32,
+                })
+            } else if e.target == u {
+                Some(Incident {
+                    dir: Dir::In,
+                    label,
+                    other: e.source as u32,
+                })
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
+/// Each non-loop query edge, oriented from its earlier endpoint in the plan to its later one.
+fn neighbour_steps(q: &QueryGraph, slot_of: &[u32]) -> Vec<NeighbourStep> {
+    let mut steps: Vec<NeighbourStep> = q
+        .edges
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.source != e.target)
+        .map(|(edge, e)| {
+            let label = Layout::label_of(e.label);
+            if slot_of[e.source] < slot_of[e.target] {
+                NeighbourStep {
+                    edge,
+                    from: e.source,
+                    to: e.target,
+                    dir: Dir::Out,
+                    label,
+                }
+            } else {
+                NeighbourStep {
+                    edge,
+                    from: e.target,
+                    to: e.source,
+                    dir: Dir::In,
+                    label,
+                }
+            }
+        })
+        .collect();
+    steps.sort_by_key(|s| (slot_of[s.from], slot_of[s.to]));
+    steps
+}
+
+fn join_steps(q: &QueryGraph, plan: &Plan, slot_of: &[u32]) -> Result<Vec<JoinStep>, MatchError> {
+    let n = q.nodes.len();
+    let mut var_bound = vec![false; q.edge_variables.len()];
+    let mut steps = Vec::with_capacity(n);
+    for (slot, &y) in plan.order.iter().enumerate() {
+        let mut step = JoinStep {
+            node: y,
+            slot: slot as u32,
+            checks: Vec::new(),
+            fixed_pivots: Vec::new(),
+            variable_pivot: NONE,
+            edge_of_check: Vec::new(),
+        };
+        for (ei, e) in q.edges.iter().enumerate() {
+            let (other, dir) = if e.source == y && e.target == y {
+                (None, Dir::Out)
+            } else if e.target == y && slot_of[e.source] < slot as u32 {
+                (Some(e.source), Dir::Out)
+            } else if e.source == y && slot_of[e.target] < slot as u32 {
+                (Some(e.target), Dir::In)
+            } else {
+                continue;
+            };
+            let (label, var) = match e.label {
+                EdgeLabel::Fixed(r) => (r as u32, NONE),
+                EdgeLabel::Variable(k) => (NONE, (n + k) as u32),
+            };
+            let check = Check {
+                slot: other.map_or(NONE, |o| slot_of[o]),
+                dir,
+                label,
+                var,
+            };
+            let index = step.checks.len() as u32;
+            if other.is_some() {
+                let known = label != NONE || var_bound[var as usize - n];
+                if known {
+                    step.fixed_pivots.push(index);
+                } else if step.variable_pivot == NONE {
+                    step.variable_pivot = index;
+                }
+            }
+            step.checks.push(check);
+            step.edge_of_check.push(ei);
+        }
+        for c in &step.checks {
+            if c.var != NONE {
+                var_bound[c.var as usize - n] = true;
+            }
+        }
+        let starts_component = plan.components.iter().any(|r| r.start == slot);
+        if starts_component != (step.fixed_pivots.is_empty() && step.variable_pivot == NONE) {
+            return Err(MatchError::Plan(format!(
+                "node at position {slot} is not connected as the plan says"
+            )));
+        }
+        steps.push(step);
+    }
+    Ok(steps)
+}

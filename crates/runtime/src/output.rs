@@ -1,0 +1,164 @@
+//! Where matches go: projection, DISTINCT, LIMIT and the caller's callback, shared by all workers.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use hashbrown::HashSet;
+
+use crate::MatchError;
+
+/// A batch of projected rows: `rows` rows of `width` values each (data node ids for node columns,
+/// relation ids for edge-variable columns).
+#[derive(Clone, Copy, Debug)]
+pub struct RowBatch<'a> {
+    pub data: &'a [u32],
+    pub width: usize,
+    pub rows: usize,
+}
+
+impl<'a> RowBatch<'a> {
+    pub fn iter(&self) -> impl Iterator<Item = &'a [u32]> + '_ {
+        (0..self.rows).map(move |i| &self.data[i * self.width..(i + 1) * self.width])
+    }
+}
+
+/// The callback receiving rows; returns whether to go on.
+pub type OnRows<'a> = &'a mut (dyn FnMut(RowBatch) -> bool + Send);
+
+struct State<'a> {
+    emitted: u64,
+    seen: HashSet<Box<[u32]>>,
+    on_rows: OnRows<'a>,
+    batch: Vec<u32>,
+    error: Option<MatchError>,
+}
+
+/// Collects full rows (slot layout) from the joins, projects them and hands them on.
+pub struct Output<'a> {
+    /// Slots of the projected columns.
+    columns: Vec<usize>,
+    distinct: bool,
+    limit: Option<u64>,
+    /// Whether the join may count leaf matches instead of producing rows.
+    count_only: bool,
+    distinct_budget: u64,
+    counted: AtomicU64,
+    limit_reached: AtomicBool,
+    stop: AtomicBool,
+    state: Mutex<State<'a>>,
+}
+
+impl<'a> Output<'a> {
+    pub fn new(
+        columns: Vec<usize>,
+        distinct: bool,
+        limit: Option<u64>,
+        count_only: bool,
+        distinct_budget: u64,
+        on_rows: OnRows<'a>,
+    ) -> Self {
+        Output {
+            columns,
+            distinct,
+            limit,
+            count_only: count_only && !distinct,
+            distinct_budget,
+            counted: AtomicU64::new(0),
+            limit_reached: AtomicBool::new(false),
+            stop: AtomicBool::new(limit == Some(0)),
+            state: Mutex::new(State {
+                emitted: 0,
+                seen: HashSet::new(),
+                on_rows,
+                batch: Vec::new(),
+                error: None,
+            }),
+        }
+    }
+
+    /// Whether the join may count instead of producing rows.
+    pub fn count_only(&self) -> bool {
+        self.count_only
+    }
+
+    pub fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    /// Count-only mode: `n` more matches.
+    pub fn add_count(&self, n: u64) {
+        let total = self.counted.fetch_add(n, Ordering::Relaxed) + n;
+        if self.limit.is_some_and(|l| total > l) {
+            self.limit_reached.store(true, Ordering::Relaxed);
+            self.stop.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Full rows of `width` slots; returns whether to go on.
+    pub fn rows(&self, rows: &[u32], width: usize) -> bool {
+        if self.stopped() {
+            return false;
+        }
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        self.take(&mut state, rows.chunks_exact(width))
+    }
+
+    fn take<'r>(&self, state: &mut State<'a>, rows: impl Iterator<Item = &'r [u32]>) -> bool {
+        let width = self.columns.len();
+        let mut batch = std::mem::take(&mut state.batch);
+        batch.clear();
+        let mut n = 0usize;
+        for row in rows {
+            if self.limit.is_some_and(|l| state.emitted >= l) {
+                self.limit_reached.store(true, Ordering::Relaxed);
+                self.stop.store(true, Ordering::Relaxed);
+                break;
+            }
+            let start = batch.len();
+            batch.extend(self.columns.iter().map(|&s| row[s]));
+            if self.distinct && !self.remember(state, &batch[start..]) {
+                batch.truncate(start);
+                continue;
+            }
+            state.emitted += 1;
+            n += 1;
+        }
+        let go_on = n == 0
+            || (state.on_rows)(RowBatch {
+                data: &batch,
+                width,
+                rows: n,
+            });
+        state.batch = batch;
+        if !go_on {
+            self.stop.store(true, Ordering::Relaxed);
+        }
+        !self.stopped()
+    }
+
+    /// Whether a projected row is new; records an error and stops when the set outgrows the budget.
+    fn remember(&self, state: &mut State<'a>, row: &[u32]) -> bool {
+        let bytes = (state.seen.len() as u64 + 1) * (row.len() as u64 * 4 + 32);
+        if bytes > self.distinct_budget {
+            state.error.get_or_insert(MatchError::DistinctTooLarge {
+                bytes: self.distinct_budget,
+            });
+            self.stop.store(true, Ordering::Relaxed);
+            return false;
+        }
+        state.seen.insert(row.into())
+    }
+
+    /// Rows (or matches counted), whether the limit cut the answer short, and any error.
+    pub fn finish(self) -> (u64, bool, Option<MatchError>) {
+        let state = self.state.into_inner().unwrap_or_else(|p| p.into_inner());
+        let limit_reached = self.limit_reached.load(Ordering::Relaxed);
+        let total = if self.count_only {
+            let counted = self.counted.load(Ordering::Relaxed);
+            self.limit.map_or(counted, |l| counted.min(l))
+        } else {
+            state.emitted
+        };
+        (total, limit_reached, state.error)
+    }
+}
