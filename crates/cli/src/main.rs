@@ -2,15 +2,20 @@
 //! formats their results; it is the only crate that prints.
 
 mod commands;
+mod explain;
 mod fmt;
 mod graph_source;
 mod progress;
+mod rows;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 use gpsense_graph::ingest::{Columns, Format, OnError};
+use gpsense_runtime::{parse_bytes, EngineKind, MatchOptions, Semantics};
+
+use rows::RowFormat;
 
 #[derive(Parser)]
 #[command(
@@ -59,6 +64,94 @@ enum Command {
         #[arg(long, default_value = "fail", value_parser = parse::<OnError>)]
         on_error: OnError,
     },
+    /// Answer a query (SPARQL basic graph pattern) on a graph, e.g.
+    /// `gpsense query 'SELECT ?x WHERE { ?x IsA animal . ?x AtLocation home }'`.
+    Query {
+        /// The query text (or use -f FILE).
+        query: Option<String>,
+        /// Read the query from a file.
+        #[arg(short = 'f', long = "file")]
+        file: Option<PathBuf>,
+        /// The graph: a snapshot or any file `ingest` reads (default: the embedded ConceptNet-100K).
+        #[arg(long)]
+        graph: Option<PathBuf>,
+        /// Output format of the rows.
+        #[arg(long, default_value = "tsv", value_parser = parse::<RowFormat>)]
+        format: RowFormat,
+        /// Print only the number of matches (counted without materialising them).
+        #[arg(long)]
+        count: bool,
+        /// Print the semantics, plan, candidate sizes per phase and time per phase on stderr.
+        #[arg(long)]
+        explain: bool,
+        #[command(flatten)]
+        matching: MatchArgs,
+    },
+    /// Subgraph-matching benchmark format: count the embeddings of each query in a data graph and
+    /// print `name<TAB>count<TAB>milliseconds`.
+    Match {
+        /// The data graph (.graph file or snapshot).
+        #[arg(long)]
+        data: PathBuf,
+        /// Query files or directories of .graph files.
+        #[arg(long = "query", required = true, num_args = 1..)]
+        queries: Vec<PathBuf>,
+        /// Expected counts (`name:count` or `name count` lines) to check against.
+        #[arg(long)]
+        expected: Option<PathBuf>,
+        /// Accepted for symmetry with `query`: `match` always prints counts.
+        #[arg(long)]
+        count: bool,
+        #[command(flatten)]
+        matching: MatchArgs,
+    },
+}
+
+/// Options shared by `query` and `match`.
+#[derive(Args)]
+struct MatchArgs {
+    /// iso: subgraph isomorphism (injective over all query nodes, concepts included; non-induced).
+    /// hom: homomorphism, as SPARQL (query nodes may share a data node).
+    #[arg(long, default_value = "iso", value_parser = parse::<Semantics>)]
+    semantics: Semantics,
+    /// Join engine: auto (fastest here), dfs (CPU-first set intersections) or kernels (the GPU-shaped
+    /// GpSense join run by the CPU executor).
+    #[arg(long, default_value = "auto", value_parser = parse::<EngineKind>)]
+    engine: EngineKind,
+    /// Stop after N rows (or N matches with --count).
+    #[arg(long)]
+    limit: Option<u64>,
+    /// Memory the join may use for partial matches before it works in batches (e.g. 512M, 4G).
+    /// Default: a quarter of RAM.
+    #[arg(long, value_parser = parse_bytes)]
+    memory_budget: Option<u64>,
+    /// Refinement rounds after filtering (the paper's best: 1).
+    #[arg(long, default_value_t = 1)]
+    refine_rounds: u32,
+    /// Worker threads (default: all cores).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Refuse disconnected queries whose components' match counts multiply beyond this (without LIMIT).
+    #[arg(long, default_value_t = 1_000_000_000)]
+    max_cartesian: u64,
+}
+
+impl MatchArgs {
+    fn options(&self) -> MatchOptions {
+        let mut o = MatchOptions {
+            semantics: self.semantics,
+            engine: self.engine,
+            refine_rounds: self.refine_rounds,
+            limit: self.limit,
+            max_cartesian: self.max_cartesian,
+            single_thread: self.threads == Some(1),
+            ..MatchOptions::default()
+        };
+        if let Some(b) = self.memory_budget {
+            o.memory_budget = b;
+        }
+        o
+    }
 }
 
 fn parse<T: std::str::FromStr<Err = String>>(s: &str) -> Result<T, String> {
@@ -67,6 +160,16 @@ fn parse<T: std::str::FromStr<Err = String>>(s: &str) -> Result<T, String> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let threads = match &cli.command {
+        Command::Query { matching, .. } | Command::Match { matching, .. } => matching.threads,
+        _ => None,
+    };
+    if let Some(n) = threads {
+        // Only fails if a pool exists already, which cannot happen this early.
+        let _ = rayon::ThreadPoolBuilder::new()
+            .num_threads(n.max(1))
+            .build_global();
+    }
     let result = match cli.command {
         Command::Info {
             graph,
@@ -89,6 +192,35 @@ fn main() -> ExitCode {
             languages,
             strip_pos,
             on_error,
+        }),
+        Command::Query {
+            query,
+            file,
+            graph,
+            format,
+            count,
+            explain,
+            matching,
+        } => commands::query::run(commands::query::Args {
+            graph,
+            text: query,
+            file,
+            format,
+            count,
+            explain,
+            options: matching.options(),
+        }),
+        Command::Match {
+            data,
+            queries,
+            expected,
+            count: _,
+            matching,
+        } => commands::match_cmd::run(commands::match_cmd::Args {
+            data,
+            queries,
+            expected,
+            options: matching.options(),
         }),
     };
     match result {

@@ -1,2 +1,4 @@
 pub mod info;
 pub mod ingest;
+pub mod match_cmd;
+pub mod query;

@@ -14,7 +14,9 @@ pub const ABSENT_LABEL: u32 = u32::MAX;
 /// name ([`ABSENT_LABEL`] if the data has no such label; `None` if the query has no labels at all).
 /// Each undirected edge becomes one query edge from the lower to the higher vertex, with the data's
 /// id of the same relation name (`edge` unless the file gave edge labels): the data stores both
-/// directions, so one suffices. Projection: every node; not distinct; no limit.
+/// directions, so one suffices. When the data's edges are unlabelled and the query gives all its
+/// edges one label (yeast's `e u v 0`), that label is a placeholder and is ignored. Projection: every
+/// node; not distinct; no limit.
 ///
 /// Errors if the data lacks a relation the query uses. O(V + E) plus one hash lookup per label.
 pub fn benchmark_query(
@@ -28,12 +30,17 @@ pub fn benchmark_query(
             label: data_label(query, data, v),
         })
         .collect();
+    let unlabelled = unlabelled_edges(query, data);
     let mut edges = Vec::new();
     for (s, r, t) in query.edges() {
         if s > t {
             continue; // the same undirected edge, stored the other way round
         }
-        let name = query.relation_name(r);
+        let name = if unlabelled {
+            UNLABELLED_RELATION
+        } else {
+            query.relation_name(r)
+        };
         let label = data
             .relation_id(name)
             .ok_or_else(|| QueryError::BenchmarkRelation {
@@ -53,6 +60,17 @@ pub fn benchmark_query(
         distinct: false,
         limit: None,
     })
+}
+
+/// The relation the benchmark format gives edges without a label.
+const UNLABELLED_RELATION: &str = "edge";
+
+/// Whether query edge labels are to be ignored: the data's edges are unlabelled and the query labels
+/// every edge alike (yeast's queries write `e u v 0` against a data graph with plain `e u v`).
+fn unlabelled_edges(query: &KnowledgeGraph, data: &KnowledgeGraph) -> bool {
+    data.relation_count() == 1
+        && data.relation_id(UNLABELLED_RELATION).is_some()
+        && query.relation_count() == 1
 }
 
 /// The data's label id for the label name of query vertex `v`.

@@ -1,0 +1,138 @@
+//! `gpsense match`: the subgraph-matching benchmark format. Loads the data graph once, then answers
+//! each query file (or every `.graph` file of a directory) and prints `name<TAB>count<TAB>ms`.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use gpsense_graph::ingest::{ingest, IngestOptions, NoProgress};
+use gpsense_graph::KnowledgeGraph;
+use gpsense_planner::benchmark_query;
+use gpsense_runtime::{Engine, MatchOptions};
+
+use crate::fmt::millis;
+use crate::graph_source;
+
+pub struct Args {
+    pub data: PathBuf,
+    pub queries: Vec<PathBuf>,
+    pub expected: Option<PathBuf>,
+    pub options: MatchOptions,
+}
+
+pub fn run(args: Args) -> Result<()> {
+    let loaded = graph_source::load(Some(&args.data))?;
+    let data = &loaded.graph;
+    let files = query_files(&args.queries)?;
+    let expected = match &args.expected {
+        Some(p) => Some(read_expected(p)?),
+        None => None,
+    };
+    let engine = Engine::new(data);
+    let (mut total_ms, mut mismatches, mut checked) = (0.0, 0usize, 0usize);
+    for file in &files {
+        let name = file
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or("?")
+            .to_owned();
+        let q = load_query(file, data)?;
+        let start = Instant::now();
+        let report = engine
+            .count(&q, &args.options)
+            .with_context(|| format!("{}", file.display()))?;
+        let ms = start.elapsed().as_secs_f64() * 1e3;
+        total_ms += ms;
+        let mut line = format!("{name}\t{}\t{ms:.3}", report.rows);
+        if report.limit_reached {
+            line.push_str("\tlimit reached");
+        }
+        if let Some(want) = expected.as_ref().and_then(|e| lookup(e, &name)) {
+            checked += 1;
+            if want != report.rows && !(report.limit_reached && want > report.rows) {
+                mismatches += 1;
+                line.push_str(&format!("\tMISMATCH: expected {want}"));
+            }
+        }
+        println!("{line}");
+    }
+    eprintln!(
+        "{} queries in {:.1} ms of processing ({:.3} ms per query), data graph loaded once in {}",
+        files.len(),
+        total_ms,
+        total_ms / files.len().max(1) as f64,
+        millis(loaded.load_time)
+    );
+    if expected.is_some() {
+        eprintln!("{checked} counts checked against the expected answers, {mismatches} mismatches");
+        if mismatches > 0 {
+            bail!("{mismatches} counts differ from the expected answers");
+        }
+    }
+    Ok(())
+}
+
+/// The query files: each argument, or the `.graph` files of a directory argument, sorted by name.
+fn query_files(args: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for p in args {
+        if p.is_dir() {
+            let mut found: Vec<PathBuf> = std::fs::read_dir(p)
+                .with_context(|| format!("cannot list {}", p.display()))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|f| f.extension().is_some_and(|x| x == "graph"))
+                .collect();
+            found.sort();
+            files.extend(found);
+        } else {
+            files.push(p.clone());
+        }
+    }
+    if files.is_empty() {
+        bail!("no query files (a directory must hold .graph files)");
+    }
+    Ok(files)
+}
+
+fn load_query(path: &Path, data: &KnowledgeGraph) -> Result<gpsense_planner::QueryGraph> {
+    let opts = IngestOptions {
+        format: Some(gpsense_graph::ingest::Format::Benchmark),
+        ..Default::default()
+    };
+    let (g, _) = ingest(&[path.to_path_buf()], &opts, &NoProgress)?;
+    benchmark_query(&g, data).with_context(|| format!("{}", path.display()))
+}
+
+/// Expected counts: `name:count` lines (the SIGMOD study) or `file count` lines (yeast_ans.txt).
+fn read_expected(path: &Path) -> Result<HashMap<String, u64>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut map = HashMap::new();
+    for (i, line) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
+        let (name, count) = line
+            .rsplit_once(':')
+            .or_else(|| line.split_once(char::is_whitespace))
+            .with_context(|| {
+                format!(
+                    "{}:{}: expected `name:count` or `name count`",
+                    path.display(),
+                    i + 1
+                )
+            })?;
+        let count: u64 = count
+            .trim()
+            .parse()
+            .with_context(|| format!("{}:{}: bad count {count:?}", path.display(), i + 1))?;
+        map.insert(name.trim().trim_end_matches(".graph").to_owned(), count);
+    }
+    Ok(map)
+}
+
+fn lookup(expected: &HashMap<String, u64>, name: &str) -> Option<u64> {
+    expected.get(name).copied()
+}

@@ -1,0 +1,139 @@
+//! `gpsense query`: answer a SPARQL basic graph pattern on a graph, streaming rows as they are found.
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use gpsense_graph::KnowledgeGraph;
+use gpsense_planner::{compile, Projected, QueryGraph};
+use gpsense_runtime::{Engine, MatchOptions, MatchReport, RowBatch};
+
+use crate::explain;
+use crate::fmt::{millis, thousands};
+use crate::graph_source;
+use crate::rows::{RowFormat, RowWriter};
+
+pub struct Args {
+    pub graph: Option<PathBuf>,
+    pub text: Option<String>,
+    pub file: Option<PathBuf>,
+    pub format: RowFormat,
+    pub count: bool,
+    pub explain: bool,
+    pub options: MatchOptions,
+}
+
+pub fn run(args: Args) -> Result<()> {
+    let text = query_text(&args)?;
+    let loaded = graph_source::load(args.graph.as_deref())?;
+    let graph = &loaded.graph;
+    let q = compile(&text, graph).map_err(|e| anyhow::anyhow!("{}", e.render(&text)))?;
+    let engine = Engine::new(graph);
+    let start = Instant::now();
+    let report = if args.count {
+        let report = engine.count(&q, &args.options)?;
+        println!("{}", report.rows);
+        report
+    } else {
+        stream_rows(&engine, &q, &args)?
+    };
+    let elapsed = start.elapsed();
+    if args.explain {
+        eprint!("{}", explain::report(&q, graph, &report));
+    }
+    let cut = if report.limit_reached {
+        " (limit reached: more matches exist)"
+    } else {
+        ""
+    };
+    let what = if args.count { "matches" } else { "rows" };
+    eprintln!(
+        "{} {what}{cut} in {} [{} semantics, {} engine]",
+        thousands(report.rows),
+        millis(elapsed),
+        report.semantics,
+        report.engine
+    );
+    Ok(())
+}
+
+fn query_text(args: &Args) -> Result<String> {
+    match (&args.text, &args.file) {
+        (Some(t), None) => Ok(t.clone()),
+        (None, Some(f)) => std::fs::read_to_string(f)
+            .with_context(|| format!("cannot read the query file {}", f.display())),
+        (Some(_), Some(_)) => {
+            bail!("give the query either as an argument or with -f FILE, not both")
+        }
+        (None, None) => {
+            bail!("no query: give it as an argument (SELECT ?x WHERE {{ ... }}) or with -f FILE")
+        }
+    }
+}
+
+/// Runs the query, writing each batch of rows to stdout as soon as it arrives.
+fn stream_rows(engine: &Engine, q: &QueryGraph, args: &Args) -> Result<MatchReport> {
+    let graph = engine.graph();
+    let header = column_names(q);
+    let stdout = io::stdout();
+    let mut writer = RowWriter::new(stdout, args.format, &header)?;
+    let mut failure: Option<io::Error> = None;
+    let kinds: Vec<bool> = q
+        .projection
+        .iter()
+        .map(|p| matches!(p, Projected::Edge(_)))
+        .collect();
+    let report = engine.run(q, &args.options, &mut |batch: RowBatch| match write_batch(
+        &mut writer,
+        graph,
+        &kinds,
+        batch,
+    ) {
+        Ok(()) => true,
+        Err(e) => {
+            failure = Some(e);
+            false
+        }
+    })?;
+    match failure {
+        // A closed pipe (`| head`) is the reader saying it has enough.
+        Some(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(report),
+        Some(e) => return Err(e).context("cannot write the results"),
+        None => {}
+    }
+    writer.finish().context("cannot write the results")?;
+    Ok(report)
+}
+
+fn write_batch<W: Write>(
+    writer: &mut RowWriter<W>,
+    g: &KnowledgeGraph,
+    is_edge: &[bool],
+    batch: RowBatch,
+) -> io::Result<()> {
+    let mut names: Vec<&str> = Vec::with_capacity(batch.width);
+    for row in batch.iter() {
+        names.clear();
+        names.extend(row.iter().zip(is_edge).map(|(&id, &edge)| {
+            if edge {
+                g.relation_name(id as u16)
+            } else {
+                g.node_name(id)
+            }
+        }));
+        writer.row(&names)?;
+    }
+    writer.flush()
+}
+
+/// Column headers: the projected variables, without `?`.
+pub fn column_names(q: &QueryGraph) -> Vec<String> {
+    q.projection
+        .iter()
+        .map(|p| match *p {
+            Projected::Node(u) => q.nodes[u].name.trim_start_matches('?').to_owned(),
+            Projected::Edge(k) => q.edge_variables[k].trim_start_matches('?').to_owned(),
+        })
+        .collect()
+}

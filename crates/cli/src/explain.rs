@@ -1,0 +1,67 @@
+//! `--explain`: the semantics, the plan, candidate set sizes after each phase, and time per phase.
+
+use std::fmt::Write;
+
+use gpsense_graph::KnowledgeGraph;
+use gpsense_planner::QueryGraph;
+use gpsense_runtime::MatchReport;
+
+use crate::fmt::thousands;
+
+pub fn report(q: &QueryGraph, g: &KnowledgeGraph, r: &MatchReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "semantics: {}", r.semantics.describe());
+    let _ = writeln!(out, "engine:    {}", r.engine);
+    let _ = writeln!(out, "query graph:\n{}", indent(&q.describe(g)));
+    let _ = writeln!(
+        out,
+        "plan ({} component{}):",
+        r.plan.components.len(),
+        if r.plan.components.len() == 1 {
+            ""
+        } else {
+            "s"
+        }
+    );
+    for (i, (&u, why)) in r.plan.order.iter().zip(&r.plan.rationale).enumerate() {
+        let _ = writeln!(out, "  {}. {} — {why}", i + 1, q.nodes[u].name);
+    }
+    let _ = writeln!(
+        out,
+        "candidates per query node:   after filtering   after refinement"
+    );
+    for &u in &r.plan.order {
+        let size = |v: &Vec<usize>| v.get(u).map_or("-".to_owned(), |&n| thousands(n as u64));
+        let _ = writeln!(
+            out,
+            "  {:<26} {:>15}   {:>16}",
+            q.nodes[u].name,
+            size(&r.filter.after_filter),
+            size(&r.filter.after_refine)
+        );
+    }
+    if let Some(n) = r.edge_candidates {
+        let _ = writeln!(out, "edge candidates: {}", thousands(n));
+    }
+    let t = &r.times;
+    let ms = |d: std::time::Duration| format!("{:.3} ms", d.as_secs_f64() * 1e3);
+    let _ = writeln!(
+        out,
+        "time: plan {}, filter {}, refine {}, edge candidates {}, join {}, total {}",
+        ms(t.plan),
+        ms(t.filter),
+        ms(t.refine),
+        ms(t.edge_candidates),
+        ms(t.join),
+        ms(t.total)
+    );
+    out
+}
+
+fn indent(text: &str) -> String {
+    text.lines()
+        .map(|l| format!("  {l}\n"))
+        .collect::<String>()
+        .trim_end()
+        .to_owned()
+}

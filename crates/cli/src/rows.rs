@@ -1,0 +1,161 @@
+//! Row output formats: TSV (default), CSV, JSON (an array of objects, streamed).
+
+use std::io::{self, Write};
+use std::str::FromStr;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RowFormat {
+    Tsv,
+    Csv,
+    Json,
+}
+
+impl FromStr for RowFormat {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "tsv" => Ok(RowFormat::Tsv),
+            "csv" => Ok(RowFormat::Csv),
+            "json" => Ok(RowFormat::Json),
+            _ => Err(format!(
+                "unknown output format {s:?} (expected tsv, csv or json)"
+            )),
+        }
+    }
+}
+
+pub struct RowWriter<W: Write> {
+    out: io::BufWriter<W>,
+    format: RowFormat,
+    header: Vec<String>,
+    rows: u64,
+}
+
+impl<W: Write> RowWriter<W> {
+    pub fn new(out: W, format: RowFormat, header: &[String]) -> io::Result<Self> {
+        let mut w = RowWriter {
+            out: io::BufWriter::with_capacity(1 << 16, out),
+            format,
+            header: header.to_vec(),
+            rows: 0,
+        };
+        match format {
+            RowFormat::Tsv => w.line(header.iter().map(String::as_str), '\t', tsv_escape)?,
+            RowFormat::Csv => w.line(header.iter().map(String::as_str), ',', csv_escape)?,
+            RowFormat::Json => w.out.write_all(b"[")?,
+        }
+        Ok(w)
+    }
+
+    pub fn row(&mut self, values: &[&str]) -> io::Result<()> {
+        match self.format {
+            RowFormat::Tsv => self.line(values.iter().copied(), '\t', tsv_escape)?,
+            RowFormat::Csv => self.line(values.iter().copied(), ',', csv_escape)?,
+            RowFormat::Json => {
+                let sep = if self.rows == 0 { "\n" } else { ",\n" };
+                let fields: Vec<String> = self
+                    .header
+                    .iter()
+                    .zip(values)
+                    .map(|(k, v)| format!("{}: {}", json_string(k), json_string(v)))
+                    .collect();
+                write!(self.out, "{sep}{{{}}}", fields.join(", "))?;
+            }
+        }
+        self.rows += 1;
+        Ok(())
+    }
+
+    fn line<'v>(
+        &mut self,
+        values: impl Iterator<Item = &'v str>,
+        sep: char,
+        escape: fn(&str) -> String,
+    ) -> io::Result<()> {
+        let line: Vec<String> = values.map(escape).collect();
+        writeln!(self.out, "{}", line.join(&sep.to_string()))
+    }
+
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+
+    pub fn finish(mut self) -> io::Result<()> {
+        if self.format == RowFormat::Json {
+            self.out
+                .write_all(if self.rows == 0 { b"]\n" } else { b"\n]\n" })?;
+        }
+        self.out.flush()
+    }
+}
+
+/// TSV cannot quote: tabs, newlines and backslashes are escaped as `\t`, `\n`, `\\`.
+fn tsv_escape(s: &str) -> String {
+    if !s.contains(['\t', '\n', '\r', '\\']) {
+        return s.to_owned();
+    }
+    s.replace('\\', "\\\\")
+        .replace('\t', "\\t")
+        .replace('\n', "\\n")
+        .replace('\r', "\\r")
+}
+
+/// RFC 4180: quote fields with commas, quotes or line breaks; double the quotes.
+fn csv_escape(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_owned()
+    }
+}
+
+fn json_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn render(format: RowFormat, rows: &[&[&str]]) -> String {
+        let mut buf = Vec::new();
+        let mut w = RowWriter::new(&mut buf, format, &["x".into(), "r".into()]).unwrap();
+        for r in rows {
+            w.row(r).unwrap();
+        }
+        w.finish().unwrap();
+        String::from_utf8(buf).unwrap()
+    }
+
+    #[test]
+    fn formats_rows() {
+        let rows: &[&[&str]] = &[&["ice cream", "IsA"], &["a,\"b\"", "tab\there"]];
+        assert_eq!(
+            render(RowFormat::Tsv, rows),
+            "x\tr\nice cream\tIsA\na,\"b\"\ttab\\there\n"
+        );
+        assert_eq!(
+            render(RowFormat::Csv, rows),
+            "x,r\nice cream,IsA\n\"a,\"\"b\"\"\",tab\there\n"
+        );
+        assert_eq!(
+            render(RowFormat::Json, rows),
+            "[\n{\"x\": \"ice cream\", \"r\": \"IsA\"},\n{\"x\": \"a,\\\"b\\\"\", \"r\": \"tab\\there\"}\n]\n"
+        );
+        assert_eq!(render(RowFormat::Json, &[]), "[]\n");
+    }
+}
