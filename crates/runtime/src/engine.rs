@@ -245,7 +245,24 @@ impl<'g> Engine<'g> {
             let count = self.count(&sub, &sub_opts)?.rows;
             product = product.saturating_mul(count as u128);
         }
-        let exact_for_count = count_only && opts.semantics == Semantics::Hom && !q.distinct;
+        // Under hom the components are independent, unless an edge variable joins two of them (it
+        // must bind one relation in both): then the product only bounds the count.
+        let mut component_of = vec![0; q.nodes.len()];
+        for (c, range) in plan.components.iter().enumerate() {
+            for &u in &plan.order[range.clone()] {
+                component_of[u] = c;
+            }
+        }
+        let mut variable_component = vec![None; q.edge_variables.len()];
+        let shared_variable = q.edges.iter().any(|e| match e.label {
+            EdgeLabel::Variable(k) => {
+                let c = component_of[e.source];
+                *variable_component[k].get_or_insert(c) != c
+            }
+            EdgeLabel::Fixed(_) => false,
+        });
+        let exact_for_count =
+            count_only && opts.semantics == Semantics::Hom && !q.distinct && !shared_variable;
         if exact_for_count && product <= u64::MAX as u128 && product <= opts.max_cartesian as u128 {
             return Ok(Some(product as u64));
         }

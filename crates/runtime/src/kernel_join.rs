@@ -206,7 +206,8 @@ impl KernelJoin<'_> {
     }
 
     /// Processes `parents` in consecutive batches whose extensions fit `budget`; a partial match whose
-    /// extensions alone exceed the memory budget is an error, never an out-of-memory abort.
+    /// extensions alone exceed the memory budget is split along its pivot list
+    /// ([`KernelJoin::split_one`]).
     #[allow(clippy::too_many_arguments)]
     fn split(
         &self,
@@ -221,20 +222,24 @@ impl KernelJoin<'_> {
         let (width, lanes) = (self.layout.width, self.lanes);
         let memory_rows = self.budget_rows(false, u64::MAX);
         let per_row: Vec<u64> = counts.chunks(lanes).map(|c| c.iter().sum()).collect();
-        if let Some(&c) = per_row.iter().find(|&&c| c > memory_rows) {
-            return Err(MatchError::MemoryBudget {
-                rows: c,
-                budget_rows: memory_rows,
-            });
-        }
         let mut start = 0;
         while start < per_row.len() {
+            if per_row[start] > memory_rows {
+                let row = &parents[start * width..][..width];
+                self.split_one(levels, depth, row, memory_rows, out, batch_rows)?;
+                if out.stopped() {
+                    return Ok(());
+                }
+                start += 1;
+                continue;
+            }
             let (mut end, mut sum) = (start + 1, per_row[start]);
-            while end < per_row.len() && sum + per_row[end] <= budget {
+            while end < per_row.len() && per_row[end] <= memory_rows && sum + per_row[end] <= budget
+            {
                 sum += per_row[end];
                 end += 1;
             }
-            // A lone partial match may exceed the streaming batch (never the memory budget).
+            // A lone partial match may exceed the streaming batch (not the memory budget).
             *batch_rows = (*batch_rows).max(sum);
             self.level(
                 levels,
@@ -243,6 +248,65 @@ impl KernelJoin<'_> {
                 out,
                 batch_rows,
             )?;
+            if out.stopped() {
+                return Ok(());
+            }
+            start = end;
+        }
+        Ok(())
+    }
+
+    /// One partial match whose extensions exceed the memory budget: its pivot list is cut into
+    /// consecutive pieces whose extensions fit (count per entry, scan, write per piece), each piece
+    /// going through the remaining levels before the next. One entry's own extensions (its relation
+    /// bindings, bounded by the parallel edges of its variable edges) are never cut.
+    fn split_one(
+        &self,
+        levels: &[Level],
+        depth: usize,
+        row: &[u32],
+        memory_rows: u64,
+        out: &Output,
+        batch_rows: &mut u64,
+    ) -> Result<(), MatchError> {
+        let width = self.layout.width;
+        let level = &levels[depth];
+        let last = depth + 1 == levels.len();
+        let g = self.g;
+        let (targets, labels) = self.list(level, row);
+        // `labels` is empty when the level has no pivot (the whole candidate array).
+        let entries = |s: usize, e: usize| {
+            let l = if labels.is_empty() {
+                labels
+            } else {
+                &labels[s..e]
+            };
+            (&targets[s..e], l)
+        };
+        let mut per_entry = vec![0u32; targets.len()];
+        self.ex.map(&mut per_entry, |i| {
+            let (t, l) = entries(i, i + 1);
+            count_extensions(row, 0, 1, &level.step, t, l, &g) as u32
+        });
+        let mut start = 0;
+        while start < targets.len() {
+            let (mut end, mut sum) = (start + 1, per_entry[start] as u64);
+            while end < targets.len() && sum + per_entry[end] as u64 <= memory_rows {
+                sum += per_entry[end] as u64;
+                end += 1;
+            }
+            let offsets = crate::executor::offsets_of(&per_entry[start..end]);
+            let mut children = vec![0u32; sum as usize * width];
+            self.ex
+                .scatter(&mut children, &offsets, width, |i, region| {
+                    let (t, l) = entries(start + i, start + i + 1);
+                    write_extensions(row, 0, 1, &level.step, t, l, &g, region);
+                });
+            if last {
+                out.rows(&children, width);
+            } else {
+                self.level(levels, depth + 1, &children, out, batch_rows)?;
+            }
             if out.stopped() {
                 return Ok(());
             }

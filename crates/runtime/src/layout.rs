@@ -13,6 +13,9 @@ use crate::{MatchError, Semantics};
 /// The most query nodes a row can hold.
 pub const MAX_QUERY_NODES: usize = 64;
 
+/// A node label no data node has (graphs have far fewer than `u32::MAX - 1` labels).
+const UNMATCHABLE_LABEL: u32 = NONE - 1;
+
 /// Owned data behind a [`NodeFilter`].
 #[derive(Clone, Debug, Default)]
 pub struct FilterSpec {
@@ -173,7 +176,13 @@ fn filter_spec(q: &QueryGraph, u: usize, semantics: Semantics, node_labels: bool
             NodeKind::Concept(v) => v,
             NodeKind::Variable => NONE,
         },
-        label: q.nodes[u].label.unwrap_or(NONE),
+        label: match q.nodes[u].label {
+            None => NONE,
+            // The planner's `ABSENT_LABEL` (equal to `NONE`) is a label the data lacks: it must match
+            // no node, not every node as `NONE` would.
+            Some(NONE) => UNMATCHABLE_LABEL,
+            Some(l) => l,
+        },
         ..Default::default()
     };
     for dir in [Dir::Out, Dir::In] {

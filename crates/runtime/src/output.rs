@@ -65,7 +65,8 @@ impl<'a> Output<'a> {
             distinct_budget,
             counted: AtomicU64::new(0),
             limit_reached: AtomicBool::new(false),
-            stop: AtomicBool::new(limit == Some(0)),
+            // Even LIMIT 0 runs until a first row, to tell whether the limit cut anything.
+            stop: AtomicBool::new(false),
             state: Mutex::new(State {
                 emitted: 0,
                 seen: HashSet::new(),
@@ -109,16 +110,22 @@ impl<'a> Output<'a> {
         batch.clear();
         let mut n = 0usize;
         for row in rows {
+            let start = batch.len();
+            batch.extend(self.columns.iter().map(|&s| row[s]));
+            // A repeated row under DISTINCT is not "more": it neither counts nor reaches the limit.
+            if self.distinct && state.seen.contains(&batch[start..]) {
+                batch.truncate(start);
+                continue;
+            }
             if self.limit.is_some_and(|l| state.emitted >= l) {
+                batch.truncate(start);
                 self.limit_reached.store(true, Ordering::Relaxed);
                 self.stop.store(true, Ordering::Relaxed);
                 break;
             }
-            let start = batch.len();
-            batch.extend(self.columns.iter().map(|&s| row[s]));
             if self.distinct && !self.remember(state, &batch[start..]) {
                 batch.truncate(start);
-                continue;
+                break;
             }
             state.emitted += 1;
             n += 1;
@@ -136,7 +143,8 @@ impl<'a> Output<'a> {
         !self.stopped()
     }
 
-    /// Whether a projected row is new; records an error and stops when the set outgrows the budget.
+    /// Remembers a new projected row; records an error, stops and returns false when the set would
+    /// outgrow the budget.
     fn remember(&self, state: &mut State<'a>, row: &[u32]) -> bool {
         let bytes = (state.seen.len() as u64 + 1) * (row.len() as u64 * 4 + 32);
         if bytes > self.distinct_budget {
@@ -146,7 +154,8 @@ impl<'a> Output<'a> {
             self.stop.store(true, Ordering::Relaxed);
             return false;
         }
-        state.seen.insert(row.into())
+        state.seen.insert(row.into());
+        true
     }
 
     /// Rows (or matches counted), whether the limit cut the answer short, and any error.

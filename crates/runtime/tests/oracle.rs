@@ -1,0 +1,333 @@
+//! Both engines against a brute-force oracle on thousands of seeded random (graph, query) cases:
+//! the multiset of projected rows, DISTINCT, LIMIT (the query's and the options', the smaller),
+//! `limit_reached` and `Engine::count`, under iso and hom, with the kernels engine at 1 and 32
+//! lanes, ample and tiny memory budgets (the batching path) and one or many threads.
+//!
+//! `GPSENSE_ORACLE_CASES` (graphs per test, default 1000, four queries each) and
+//! `GPSENSE_ORACLE_SEED` run more or other cases.
+
+mod common;
+
+use std::time::Instant;
+
+use common::{oracle, random_graph, random_query, sub_multiset, SplitMix64, TestGraph};
+use gpsense_planner::QueryGraph;
+use gpsense_runtime::{Engine, EngineKind, MatchError, MatchOptions, Semantics};
+
+/// Matches beyond which a case is skipped (regenerated): keeps the oracle and the run fast.
+const CAP: u64 = 2000;
+const QUERIES_PER_GRAPH: usize = 4;
+
+#[derive(Clone, Copy, Debug)]
+struct Config {
+    engine: EngineKind,
+    lanes: usize,
+    memory_budget: u64,
+    single_thread: bool,
+}
+
+fn configs(engine: EngineKind, lanes: usize) -> Vec<Config> {
+    let mut out = Vec::new();
+    for memory_budget in [1 << 30, 200, 2000] {
+        for single_thread in [true, false] {
+            out.push(Config {
+                engine,
+                lanes,
+                memory_budget,
+                single_thread,
+            });
+        }
+    }
+    out
+}
+
+fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
+}
+
+/// One case as the failure message shows it.
+fn describe(
+    seed: u64,
+    tg: &TestGraph,
+    q: &QueryGraph,
+    semantics: Semantics,
+    opts: &MatchOptions,
+) -> String {
+    format!(
+        "case seed {seed:#x}, {semantics}, engine {} lanes {} budget {} single_thread {} options limit {:?}\n{}\n{q}\n{q:?}",
+        opts.engine,
+        opts.lanes,
+        opts.memory_budget,
+        opts.single_thread,
+        opts.limit,
+        tg.describe()
+    )
+}
+
+/// Checks one (case, semantics, configuration) against the oracle's answer.
+fn check(
+    engine: &Engine,
+    q: &QueryGraph,
+    opts: &MatchOptions,
+    expected: &common::Answer,
+) -> Result<(), String> {
+    let limit = match (q.limit, opts.limit) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    let capped = |n: u64| limit.map_or(n, |l| n.min(l));
+    let total_rows = expected.rows.len() as u64;
+    // DISTINCT remembers the rows it has emitted within half the memory budget: beyond, an error.
+    let row_cost = q.projection.len() as u64 * 4 + 32;
+    let distinct_too_large = q.distinct && capped(total_rows) * row_cost > opts.memory_budget / 2;
+
+    match engine.collect(q, opts) {
+        Err(MatchError::DistinctTooLarge { .. }) if distinct_too_large => {}
+        Err(e) => return Err(format!("collect failed: {e}")),
+        Ok(_) if distinct_too_large => {
+            return Err("collect: expected DistinctTooLarge".into());
+        }
+        Ok((mut rows, report)) => {
+            rows.sort_unstable();
+            let want = capped(total_rows);
+            if rows.len() as u64 != want || report.rows != want {
+                return Err(format!(
+                    "collect: {} rows (report {}), expected {want} of {total_rows}\n  got      {rows:?}\n  expected {:?}",
+                    rows.len(),
+                    report.rows,
+                    expected.rows
+                ));
+            }
+            if !sub_multiset(&rows, &expected.rows) {
+                return Err(format!(
+                    "collect: wrong rows\n  got      {rows:?}\n  expected {:?}",
+                    expected.rows
+                ));
+            }
+            if q.distinct && rows.windows(2).any(|w| w[0] == w[1]) {
+                return Err(format!("collect: DISTINCT rows repeat: {rows:?}"));
+            }
+            let more = limit.is_some_and(|l| total_rows > l);
+            if report.limit_reached != more {
+                return Err(format!(
+                    "collect: limit_reached {} but {total_rows} rows, limit {limit:?}",
+                    report.limit_reached
+                ));
+            }
+        }
+    }
+
+    let total = if q.distinct {
+        total_rows
+    } else {
+        expected.matches
+    };
+    match engine.count(q, opts) {
+        Err(MatchError::DistinctTooLarge { .. }) if distinct_too_large => {}
+        Err(e) => return Err(format!("count failed: {e}")),
+        Ok(_) if distinct_too_large => {
+            return Err("count: expected DistinctTooLarge".into());
+        }
+        Ok(report) => {
+            if report.rows != capped(total) {
+                return Err(format!(
+                    "count: {} but expected {} ({total} matches/rows, limit {limit:?})",
+                    report.rows,
+                    capped(total)
+                ));
+            }
+            let more = limit.is_some_and(|l| total > l);
+            if report.limit_reached != more {
+                return Err(format!(
+                    "count: limit_reached {} but {total} matches/rows, limit {limit:?}",
+                    report.limit_reached
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Runs the seeded cases for one engine and lane count under both semantics and every config.
+fn run(engine_kind: EngineKind, lanes: usize) {
+    let start = Instant::now();
+    let graphs = env_u64("GPSENSE_ORACLE_CASES", 1000);
+    let base = env_u64("GPSENSE_ORACLE_SEED", 0x0067_7073_656e_7365);
+    let configs = configs(engine_kind, lanes);
+    let (mut checked, mut skipped, mut nonempty) = (0u64, 0u64, 0u64);
+    let mut failures = Vec::new();
+    let mut failed = 0u64;
+    for case in 0..graphs {
+        let seed = base ^ case.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let mut rng = SplitMix64::new(seed);
+        let tg = random_graph(&mut rng);
+        let engine = Engine::new(&tg.g);
+        for _ in 0..QUERIES_PER_GRAPH {
+            let q = random_query(&mut rng, &tg);
+            let opts_limit = rng.chance(1, 6).then(|| rng.below(8));
+            for semantics in [Semantics::Iso, Semantics::Hom] {
+                let Some(expected) = common::oracle(&tg, &q, semantics, CAP) else {
+                    skipped += 1;
+                    continue;
+                };
+                nonempty += (expected.matches > 0) as u64;
+                for cfg in &configs {
+                    let opts = MatchOptions {
+                        semantics,
+                        engine: cfg.engine,
+                        memory_budget: cfg.memory_budget,
+                        limit: opts_limit,
+                        lanes: cfg.lanes,
+                        single_thread: cfg.single_thread,
+                        ..MatchOptions::default()
+                    };
+                    checked += 1;
+                    if let Err(why) = check(&engine, &q, &opts, &expected) {
+                        failed += 1;
+                        if failures.len() < 3 {
+                            failures.push(format!(
+                                "{why}\n{}\n  oracle: {} matches",
+                                describe(seed, &tg, &q, semantics, &opts),
+                                expected.matches
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    println!(
+        "{engine_kind} lanes {lanes}: {checked} checks ({nonempty} non-empty answers, {skipped} skipped as too large) in {:.1?}",
+        start.elapsed()
+    );
+    assert!(
+        failures.is_empty(),
+        "{failed} failures, first ones:\n\n{}",
+        failures.join("\n\n")
+    );
+    // The generator must produce real work, not only empty answers.
+    assert!(
+        nonempty * 4 > checked / configs.len() as u64,
+        "too few non-empty answers"
+    );
+}
+
+#[test]
+fn dfs_matches_the_oracle() {
+    run(EngineKind::Dfs, 1);
+}
+
+#[test]
+fn kernels_one_lane_match_the_oracle() {
+    run(EngineKind::Kernels, 1);
+}
+
+#[test]
+fn kernels_warp_lanes_match_the_oracle() {
+    run(EngineKind::Kernels, 32);
+}
+
+#[test]
+fn oracle_itself_on_a_known_case() {
+    // a -IsA-> b and a -AtLocation-> b: `?x ?r ?y` has two rows (bag semantics), one per relation.
+    let mut b = gpsense_graph::GraphBuilder::new();
+    b.add_triple("a", "IsA", "b", 1.0).unwrap();
+    b.add_triple("a", "AtLocation", "b", 1.0).unwrap();
+    b.add_triple("b", "IsA", "b", 1.0).unwrap();
+    let (g, _) = b.build().unwrap();
+    let tg = TestGraph {
+        nodes: g.node_count(),
+        relations: g.relation_count(),
+        label_names: 0,
+        edges: g.edges().collect(),
+        g,
+    };
+    let text = "SELECT ?x ?r ?y WHERE { ?x ?r ?y }";
+    let q = gpsense_planner::compile(text, &tg.g).unwrap();
+    let iso = oracle(&tg, &q, Semantics::Iso, 100).unwrap();
+    assert_eq!(iso.rows, [vec![0, 0, 1], vec![0, 1, 1]]);
+    let hom = oracle(&tg, &q, Semantics::Hom, 100).unwrap();
+    assert_eq!(hom.matches, 3);
+    let engine = Engine::new(&tg.g);
+    for semantics in [Semantics::Iso, Semantics::Hom] {
+        let expected = oracle(&tg, &q, semantics, 100).unwrap();
+        for engine_kind in [EngineKind::Dfs, EngineKind::Kernels] {
+            let opts = MatchOptions {
+                semantics,
+                engine: engine_kind,
+                ..MatchOptions::default()
+            };
+            check(&engine, &q, &opts, &expected).unwrap();
+        }
+    }
+}
+
+/// A small graph from triples, with its edge set for the oracle.
+fn graph_of(triples: &[(&str, &str, &str)]) -> TestGraph {
+    let mut b = gpsense_graph::GraphBuilder::new();
+    for (s, r, t) in triples {
+        b.add_triple(s, r, t, 1.0).unwrap();
+    }
+    let (g, _) = b.build().unwrap();
+    TestGraph {
+        nodes: g.node_count(),
+        relations: g.relation_count(),
+        label_names: 0,
+        edges: g.edges().collect(),
+        g,
+    }
+}
+
+/// Every engine configuration and both calls against the oracle, for a hand-written query.
+fn check_everywhere(tg: &TestGraph, text: &str) {
+    let q = gpsense_planner::compile(text, &tg.g).unwrap();
+    let engine = Engine::new(&tg.g);
+    for semantics in [Semantics::Iso, Semantics::Hom] {
+        let expected = oracle(tg, &q, semantics, 1 << 20).unwrap();
+        for (kind, lanes) in [
+            (EngineKind::Dfs, 1),
+            (EngineKind::Kernels, 1),
+            (EngineKind::Kernels, 32),
+        ] {
+            for cfg in configs(kind, lanes) {
+                let opts = MatchOptions {
+                    semantics,
+                    engine: cfg.engine,
+                    memory_budget: cfg.memory_budget,
+                    lanes: cfg.lanes,
+                    single_thread: cfg.single_thread,
+                    ..MatchOptions::default()
+                };
+                if let Err(why) = check(&engine, &q, &opts, &expected) {
+                    panic!("{text}: {why}\n{}", describe(0, tg, &q, semantics, &opts));
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn distinct_duplicates_after_the_limit_are_not_more_rows() {
+    let tg = graph_of(&[("a", "r", "b"), ("a", "r", "c"), ("a", "r", "d")]);
+    // One distinct ?x (a), three matches: LIMIT 1 cuts nothing.
+    check_everywhere(&tg, "SELECT DISTINCT ?x WHERE { ?x r ?y } LIMIT 1");
+    check_everywhere(&tg, "SELECT DISTINCT ?x WHERE { ?x r ?y } LIMIT 0");
+    check_everywhere(&tg, "SELECT ?x WHERE { ?x r ?y } LIMIT 0");
+}
+
+#[test]
+fn an_edge_variable_shared_by_two_components() {
+    // ?r must be one relation in both components: (IsA, IsA) and (AtLocation, AtLocation) only.
+    let tg = graph_of(&[
+        ("a", "IsA", "b"),
+        ("a", "AtLocation", "b"),
+        ("c", "IsA", "d"),
+        ("c", "AtLocation", "e"),
+        ("f", "PartOf", "g"),
+    ]);
+    check_everywhere(&tg, "SELECT ?x ?r ?z WHERE { ?x ?r ?y . ?z ?r ?w }");
+    check_everywhere(&tg, "SELECT ?r WHERE { ?x ?r ?y . ?z ?r ?w . ?z IsA ?v }");
+}
