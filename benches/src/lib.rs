@@ -1,5 +1,7 @@
 //! Shared workloads for the criterion benches: synthetic graphs of a chosen size and the raw
-//! little-endian snapshot layout that the bincode snapshot is measured against.
+//! little-endian snapshot layout that the bincode snapshot is measured against; common-sense query
+//! generation as in the GpSense paper.
 
+pub mod querygen;
 pub mod raw;
 pub mod synth;

@@ -41,7 +41,10 @@ pub struct MatchReport {
     pub limit_reached: bool,
     pub engine: EngineKind,
     pub semantics: Semantics,
+    /// The filtering order (from the planner).
     pub plan: Plan,
+    /// The join order, chosen after filtering from the candidate counts.
+    pub join_plan: Plan,
     pub filter: FilterReport,
     /// Edge candidates collected (the kernels engine only).
     pub edge_candidates: Option<u64>,
@@ -138,6 +141,7 @@ impl<'g> Engine<'g> {
             limit_reached: false,
             engine,
             semantics: opts.semantics,
+            join_plan: plan.clone(),
             plan,
             filter: FilterReport::default(),
             edge_candidates: None,
@@ -165,6 +169,10 @@ impl<'g> Engine<'g> {
         times.filter = filter.filter_time;
         times.refine = filter.refine_time;
         report.filter = filter;
+        // The join runs in its own order, chosen from the real candidate counts.
+        let join_plan = crate::order::join_order(q, &report.plan, &cands);
+        let layout = Layout::new(q, &join_plan, opts.semantics, self.graph.has_node_labels())?;
+        report.join_plan = join_plan;
         let columns = q
             .projection
             .iter()

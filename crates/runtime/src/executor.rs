@@ -3,8 +3,11 @@
 
 use rayon::prelude::*;
 
-/// Below this many work-items a kernel runs on the calling thread.
+/// Below this many work-items a kernel runs on the calling thread. Work-items that touch adjacency
+/// lists (a candidate, a partial match) are worth a thread sooner than those that touch one bitset
+/// word.
 const PARALLEL_FROM: usize = 2048;
+const PARALLEL_FROM_LIGHT: usize = 1 << 16;
 
 #[derive(Clone, Copy, Debug)]
 pub struct Executor {
@@ -14,6 +17,17 @@ pub struct Executor {
 impl Executor {
     fn go_parallel(&self, items: usize) -> bool {
         self.parallel && items >= PARALLEL_FROM
+    }
+
+    /// [`Executor::map`] for cheap bodies (one bitset word each).
+    pub fn map_light<T: Send>(&self, out: &mut [T], body: impl Fn(usize) -> T + Sync + Send) {
+        if self.parallel && out.len() >= PARALLEL_FROM_LIGHT {
+            out.par_iter_mut()
+                .enumerate()
+                .for_each(|(i, o)| *o = body(i));
+        } else {
+            out.iter_mut().enumerate().for_each(|(i, o)| *o = body(i));
+        }
     }
 
     /// `out[i] = body(i)` for every work-item `i`.

@@ -137,7 +137,7 @@ impl Filtering<'_> {
                     let f = self.layout.filters[step.to].view();
                     let g = self.g;
                     let mut words = vec![0u32; c.stride];
-                    self.ex.map(&mut words, |w| {
+                    self.ex.map_light(&mut words, |w| {
                         if marked[w] == 0 {
                             0
                         } else {
@@ -158,7 +158,7 @@ impl Filtering<'_> {
         let set = c.set_mut(u);
         if f.fixed != NONE || f.label == NONE || self.labels.nodes(f.label).is_none() {
             self.ex
-                .map(set, |w| identify_node_candidates(w, u32::MAX, &f, &g));
+                .map_light(set, |w| identify_node_candidates(w, u32::MAX, &f, &g));
             return;
         }
         let nodes = self.labels.nodes(f.label).unwrap_or_default();
@@ -223,7 +223,7 @@ impl Filtering<'_> {
     /// Stream compaction: count per word, scan, write (sorted ascending).
     pub fn compact(&self, set: &[u32]) -> Vec<u32> {
         let mut counts = vec![0u32; set.len()];
-        self.ex.map(&mut counts, |w| scan::count_word(set[w]));
+        self.ex.map_light(&mut counts, |w| scan::count_word(set[w]));
         let offsets = offsets_of(&counts);
         let mut out = vec![0u32; *offsets.last().unwrap_or(&0) as usize];
         self.ex.scatter(&mut out, &offsets, 1, |w, region| {

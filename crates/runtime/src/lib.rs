@@ -16,6 +16,7 @@ mod filtering;
 mod kernel_join;
 mod layout;
 mod options;
+mod order;
 mod output;
 
 pub use engine::{Engine, MatchReport, Timings};

@@ -1,0 +1,238 @@
+//! Published subgraph-matching benchmarks: the engines' iso counts against the expected counts.
+//!
+//! - HPRD (SIGMOD 2020 study, `datasets/subgraph-matching/hprd-study`): all 200 queries on the DFS
+//!   engine, all of them on the kernels engine too, and the rows of some queries checked one by one.
+//! - Yeast (`datasets/subgraph-matching/yeast`, counts from `yeast_ans.txt`): a deterministic subset
+//!   of about 100 queries of every size whose counts are at most 10^5, on both engines.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use gpsense_graph::ingest::{ingest, IngestOptions, NoProgress};
+use gpsense_graph::KnowledgeGraph;
+use gpsense_planner::{benchmark_query, EdgeLabel, NodeKind, QueryGraph};
+use gpsense_runtime::{Engine, EngineKind, MatchOptions, Semantics};
+
+fn dataset(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../datasets/subgraph-matching")
+        .join(rel)
+}
+
+fn load(path: &Path) -> KnowledgeGraph {
+    ingest(
+        &[path.to_path_buf()],
+        &IngestOptions::default(),
+        &NoProgress,
+    )
+    .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    .0
+}
+
+fn hprd() -> &'static KnowledgeGraph {
+    static G: OnceLock<KnowledgeGraph> = OnceLock::new();
+    G.get_or_init(|| load(&dataset("hprd-study/data_graph/HPRD.graph")))
+}
+
+fn yeast() -> &'static KnowledgeGraph {
+    static G: OnceLock<KnowledgeGraph> = OnceLock::new();
+    G.get_or_init(|| load(&dataset("yeast/data_graph/yeast.graph")))
+}
+
+/// `(query name, expected count)` of HPRD, in file order.
+fn hprd_expected() -> Vec<(String, u64)> {
+    let text = std::fs::read_to_string(dataset("hprd-study/expected_output.res")).unwrap();
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let (name, count) = l.trim().split_once(':').unwrap();
+            (name.to_owned(), count.parse().unwrap())
+        })
+        .collect()
+}
+
+fn query(data: &KnowledgeGraph, path: &Path) -> QueryGraph {
+    benchmark_query(&load(path), data).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn options(engine: EngineKind, lanes: usize) -> MatchOptions {
+    MatchOptions {
+        semantics: Semantics::Iso,
+        engine,
+        lanes,
+        ..MatchOptions::default()
+    }
+}
+
+/// Counts every `(name, query, expected)` and returns the mismatches as text.
+fn mismatches(
+    engine: &Engine,
+    cases: &[(String, QueryGraph, u64)],
+    opts: &MatchOptions,
+) -> Vec<String> {
+    cases
+        .iter()
+        .filter_map(|(name, q, expected)| {
+            let t = Instant::now();
+            let got = engine.count(q, opts).map(|r| r.rows);
+            if std::env::var("BENCH_TIMES").is_ok() {
+                println!("TIME {name} {} {:?} {expected}", opts.engine, t.elapsed());
+            }
+            (got.as_ref() != Ok(expected)).then(|| {
+                format!(
+                    "{name}: {got:?}, expected {expected} ({} {} lanes)",
+                    opts.engine, opts.lanes
+                )
+            })
+        })
+        .collect()
+}
+
+fn hprd_cases() -> &'static [(String, QueryGraph, u64)] {
+    static CASES: OnceLock<Vec<(String, QueryGraph, u64)>> = OnceLock::new();
+    CASES.get_or_init(|| {
+        let data = hprd();
+        hprd_expected()
+            .into_iter()
+            .map(|(name, count)| {
+                let path = dataset(&format!("hprd-study/query_graph/{name}.graph"));
+                let q = query(data, &path);
+                (name, q, count)
+            })
+            .collect()
+    })
+}
+
+#[test]
+fn hprd_all_queries_dfs() {
+    let start = Instant::now();
+    let cases = hprd_cases();
+    assert_eq!(cases.len(), 200);
+    let engine = Engine::new(hprd());
+    let bad = mismatches(&engine, cases, &options(EngineKind::Dfs, 1));
+    println!("HPRD, 200 queries, dfs: {:.1?}", start.elapsed());
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+#[test]
+fn hprd_all_queries_kernels() {
+    let start = Instant::now();
+    let cases = hprd_cases();
+    let engine = Engine::new(hprd());
+    let mut bad = mismatches(&engine, cases, &options(EngineKind::Kernels, 1));
+    // Warp lanes and a small memory budget (batches of partial matches) on every 10th query.
+    let every_tenth: Vec<_> = cases.iter().step_by(10).cloned().collect();
+    let small = MatchOptions {
+        memory_budget: 64 << 10,
+        ..options(EngineKind::Kernels, 32)
+    };
+    bad.extend(mismatches(&engine, &every_tenth, &small));
+    println!(
+        "HPRD, 200 queries, kernels (and 20 with 32 lanes, 64 KiB budget): {:.1?}",
+        start.elapsed()
+    );
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+/// Each row a real embedding: labels kept, every query edge in the data, injective; rows distinct
+/// and as many as the count, on both engines.
+#[test]
+fn hprd_rows_are_embeddings() {
+    let start = Instant::now();
+    let g = hprd();
+    let engine = Engine::new(g);
+    for (name, q, expected) in hprd_cases().iter().step_by(20) {
+        for opts in [
+            options(EngineKind::Dfs, 1),
+            options(EngineKind::Kernels, 32),
+        ] {
+            let (rows, report) = engine.collect(q, &opts).unwrap();
+            assert_eq!(report.rows, *expected, "{name}");
+            assert_eq!(rows.len() as u64, *expected, "{name}");
+            let distinct: HashSet<&Vec<u32>> = rows.iter().collect();
+            assert_eq!(distinct.len(), rows.len(), "{name}: repeated rows");
+            for row in &rows {
+                // The projection is every node, in node order.
+                assert_eq!(row.len(), q.nodes.len());
+                for (u, node) in q.nodes.iter().enumerate() {
+                    assert_eq!(node.kind, NodeKind::Variable);
+                    if let Some(l) = node.label {
+                        assert_eq!(g.node_label(row[u]), l, "{name}: label of node {u}");
+                    }
+                }
+                for e in &q.edges {
+                    let EdgeLabel::Fixed(r) = e.label else {
+                        panic!("{name}: a variable edge")
+                    };
+                    assert!(
+                        g.out().has_edge(row[e.source], Some(r), row[e.target]),
+                        "{name}: {row:?} lacks an edge"
+                    );
+                }
+                let nodes: HashSet<u32> = row.iter().copied().collect();
+                assert_eq!(nodes.len(), row.len(), "{name}: not injective: {row:?}");
+            }
+        }
+    }
+    println!("HPRD rows of 10 queries: {:.1?}", start.elapsed());
+}
+
+/// About 100 yeast queries: per size class, evenly spaced among those whose count is at most 10^5.
+fn yeast_cases() -> Vec<(String, QueryGraph, u64)> {
+    let text = std::fs::read_to_string(dataset("yeast/yeast_ans.txt")).unwrap();
+    let mut by_class: std::collections::BTreeMap<String, Vec<(String, u64)>> = Default::default();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let mut parts = line.split_whitespace();
+        let (file, count) = (parts.next().unwrap(), parts.next().unwrap());
+        let Ok(count) = count.parse::<u64>() else {
+            continue;
+        };
+        if count > 100_000 {
+            continue;
+        }
+        // query_dense_16_7.graph -> dense_16
+        let class = file
+            .split('_')
+            .skip(1)
+            .take(2)
+            .collect::<Vec<_>>()
+            .join("_");
+        by_class
+            .entry(class)
+            .or_default()
+            .push((file.to_owned(), count));
+    }
+    let data = yeast();
+    let mut cases = Vec::new();
+    for (_, mut files) in by_class {
+        files.sort();
+        let step = files.len().div_ceil(14).max(1);
+        for (file, count) in files.into_iter().step_by(step) {
+            let q = query(data, &dataset(&format!("yeast/query_graph/{file}")));
+            cases.push((file, q, count));
+        }
+    }
+    cases
+}
+
+#[test]
+fn yeast_subset_both_engines() {
+    let start = Instant::now();
+    let cases = yeast_cases();
+    assert!(cases.len() >= 90, "{} yeast queries", cases.len());
+    let engine = Engine::new(yeast());
+    let mut bad = mismatches(&engine, &cases, &options(EngineKind::Dfs, 1));
+    bad.extend(mismatches(
+        &engine,
+        &cases,
+        &options(EngineKind::Kernels, 32),
+    ));
+    println!(
+        "yeast, {} queries, dfs and kernels: {:.1?}",
+        cases.len(),
+        start.elapsed()
+    );
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
