@@ -23,8 +23,8 @@ pub fn report(q: &QueryGraph, g: &KnowledgeGraph, r: &MatchReport) -> String {
             "s"
         }
     );
-    for (i, (&u, why)) in r.plan.order.iter().zip(&r.plan.rationale).enumerate() {
-        let _ = writeln!(out, "  {}. {} — {why}", i + 1, q.nodes[u].name);
+    for why in &r.plan.rationale {
+        let _ = writeln!(out, "  {why}");
     }
     let _ = writeln!(
         out,

@@ -1,0 +1,229 @@
+//! The `gpsense` binary as a user runs it: the README's commands on real data, and bad input.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn gpsense(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_gpsense"))
+        .args(args)
+        .output()
+        .expect("run gpsense")
+}
+
+fn ok(args: &[&str]) -> (String, String) {
+    let out = gpsense(args);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    assert!(out.status.success(), "gpsense {args:?} failed:\n{stderr}");
+    (stdout, stderr)
+}
+
+fn fails(args: &[&str]) -> String {
+    let out = gpsense(args);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "gpsense {args:?} should fail cleanly:\n{stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    stderr
+}
+
+fn dataset(rel: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../datasets")
+        .join(rel)
+        .display()
+        .to_string()
+}
+
+const ANIMALS_AT_HOME: &str = "SELECT ?x WHERE { ?x IsA animal . ?x AtLocation home }";
+
+#[test]
+fn info_on_the_embedded_default_graph() {
+    let (out, _) = ok(&["info"]);
+    assert!(out.contains("nodes         78,093"), "{out}");
+    assert!(out.contains("edges         100,000"), "{out}");
+    assert!(out.contains("12.00 bytes/edge"), "{out}");
+    assert!(
+        out.contains("IsA                            14,925"),
+        "{out}"
+    );
+}
+
+#[test]
+fn query_streams_tsv_rows_with_concept_names() {
+    let (out, err) = ok(&["query", ANIMALS_AT_HOME]);
+    let mut lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.remove(0), "x");
+    lines.sort();
+    assert_eq!(lines, ["kitten", "lizard"]);
+    assert!(err.contains("2 rows"), "{err}");
+}
+
+#[test]
+fn count_limit_and_formats() {
+    let q = "SELECT ?x ?r WHERE { ?x ?r animal }";
+    let (count, _) = ok(&["query", "--count", q]);
+    let total: u64 = count.trim().parse().unwrap();
+    assert!(total > 100, "{total}");
+    let (rows, err) = ok(&["query", "--limit", "7", q]);
+    assert_eq!(rows.lines().count(), 1 + 7);
+    assert!(err.contains("limit reached"), "{err}");
+    let (json, _) = ok(&[
+        "query",
+        "--format",
+        "json",
+        "SELECT ?x WHERE { ?x IsA animal . ?x AtLocation home }",
+    ]);
+    assert!(
+        json.starts_with("[\n{\"x\": ") && json.ends_with("}\n]\n"),
+        "{json}"
+    );
+    let (csv, _) = ok(&["query", "--format", "csv", "--limit", "3", q]);
+    assert!(csv.starts_with("x,r\n"), "{csv}");
+    let (hom, _) = ok(&["query", "--count", "--semantics", "hom", q]);
+    assert!(hom.trim().parse::<u64>().unwrap() >= total);
+}
+
+#[test]
+fn explain_shows_semantics_plan_and_phases() {
+    let (_, err) = ok(&["query", "--explain", ANIMALS_AT_HOME]);
+    for needle in [
+        "semantics: iso (subgraph isomorphism",
+        "plan (1 component)",
+        "after filtering",
+        "time: plan",
+    ] {
+        assert!(err.contains(needle), "missing {needle:?} in:\n{err}");
+    }
+}
+
+#[test]
+fn query_from_a_file_and_engines_agree() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("q.rq");
+    std::fs::write(
+        &file,
+        "# animals people keep\nSELECT ?x ?y WHERE {\n  ?x IsA ?y .\n  ?x AtLocation home .\n}\n",
+    )
+    .unwrap();
+    let f = file.display().to_string();
+    let (a, _) = ok(&["query", "--count", "--engine", "dfs", "-f", &f]);
+    let (b, _) = ok(&["query", "--count", "--engine", "kernels", "-f", &f]);
+    assert_eq!(a, b);
+    assert!(a.trim().parse::<u64>().unwrap() > 10, "{a}");
+}
+
+#[test]
+fn unknown_names_and_parse_errors_are_explained() {
+    let err = fails(&["query", "SELECT ?x WHERE { ?x IsA animl }"]);
+    assert!(
+        err.contains("unknown concept \"animl\"") && err.contains("animal"),
+        "{err}"
+    );
+    let err = fails(&["query", "SELECT ?x WHERE { ?x isa animal }"]);
+    assert!(
+        err.contains("unknown relation \"isa\"") && err.contains("IsA"),
+        "{err}"
+    );
+    let err = fails(&[
+        "query",
+        "SELECT ?x WHERE {\n ?x IsA animal\n ?x AtLocation home }",
+    ]);
+    assert!(err.contains("line 3"), "{err}");
+    let err = fails(&["query"]);
+    assert!(err.contains("no query"), "{err}");
+}
+
+#[test]
+fn disconnected_queries_are_answered_or_refused() {
+    let q = "SELECT ?x ?y WHERE { ?x IsA animal . ?y AtLocation home }";
+    let (out, _) = ok(&["query", "--count", q]);
+    assert!(out.trim().parse::<u64>().unwrap() > 1000);
+    let err = fails(&["query", "--max-cartesian", "1000", q]);
+    assert!(
+        err.contains("disconnected") && err.contains("LIMIT"),
+        "{err}"
+    );
+    let (rows, _) = ok(&["query", "--max-cartesian", "1000", "--limit", "5", q]);
+    assert_eq!(rows.lines().count(), 6);
+}
+
+#[test]
+fn ingest_then_query_a_snapshot_and_reject_damaged_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let snap = dir.path().join("pattern.gps");
+    let s = snap.display().to_string();
+    ok(&[
+        "ingest",
+        &dataset("pattern-commonsense/commonsense.csv"),
+        "-o",
+        &s,
+    ]);
+    let (info, _) = ok(&["info", &s]);
+    assert!(info.contains("edges         9,215"), "{info}");
+    let (rows, _) = ok(&["query", "--graph", &s, "SELECT ?x WHERE { ?x is-a animal }"]);
+    assert!(rows.lines().count() > 5, "{rows}");
+
+    let bytes = std::fs::read(&snap).unwrap();
+    let cut = dir.path().join("cut.gps");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    let err = fails(&["info", &cut.display().to_string()]);
+    assert!(err.contains("truncated"), "{err}");
+    let mut flipped = bytes.clone();
+    let last = flipped.len() - 10;
+    flipped[last] ^= 1;
+    let bad = dir.path().join("bad.gps");
+    std::fs::write(&bad, &flipped).unwrap();
+    let err = fails(&["info", &bad.display().to_string()]);
+    assert!(err.contains("checksum"), "{err}");
+}
+
+#[test]
+fn malformed_input_names_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.tsv");
+    std::fs::write(&bad, "IsA\tcat\tanimal\nIsA\tdog\n").unwrap();
+    let out = dir.path().join("o.gps").display().to_string();
+    let err = fails(&["ingest", &bad.display().to_string(), "-o", &out]);
+    assert!(err.contains("bad.tsv:2: wrong field count"), "{err}");
+    assert!(
+        !PathBuf::from(&out).exists(),
+        "no snapshot after a failed ingest"
+    );
+    let (_, err) = ok(&[
+        "ingest",
+        "--on-error",
+        "skip",
+        &bad.display().to_string(),
+        "-o",
+        &out,
+    ]);
+    assert!(err.contains("skipped 1 lines: wrong field count"), "{err}");
+}
+
+#[test]
+fn match_answers_the_hprd_suite() {
+    let dir = dataset("subgraph-matching/hprd-study");
+    let (out, err) = ok(&[
+        "match",
+        "--data",
+        &format!("{dir}/data_graph/HPRD.graph"),
+        "--query",
+        &format!("{dir}/query_graph/query_dense_16_1.graph"),
+        &format!("{dir}/query_graph/query_dense_16_2.graph"),
+        "--expected",
+        &format!("{dir}/expected_output.res"),
+    ]);
+    let lines: Vec<Vec<&str>> = out.lines().map(|l| l.split('\t').collect()).collect();
+    assert_eq!(lines[0][..2], ["query_dense_16_1", "3"]);
+    assert_eq!(lines[1][..2], ["query_dense_16_2", "80"]);
+    assert!(
+        err.contains("2 counts checked against the expected answers, 0 mismatches"),
+        "{err}"
+    );
+}
