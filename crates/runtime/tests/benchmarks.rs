@@ -1,4 +1,5 @@
 //! Published subgraph-matching benchmarks: the engines' iso counts against the expected counts.
+//! `GPSENSE_BENCH_TIMES=1` prints the time of every query.
 //!
 //! - HPRD (SIGMOD 2020 study, `datasets/subgraph-matching/hprd-study`): all 200 queries on the DFS
 //!   engine, all of them on the kernels engine too, and the rows of some queries checked one by one.
@@ -77,7 +78,7 @@ fn mismatches(
         .filter_map(|(name, q, expected)| {
             let t = Instant::now();
             let got = engine.count(q, opts).map(|r| r.rows);
-            if std::env::var("BENCH_TIMES").is_ok() {
+            if std::env::var("GPSENSE_BENCH_TIMES").is_ok() {
                 println!("TIME {name} {} {:?} {expected}", opts.engine, t.elapsed());
             }
             (got.as_ref() != Ok(expected)).then(|| {
@@ -224,10 +225,12 @@ fn yeast_subset_both_engines() {
     assert!(cases.len() >= 90, "{} yeast queries", cases.len());
     let engine = Engine::new(yeast());
     let mut bad = mismatches(&engine, &cases, &options(EngineKind::Dfs, 1));
+    // One lane: 32 lanes are checked on HPRD and by the oracle tests, and cost several times more
+    // on a CPU for the largest levels here.
     bad.extend(mismatches(
         &engine,
         &cases,
-        &options(EngineKind::Kernels, 32),
+        &options(EngineKind::Kernels, 1),
     ));
     println!(
         "yeast, {} queries, dfs and kernels: {:.1?}",
