@@ -283,19 +283,26 @@ impl KernelJoin<'_> {
             };
             (&targets[s..e], l)
         };
-        let mut per_entry = vec![0u32; targets.len()];
+        let mut per_entry = vec![0u64; targets.len()];
         self.ex.map(&mut per_entry, |i| {
             let (t, l) = entries(i, i + 1);
-            count_extensions(row, 0, 1, &level.step, t, l, &g) as u32
+            count_extensions(row, 0, 1, &level.step, t, l, &g)
         });
         let mut start = 0;
         while start < targets.len() {
-            let (mut end, mut sum) = (start + 1, per_entry[start] as u64);
-            while end < targets.len() && sum + per_entry[end] as u64 <= memory_rows {
-                sum += per_entry[end] as u64;
+            let (mut end, mut sum) = (start + 1, per_entry[start]);
+            while end < targets.len() && sum + per_entry[end] <= memory_rows {
+                sum += per_entry[end];
                 end += 1;
             }
-            let offsets = crate::executor::offsets_of(&per_entry[start..end]);
+            if sum == 0 {
+                start = end;
+                continue;
+            }
+            let mut offsets = vec![0u64; end - start + 1];
+            for (i, &c) in per_entry[start..end].iter().enumerate() {
+                offsets[i + 1] = offsets[i] + c;
+            }
             let mut children = vec![0u32; sum as usize * width];
             self.ex
                 .scatter(&mut children, &offsets, width, |i, region| {

@@ -91,6 +91,10 @@ impl Layout {
     ) -> Result<Self, MatchError> {
         check_size(q)?;
         let n = q.nodes.len();
+        if n == 0 {
+            // The joins fill at least one slot; a pattern always has a triple.
+            return Err(MatchError::Plan("the query has no nodes".into()));
+        }
         if plan.order.len() != n {
             return Err(MatchError::Plan(format!(
                 "{} nodes planned for a query of {n}",

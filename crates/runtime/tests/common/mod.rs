@@ -136,11 +136,18 @@ pub fn random_graph(rng: &mut SplitMix64) -> TestGraph {
     }
 }
 
-/// 1-5 query nodes (concepts bound to distinct random data nodes, variables), optional node labels
+/// 1-5 query nodes, sometimes 6-8 (concepts bound to distinct random data nodes, variables), optional node labels
 /// (sometimes one the data lacks), fixed and variable edges (shared variables included), self-loops,
 /// sometimes disconnected; random projection (possibly empty), DISTINCT and LIMIT.
 pub fn random_query(rng: &mut SplitMix64, tg: &TestGraph) -> QueryGraph {
-    let k = 1 + rng.index(5);
+    // Now and then a wider query (6-8 nodes, always connected, more edge variables).
+    let wide = rng.chance(1, 6);
+    let k = if wide {
+        6 + rng.index(3)
+    } else {
+        1 + rng.index(5)
+    };
+    let max_vars = if wide { 5 } else { 3 };
     let mut used = Vec::new();
     let nodes: Vec<QueryNode> = (0..k)
         .map(|i| {
@@ -182,19 +189,19 @@ pub fn random_query(rng: &mut SplitMix64, tg: &TestGraph) -> QueryGraph {
         if rng.chance(3, 5) {
             EdgeLabel::Fixed(rng.index(tg.relations) as u16)
         } else {
-            let k = rng.index((vars + 1).min(3));
+            let k = rng.index((vars + 1).min(max_vars));
             vars = vars.max(k + 1);
             EdgeLabel::Variable(k)
         }
     };
     let mut pairs: Vec<(usize, usize)> = Vec::new();
-    if rng.chance(2, 3) {
+    if wide || rng.chance(2, 3) {
         // Connected: a random tree, then a few more edges.
         for i in 1..k {
             let j = rng.index(i);
             pairs.push(if rng.chance(1, 2) { (i, j) } else { (j, i) });
         }
-        for _ in 0..rng.index(3) {
+        for _ in 0..rng.index(if wide { 6 } else { 3 }) {
             let s = rng.index(k);
             let t = if rng.chance(1, 5) { s } else { rng.index(k) };
             pairs.push((s, t));

@@ -1,0 +1,230 @@
+//! The engine at its limits: empty graphs and queries, queries beyond the fixed-size kernel state,
+//! the guard on disconnected queries, and options that must not change answers.
+
+use gpsense_graph::{GraphBuilder, KnowledgeGraph};
+use gpsense_planner::{compile, EdgeLabel, NodeKind, Projected, QueryEdge, QueryGraph, QueryNode};
+use gpsense_runtime::{Engine, EngineKind, MatchError, MatchOptions, Semantics, MAX_QUERY_NODES};
+
+const ENGINES: [EngineKind; 3] = [EngineKind::Auto, EngineKind::Dfs, EngineKind::Kernels];
+
+fn graph(triples: &[(&str, &str, &str)]) -> KnowledgeGraph {
+    let mut b = GraphBuilder::new();
+    for (s, r, t) in triples {
+        b.add_triple(s, r, t, 1.0).unwrap();
+    }
+    b.build().unwrap().0
+}
+
+fn opts(engine: EngineKind, semantics: Semantics) -> MatchOptions {
+    MatchOptions {
+        engine,
+        semantics,
+        ..MatchOptions::default()
+    }
+}
+
+fn variable(name: &str) -> QueryNode {
+    QueryNode {
+        name: name.into(),
+        kind: NodeKind::Variable,
+        label: None,
+    }
+}
+
+/// `n` variables, edges `(source, target, label)`, every node projected.
+fn query(n: usize, edges: &[(usize, usize, EdgeLabel)], edge_variables: usize) -> QueryGraph {
+    QueryGraph {
+        nodes: (0..n).map(|i| variable(&format!("?v{i}"))).collect(),
+        edges: edges
+            .iter()
+            .map(|&(source, target, label)| QueryEdge {
+                source,
+                target,
+                label,
+            })
+            .collect(),
+        edge_variables: (0..edge_variables).map(|k| format!("?r{k}")).collect(),
+        projection: (0..n).map(Projected::Node).collect(),
+        distinct: false,
+        limit: None,
+    }
+}
+
+#[test]
+fn a_graph_without_nodes_has_no_matches() {
+    let g = GraphBuilder::new().build().unwrap().0;
+    let engine = Engine::new(&g);
+    let q = query(2, &[(0, 1, EdgeLabel::Variable(0))], 1);
+    for engine_kind in ENGINES {
+        for semantics in [Semantics::Iso, Semantics::Hom] {
+            let o = opts(engine_kind, semantics);
+            let (rows, report) = engine.collect(&q, &o).unwrap();
+            assert!(rows.is_empty() && report.rows == 0);
+            assert_eq!(engine.count(&q, &o).unwrap().rows, 0);
+        }
+    }
+}
+
+#[test]
+fn a_query_without_nodes_is_refused_not_a_panic() {
+    let g = graph(&[("a", "r", "b")]);
+    let engine = Engine::new(&g);
+    let q = query(0, &[], 0);
+    for engine_kind in ENGINES {
+        let o = opts(engine_kind, Semantics::Iso);
+        assert!(matches!(engine.collect(&q, &o), Err(MatchError::Plan(_))));
+        assert!(matches!(engine.count(&q, &o), Err(MatchError::Plan(_))));
+    }
+}
+
+#[test]
+fn queries_beyond_the_kernel_state_are_refused() {
+    let g = graph(&[("a", "r", "b")]);
+    let engine = Engine::new(&g);
+    let r = EdgeLabel::Fixed(0);
+    let too_many_nodes = query(
+        MAX_QUERY_NODES + 1,
+        &(1..=MAX_QUERY_NODES).map(|i| (0, i, r)).collect::<Vec<_>>(),
+        0,
+    );
+    let star = query(
+        MAX_QUERY_NODES,
+        &(1..MAX_QUERY_NODES).map(|i| (0, i, r)).collect::<Vec<_>>(),
+        0,
+    );
+    let vars = gpsense_kernels::join::MAX_EDGE_VARIABLES;
+    let too_many_variables = query(
+        vars + 2,
+        &(1..vars + 2)
+            .map(|i| (0, i, EdgeLabel::Variable(i - 1)))
+            .collect::<Vec<_>>(),
+        vars + 1,
+    );
+    for engine_kind in ENGINES {
+        let o = opts(engine_kind, Semantics::Iso);
+        for q in [&too_many_nodes, &too_many_variables] {
+            assert!(
+                matches!(engine.count(q, &o), Err(MatchError::QueryTooLarge { .. })),
+                "{q}"
+            );
+        }
+        // The largest star that fits: no match in this graph, but answered.
+        assert_eq!(engine.count(&star, &o).unwrap().rows, 0);
+    }
+}
+
+#[test]
+fn the_cartesian_guard_refuses_unless_limited() {
+    // 3 x 3 pairs over two components.
+    let g = graph(&[
+        ("a1", "r", "b"),
+        ("a2", "r", "b"),
+        ("a3", "r", "b"),
+        ("c1", "s", "d"),
+        ("c2", "s", "d"),
+        ("c3", "s", "d"),
+    ]);
+    let engine = Engine::new(&g);
+    let q = compile("SELECT ?x ?y WHERE { ?x r b . ?y s d }", &g).unwrap();
+    for engine_kind in ENGINES {
+        for semantics in [Semantics::Iso, Semantics::Hom] {
+            let small = MatchOptions {
+                max_cartesian: 8,
+                ..opts(engine_kind, semantics)
+            };
+            assert!(matches!(
+                engine.count(&q, &small),
+                Err(MatchError::CartesianExplosion { .. })
+            ));
+            assert!(matches!(
+                engine.collect(&q, &small),
+                Err(MatchError::CartesianExplosion { .. })
+            ));
+            let limited = MatchOptions {
+                limit: Some(4),
+                ..small.clone()
+            };
+            let (rows, report) = engine.collect(&q, &limited).unwrap();
+            assert_eq!((rows.len(), report.limit_reached), (4, true));
+            let enough = MatchOptions {
+                max_cartesian: 9,
+                ..small
+            };
+            assert_eq!(engine.count(&q, &enough).unwrap().rows, 9);
+            assert_eq!(engine.collect(&q, &enough).unwrap().0.len(), 9);
+        }
+    }
+}
+
+#[test]
+fn options_that_must_not_change_answers() {
+    let g = graph(&[
+        ("a", "r", "b"),
+        ("b", "r", "c"),
+        ("c", "r", "a"),
+        ("a", "s", "c"),
+        ("c", "s", "c"),
+        ("b", "s", "a"),
+        ("d", "r", "a"),
+    ]);
+    let engine = Engine::new(&g);
+    for text in [
+        "SELECT * WHERE { ?x r ?y . ?y r ?z . ?z ?p ?x }",
+        "SELECT * WHERE { ?x ?p ?y . ?y ?p ?z }",
+        "SELECT * WHERE { ?x s ?x . ?y ?p ?x }",
+    ] {
+        let q = compile(text, &g).unwrap();
+        for semantics in [Semantics::Iso, Semantics::Hom] {
+            let reference = {
+                let mut rows = engine
+                    .collect(&q, &opts(EngineKind::Dfs, semantics))
+                    .unwrap()
+                    .0;
+                rows.sort();
+                rows
+            };
+            assert!(!reference.is_empty(), "{text}");
+            for engine_kind in ENGINES {
+                for refine_rounds in [0, 1, 3] {
+                    for lanes in [0, 1, 7, 32] {
+                        let o = MatchOptions {
+                            refine_rounds,
+                            lanes,
+                            ..opts(engine_kind, semantics)
+                        };
+                        let mut rows = engine.collect(&q, &o).unwrap().0;
+                        rows.sort();
+                        assert_eq!(rows, reference, "{text} {o:?}");
+                        assert_eq!(engine.count(&q, &o).unwrap().rows, reference.len() as u64);
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn the_row_callback_can_stop_the_match() {
+    // 30 matches; the callback stops after the first batch.
+    let triples: Vec<(String, String)> = (0..30).map(|i| (format!("x{i}"), "hub".into())).collect();
+    let t: Vec<(&str, &str, &str)> = triples
+        .iter()
+        .map(|(s, h)| (s.as_str(), "r", h.as_str()))
+        .collect();
+    let g = graph(&t);
+    let engine = Engine::new(&g);
+    let q = compile("SELECT ?x WHERE { ?x r hub }", &g).unwrap();
+    for engine_kind in ENGINES {
+        let mut batches = 0;
+        let mut rows = 0;
+        engine
+            .run(&q, &opts(engine_kind, Semantics::Iso), &mut |b| {
+                batches += 1;
+                rows += b.rows;
+                false
+            })
+            .unwrap();
+        assert_eq!(batches, 1, "{engine_kind}");
+        assert!(rows >= 1);
+    }
+}
