@@ -5,6 +5,7 @@
 //! module.
 
 mod fetch;
+mod ptx;
 mod senticnet;
 
 use std::path::PathBuf;
@@ -27,6 +28,19 @@ enum Command {
     Fetch(FetchArgs),
     /// List the datasets `fetch` knows, their sizes and licences, and which are fetched.
     List(ListArgs),
+    /// Build the kernels to PTX (target/ptx/gpsense_kernels.<arch>.ptx), check them with ptxas and
+    /// print registers and memory per kernel.
+    Ptx(PtxArgs),
+}
+
+#[derive(Args)]
+struct PtxArgs {
+    /// Architectures to build for (repeatable).
+    #[arg(long = "arch", default_values_t = ptx::DEFAULT_ARCHS.iter().map(|s| s.to_string()))]
+    archs: Vec<String>,
+    /// Use rustup's nightly (with rust-src and llvm-bitcode-linker) instead of the Debian route.
+    #[arg(long)]
+    rustup: bool,
 }
 
 #[derive(Args)]
@@ -76,6 +90,13 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Fetch(args) => fetch_command(args),
+        Command::Ptx(args) => ptx::run(
+            &workspace_root(),
+            &ptx::Options {
+                archs: args.archs,
+                rustup: args.rustup,
+            },
+        ),
         Command::List(args) => {
             print!("{}", fetch::list(&dest_or_default(args.dest)));
             Ok(())
@@ -101,4 +122,9 @@ fn fetch_command(args: FetchArgs) -> Result<()> {
 
 fn dest_or_default(dest: Option<PathBuf>) -> PathBuf {
     dest.unwrap_or_else(fetch::default_dest)
+}
+
+fn workspace_root() -> PathBuf {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    root.canonicalize().unwrap_or(root)
 }

@@ -9,6 +9,7 @@ use crate::NONE;
 /// A lower bound a candidate's adjacency must meet: at least `count` entries in direction `dir`
 /// with edge label `label` (`NONE`: any label) — or, in [`NodeFilter::neighbour_labels`], with a
 /// neighbour of node label `label`.
+#[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Need {
     pub dir: Dir,
@@ -125,6 +126,7 @@ pub fn filter_neighbour_candidates(
 
 /// A query edge at the node being refined: the other endpoint's candidate bitset is
 /// `sets[other * stride..][..stride]`, reached over `dir`/`label`.
+#[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Incident {
     pub dir: Dir,

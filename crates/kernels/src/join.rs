@@ -52,6 +52,7 @@ pub fn write_edge_candidates(
 }
 
 /// A query edge between the node being added (`y`) and an earlier one.
+#[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Check {
     /// Row slot of the earlier endpoint; `NONE` for a self-loop on `y`.
@@ -99,6 +100,25 @@ pub fn pivot_list<'g>(step: &Step, row: &[u32], g: &GraphView<'g>) -> (&'g [u32]
     let c = &step.checks[step.pivot as usize];
     g.adj(c.dir)
         .by_label(row[c.slot as usize], check_label(c, row))
+}
+
+/// The edge candidates of a pivot edge from data node `x`: `from` is the earlier endpoint's sorted
+/// candidate array; `offsets` (one more than `from`), `targets` and `labels` the collected edge
+/// candidates, keyed by the index in `from`. The warp-centric join scans this list.
+pub fn edge_candidate_list<'a>(
+    x: u32,
+    from: &[u32],
+    offsets: &[u64],
+    targets: &'a [u32],
+    labels: &'a [u16],
+) -> (&'a [u32], &'a [u16]) {
+    match from.binary_search(&x) {
+        Ok(i) => {
+            let (s, e) = (offsets[i] as usize, offsets[i + 1] as usize);
+            (&targets[s..e], &labels[s..e])
+        }
+        Err(_) => (&[], &[]),
+    }
 }
 
 /// Kernel body of combine: grows `row` by every data node for `y` found at positions

@@ -12,6 +12,7 @@
 //! two-step output scheme; [`join::extend`] combines: it grows one partial match by one query node.
 #![no_std]
 
+pub mod abi;
 pub mod bits;
 pub mod filter;
 pub mod join;

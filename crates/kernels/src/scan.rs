@@ -41,3 +41,26 @@ pub fn exclusive_scan_u64(values: &[u32], offsets: &mut [u64]) -> u64 {
     }
     total
 }
+
+/// Kernel, first pass of the chunked scan (one work-item per chunk of `chunk` values): exclusive
+/// scan of chunk `t` in place; returns the chunk's total.
+pub fn scan_chunk(t: usize, chunk: usize, values: &mut [u64]) -> u64 {
+    let start = t * chunk;
+    let end = (start + chunk).min(values.len());
+    let mut total = 0u64;
+    for v in &mut values[start.min(end)..end] {
+        let x = *v;
+        *v = total;
+        total += x;
+    }
+    total
+}
+
+/// Kernel, last pass of the chunked scan: adds the scanned total of earlier chunks to chunk `t`.
+pub fn add_chunk_offset(t: usize, chunk: usize, values: &mut [u64], offset: u64) {
+    let start = t * chunk;
+    let end = (start + chunk).min(values.len());
+    for v in &mut values[start.min(end)..end] {
+        *v += offset;
+    }
+}

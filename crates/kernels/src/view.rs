@@ -3,6 +3,7 @@
 use crate::NONE;
 
 /// An edge direction, seen from a node.
+#[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Dir {
     Out,
