@@ -212,25 +212,29 @@ pub fn entry_params(ptx: &str) -> BTreeMap<String, Vec<usize>> {
             if p.starts_with(')') {
                 break;
             }
-            if let Some(size) = p
+            if !p.starts_with(".param") {
+                continue;
+            }
+            let array = p
                 .split('[')
                 .nth(1)
                 .and_then(|s| s.split(']').next())
-                .and_then(|s| s.parse().ok())
-            {
+                .and_then(|s| s.parse().ok());
+            if let Some(size) = array.or_else(|| scalar_bits(p).map(|bits| bits / 8)) {
                 params.push(size);
-            } else if let Some(bits) = p
-                .split(".b")
-                .nth(1)
-                .and_then(|s| s.split_whitespace().next())
-                .and_then(|s| s.parse::<usize>().ok())
-            {
-                params.push(bits / 8);
             }
         }
         out.insert(name, params);
     }
     out
+}
+
+/// The width of a scalar parameter such as `.param .u64 name`.
+fn scalar_bits(param: &str) -> Option<usize> {
+    let ty = param.split_whitespace().nth(1)?;
+    ty.trim_start_matches(|c: char| c == '.' || c.is_ascii_alphabetic())
+        .parse()
+        .ok()
 }
 
 fn assemble(ptxas: &str, arch: &str, ptx: &Path) -> Result<BTreeMap<String, Usage>> {
