@@ -33,16 +33,26 @@ impl DevSlice {
         unsafe { core::slice::from_raw_parts(self.ptr as *const T, self.len as usize) }
     }
 
-    /// The mutable slice this describes.
+    /// The part `start..end` of this buffer, for one work-item to write. Bounds are checked (a
+    /// failed check ends the kernel).
     ///
     /// # Safety
-    /// As [`DevSlice::get`], and no other live reference may overlap the part a work-item writes.
-    #[allow(clippy::mut_from_ref)]
-    pub unsafe fn get_mut<'a, T>(self) -> &'a mut [T] {
-        if self.len == 0 {
+    /// As [`DevSlice::get`]; no other work-item may access `start..end` during the launch.
+    pub unsafe fn region_mut<'a, T>(self, start: usize, end: usize) -> &'a mut [T] {
+        assert!(start <= end && end as u64 <= self.len);
+        if start == end {
             return &mut [];
         }
-        unsafe { core::slice::from_raw_parts_mut(self.ptr as *mut T, self.len as usize) }
+        unsafe { core::slice::from_raw_parts_mut((self.ptr as *mut T).add(start), end - start) }
+    }
+
+    /// Writes element `i`. Bounds are checked.
+    ///
+    /// # Safety
+    /// As [`DevSlice::region_mut`] for `i..i + 1`.
+    pub unsafe fn write<T>(self, i: usize, value: T) {
+        assert!((i as u64) < self.len);
+        unsafe { (self.ptr as *mut T).add(i).write(value) }
     }
 }
 

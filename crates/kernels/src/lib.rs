@@ -14,6 +14,7 @@
 
 pub mod abi;
 pub mod bits;
+pub mod entry;
 pub mod filter;
 pub mod join;
 pub mod scan;
