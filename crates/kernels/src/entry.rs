@@ -181,11 +181,17 @@ pub unsafe fn write_edge_candidates(a: &EdgeCandidatesArgs, i: usize) {
     }
 }
 
+/// What one work-item of an extension kernel works on.
+struct Item<'a> {
+    row: &'a [u32],
+    lane: usize,
+    step: Step<'a>,
+    targets: &'a [u32],
+    labels: &'a [u16],
+}
+
 /// The parent row, lane, step and scanned list of work-item `item` of an extension kernel.
-unsafe fn extension_item<'a>(
-    a: &ExtendArgs,
-    item: usize,
-) -> Option<(&'a [u32], usize, Step<'a>, &'a [u32], &'a [u16])> {
+unsafe fn extension_item<'a>(a: &ExtendArgs, item: usize) -> Option<Item<'a>> {
     unsafe {
         let (width, lanes) = (a.width as usize, a.lanes as usize);
         let rows = a.rows.get::<u32>();
