@@ -233,7 +233,14 @@ unsafe fn extension_item<'a>(a: &ExtendArgs, item: usize) -> Option<Item<'a>> {
 
 pub unsafe fn count_extensions(a: &ExtendArgs, item: usize) {
     unsafe {
-        if let Some((row, lane, step, targets, labels)) = extension_item(a, item) {
+        if let Some(Item {
+            row,
+            lane,
+            step,
+            targets,
+            labels,
+        }) = extension_item(a, item)
+        {
             let n = join::count_extensions(
                 row,
                 lane,
@@ -250,7 +257,14 @@ pub unsafe fn count_extensions(a: &ExtendArgs, item: usize) {
 
 pub unsafe fn write_extensions(a: &ExtendArgs, item: usize) {
     unsafe {
-        if let Some((row, lane, step, targets, labels)) = extension_item(a, item) {
+        if let Some(Item {
+            row,
+            lane,
+            step,
+            targets,
+            labels,
+        }) = extension_item(a, item)
+        {
             let offsets = a.offsets.get::<u64>();
             let width = a.width as usize;
             let out = a.out.region_mut::<u32>(
