@@ -63,3 +63,25 @@ fn is_snapshot(path: &Path) -> Result<bool> {
         .with_context(|| format!("{}: cannot read", path.display()))?;
     Ok(head == snapshot::MAGIC)
 }
+
+/// Opens the GPU up front when the engine needs or prefers it: `gpu` without one is an error; `auto`
+/// says once on stderr why it runs on the CPU.
+pub fn announce_engine(
+    engine: &gpsense_runtime::Engine,
+    kind: gpsense_runtime::EngineKind,
+) -> Result<()> {
+    use gpsense_runtime::EngineKind;
+    match (kind, engine.gpu()) {
+        (EngineKind::Gpu, Err(e)) => anyhow::bail!("--engine gpu: {e}"),
+        (EngineKind::Auto, Err(e)) => eprintln!("note: {e}; running on the CPU (dfs engine)"),
+        (EngineKind::Gpu | EngineKind::Auto, Ok(state)) => {
+            eprintln!(
+                "GPU: {} (graph placement: {:?})",
+                state.describe(),
+                state.placement()
+            )
+        }
+        _ => {}
+    }
+    Ok(())
+}

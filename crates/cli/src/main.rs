@@ -114,8 +114,9 @@ struct MatchArgs {
     /// hom: homomorphism, as SPARQL (query nodes may share a data node).
     #[arg(long, default_value = "iso", value_parser = parse::<Semantics>)]
     semantics: Semantics,
-    /// Join engine: auto (fastest here), dfs (CPU-first set intersections) or kernels (the GPU-shaped
-    /// GpSense join run by the CPU executor).
+    /// Engine: auto (the GPU if present, else dfs), dfs (CPU-first set intersections), kernels (the
+    /// GPU-shaped GpSense join on the CPU executor), gpu (NVIDIA GPU), emulated (the GPU pipeline with
+    /// every kernel launch run on the CPU).
     #[arg(long, default_value = "auto", value_parser = parse::<EngineKind>)]
     engine: EngineKind,
     /// Stop after N rows (or N matches with --count).

@@ -47,9 +47,14 @@ fn mutate(rng: &mut Rng, input: &[u8]) -> Vec<u8> {
 }
 
 fn sample(rel: &str, lines: usize) -> Vec<u8> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../datasets").join(rel);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../datasets")
+        .join(rel);
     let text = String::from_utf8(std::fs::read(path).unwrap()).unwrap();
-    text.lines().take(lines).flat_map(|l| format!("{l}\n").into_bytes()).collect()
+    text.lines()
+        .take(lines)
+        .flat_map(|l| format!("{l}\n").into_bytes())
+        .collect()
 }
 
 fn survive(format: Format, input: &[u8], rounds: usize) {
@@ -57,7 +62,10 @@ fn survive(format: Format, input: &[u8], rounds: usize) {
     for _ in 0..rounds {
         let bytes = mutate(&mut rng, input);
         for on_error in [OnError::Fail, OnError::Skip] {
-            let opts = IngestOptions { on_error, ..Default::default() };
+            let opts = IngestOptions {
+                on_error,
+                ..Default::default()
+            };
             if let Ok((g, _)) = ingest_bytes(&bytes, format, &opts) {
                 g.validate().unwrap();
             }
@@ -67,17 +75,41 @@ fn survive(format: Format, input: &[u8], rounds: usize) {
 
 #[test]
 fn parsers_survive_mutations() {
-    survive(Format::Triples, &sample("conceptnet-100k/valid.txt", 30), 3000);
-    survive(Format::ConceptNet, &sample("conceptnet5-sample/assertions.csv", 10), 3000);
-    survive(Format::Csv, &sample("pattern-commonsense/commonsense.csv", 30), 3000);
+    survive(
+        Format::Triples,
+        &sample("conceptnet-100k/valid.txt", 30),
+        3000,
+    );
+    survive(
+        Format::ConceptNet,
+        &sample("conceptnet5-sample/assertions.csv", 10),
+        3000,
+    );
+    survive(
+        Format::Csv,
+        &sample("pattern-commonsense/commonsense.csv", 30),
+        3000,
+    );
     let nodes = b"#synset\tss_type\tlexfile_num\tfirst_lemma\n00001740-a\ta\t0\table\n00001740-n\tn\t3\tentity\n";
     survive(Format::WordNetNodes, nodes, 3000);
-    survive(Format::Benchmark, &sample("subgraph-matching/hprd-study/query_graph/query_dense_16_1.graph", 60), 3000);
+    survive(
+        Format::Benchmark,
+        &sample(
+            "subgraph-matching/hprd-study/query_graph/query_dense_16_1.graph",
+            60,
+        ),
+        3000,
+    );
 }
 
 #[test]
 fn snapshot_loading_survives_mutations_even_with_a_valid_checksum() {
-    let (g, _) = ingest_bytes(&sample("conceptnet-100k/valid.txt", 40), Format::Triples, &IngestOptions::default()).unwrap();
+    let (g, _) = ingest_bytes(
+        &sample("conceptnet-100k/valid.txt", 40),
+        Format::Triples,
+        &IngestOptions::default(),
+    )
+    .unwrap();
     let bytes = g.to_snapshot_bytes().unwrap();
     let mut rng = Rng(42);
     for _ in 0..3000 {

@@ -6,9 +6,15 @@ use gpsense_graph::KnowledgeGraph;
 use gpsense_kernels::{Adjacency, GraphView};
 use gpsense_planner::{plan_with, EdgeLabel, Plan, PlannerStats, Projected, QueryEdge, QueryGraph};
 
+use std::sync::OnceLock;
+
+use crate::device::cuda::CudaDevice;
+use crate::device::host::HostDevice;
+use crate::device::{Device, DeviceError};
 use crate::dfs::Dfs;
 use crate::executor::Executor;
 use crate::filtering::{FilterReport, Filtering, LabelIndex};
+use crate::gpu_pipeline::{DeviceGraph, Pipeline};
 use crate::kernel_join::KernelJoin;
 use crate::layout::Layout;
 use crate::output::{OnRows, Output, RowBatch};
@@ -19,6 +25,16 @@ pub struct Engine<'g> {
     graph: &'g KnowledgeGraph,
     stats: PlannerStats,
     labels: LabelIndex,
+    /// The GPU and the graph on it, opened and uploaded on first use, then reused.
+    gpu: OnceLock<Result<DeviceState<CudaDevice>, DeviceError>>,
+    /// The host emulator of the GPU pipeline and its copy of the graph.
+    emulator: OnceLock<Result<DeviceState<HostDevice>, DeviceError>>,
+}
+
+/// A device with the data graph on it.
+pub struct DeviceState<D: Device> {
+    dev: D,
+    graph: DeviceGraph<D>,
 }
 
 /// Time per phase of one match.
@@ -40,6 +56,10 @@ pub struct MatchReport {
     pub rows: u64,
     pub limit_reached: bool,
     pub engine: EngineKind,
+    /// Why `auto` ran on the CPU (no GPU: the reason), for a one-line notice.
+    pub fallback: Option<String>,
+    /// The device the GPU pipeline ran on.
+    pub device: Option<String>,
     pub semantics: Semantics,
     /// The filtering order (from the planner).
     pub plan: Plan,
@@ -63,6 +83,38 @@ impl<'g> Engine<'g> {
             graph,
             stats: PlannerStats::new(graph),
             labels,
+            gpu: OnceLock::new(),
+            emulator: OnceLock::new(),
+        }
+    }
+
+    /// The GPU, opened and given the graph on first call; an error says why there is none.
+    pub fn gpu(&self) -> Result<&DeviceState<CudaDevice>, DeviceError> {
+        let state = self.gpu.get_or_init(|| {
+            let dev = CudaDevice::open()?;
+            let graph = DeviceGraph::new(&dev, self.graph)?;
+            Ok(DeviceState { dev, graph })
+        });
+        state.as_ref().map_err(Clone::clone)
+    }
+
+    fn emulator(&self) -> Result<&DeviceState<HostDevice>, DeviceError> {
+        let state = self.emulator.get_or_init(|| {
+            let dev = HostDevice::default();
+            let graph = DeviceGraph::new(&dev, self.graph)?;
+            Ok(DeviceState { dev, graph })
+        });
+        state.as_ref().map_err(Clone::clone)
+    }
+
+    /// The engine `kind` resolves to here, and why `auto` fell back to the CPU.
+    fn resolve(&self, kind: EngineKind) -> (EngineKind, Option<String>) {
+        match kind {
+            EngineKind::Auto => match self.gpu() {
+                Ok(_) => (EngineKind::Gpu, None),
+                Err(e) => (EngineKind::Dfs, Some(e.to_string())),
+            },
+            k => (k, None),
         }
     }
 
@@ -132,11 +184,10 @@ impl<'g> Engine<'g> {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        let engine = match opts.engine {
-            EngineKind::Auto => EngineKind::Dfs,
-            e => e,
-        };
+        let (engine, fallback) = self.resolve(opts.engine);
         let mut report = MatchReport {
+            fallback,
+            device: None,
             rows: 0,
             limit_reached: false,
             engine,
@@ -159,13 +210,24 @@ impl<'g> Engine<'g> {
             parallel: !opts.single_thread,
         };
         let g = self.view();
-        let (cands, filter) = Filtering {
-            layout: &layout,
-            g,
-            labels: &self.labels,
-            ex,
-        }
-        .run(opts.refine_rounds);
+        let injective = opts.semantics == Semantics::Iso;
+        let (cands, filter) = match engine {
+            EngineKind::Gpu => self
+                .gpu()?
+                .pipeline(injective, opts)
+                .filter(&layout, opts.refine_rounds)?,
+            EngineKind::Emulated => self
+                .emulator()?
+                .pipeline(injective, opts)
+                .filter(&layout, opts.refine_rounds)?,
+            _ => Filtering {
+                layout: &layout,
+                g,
+                labels: &self.labels,
+                ex,
+            }
+            .run(opts.refine_rounds),
+        };
         times.filter = filter.filter_time;
         times.refine = filter.refine_time;
         report.filter = filter;
@@ -191,8 +253,25 @@ impl<'g> Engine<'g> {
         );
         let join_start = Instant::now();
         if !cands.any_empty() {
-            let injective = opts.semantics == Semantics::Iso;
             match engine {
+                EngineKind::Gpu => {
+                    let state = self.gpu()?;
+                    report.device = Some(state.dev.describe());
+                    report.edge_candidates = Some(
+                        state
+                            .pipeline(injective, opts)
+                            .join(&layout, &cands, &out)?,
+                    );
+                }
+                EngineKind::Emulated => {
+                    let state = self.emulator()?;
+                    report.device = Some(state.dev.describe());
+                    report.edge_candidates = Some(
+                        state
+                            .pipeline(injective, opts)
+                            .join(&layout, &cands, &out)?,
+                    );
+                }
                 EngineKind::Kernels => {
                     let kj = KernelJoin {
                         layout: &layout,
@@ -210,7 +289,7 @@ impl<'g> Engine<'g> {
                         Some(ecs.iter().flatten().map(|e| e.targets.len() as u64).sum());
                     kj.run(&ecs, &out)?;
                 }
-                _ => Dfs {
+                EngineKind::Dfs | EngineKind::Auto => Dfs {
                     layout: &layout,
                     cands: &cands,
                     g,
@@ -316,5 +395,27 @@ fn component_query(q: &QueryGraph, nodes: &[usize]) -> QueryGraph {
         projection: Vec::new(),
         distinct: false,
         limit: None,
+    }
+}
+
+impl<D: Device> DeviceState<D> {
+    fn pipeline(&self, injective: bool, opts: &MatchOptions) -> Pipeline<'_, D> {
+        Pipeline {
+            dev: &self.dev,
+            graph: &self.graph,
+            injective,
+            lanes: opts.lanes.max(1),
+            memory_budget: opts.memory_budget,
+        }
+    }
+
+    /// What the device is.
+    pub fn describe(&self) -> String {
+        self.dev.describe()
+    }
+
+    /// Where the graph lives on it.
+    pub fn placement(&self) -> crate::device::memory::Placement {
+        self.graph.placement
     }
 }

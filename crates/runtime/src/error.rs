@@ -28,4 +28,6 @@ pub enum MatchError {
     DistinctTooLarge { bytes: u64 },
     #[error("invalid plan: {0}")]
     Plan(String),
+    #[error(transparent)]
+    Device(#[from] crate::device::DeviceError),
 }

@@ -8,11 +8,13 @@
 //! two-step output, batched under a memory budget). Both give identical answers. Rows stream out in
 //! batches through a callback, with projection, DISTINCT and LIMIT applied here.
 
+pub mod device;
 mod dfs;
 mod engine;
 mod error;
 mod executor;
 mod filtering;
+mod gpu_pipeline;
 mod kernel_join;
 mod layout;
 mod options;

@@ -46,7 +46,7 @@ impl fmt::Display for Semantics {
 /// Which join runs after the (shared) filtering phase.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum EngineKind {
-    /// The fastest for this machine: `dfs` on a CPU.
+    /// The GPU when a driver and a device are found, else `dfs` (the fastest on a CPU).
     #[default]
     Auto,
     /// CPU-first: depth-first, set intersections over the sorted adjacency lists, parallel over
@@ -55,6 +55,11 @@ pub enum EngineKind {
     /// The GpSense join as a GPU runs it, on the CPU executor: edge candidates (count, scan, write),
     /// then level-by-level combine with the two-step output, batched under the memory budget.
     Kernels,
+    /// The whole pipeline as kernel launches on an NVIDIA GPU (cudarc; PTX from `cargo xtask ptx`).
+    Gpu,
+    /// The GPU pipeline with every launch's threads run on the CPU by the host emulator: the same
+    /// launch sequence and entry functions as `gpu`, without a GPU.
+    Emulated,
 }
 
 impl FromStr for EngineKind {
@@ -64,8 +69,10 @@ impl FromStr for EngineKind {
             "auto" => Ok(EngineKind::Auto),
             "dfs" => Ok(EngineKind::Dfs),
             "kernels" => Ok(EngineKind::Kernels),
+            "gpu" => Ok(EngineKind::Gpu),
+            "emulated" => Ok(EngineKind::Emulated),
             _ => Err(format!(
-                "unknown engine {s:?} (expected auto, dfs or kernels)"
+                "unknown engine {s:?} (expected auto, dfs, kernels, gpu or emulated)"
             )),
         }
     }
@@ -77,6 +84,8 @@ impl fmt::Display for EngineKind {
             EngineKind::Auto => "auto",
             EngineKind::Dfs => "dfs",
             EngineKind::Kernels => "kernels",
+            EngineKind::Gpu => "gpu",
+            EngineKind::Emulated => "emulated",
         })
     }
 }

@@ -117,6 +117,29 @@ fn hprd_all_queries_dfs() {
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
 
+/// The GPU pipeline's launch sequence, run by the host emulator, on every HPRD query.
+#[test]
+fn hprd_all_queries_emulated_gpu_pipeline() {
+    let start = Instant::now();
+    let cases = hprd_cases();
+    let engine = Engine::new(hprd());
+    let mut bad = mismatches(&engine, cases, &options(EngineKind::Emulated, 1));
+    let every_tenth: Vec<_> = cases.iter().step_by(10).cloned().collect();
+    bad.extend(mismatches(
+        &engine,
+        &every_tenth,
+        &MatchOptions {
+            memory_budget: 64 << 10,
+            ..options(EngineKind::Emulated, 32)
+        },
+    ));
+    println!(
+        "HPRD, 200 queries, emulated GPU pipeline: {:.1?}",
+        start.elapsed()
+    );
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
 #[test]
 fn hprd_all_queries_kernels() {
     let start = Instant::now();

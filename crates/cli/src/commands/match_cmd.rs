@@ -30,6 +30,7 @@ pub fn run(args: Args) -> Result<()> {
         None => None,
     };
     let engine = Engine::new(data);
+    graph_source::announce_engine(&engine, args.options.engine)?;
     let (mut total_ms, mut mismatches, mut checked) = (0.0, 0usize, 0usize);
     for file in &files {
         let name = file

@@ -30,6 +30,7 @@ pub fn run(args: Args) -> Result<()> {
     let graph = &loaded.graph;
     let q = compile(&text, graph).map_err(|e| anyhow::anyhow!("{}", e.render(&text)))?;
     let engine = Engine::new(graph);
+    graph_source::announce_engine(&engine, args.options.engine)?;
     let start = Instant::now();
     let report = if args.count {
         let report = engine.count(&q, &args.options)?;

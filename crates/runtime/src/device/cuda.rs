@@ -1,0 +1,306 @@
+//! The CUDA device, through cudarc with the driver loaded at run time: the same binary starts on any
+//! machine and uses a GPU only when `libcuda` and a device are found.
+
+#[cfg(not(feature = "cuda"))]
+use super::{Device, DeviceError, Launch};
+
+/// Where `open` looks for the kernels' PTX, besides `GPSENSE_PTX`: `cargo xtask ptx` writes here.
+pub const PTX_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../target/ptx");
+
+/// The PTX file name for an architecture (`sm_90`), as `cargo xtask ptx` names it.
+pub fn ptx_file_name(arch: &str) -> String {
+    format!("gpsense_kernels.{arch}.ptx")
+}
+
+/// The newest built architecture a device of compute capability `major.minor` can run.
+pub fn arch_for(major: i32, minor: i32) -> &'static str {
+    if (major, minor) >= (9, 0) {
+        "sm_90"
+    } else {
+        "sm_80"
+    }
+}
+
+#[cfg(feature = "cuda")]
+mod imp {
+    use std::collections::HashMap;
+    use std::sync::Arc;
+
+    use cudarc::driver::{
+        sys, CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr, DeviceRepr, LaunchConfig,
+        PinnedHostSlice, PushKernelArg,
+    };
+
+    use super::super::{Device, DeviceError, Launch};
+    use super::{arch_for, ptx_file_name, PTX_DIR};
+
+    /// Threads per block for every kernel.
+    const BLOCK: u32 = 256;
+
+    /// A kernel argument struct passed by value (they are `repr(C)` plain data, see `abi`).
+    #[repr(transparent)]
+    struct Arg<T>(T);
+    unsafe impl<T: Copy> DeviceRepr for Arg<T> {}
+
+    pub enum CudaBuffer {
+        Device(CudaSlice<u8>),
+        /// Pinned host memory mapped into the device's address space, and its device address.
+        Mapped(PinnedHostSlice<u8>, u64),
+    }
+
+    pub struct CudaDevice {
+        ctx: Arc<CudaContext>,
+        stream: Arc<CudaStream>,
+        functions: HashMap<&'static str, CudaFunction>,
+        name: String,
+    }
+
+    fn driver(during: &str) -> impl Fn(cudarc::driver::DriverError) -> DeviceError + '_ {
+        move |e| DeviceError::Driver {
+            during: during.to_owned(),
+            message: e.to_string(),
+        }
+    }
+
+    impl CudaDevice {
+        /// Opens device 0 and loads the kernels, or says why not (no driver, no device, no PTX).
+        pub fn open() -> Result<Self, DeviceError> {
+            // Without a driver library cudarc would panic on first use: check first.
+            if !unsafe { sys::is_culib_present() } {
+                return Err(DeviceError::Unavailable(
+                    "no NVIDIA driver library (libcuda.so) found".into(),
+                ));
+            }
+            let ctx = CudaContext::new(0).map_err(|e| {
+                DeviceError::Unavailable(format!("driver found but no usable CUDA device ({e})"))
+            })?;
+            let (major, minor) = ctx
+                .compute_capability()
+                .map_err(driver("querying the compute capability"))?;
+            let ptx = load_ptx(arch_for(major, minor))?;
+            let module = ctx
+                .load_module(cudarc::nvrtc::Ptx::from_src(ptx))
+                .map_err(driver("loading the kernels' PTX"))?;
+            let mut functions = HashMap::new();
+            for k in gpsense_kernels::abi::KERNELS {
+                let f = module.load_function(k.name).map_err(driver(k.name))?;
+                functions.insert(k.name, f);
+            }
+            let name = ctx.name().unwrap_or_else(|_| "CUDA device".into());
+            let stream = ctx.default_stream();
+            Ok(CudaDevice {
+                ctx,
+                stream,
+                functions,
+                name: format!("{name} (sm_{major}{minor})"),
+            })
+        }
+    }
+
+    /// The PTX text: `GPSENSE_PTX` (a file), the embedded copy (feature `embed-ptx`), or
+    /// `target/ptx/` of the source tree.
+    fn load_ptx(arch: &str) -> Result<String, DeviceError> {
+        if let Some(path) = std::env::var_os("GPSENSE_PTX") {
+            return std::fs::read_to_string(&path).map_err(|e| {
+                DeviceError::Ptx(format!("GPSENSE_PTX={}: {e}", path.to_string_lossy()))
+            });
+        }
+        if let Some(text) = embedded(arch) {
+            return Ok(text.to_owned());
+        }
+        let path = std::path::Path::new(PTX_DIR).join(ptx_file_name(arch));
+        std::fs::read_to_string(&path).map_err(|e| {
+            DeviceError::Ptx(format!(
+                "{}: {e}; run `cargo xtask ptx` or set GPSENSE_PTX",
+                path.display()
+            ))
+        })
+    }
+
+    #[cfg(feature = "embed-ptx")]
+    fn embedded(arch: &str) -> Option<&'static str> {
+        match arch {
+            "sm_90" => Some(include_str!(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../target/ptx/gpsense_kernels.sm_90.ptx"
+            ))),
+            _ => Some(include_str!(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../target/ptx/gpsense_kernels.sm_80.ptx"
+            ))),
+        }
+    }
+
+    #[cfg(not(feature = "embed-ptx"))]
+    fn embedded(_arch: &str) -> Option<&'static str> {
+        None
+    }
+
+    impl Device for CudaDevice {
+        type Buffer = CudaBuffer;
+
+        fn describe(&self) -> String {
+            self.name.clone()
+        }
+
+        fn free_memory(&self) -> Result<u64, DeviceError> {
+            let (free, _total) = self.ctx.mem_get_info().map_err(driver("cuMemGetInfo"))?;
+            Ok(free as u64)
+        }
+
+        fn alloc_zeroed(&self, bytes: usize) -> Result<CudaBuffer, DeviceError> {
+            let slice = self
+                .stream
+                .alloc_zeros::<u8>(bytes.max(1))
+                .map_err(driver("allocating device memory"))?;
+            Ok(CudaBuffer::Device(slice))
+        }
+
+        fn upload_bytes(&self, bytes: &[u8]) -> Result<CudaBuffer, DeviceError> {
+            if bytes.is_empty() {
+                return self.alloc_zeroed(1);
+            }
+            let slice = self
+                .stream
+                .clone_htod(bytes)
+                .map_err(driver("copying to the device"))?;
+            Ok(CudaBuffer::Device(slice))
+        }
+
+        fn map_host_bytes(&self, bytes: &[u8]) -> Result<CudaBuffer, DeviceError> {
+            let flags = sys::CU_MEMHOSTALLOC_DEVICEMAP | sys::CU_MEMHOSTALLOC_PORTABLE;
+            let mut pinned = unsafe {
+                self.ctx
+                    .alloc_pinned_with_flags::<u8>(bytes.len().max(1), flags)
+            }
+            .map_err(driver("allocating pinned host memory"))?;
+            let host = pinned
+                .as_mut_slice()
+                .map_err(driver("mapping pinned host memory"))?;
+            host[..bytes.len()].copy_from_slice(bytes);
+            let mut dptr: sys::CUdeviceptr = 0;
+            let host_ptr = pinned
+                .as_mut_ptr()
+                .map_err(driver("mapping pinned host memory"))?;
+            let status =
+                unsafe { sys::cuMemHostGetDevicePointer_v2(&mut dptr, host_ptr as *mut _, 0) };
+            if status != sys::cudaError_enum::CUDA_SUCCESS {
+                return Err(DeviceError::Driver {
+                    during: "cuMemHostGetDevicePointer".into(),
+                    message: format!("{status:?}"),
+                });
+            }
+            Ok(CudaBuffer::Mapped(pinned, dptr))
+        }
+
+        fn download_bytes(&self, buf: &CudaBuffer, bytes: usize) -> Result<Vec<u8>, DeviceError> {
+            match buf {
+                CudaBuffer::Device(slice) => {
+                    let mut all = self
+                        .stream
+                        .clone_dtoh(slice)
+                        .map_err(driver("copying from the device"))?;
+                    all.truncate(bytes);
+                    Ok(all)
+                }
+                CudaBuffer::Mapped(pinned, _) => {
+                    self.stream.synchronize().map_err(driver("synchronising"))?;
+                    Ok(
+                        pinned.as_slice().map_err(driver("reading pinned memory"))?[..bytes]
+                            .to_vec(),
+                    )
+                }
+            }
+        }
+
+        fn address(&self, buf: &CudaBuffer) -> u64 {
+            match buf {
+                CudaBuffer::Device(slice) => slice.device_ptr(&self.stream).0,
+                CudaBuffer::Mapped(_, dptr) => *dptr,
+            }
+        }
+
+        fn launch(&self, launch: &Launch, items: u64) -> Result<(), DeviceError> {
+            let threads = launch.threads(items);
+            if threads == 0 {
+                return Ok(());
+            }
+            let sig = launch.sig();
+            let f = self
+                .functions
+                .get(sig.name)
+                .ok_or_else(|| DeviceError::Ptx(format!("kernel {} not loaded", sig.name)))?;
+            let (blocks, block) =
+                gpsense_kernels::abi::launch_config(items, sig.threads_per_item, BLOCK);
+            let cfg = LaunchConfig {
+                grid_dim: (blocks, 1, 1),
+                block_dim: (block, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            let mut builder = self.stream.launch_builder(f);
+            macro_rules! go {
+                ($a:expr) => {{
+                    let arg = Arg(*$a);
+                    builder.arg(&arg);
+                    unsafe { builder.launch(cfg) }.map_err(driver(sig.name))?;
+                }};
+            }
+            match launch {
+                Launch::Identify(a) => go!(a),
+                Launch::CountWords(a) => go!(a),
+                Launch::WriteWords(a) => go!(a),
+                Launch::ScanChunks(a) | Launch::AddChunkOffsets(a) => go!(a),
+                Launch::FilterNeighbours(a) => go!(a),
+                Launch::Refine(a) => go!(a),
+                Launch::CountEdgeCandidates(a) | Launch::WriteEdgeCandidates(a) => go!(a),
+                Launch::CountExtensions(a) | Launch::WriteExtensions(a) => go!(a),
+            }
+            self.stream.synchronize().map_err(driver(sig.name))
+        }
+    }
+}
+
+#[cfg(feature = "cuda")]
+pub use imp::{CudaBuffer, CudaDevice};
+
+/// Without the `cuda` feature there is never a GPU.
+#[cfg(not(feature = "cuda"))]
+pub struct CudaDevice;
+
+#[cfg(not(feature = "cuda"))]
+impl CudaDevice {
+    pub fn open() -> Result<Self, DeviceError> {
+        Err(DeviceError::Unavailable(
+            "this build has no CUDA support (built without the `cuda` feature)".into(),
+        ))
+    }
+}
+
+#[cfg(not(feature = "cuda"))]
+impl Device for CudaDevice {
+    type Buffer = ();
+    fn describe(&self) -> String {
+        String::new()
+    }
+    fn free_memory(&self) -> Result<u64, DeviceError> {
+        Ok(0)
+    }
+    fn alloc_zeroed(&self, _: usize) -> Result<(), DeviceError> {
+        Err(DeviceError::Unavailable("no CUDA support".into()))
+    }
+    fn upload_bytes(&self, _: &[u8]) -> Result<(), DeviceError> {
+        Err(DeviceError::Unavailable("no CUDA support".into()))
+    }
+    fn map_host_bytes(&self, _: &[u8]) -> Result<(), DeviceError> {
+        Err(DeviceError::Unavailable("no CUDA support".into()))
+    }
+    fn download_bytes(&self, _: &(), _: usize) -> Result<Vec<u8>, DeviceError> {
+        Err(DeviceError::Unavailable("no CUDA support".into()))
+    }
+    fn address(&self, _: &()) -> u64 {
+        0
+    }
+    fn launch(&self, _: &Launch, _: u64) -> Result<(), DeviceError> {
+        Err(DeviceError::Unavailable("no CUDA support".into()))
+    }
+}
