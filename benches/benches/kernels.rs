@@ -47,7 +47,7 @@ fn variants(c: &mut Criterion) {
             b.iter(|| (v.run)(&mut values.clone()))
         });
     }
-    let mut out = vec![0u32; 32];
+    let mut out = [0u32; 32];
     for v in WRITE_WORD {
         group.bench_function(BenchmarkId::new("write-word-all-words", v.name), |b| {
             b.iter(|| {
