@@ -33,11 +33,16 @@ impl Rng {
 
 /// `edges` triples `relation<TAB>head<TAB>tail` over about `edges / 4` concepts, as TSV text.
 pub fn triples_tsv(edges: usize, seed: u64) -> String {
+    triples_tsv_block(edges, edges, seed)
+}
+
+/// `edges` triples of a graph sized for `total` edges (about `total / 4` concepts).
+pub fn triples_tsv_block(edges: usize, total: usize, seed: u64) -> String {
     const WORDS: [&str; 16] = [
         "red", "cake", "house", "run", "dog", "paper", "music", "cold", "sleep", "garden",
         "school", "water", "light", "car", "friend", "book",
     ];
-    let concepts = (edges / 4).max(2) as u64;
+    let concepts = (total / 4).max(2) as u64;
     let mut rng = Rng::new(seed);
     let mut out = String::with_capacity(edges * 32);
     let name = |i: u64, out: &mut String| {
