@@ -1,0 +1,653 @@
+//! TruST kernel bodies (inexact subgraph matching, paper `002`): the per-pair work of its three
+//! phases, as `no_std` functions over slices and scalars that never allocate (scratch space comes
+//! from the caller), so the CPU executor runs them now and a GPU launch can later.
+//!
+//! - Names: [`levenshtein_bounded`] and [`similarity_at_least`] compare two names given as Unicode
+//!   code points (one work-item per template node / data node pair).
+//! - One-hop score: [`one_hop`] mixes the name similarity of a (template node, data node) pair with
+//!   the value of a maximum-weight bipartite matching between their incident edges, computed
+//!   exactly by the Hungarian (Kuhn-Munkres) method in [`max_weight_assignment`].
+//! - Tree traversal: [`extend_branch`] grows one beam-search branch by one template node, emitting
+//!   every injective, topology-respecting extension with its score increment.
+//!
+//! Scoring (all scores lie in `[0, 1]`):
+//! - `S(t, d)`: `1 - lev(t, d) / max(|t|, |d|)` over code points, `0` below the threshold; `1` for a
+//!   variable template node.
+//! - Pair weight of a template edge `(t, t', dir, rel)` and a data edge `(d, d', dir', rel')` at `t`
+//!   and `d`: `0` unless `dir == dir'`; otherwise `S(t', d') * (1 - b + b * [rel matches rel'])`
+//!   with `b` the relation weight (a variable relation always matches).
+//! - `W(t, d)`: the best assignment of `t`'s incident template edges to distinct incident data edges
+//!   of `d`, divided by the template degree of `t` (`1` when `t` has no edges).
+//! - `OH(t, d) = a * S(t, d) + (1 - a) * W(t, d)`.
+//! - Edge agreement `E(u -rel-> v)` of a matching `m`: `1` when `m(u) -rel-> m(v)` is a data edge
+//!   (any relation for a variable one), `1 - b` when only other relations join them in that
+//!   direction, `0` otherwise.
+//! - A matching's score: `(sum over template nodes of OH + sum over template edges of E) / (|V| + |E|)`.
+//!   It is `1` exactly when every name is equal and every template edge is present with its
+//!   relation: an exact (non-induced, injective) embedding.
+
+use crate::view::{Adjacency, Dir, GraphView};
+use crate::NONE;
+
+/// A template edge without a fixed relation (`?r`): any data relation matches it.
+pub const ANY_RELATION: u32 = NONE;
+/// A template relation that the data graph does not have: it never earns the relation bonus.
+pub const ABSENT_RELATION: u32 = NONE - 1;
+/// The most incident edges (both directions, a self-loop counting twice) of one template node: the
+/// bound on the one-hop scratch space.
+pub const MAX_TEMPLATE_DEGREE: usize = 32;
+
+/// The two weights of the scoring formula.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Scoring {
+    /// `a`: the share of the name similarity in the one-hop score (the rest is the neighbourhood).
+    pub alpha: f32,
+    /// `b`: the share of a neighbour pair's or an edge's score that needs the relation to match.
+    pub relation_weight: f32,
+}
+
+impl Scoring {
+    /// The factor a pair of edges in the same direction gets: `1` when the relations agree (or the
+    /// template's is a variable), `1 - b` otherwise.
+    #[inline]
+    pub fn relation_factor(&self, wanted: u32, found: u16) -> f32 {
+        if wanted == ANY_RELATION || wanted == found as u32 {
+            1.0
+        } else {
+            1.0 - self.relation_weight
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Names
+
+/// Levenshtein distance between `a` and `b` (code points; unit costs), or `max + 1` as soon as it is
+/// certain to exceed `max`. `row` needs `b.len() + 1` slots. O(|a| |b|) at worst; it stops at the
+/// first row whose minimum exceeds `max`, since row minima never decrease.
+pub fn levenshtein_bounded(a: &[u32], b: &[u32], max: u32, row: &mut [u32]) -> u32 {
+    let over = max.saturating_add(1);
+    if a.len().abs_diff(b.len()) as u64 > max as u64 {
+        return over;
+    }
+    let row = &mut row[..=b.len()];
+    for (j, r) in row.iter_mut().enumerate() {
+        *r = j as u32;
+    }
+    for (i, &ca) in a.iter().enumerate() {
+        let mut diag = row[0];
+        row[0] = i as u32 + 1;
+        let mut best = row[0];
+        for (j, &cb) in b.iter().enumerate() {
+            let up = row[j + 1];
+            let v = (diag + (ca != cb) as u32).min(up + 1).min(row[j] + 1);
+            diag = up;
+            row[j + 1] = v;
+            best = best.min(v);
+        }
+        if best > max {
+            return over;
+        }
+    }
+    if row[b.len()] > max {
+        over
+    } else {
+        row[b.len()]
+    }
+}
+
+/// The largest edit distance that keeps `1 - dist / longest` at or above `threshold`.
+#[inline]
+pub fn max_distance(longest: usize, threshold: f32) -> u32 {
+    // The small slack absorbs rounding (0.3 * 10 is 2.9999998 in f32).
+    let d = (1.0 - threshold) * longest as f32 + 1e-4;
+    if d <= 0.0 {
+        0
+    } else {
+        d as u32
+    }
+}
+
+/// Normalised similarity `1 - lev(a, b) / max(|a|, |b|)` when it is at least `threshold`, else `0`.
+/// Two empty names are identical (`1`). `row` needs `b.len() + 1` slots.
+pub fn similarity_at_least(a: &[u32], b: &[u32], threshold: f32, row: &mut [u32]) -> f32 {
+    let longest = a.len().max(b.len());
+    if longest == 0 {
+        return 1.0;
+    }
+    let max = max_distance(longest, threshold);
+    let d = levenshtein_bounded(a, b, max, row);
+    if d > max {
+        0.0
+    } else {
+        1.0 - d as f32 / longest as f32
+    }
+}
+
+/// Kernel: the similarity of `query` and data name `ids[i]`, names given as code points in `chars`
+/// with name `k` at `chars[ends[k - 1]..ends[k]]` (from 0 for `k = 0`).
+pub fn similarity_item(
+    i: usize,
+    query: &[u32],
+    ids: &[u32],
+    chars: &[u32],
+    ends: &[u32],
+    threshold: f32,
+    row: &mut [u32],
+) -> f32 {
+    let k = ids[i] as usize;
+    let start = if k == 0 { 0 } else { ends[k - 1] as usize };
+    similarity_at_least(query, &chars[start..ends[k] as usize], threshold, row)
+}
+
+// ---------------------------------------------------------------------------------------------
+// One-hop score
+
+/// The template as kernels see it: per template node, its incident edges ("entries"), in CSR form.
+/// A template edge `u -> v` is an `Out` entry of `u` and an `In` entry of `v`.
+#[derive(Clone, Copy, Debug)]
+pub struct TemplateView<'a> {
+    /// `nodes + 1` offsets into the entry arrays.
+    pub offsets: &'a [u32],
+    /// The other endpoint of each entry.
+    pub others: &'a [u32],
+    /// Direction seen from the node: `Out` is `node -> other`.
+    pub dirs: &'a [Dir],
+    /// The data relation id, [`ANY_RELATION`] or [`ABSENT_RELATION`].
+    pub relations: &'a [u32],
+}
+
+impl TemplateView<'_> {
+    #[inline]
+    pub fn node_count(&self) -> usize {
+        self.offsets.len().saturating_sub(1)
+    }
+
+    #[inline]
+    pub fn entries(&self, t: u32) -> (usize, usize) {
+        (
+            self.offsets[t as usize] as usize,
+            self.offsets[t as usize + 1] as usize,
+        )
+    }
+}
+
+/// Scratch sizes (`f32` slots, `u32` slots) that [`one_hop`] needs for template degree `k`.
+pub const fn hop_scratch_len(k: usize) -> (usize, usize) {
+    let m = if k * k > k { k * k } else { k };
+    // f32: top weights k*k, cost k*m, u k+1, v m+1, minv m+1.
+    // u32: top columns k*k, top lengths k, columns m, p m+1, way m+1, used m+1.
+    (
+        k * k + k * m + (k + 1) + 2 * (m + 1),
+        k * k + k + m + 3 * (m + 1),
+    )
+}
+
+/// The data edges at one node as columns: `(direction, other endpoint, relation)` of column `c`,
+/// where columns `0..E` are outgoing CSR positions and `E..2E` incoming ones.
+#[inline]
+fn column(g: &GraphView, c: u32) -> (Dir, u32, u16) {
+    let e = g.out.targets.len() as u32;
+    if c < e {
+        (
+            Dir::Out,
+            g.out.targets[c as usize],
+            g.out.labels[c as usize],
+        )
+    } else {
+        let p = (c - e) as usize;
+        (Dir::In, g.inc.targets[p], g.inc.labels[p])
+    }
+}
+
+/// The weight of template entry `r` against a data edge, as in the module's formula.
+#[inline]
+#[allow(clippy::too_many_arguments)]
+fn pair_weight(
+    tpl: &TemplateView,
+    r: usize,
+    sim: &[f32],
+    nd: usize,
+    dir: Dir,
+    other: u32,
+    rel: u16,
+    scoring: &Scoring,
+) -> f32 {
+    if tpl.dirs[r] != dir {
+        return 0.0;
+    }
+    let s = sim[tpl.others[r] as usize * nd + other as usize];
+    if s <= 0.0 {
+        return 0.0;
+    }
+    s * scoring.relation_factor(tpl.relations[r], rel)
+}
+
+/// Kernel: `OH(t, d)` (see the module documentation). `sim` is the similarity table, row-major
+/// `template nodes x data nodes`. The scratch slices need [`hop_scratch_len`] of `t`'s degree.
+#[allow(clippy::too_many_arguments)]
+pub fn one_hop(
+    t: u32,
+    d: u32,
+    tpl: &TemplateView,
+    sim: &[f32],
+    g: &GraphView,
+    scoring: &Scoring,
+    scratch_f: &mut [f32],
+    scratch_u: &mut [u32],
+) -> f32 {
+    let nd = g.node_count();
+    let s = sim[t as usize * nd + d as usize];
+    let (a, b) = tpl.entries(t);
+    let w = if a == b {
+        // Nothing in the template's neighbourhood can disagree.
+        1.0
+    } else {
+        neighbourhood_match(t, d, tpl, sim, g, scoring, scratch_f, scratch_u) / (b - a) as f32
+    };
+    scoring.alpha * s + (1.0 - scoring.alpha) * w
+}
+
+/// The value of a maximum-weight matching between `t`'s template entries and `d`'s data edges.
+///
+/// Exact, and cheap on hubs: each row (template entry) keeps only its `k` best columns (data
+/// edges), `k` the number of rows. That loses nothing: if an optimal assignment gave row `r` a
+/// column outside its `k` best, one of those `k` is free (the other `k - 1` rows hold at most
+/// `k - 1` columns) and at least as heavy, so swapping keeps it optimal.
+#[allow(clippy::too_many_arguments)]
+fn neighbourhood_match(
+    t: u32,
+    d: u32,
+    tpl: &TemplateView,
+    sim: &[f32],
+    g: &GraphView,
+    scoring: &Scoring,
+    scratch_f: &mut [f32],
+    scratch_u: &mut [u32],
+) -> f32 {
+    let (a, b) = tpl.entries(t);
+    let k = b - a;
+    let m_cap = if k * k > k { k * k } else { k };
+    let (top_w, rest_f) = scratch_f.split_at_mut(k * k);
+    let (top_c, rest_u) = scratch_u.split_at_mut(k * k);
+    let (top_n, rest_u) = rest_u.split_at_mut(k);
+    let (cols, rest_u) = rest_u.split_at_mut(m_cap);
+    top_n.iter_mut().for_each(|n| *n = 0);
+    let nd = g.node_count();
+    let e = g.out.targets.len() as u32;
+    for (dir, adj, base) in [(Dir::Out, &g.out, 0u32), (Dir::In, &g.inc, e)] {
+        let (s, end) = adj.range(d);
+        for pos in s..end {
+            let (other, rel) = (adj.targets[pos], adj.labels[pos]);
+            for r in 0..k {
+                let w = pair_weight(tpl, a + r, sim, nd, dir, other, rel, scoring);
+                if w > 0.0 {
+                    keep_best(
+                        &mut top_w[r * k..(r + 1) * k],
+                        &mut top_c[r * k..(r + 1) * k],
+                        &mut top_n[r],
+                        w,
+                        base + pos as u32,
+                    );
+                }
+            }
+        }
+    }
+    if let Some(sum) = distinct_row_maxima(top_w, top_c, top_n, k) {
+        return sum;
+    }
+    // Union of the kept columns, sorted and deduplicated (insertion sort: at most k*k entries).
+    let mut n = 0;
+    for r in 0..k {
+        for &c in &top_c[r * k..r * k + top_n[r] as usize] {
+            cols[n] = c;
+            n += 1;
+        }
+    }
+    let ncols = sort_dedup(&mut cols[..n]);
+    let m = if ncols > k { ncols } else { k };
+    let (cost, rest_f) = rest_f.split_at_mut(k * m);
+    for r in 0..k {
+        for j in 0..m {
+            let w = if j < ncols {
+                let (dir, other, rel) = column(g, cols[j]);
+                pair_weight(tpl, a + r, sim, nd, dir, other, rel, scoring)
+            } else {
+                0.0
+            };
+            cost[r * m + j] = -w;
+        }
+    }
+    -min_cost_assignment(cost, k, m, rest_f, rest_u)
+}
+
+/// Inserts `(w, c)` into a row's list of its `k` heaviest columns (unsorted, `len` used).
+#[inline]
+fn keep_best(ws: &mut [f32], cs: &mut [u32], len: &mut u32, w: f32, c: u32) {
+    let n = *len as usize;
+    if n < ws.len() {
+        ws[n] = w;
+        cs[n] = c;
+        *len += 1;
+        return;
+    }
+    let mut lightest = 0;
+    for i in 1..n {
+        if ws[i] < ws[lightest] {
+            lightest = i;
+        }
+    }
+    if w > ws[lightest] {
+        ws[lightest] = w;
+        cs[lightest] = c;
+    }
+}
+
+/// When every row's heaviest column is different, taking them all is optimal: the sum.
+fn distinct_row_maxima(top_w: &[f32], top_c: &[u32], top_n: &[u32], k: usize) -> Option<f32> {
+    let mut sum = 0.0;
+    for r in 0..k {
+        let Some((w, c)) = row_max(top_w, top_c, top_n, k, r) else {
+            continue;
+        };
+        for r2 in 0..r {
+            if row_max(top_w, top_c, top_n, k, r2).is_some_and(|(_, c2)| c2 == c) {
+                return None;
+            }
+        }
+        sum += w;
+    }
+    Some(sum)
+}
+
+#[inline]
+fn row_max(top_w: &[f32], top_c: &[u32], top_n: &[u32], k: usize, r: usize) -> Option<(f32, u32)> {
+    let mut best: Option<(f32, u32)> = None;
+    for i in r * k..r * k + top_n[r] as usize {
+        if best.is_none_or(|(w, _)| top_w[i] > w) {
+            best = Some((top_w[i], top_c[i]));
+        }
+    }
+    best
+}
+
+/// Sorts a small slice in place and removes repeats; returns the new length.
+fn sort_dedup(xs: &mut [u32]) -> usize {
+    for i in 1..xs.len() {
+        let mut j = i;
+        while j > 0 && xs[j - 1] > xs[j] {
+            xs.swap(j - 1, j);
+            j -= 1;
+        }
+    }
+    let mut n = 0;
+    for i in 0..xs.len() {
+        if n == 0 || xs[n - 1] != xs[i] {
+            xs[n] = xs[i];
+            n += 1;
+        }
+    }
+    n
+}
+
+/// Maximum-weight assignment: the largest total of `weights` (row-major `rows x cols`, all
+/// non-negative, `rows <= cols`) over assignments of every row to a distinct column. With
+/// non-negative weights this is also the maximum-weight matching (a zero-weight pair is as good as
+/// none). Scratch sizes: [`assignment_scratch_len`].
+pub fn max_weight_assignment(
+    weights: &[f32],
+    rows: usize,
+    cols: usize,
+    scratch_f: &mut [f32],
+    scratch_u: &mut [u32],
+) -> f32 {
+    let (cost, rest) = scratch_f.split_at_mut(rows * cols);
+    for (c, &w) in cost.iter_mut().zip(weights) {
+        *c = -w;
+    }
+    -min_cost_assignment(cost, rows, cols, rest, scratch_u)
+}
+
+/// Scratch sizes (`f32`, `u32`) for [`max_weight_assignment`].
+pub const fn assignment_scratch_len(rows: usize, cols: usize) -> (usize, usize) {
+    (rows * cols + rows + 1 + 2 * (cols + 1), 3 * (cols + 1))
+}
+
+/// The Hungarian method with potentials (Kuhn-Munkres; O(rows^2 cols)): the minimum total `cost`
+/// (row-major `rows x cols`, `rows <= cols`) of assigning every row a distinct column. Iterative,
+/// no recursion: one shortest augmenting path per row.
+fn min_cost_assignment(
+    cost: &[f32],
+    rows: usize,
+    cols: usize,
+    scratch_f: &mut [f32],
+    scratch_u: &mut [u32],
+) -> f32 {
+    let (u, rest) = scratch_f.split_at_mut(rows + 1);
+    let (v, rest) = rest.split_at_mut(cols + 1);
+    let minv = &mut rest[..cols + 1];
+    let (p, rest) = scratch_u.split_at_mut(cols + 1);
+    let (way, rest) = rest.split_at_mut(cols + 1);
+    let used = &mut rest[..cols + 1];
+    u.iter_mut().for_each(|x| *x = 0.0);
+    v.iter_mut().for_each(|x| *x = 0.0);
+    p.iter_mut().for_each(|x| *x = 0);
+    // Rows and columns are 1-based below; column 0 is the virtual start of each augmenting path.
+    for i in 1..=rows {
+        p[0] = i as u32;
+        let mut j0 = 0usize;
+        minv.iter_mut().for_each(|x| *x = f32::INFINITY);
+        used.iter_mut().for_each(|x| *x = 0);
+        loop {
+            used[j0] = 1;
+            let i0 = p[j0] as usize;
+            let mut delta = f32::INFINITY;
+            let mut j1 = 0;
+            for j in 1..=cols {
+                if used[j] != 0 {
+                    continue;
+                }
+                let cur = cost[(i0 - 1) * cols + j - 1] - u[i0] - v[j];
+                if cur < minv[j] {
+                    minv[j] = cur;
+                    way[j] = j0 as u32;
+                }
+                if minv[j] < delta || j1 == 0 {
+                    delta = minv[j];
+                    j1 = j;
+                }
+            }
+            for j in 0..=cols {
+                if used[j] != 0 {
+                    u[p[j] as usize] += delta;
+                    v[j] -= delta;
+                } else {
+                    minv[j] -= delta;
+                }
+            }
+            j0 = j1;
+            if p[j0] == 0 {
+                break;
+            }
+        }
+        // Flip the augmenting path.
+        loop {
+            let j1 = way[j0] as usize;
+            p[j0] = p[j1];
+            j0 = j1;
+            if j0 == 0 {
+                break;
+            }
+        }
+    }
+    let mut total = 0.0;
+    for j in 1..=cols {
+        if p[j] != 0 {
+            total += cost[(p[j] as usize - 1) * cols + j - 1];
+        }
+    }
+    total
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tree traversal
+
+/// A template edge between the node being added and a node matched earlier (or itself: a
+/// self-loop).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Link {
+    /// The other template node (the added node itself for a self-loop).
+    pub other: u32,
+    /// Direction seen from `other`: `Out` is `other -> added`.
+    pub dir: Dir,
+    /// The data relation id, [`ANY_RELATION`] or [`ABSENT_RELATION`].
+    pub relation: u32,
+}
+
+/// How branches grow by one template node.
+#[derive(Clone, Copy, Debug)]
+pub struct Extension<'a> {
+    /// The template node added at this level.
+    pub node: u32,
+    /// Every template edge between `node` and already matched nodes, and `node`'s self-loops.
+    pub links: &'a [Link],
+    /// Candidates when `node` has no matched neighbour (the start node, or the first node of another
+    /// connected component): the data nodes with the best one-hop scores for `node`.
+    pub seeds: &'a [u32],
+}
+
+/// `E(from -wanted-> to)` (see the module documentation).
+#[inline]
+pub fn edge_score(g: &GraphView, from: u32, to: u32, wanted: u32, scoring: &Scoring) -> f32 {
+    if wanted < ABSENT_RELATION && g.out.has(from, wanted, to) {
+        return 1.0;
+    }
+    if !has_any_edge(g, from, to) {
+        return 0.0;
+    }
+    if wanted == ANY_RELATION {
+        1.0
+    } else {
+        1.0 - scoring.relation_weight
+    }
+}
+
+/// Whether any relation leads `from -> to`: searched in the shorter of `from`'s outgoing and `to`'s
+/// incoming list, one binary search per relation run.
+#[inline]
+pub fn has_any_edge(g: &GraphView, from: u32, to: u32) -> bool {
+    if g.out.degree(from) <= g.inc.degree(to) {
+        list_has(&g.out, from, to, usize::MAX)
+    } else {
+        list_has(&g.inc, to, from, usize::MAX)
+    }
+}
+
+/// Whether `w` is in `v`'s list (sorted by `(label, target)`) before position `before`: one binary
+/// search per label run.
+#[inline]
+fn list_has(adj: &Adjacency, v: u32, w: u32, before: usize) -> bool {
+    let (targets, labels) = adj.list(v);
+    let end = if before < targets.len() {
+        before
+    } else {
+        targets.len()
+    };
+    let mut s = 0;
+    while s < end {
+        let l = labels[s];
+        let e = s + labels[s..].partition_point(|&x| x == l);
+        let e = if e < end { e } else { end };
+        if targets[s..e].binary_search(&w).is_ok() {
+            return true;
+        }
+        s = e;
+    }
+    false
+}
+
+/// Kernel: grows the branch `row` (data node per template node, `NONE` when unmatched) by
+/// `ext.node`, calling `emit(data node, score increment)` once per distinct candidate. Candidates
+/// are the data nodes joined to the image of a linked template node in the link's direction (any
+/// relation), or `ext.seeds` when no link leads back to a matched node; a candidate already in the
+/// branch is skipped (injective). The increment is `OH(node, c)` plus `E` of every link.
+/// `oh_row` holds `OH(ext.node, .)` per data node. Returns the number emitted.
+pub fn extend_branch(
+    row: &[u32],
+    ext: &Extension,
+    g: &GraphView,
+    oh_row: &[f32],
+    scoring: &Scoring,
+    emit: &mut impl FnMut(u32, f32),
+) -> u32 {
+    let mut emitted = 0;
+    let mut any_link = false;
+    for (i, l) in ext.links.iter().enumerate() {
+        if l.other == ext.node || row[l.other as usize] == NONE {
+            continue;
+        }
+        any_link = true;
+        let adj = g.adj(l.dir);
+        let (targets, _) = adj.list(row[l.other as usize]);
+        for (pos, &c) in targets.iter().enumerate() {
+            // Each candidate once: at its first position in the first link's list that reaches it.
+            if list_has(adj, row[l.other as usize], c, pos)
+                || reached_before(row, ext, i, c, g)
+                || row.contains(&c)
+            {
+                continue;
+            }
+            emit(c, increment(row, ext, g, oh_row, scoring, c));
+            emitted += 1;
+        }
+    }
+    if !any_link {
+        for &c in ext.seeds {
+            if !row.contains(&c) {
+                emit(c, increment(row, ext, g, oh_row, scoring, c));
+                emitted += 1;
+            }
+        }
+    }
+    emitted
+}
+
+/// Whether a link before `i` already reaches `c`.
+#[inline]
+fn reached_before(row: &[u32], ext: &Extension, i: usize, c: u32, g: &GraphView) -> bool {
+    ext.links[..i].iter().any(|l| {
+        l.other != ext.node
+            && row[l.other as usize] != NONE
+            && list_has(g.adj(l.dir), row[l.other as usize], c, usize::MAX)
+    })
+}
+
+/// `OH(node, c)` plus the edge agreement of every link when `node` is matched to `c`.
+#[inline]
+fn increment(
+    row: &[u32],
+    ext: &Extension,
+    g: &GraphView,
+    oh_row: &[f32],
+    scoring: &Scoring,
+    c: u32,
+) -> f32 {
+    let mut inc = oh_row[c as usize];
+    for l in ext.links {
+        let x = if l.other == ext.node {
+            c
+        } else {
+            row[l.other as usize]
+        };
+        if x == NONE {
+            continue;
+        }
+        let (from, to) = match l.dir {
+            Dir::Out => (x, c),
+            Dir::In => (c, x),
+        };
+        inc += edge_score(g, from, to, l.relation, scoring);
+    }
+    inc
+}

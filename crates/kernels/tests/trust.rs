@@ -1,0 +1,405 @@
+//! TruST kernel bodies against brute force: Levenshtein against the textbook table, the Hungarian
+//! assignment against every permutation, the one-hop score (with its top-k column restriction and
+//! its fast path) against an exhaustive matching over all data edges, and branch extension against
+//! a direct enumeration.
+
+use gpsense_graph::{GraphBuilder, KnowledgeGraph};
+use gpsense_kernels::trust::{
+    assignment_scratch_len, extend_branch, hop_scratch_len, levenshtein_bounded,
+    max_weight_assignment, one_hop, similarity_at_least, Extension, Link, Scoring, TemplateView,
+    ANY_RELATION,
+};
+use gpsense_kernels::{Adjacency, Dir, GraphView, NONE};
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+
+    fn unit(&mut self) -> f32 {
+        (self.next() >> 40) as f32 / (1u64 << 24) as f32
+    }
+}
+
+fn adjacency(c: &gpsense_graph::Csr) -> Adjacency<'_> {
+    Adjacency {
+        offsets: c.offsets(),
+        targets: c.targets(),
+        labels: c.labels(),
+    }
+}
+
+fn view(g: &KnowledgeGraph) -> GraphView<'_> {
+    GraphView {
+        out: adjacency(g.out()),
+        inc: adjacency(g.inc()),
+        node_labels: g.node_labels(),
+    }
+}
+
+fn random_graph(rng: &mut Rng, nodes: u32, edges: usize, relations: u64) -> KnowledgeGraph {
+    let mut b = GraphBuilder::new();
+    for v in 0..nodes {
+        b.node(&v.to_string()).expect("node");
+    }
+    for r in 0..relations {
+        b.relation(&format!("r{r}")).expect("relation");
+    }
+    for _ in 0..edges {
+        let (s, t) = (
+            rng.below(nodes as u64) as u32,
+            rng.below(nodes as u64) as u32,
+        );
+        b.add_edge(s, rng.below(relations) as u16, t, 1.0);
+    }
+    b.build().expect("build").0
+}
+
+fn naive_levenshtein(a: &[u32], b: &[u32]) -> u32 {
+    let mut d = vec![vec![0u32; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i as u32;
+    }
+    for j in 0..=b.len() {
+        d[0][j] = j as u32;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let sub = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]) as u32;
+            d[i][j] = sub.min(d[i - 1][j] + 1).min(d[i][j - 1] + 1);
+        }
+    }
+    d[a.len()][b.len()]
+}
+
+fn code_points(s: &str) -> Vec<u32> {
+    s.chars().map(u32::from).collect()
+}
+
+#[test]
+fn levenshtein_matches_the_full_table_and_respects_its_bound() {
+    let mut rng = Rng(1);
+    let alphabet = ['a', 'b', 'c', 'é', '水'];
+    let mut row = vec![0u32; 16];
+    for _ in 0..5000 {
+        let word = |rng: &mut Rng| -> Vec<u32> {
+            (0..rng.below(9))
+                .map(|_| alphabet[rng.below(5) as usize] as u32)
+                .collect()
+        };
+        let (a, b) = (word(&mut rng), word(&mut rng));
+        let exact = naive_levenshtein(&a, &b);
+        let max = rng.below(10) as u32;
+        let got = levenshtein_bounded(&a, &b, max, &mut row);
+        if exact <= max {
+            assert_eq!(got, exact, "{a:?} {b:?} max {max}");
+        } else {
+            assert_eq!(got, max + 1, "{a:?} {b:?} max {max}");
+        }
+    }
+}
+
+#[test]
+fn similarity_is_by_code_points_and_thresholded() {
+    let mut row = vec![0u32; 32];
+    let s = |a: &str, b: &str, t: f32, row: &mut Vec<u32>| {
+        similarity_at_least(&code_points(a), &code_points(b), t, row)
+    };
+    // "café" and "cafe" differ by one code point of four (five UTF-8 bytes for the first).
+    assert_eq!(s("café", "cafe", 0.0, &mut row), 0.75);
+    assert_eq!(
+        s("chocolate cakes", "chocolate cake", 0.5, &mut row),
+        1.0 - 1.0 / 15.0
+    );
+    assert_eq!(s("", "", 0.9, &mut row), 1.0);
+    assert_eq!(s("abc", "xyz", 0.0, &mut row), 0.0);
+    assert_eq!(s("kitten", "sitting", 0.5, &mut row), 1.0 - 3.0 / 7.0);
+    assert_eq!(s("kitten", "sitting", 0.6, &mut row), 0.0);
+    // Exactly at the threshold counts (0.3 * 10 is not exactly 3 in f32).
+    assert_eq!(s("aaaaaaaaaa", "aaaaaaabbb", 0.7, &mut row), 0.7);
+}
+
+/// The best assignment of rows to distinct columns, by trying every injection.
+fn brute_assignment(w: &[f32], rows: usize, cols: usize) -> f32 {
+    fn go(w: &[f32], r: usize, rows: usize, cols: usize, used: &mut Vec<bool>) -> f32 {
+        if r == rows {
+            return 0.0;
+        }
+        let mut best = f32::NEG_INFINITY;
+        for c in 0..cols {
+            if !used[c] {
+                used[c] = true;
+                best = best.max(w[r * cols + c] + go(w, r + 1, rows, cols, used));
+                used[c] = false;
+            }
+        }
+        best
+    }
+    go(w, 0, rows, cols, &mut vec![false; cols])
+}
+
+#[test]
+fn hungarian_assignment_is_optimal() {
+    let mut rng = Rng(2);
+    for _ in 0..3000 {
+        let rows = 1 + rng.below(5) as usize;
+        let cols = rows + rng.below(3) as usize;
+        // Coarse values make ties (and zeros) common, which is where assignment codes go wrong.
+        let w: Vec<f32> = (0..rows * cols)
+            .map(|_| (rng.below(5) as f32) * 0.25)
+            .collect();
+        let (nf, nu) = assignment_scratch_len(rows, cols);
+        let got = max_weight_assignment(&w, rows, cols, &mut vec![0.0; nf], &mut vec![0; nu]);
+        let want = brute_assignment(&w, rows, cols);
+        assert!(
+            (got - want).abs() < 1e-5,
+            "{rows}x{cols} {w:?}: {got} vs {want}"
+        );
+    }
+}
+
+/// `W(t, d) * deg(t)` by exhaustive search over all data edges at `d` (no column restriction).
+fn brute_neighbourhood(
+    t: usize,
+    d: u32,
+    tpl: &TemplateView,
+    sim: &[f32],
+    g: &GraphView,
+    scoring: &Scoring,
+) -> f32 {
+    let nd = g.node_count();
+    let (a, b) = tpl.entries(t as u32);
+    let mut data: Vec<(Dir, u32, u16)> = Vec::new();
+    for (dir, adj) in [(Dir::Out, &g.out), (Dir::In, &g.inc)] {
+        let (ts, ls) = adj.list(d);
+        data.extend(ts.iter().zip(ls).map(|(&o, &l)| (dir, o, l)));
+    }
+    let rows = b - a;
+    let cols = data.len().max(rows);
+    let mut w = vec![0.0f32; rows * cols];
+    for r in 0..rows {
+        for (c, &(dir, o, l)) in data.iter().enumerate() {
+            if tpl.dirs[a + r] == dir {
+                w[r * cols + c] = sim[tpl.others[a + r] as usize * nd + o as usize]
+                    * scoring.relation_factor(tpl.relations[a + r], l);
+            }
+        }
+    }
+    if cols > 9 {
+        // Too many to enumerate: the Hungarian method (checked against brute force above).
+        let (nf, nu) = assignment_scratch_len(rows, cols);
+        return max_weight_assignment(&w, rows, cols, &mut vec![0.0; nf], &mut vec![0; nu]);
+    }
+    brute_assignment(&w, rows, cols)
+}
+
+/// A random template over `n` nodes as kernel arrays.
+struct RandomTemplate {
+    offsets: Vec<u32>,
+    others: Vec<u32>,
+    dirs: Vec<Dir>,
+    relations: Vec<u32>,
+}
+
+impl RandomTemplate {
+    fn new(rng: &mut Rng, n: usize, edges: usize, relations: u64) -> Self {
+        let mut lists: Vec<Vec<(u32, Dir, u32)>> = vec![Vec::new(); n];
+        for _ in 0..edges {
+            let (s, t) = (rng.below(n as u64) as usize, rng.below(n as u64) as usize);
+            let rel = if rng.below(4) == 0 {
+                ANY_RELATION
+            } else {
+                rng.below(relations) as u32
+            };
+            lists[s].push((t as u32, Dir::Out, rel));
+            lists[t].push((s as u32, Dir::In, rel));
+        }
+        let mut t = RandomTemplate {
+            offsets: vec![0],
+            others: Vec::new(),
+            dirs: Vec::new(),
+            relations: Vec::new(),
+        };
+        for l in lists {
+            for (o, d, r) in l {
+                t.others.push(o);
+                t.dirs.push(d);
+                t.relations.push(r);
+            }
+            t.offsets.push(t.others.len() as u32);
+        }
+        t
+    }
+
+    fn view(&self) -> TemplateView<'_> {
+        TemplateView {
+            offsets: &self.offsets,
+            others: &self.others,
+            dirs: &self.dirs,
+            relations: &self.relations,
+        }
+    }
+}
+
+#[test]
+fn one_hop_equals_an_exhaustive_matching() {
+    let mut rng = Rng(3);
+    let scoring = Scoring {
+        alpha: 0.5,
+        relation_weight: 0.5,
+    };
+    for round in 0..40 {
+        // Dense little graphs (hubs with many more edges than template rows) and sparse ones.
+        let nodes = 6 + rng.below(20) as u32;
+        let g = random_graph(&mut rng, nodes, (nodes as usize) * (1 + round % 6), 3);
+        let g = view(&g);
+        let n = 2 + rng.below(4) as usize;
+        let edges = 1 + rng.below(7) as usize;
+        let tpl = RandomTemplate::new(&mut rng, n, edges, 3);
+        let tpl = tpl.view();
+        let nd = g.node_count();
+        let sim: Vec<f32> = (0..n * nd)
+            .map(|_| match rng.below(4) {
+                0 => 0.0,
+                1 => 1.0,
+                _ => (rng.below(4) as f32 + 1.0) * 0.2,
+            })
+            .collect();
+        let k = (0..n)
+            .map(|t| tpl.entries(t as u32))
+            .map(|(a, b)| b - a)
+            .max()
+            .unwrap_or(0);
+        let (nf, nu) = hop_scratch_len(k);
+        let (mut sf, mut su) = (vec![0.0f32; nf], vec![0u32; nu]);
+        for t in 0..n {
+            let (a, b) = tpl.entries(t as u32);
+            for d in 0..nd as u32 {
+                let got = one_hop(t as u32, d, &tpl, &sim, &g, &scoring, &mut sf, &mut su);
+                let w = if a == b {
+                    1.0
+                } else {
+                    brute_neighbourhood(t, d, &tpl, &sim, &g, &scoring) / (b - a) as f32
+                };
+                let want = 0.5 * sim[t * nd + d as usize] + 0.5 * w;
+                assert!(
+                    (got - want).abs() < 1e-5,
+                    "round {round} t {t} d {d}: {got} vs {want}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn extend_branch_lists_each_injective_neighbour_once() {
+    let mut rng = Rng(4);
+    let scoring = Scoring {
+        alpha: 0.5,
+        relation_weight: 0.5,
+    };
+    for _ in 0..200 {
+        let nodes = 5 + rng.below(15) as u32;
+        let kg = random_graph(&mut rng, nodes, nodes as usize * 3, 3);
+        let g = view(&kg);
+        // Template nodes 0 and 1 are matched; node 2 is added with links to both and a self-loop.
+        let row = [
+            rng.below(nodes as u64) as u32,
+            rng.below(nodes as u64) as u32,
+            NONE,
+        ];
+        if row[0] == row[1] {
+            continue;
+        }
+        let links = [
+            Link {
+                other: 0,
+                dir: Dir::Out,
+                relation: rng.below(3) as u32,
+            },
+            Link {
+                other: 1,
+                dir: Dir::In,
+                relation: ANY_RELATION,
+            },
+            Link {
+                other: 2,
+                dir: Dir::Out,
+                relation: 0,
+            },
+        ];
+        let ext = Extension {
+            node: 2,
+            links: &links,
+            seeds: &[],
+        };
+        let oh: Vec<f32> = (0..nodes).map(|_| rng.unit()).collect();
+        let mut got = Vec::new();
+        extend_branch(&row, &ext, &g, &oh, &scoring, &mut |c, inc| {
+            got.push((c, inc))
+        });
+        let mut want = Vec::new();
+        for c in 0..nodes {
+            let adjacent = kg.out().neighbours(row[0]).0.contains(&c)
+                || kg.out().neighbours(c).0.contains(&row[1]);
+            if !adjacent || row.contains(&c) {
+                continue;
+            }
+            let edge = |from: u32, rel: Option<u16>, to: u32| {
+                if rel.is_some_and(|r| kg.out().has_edge(from, Some(r), to)) {
+                    1.0
+                } else if kg.out().has_edge(from, None, to) {
+                    if rel.is_none() {
+                        1.0
+                    } else {
+                        0.5
+                    }
+                } else {
+                    0.0
+                }
+            };
+            let inc = oh[c as usize]
+                + edge(row[0], Some(links[0].relation as u16), c)
+                + edge(c, None, row[1])
+                + edge(c, Some(0), c);
+            want.push((c, inc));
+        }
+        got.sort_by_key(|x| x.0);
+        assert_eq!(got.len(), want.len(), "{got:?} vs {want:?}");
+        for ((c, a), (c2, b)) in got.iter().zip(&want) {
+            assert_eq!(c, c2);
+            assert!((a - b).abs() < 1e-6);
+        }
+    }
+}
+
+#[test]
+fn extend_branch_uses_seeds_without_a_matched_neighbour() {
+    let mut rng = Rng(5);
+    let kg = random_graph(&mut rng, 10, 20, 2);
+    let g = view(&kg);
+    let oh = vec![0.5f32; 10];
+    let row = [3, NONE];
+    let ext = Extension {
+        node: 1,
+        links: &[],
+        seeds: &[3, 7, 1],
+    };
+    let scoring = Scoring {
+        alpha: 0.5,
+        relation_weight: 0.5,
+    };
+    let mut got = Vec::new();
+    extend_branch(&row, &ext, &g, &oh, &scoring, &mut |c, _| got.push(c));
+    assert_eq!(got, [7, 1], "seed 3 is taken by the branch already");
+}

@@ -1,0 +1,374 @@
+//! TruST: inexact (approximate) subgraph matching over a knowledge graph. This crate owns the
+//! TruST method (Truncated Search Tree; Gross et al., parallelised after the seed paper `002`):
+//! templates with fuzzy node names, the name index, the similarity and one-hop score tables, the
+//! beam search, and the ranked answer with per-node and per-edge agreement. The per-pair work runs
+//! as the `no_std` kernel bodies of `gpsense_kernels::trust`, executed in parallel with rayon.
+//!
+//! # Scoring
+//!
+//! For a template node `t` and a data node `d` (all scores in `[0, 1]`):
+//!
+//! - `S(t, d) = 1 - lev(t, d) / max(|t|, |d|)`, the normalised Levenshtein similarity of their
+//!   case-folded names in Unicode code points, taken as `0` below [`Params::threshold`]; `1` for a
+//!   template node that matches anything (a query variable).
+//! - `W(t, d)`: the value of a maximum-weight bipartite matching (exact, by the Hungarian method)
+//!   between the incident edges of `t` and of `d`, divided by `t`'s template degree (`1` for an
+//!   isolated `t`). A template edge `t - t'` and a data edge `d - d'` weigh
+//!   `S(t', d') * (1 - b + b * [same relation])` when they have the same direction at `t` and `d`,
+//!   and `0` otherwise; `b` is [`Params::relation_weight`]; a variable relation always agrees.
+//! - `OH(t, d) = a * S(t, d) + (1 - a) * W(t, d)`, `a` = [`Params::alpha`] (0.5 as in the paper).
+//! - A matching `m` (injective) also scores each template edge `u -r-> v`: `E = 1` when
+//!   `m(u) -r-> m(v)` is a data edge, `1 - b` when only other relations join them that way, `0`
+//!   otherwise.
+//! - `score(m) = (sum_t OH(t, m(t)) + sum_e E(e)) / (|V_T| + |E_T|)`. It is `1` exactly for an exact
+//!   embedding (equal names, every template edge present with its relation), the maximum.
+//!
+//! # Search
+//!
+//! Beam search over the template nodes in a connected order (see `search`): a branch grows only to
+//! data nodes adjacent to its already matched images, in the template edge's direction; the `beam`
+//! best branches by cumulative score survive each level; branches that reach the same matching
+//! are kept once. The depth is the number of template nodes. A template node with no matched
+//! neighbour yet (the first, or the first of another connected component) starts from the `beam`
+//! data nodes with the best one-hop score.
+
+mod error;
+mod names;
+mod score;
+mod search;
+mod template;
+
+use std::time::{Duration, Instant};
+
+use gpsense_graph::{KnowledgeGraph, LabelId, NodeId};
+use gpsense_kernels::trust::{edge_score, Scoring, ABSENT_RELATION, ANY_RELATION};
+use gpsense_kernels::{Adjacency, GraphView};
+
+pub use error::TrustError;
+pub use gpsense_kernels::trust::MAX_TEMPLATE_DEGREE;
+pub use names::{fold, NameIndex};
+pub use score::MAX_TEMPLATE_NODES;
+pub use template::{node_text, NodeLabel, NodeText, Template, TemplateEdge, TemplateNode};
+
+use score::Prepared;
+use search::{Beam, Plan};
+
+/// The knobs of a search.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Params {
+    /// `a`: weight of the name similarity in the one-hop score (the rest is the neighbourhood).
+    pub alpha: f32,
+    /// `b`: the share of an edge's score that needs its relation to match.
+    pub relation_weight: f32,
+    /// Names less similar than this count as `0` (and are never compared one by one).
+    pub threshold: f32,
+    /// Branches kept per level.
+    pub beam: usize,
+    /// Matchings returned (at most `beam`).
+    pub top: usize,
+}
+
+impl Default for Params {
+    fn default() -> Self {
+        Params {
+            alpha: 0.5,
+            relation_weight: 0.5,
+            threshold: 0.5,
+            beam: 128,
+            top: 10,
+        }
+    }
+}
+
+impl Params {
+    pub fn validate(&self) -> Result<(), TrustError> {
+        let unit = |name, v: f32| {
+            if (0.0..=1.0).contains(&v) {
+                Ok(())
+            } else {
+                Err(TrustError::BadParameter {
+                    name,
+                    value: v.to_string(),
+                    why: "must lie between 0 and 1",
+                })
+            }
+        };
+        unit("alpha", self.alpha)?;
+        unit("relation weight", self.relation_weight)?;
+        unit("threshold", self.threshold)?;
+        if self.beam == 0 || self.top == 0 {
+            return Err(TrustError::BadParameter {
+                name: if self.beam == 0 { "beam" } else { "top" },
+                value: "0".into(),
+                why: "must be at least 1",
+            });
+        }
+        if self.top > self.beam {
+            return Err(TrustError::BadParameter {
+                name: "top",
+                value: self.top.to_string(),
+                why: "cannot exceed the beam width (only that many branches survive)",
+            });
+        }
+        Ok(())
+    }
+
+    fn scoring(&self) -> Scoring {
+        Scoring {
+            alpha: self.alpha,
+            relation_weight: self.relation_weight,
+        }
+    }
+}
+
+/// How a template node was matched.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct NodeAgreement {
+    /// `S(t, m(t))`.
+    pub similarity: f32,
+    /// `OH(t, m(t))`.
+    pub one_hop: f32,
+}
+
+/// What the data graph has between the images of a template edge's endpoints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EdgeFound {
+    /// The edge, with the template's relation (or any, for a variable relation).
+    Exact(LabelId),
+    /// Only other relations, in the template's direction.
+    OtherRelation(LabelId),
+    /// Only edges the other way round (scored 0: direction matters).
+    Reversed(LabelId),
+    Missing,
+}
+
+/// How a template edge was matched.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct EdgeAgreement {
+    pub found: EdgeFound,
+    /// `E(e)`.
+    pub score: f32,
+}
+
+/// One ranked matching.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Match {
+    /// `score(m)`, in `[0, 1]`; `1` for an exact embedding.
+    pub score: f32,
+    /// The data node of each template node.
+    pub nodes: Vec<NodeId>,
+    /// Per template node.
+    pub node_agreement: Vec<NodeAgreement>,
+    /// Per template edge.
+    pub edge_agreement: Vec<EdgeAgreement>,
+}
+
+/// Time per phase.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Timings {
+    pub similarity: Duration,
+    pub one_hop: Duration,
+    pub traversal: Duration,
+}
+
+/// The answer to a search: best first.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Answer {
+    pub matches: Vec<Match>,
+    /// The template nodes in the order the search matched them.
+    pub order: Vec<usize>,
+    /// Template relations the data graph lacks (their edges never earn the relation bonus).
+    pub unknown_relations: Vec<String>,
+    pub timings: Timings,
+}
+
+/// TruST over one data graph: the name index is built once and shared by every search.
+pub struct Trust<'g> {
+    graph: &'g KnowledgeGraph,
+    index: NameIndex,
+    text: NodeText,
+}
+
+impl<'g> Trust<'g> {
+    /// Compares template names with data node names.
+    pub fn new(graph: &'g KnowledgeGraph) -> Self {
+        Self::with_node_text(graph, NodeText::Name)
+    }
+
+    /// Compares template names with the chosen text of data nodes (names, or label names).
+    pub fn with_node_text(graph: &'g KnowledgeGraph, text: NodeText) -> Self {
+        Trust {
+            graph,
+            index: NameIndex::build(graph, text),
+            text,
+        }
+    }
+
+    pub fn graph(&self) -> &'g KnowledgeGraph {
+        self.graph
+    }
+
+    pub fn node_text(&self) -> NodeText {
+        self.text
+    }
+
+    /// The `params.top` best matchings of `template`, best first (fewer when fewer exist).
+    pub fn search(&self, template: &Template, params: &Params) -> Result<Answer, TrustError> {
+        params.validate()?;
+        if self.graph.node_count() == 0 {
+            return Err(TrustError::EmptyData);
+        }
+        let prepared = Prepared::new(template, self.graph)?;
+        let g = view(self.graph);
+        let scoring = params.scoring();
+        let start = Instant::now();
+        let sim = score::similarity_table(template, &self.index, params.threshold);
+        let similarity = start.elapsed();
+        let start = Instant::now();
+        let oh = score::one_hop_table(&prepared, &sim, &g, &scoring);
+        let one_hop = start.elapsed();
+        let start = Instant::now();
+        let plan = Plan::new(template, &prepared.edge_relations);
+        let branches = Beam {
+            plan: &plan,
+            oh: &oh,
+            g: &g,
+            scoring,
+            beam: params.beam,
+        }
+        .run();
+        let traversal = start.elapsed();
+        let nd = self.graph.node_count();
+        let complete = if branches.len() > 0 && !branches.row(0).contains(&gpsense_kernels::NONE) {
+            branches.len().min(params.top)
+        } else {
+            0
+        };
+        let matches = (0..complete)
+            .map(|b| self.explain(template, &prepared, branches.row(b), &sim, &oh, nd, params))
+            .collect();
+        Ok(Answer {
+            matches,
+            order: plan.order,
+            unknown_relations: self.unknown_relations(template, &prepared),
+            timings: Timings {
+                similarity,
+                one_hop,
+                traversal,
+            },
+        })
+    }
+
+    /// A matching with its agreements and its score recomputed from them.
+    #[allow(clippy::too_many_arguments)]
+    fn explain(
+        &self,
+        t: &Template,
+        p: &Prepared,
+        row: &[u32],
+        sim: &[f32],
+        oh: &[f32],
+        nd: usize,
+        params: &Params,
+    ) -> Match {
+        let node_agreement: Vec<NodeAgreement> = row
+            .iter()
+            .enumerate()
+            .map(|(u, &d)| NodeAgreement {
+                similarity: sim[u * nd + d as usize],
+                one_hop: oh[u * nd + d as usize],
+            })
+            .collect();
+        let g = view(self.graph);
+        let edge_agreement: Vec<EdgeAgreement> = t
+            .edges
+            .iter()
+            .zip(&p.edge_relations)
+            .map(|(e, &rel)| {
+                let (from, to) = (row[e.source], row[e.target]);
+                EdgeAgreement {
+                    found: edge_found(&g, from, to, rel),
+                    score: edge_score(&g, from, to, rel, &params.scoring()),
+                }
+            })
+            .collect();
+        let total: f32 = node_agreement.iter().map(|a| a.one_hop).sum::<f32>()
+            + edge_agreement.iter().map(|a| a.score).sum::<f32>();
+        Match {
+            score: total / (t.nodes.len() + t.edges.len()) as f32,
+            nodes: row.to_vec(),
+            node_agreement,
+            edge_agreement,
+        }
+    }
+
+    fn unknown_relations(&self, t: &Template, p: &Prepared) -> Vec<String> {
+        let mut names: Vec<String> = t
+            .edges
+            .iter()
+            .zip(&p.edge_relations)
+            .filter(|(_, &r)| r == ABSENT_RELATION)
+            .filter_map(|(e, _)| e.relation.clone())
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    }
+}
+
+/// What joins `from` and `to` in the data, for the template relation `rel`.
+fn edge_found(g: &GraphView, from: u32, to: u32, rel: u32) -> EdgeFound {
+    if rel < ABSENT_RELATION && g.out.has(from, rel, to) {
+        return EdgeFound::Exact(rel as LabelId);
+    }
+    if let Some(l) = first_relation(&g.out, from, to) {
+        return if rel == ANY_RELATION {
+            EdgeFound::Exact(l)
+        } else {
+            EdgeFound::OtherRelation(l)
+        };
+    }
+    match first_relation(&g.out, to, from) {
+        Some(l) => EdgeFound::Reversed(l),
+        None => EdgeFound::Missing,
+    }
+}
+
+/// The smallest relation of an edge `from -> to`, if any.
+fn first_relation(adj: &Adjacency, from: u32, to: u32) -> Option<LabelId> {
+    let (targets, labels) = adj.list(from);
+    targets
+        .iter()
+        .zip(labels)
+        .find(|(&w, _)| w == to)
+        .map(|(_, &l)| l)
+}
+
+/// The graph's CSR arrays as the kernels see them.
+pub fn view(g: &KnowledgeGraph) -> GraphView<'_> {
+    GraphView {
+        out: adjacency(g.out()),
+        inc: adjacency(g.inc()),
+        node_labels: g.node_labels(),
+    }
+}
+
+fn adjacency(c: &gpsense_graph::Csr) -> Adjacency<'_> {
+    Adjacency {
+        offsets: c.offsets(),
+        targets: c.targets(),
+        labels: c.labels(),
+    }
+}
+
+/// One-shot convenience: index `graph` and search it (build a [`Trust`] to search one graph often).
+pub fn search(
+    graph: &KnowledgeGraph,
+    template: &Template,
+    params: &Params,
+) -> Result<Answer, TrustError> {
+    Trust::new(graph).search(template, params)
+}
+
+#[cfg(test)]
+mod tests;

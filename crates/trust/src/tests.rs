@@ -1,0 +1,172 @@
+//! Unit tests on small hand-made graphs.
+
+use gpsense_graph::ingest::{ingest_bytes, Format, IngestOptions};
+
+use super::*;
+
+/// A graph from `head<TAB>relation<TAB>tail` lines.
+fn graph(triples: &str) -> KnowledgeGraph {
+    let text = format!("#head\trelation\ttail\n{triples}");
+    ingest_bytes(text.as_bytes(), Format::Triples, &IngestOptions::default())
+        .expect("ingest")
+        .0
+}
+
+fn kitchen() -> KnowledgeGraph {
+    graph(
+        "chocolate cake\tIsA\tdessert\n\
+         dessert\tHasProperty\tsweet\n\
+         chocolate cake\tHasProperty\tsweet\n\
+         lemon\tHasProperty\tsour\n\
+         lemon\tIsA\tfruit\n\
+         fruit\tHasProperty\tsweet\n\
+         cake\tIsA\tbaked good\n\
+         dessert\tAtLocation\trestaurant\n",
+    )
+}
+
+fn names(g: &KnowledgeGraph, m: &Match) -> Vec<String> {
+    m.nodes.iter().map(|&v| g.node_name(v).to_owned()).collect()
+}
+
+#[test]
+fn misspelt_query_finds_the_intended_concepts() {
+    let g = kitchen();
+    let (t, _) =
+        Template::parse(r#"SELECT * WHERE { "chocolate cakes" IsA ?x . ?x HasProperty sweet }"#)
+            .expect("parse");
+    let a = search(&g, &t, &Params::default()).expect("search");
+    let best = &a.matches[0];
+    assert_eq!(names(&g, best), ["chocolate cake", "dessert", "sweet"]);
+    assert!(best.score < 1.0 && best.score > 0.9, "{}", best.score);
+    assert!(best
+        .edge_agreement
+        .iter()
+        .all(|e| matches!(e.found, EdgeFound::Exact(_)) && e.score == 1.0));
+    let s = best.node_agreement[0].similarity;
+    assert!((s - (1.0 - 1.0 / 15.0)).abs() < 1e-6, "{s}");
+    // Scores are sorted and every match is a distinct, injective matching.
+    for w in a.matches.windows(2) {
+        assert!(w[0].score >= w[1].score);
+        assert_ne!(w[0].nodes, w[1].nodes);
+    }
+}
+
+#[test]
+fn an_exact_template_scores_one_and_nothing_scores_more() {
+    let g = kitchen();
+    let (t, _) =
+        Template::parse("SELECT * WHERE { lemon IsA ?f . ?f HasProperty sweet }").expect("parse");
+    let a = search(&g, &t, &Params::default()).expect("search");
+    assert_eq!(names(&g, &a.matches[0]), ["lemon", "fruit", "sweet"]);
+    assert!((a.matches[0].score - 1.0).abs() < 1e-6);
+    assert!(a.matches[1..].iter().all(|m| m.score < 1.0 - 1e-6));
+}
+
+#[test]
+fn direction_and_relation_count() {
+    let g = kitchen();
+    // The relation is wrong: the edge still matches, with the relation part of its score lost.
+    let (t, _) = Template::parse("SELECT * WHERE { lemon AtLocation fruit }").expect("parse");
+    let a = search(&g, &t, &Params::default()).expect("search");
+    let best = &a.matches[0];
+    assert_eq!(names(&g, best), ["lemon", "fruit"]);
+    assert_eq!(best.edge_agreement[0].score, 0.5);
+    assert!(matches!(
+        best.edge_agreement[0].found,
+        EdgeFound::OtherRelation(_)
+    ));
+    // Reversed: the search follows the template's direction, so lemon is never reached from fruit.
+    let (t, _) = Template::parse("SELECT * WHERE { fruit IsA lemon }").expect("parse");
+    let a = search(&g, &t, &Params::default()).expect("search");
+    assert!(a.matches.iter().all(|m| names(&g, m) != ["fruit", "lemon"]));
+}
+
+#[test]
+fn unknown_relations_are_reported_and_still_matched_by_topology() {
+    let g = kitchen();
+    let (t, _) = Template::parse("SELECT * WHERE { lemon Tastes sour }").expect("parse");
+    let a = search(&g, &t, &Params::default()).expect("search");
+    assert_eq!(a.unknown_relations, ["Tastes"]);
+    assert_eq!(names(&g, &a.matches[0]), ["lemon", "sour"]);
+    assert_eq!(a.matches[0].edge_agreement[0].score, 0.5);
+}
+
+#[test]
+fn parameters_and_templates_are_checked() {
+    let g = kitchen();
+    let (t, _) = Template::parse("SELECT * WHERE { lemon IsA ?x }").expect("parse");
+    for bad in [
+        Params {
+            alpha: 1.5,
+            ..Params::default()
+        },
+        Params {
+            threshold: -0.1,
+            ..Params::default()
+        },
+        Params {
+            beam: 0,
+            ..Params::default()
+        },
+        Params {
+            top: 200,
+            beam: 100,
+            ..Params::default()
+        },
+    ] {
+        assert!(matches!(
+            search(&g, &t, &bad),
+            Err(TrustError::BadParameter { .. })
+        ));
+    }
+    assert_eq!(
+        search(&g, &Template::new(), &Params::default()),
+        Err(TrustError::EmptyTemplate)
+    );
+    let mut t = Template::new();
+    t.add_fuzzy("x");
+    assert!(matches!(
+        t.add_edge(0, 3, None),
+        Err(TrustError::BadEdge { .. })
+    ));
+    let hub = t.add_fuzzy("hub");
+    for i in 0..=MAX_TEMPLATE_DEGREE {
+        let leaf = t.add_any(&format!("?l{i}"));
+        t.add_edge(hub, leaf, None).expect("edge");
+    }
+    assert!(matches!(
+        search(&g, &t, &Params::default()),
+        Err(TrustError::DegreeTooLarge { .. })
+    ));
+}
+
+#[test]
+fn disconnected_templates_are_matched_per_component() {
+    let g = kitchen();
+    let (t, _) =
+        Template::parse("SELECT * WHERE { lemon IsA fruit . dessert AtLocation restaurant }")
+            .expect("parse");
+    let a = search(&g, &t, &Params::default()).expect("search");
+    assert_eq!(
+        names(&g, &a.matches[0]),
+        ["lemon", "fruit", "dessert", "restaurant"]
+    );
+    assert!((a.matches[0].score - 1.0).abs() < 1e-6);
+}
+
+#[test]
+fn reported_score_equals_the_beam_score() {
+    // The beam's cumulative score and the score recomputed from the agreements agree.
+    let g = kitchen();
+    let (t, _) = Template::parse(
+        "SELECT * WHERE { ?c IsA dessert . ?c HasProperty ?p . dessert HasProperty ?p }",
+    )
+    .expect("parse");
+    let a = search(&g, &t, &Params::default()).expect("search");
+    assert_eq!(
+        names(&g, &a.matches[0]),
+        ["chocolate cake", "dessert", "sweet"]
+    );
+    assert!((a.matches[0].score - 1.0).abs() < 1e-6);
+}
