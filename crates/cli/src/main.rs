@@ -132,6 +132,9 @@ struct MatchArgs {
     /// Worker threads (default: all cores).
     #[arg(long)]
     threads: Option<usize>,
+    /// Stop each query after this many milliseconds, reporting what was found by then as timed out.
+    #[arg(long)]
+    timeout_ms: Option<u64>,
     /// Refuse disconnected queries whose components' match counts multiply beyond this (without LIMIT).
     #[arg(long, default_value_t = 1_000_000_000)]
     max_cartesian: u64,
@@ -146,6 +149,7 @@ impl MatchArgs {
             limit: self.limit,
             max_cartesian: self.max_cartesian,
             single_thread: self.threads == Some(1),
+            timeout: self.timeout_ms.map(std::time::Duration::from_millis),
             ..MatchOptions::default()
         };
         if let Some(b) = self.memory_budget {

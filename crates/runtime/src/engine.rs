@@ -55,6 +55,8 @@ pub struct MatchReport {
     /// Rows produced (after DISTINCT and LIMIT), or matches counted.
     pub rows: u64,
     pub limit_reached: bool,
+    /// The time limit (`MatchOptions::timeout`) stopped the match: `rows` is what was found by then.
+    pub timed_out: bool,
     pub engine: EngineKind,
     /// Why `auto` ran on the CPU (no GPU: the reason), for a one-line notice.
     pub fallback: Option<String>,
@@ -188,6 +190,7 @@ impl<'g> Engine<'g> {
         let mut report = MatchReport {
             fallback,
             device: None,
+            timed_out: false,
             rows: 0,
             limit_reached: false,
             engine,
@@ -250,7 +253,8 @@ impl<'g> Engine<'g> {
             count_only,
             opts.memory_budget / 2,
             on_rows,
-        );
+        )
+        .with_deadline(opts.timeout.map(|t| start + t));
         let join_start = Instant::now();
         if !cands.any_empty() {
             match engine {
@@ -300,6 +304,7 @@ impl<'g> Engine<'g> {
             }
         }
         times.join = join_start.elapsed() - times.edge_candidates;
+        report.timed_out = out.timed_out();
         let (rows, limit_reached, error) = out.finish();
         if let Some(e) = error {
             return Err(e);
@@ -365,7 +370,7 @@ impl<'g> Engine<'g> {
 }
 
 /// The sub-query of one connected component (`nodes`), without projection or limit.
-fn component_query(q: &QueryGraph, nodes: &[usize]) -> QueryGraph {
+pub(crate) fn component_query(q: &QueryGraph, nodes: &[usize]) -> QueryGraph {
     let index = |u: usize| nodes.iter().position(|&x| x == u);
     let mut vars: Vec<usize> = Vec::new();
     let mut edges = Vec::new();

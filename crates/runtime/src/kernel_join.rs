@@ -160,10 +160,17 @@ impl KernelJoin<'_> {
         let mut counts = vec![0u64; n_parents * lanes];
         let g = self.g;
         self.ex.map(&mut counts, |item| {
+            // A deadline or a satisfied limit ends the launch early, as a GPU kernel would check a flag.
+            if out.stopped() {
+                return 0;
+            }
             let row = &parents[item / lanes * width..][..width];
             let (t, l) = self.list(level, row);
             count_extensions(row, item % lanes, lanes, &level.step, t, l, &g)
         });
+        if out.stopped() {
+            return Ok(());
+        }
         let total: u64 = counts.iter().sum();
         if last && out.count_only() {
             out.add_count(total);

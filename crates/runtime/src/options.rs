@@ -109,6 +109,8 @@ pub struct MatchOptions {
     pub lanes: usize,
     /// Run on one thread (for repeatable timings and tests).
     pub single_thread: bool,
+    /// Stop a match after this long; the report then says `timed_out` and holds the answer so far.
+    pub timeout: Option<std::time::Duration>,
 }
 
 impl Default for MatchOptions {
@@ -122,6 +124,7 @@ impl Default for MatchOptions {
             max_cartesian: 1_000_000_000,
             lanes: 1,
             single_thread: false,
+            timeout: None,
         }
     }
 }

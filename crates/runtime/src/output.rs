@@ -2,6 +2,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
+use std::time::Instant;
 
 use hashbrown::HashSet;
 
@@ -45,6 +46,9 @@ pub struct Output<'a> {
     counted: AtomicU64,
     limit_reached: AtomicBool,
     stop: AtomicBool,
+    /// When the caller's time limit ends the match.
+    deadline: Option<Instant>,
+    timed_out: AtomicBool,
     state: Mutex<State<'a>>,
 }
 
@@ -67,6 +71,8 @@ impl<'a> Output<'a> {
             limit_reached: AtomicBool::new(false),
             // Even LIMIT 0 runs until a first row, to tell whether the limit cut anything.
             stop: AtomicBool::new(false),
+            deadline: None,
+            timed_out: AtomicBool::new(false),
             state: Mutex::new(State {
                 emitted: 0,
                 seen: HashSet::new(),
@@ -82,8 +88,27 @@ impl<'a> Output<'a> {
         self.count_only
     }
 
+    /// Stops the match at `deadline` (the answer so far is kept and reported as timed out).
+    pub fn with_deadline(mut self, deadline: Option<Instant>) -> Self {
+        self.deadline = deadline;
+        self
+    }
+
     pub fn stopped(&self) -> bool {
-        self.stop.load(Ordering::Relaxed)
+        if self.stop.load(Ordering::Relaxed) {
+            return true;
+        }
+        if self.deadline.is_some_and(|d| Instant::now() >= d) {
+            self.timed_out.store(true, Ordering::Relaxed);
+            self.stop.store(true, Ordering::Relaxed);
+            return true;
+        }
+        false
+    }
+
+    /// Whether the deadline cut the match short.
+    pub fn timed_out(&self) -> bool {
+        self.timed_out.load(Ordering::Relaxed)
     }
 
     /// Count-only mode: `n` more matches.

@@ -228,3 +228,48 @@ fn the_row_callback_can_stop_the_match() {
         assert!(rows >= 1);
     }
 }
+
+/// A time limit stops a huge count early and says so; without one the same engine runs on.
+#[test]
+fn a_timeout_stops_the_match_and_is_reported() {
+    let mut b = gpsense_graph::GraphBuilder::new();
+    for i in 0..40 {
+        for j in 0..40 {
+            if i != j {
+                b.add_triple(&format!("n{i}"), "r", &format!("n{j}"), 1.0)
+                    .unwrap();
+            }
+        }
+    }
+    let g = b.build().unwrap().0;
+    let q = gpsense_planner::compile(
+        "SELECT * WHERE { ?a r ?b . ?b r ?c . ?c r ?d . ?d r ?e . ?e r ?f . ?f r ?g }",
+        &g,
+    )
+    .unwrap();
+    let engine = Engine::new(&g);
+    for kind in [EngineKind::Dfs, EngineKind::Kernels] {
+        let o = MatchOptions {
+            timeout: Some(std::time::Duration::from_millis(20)),
+            ..opts(kind, Semantics::Iso)
+        };
+        let start = std::time::Instant::now();
+        let report = engine.count(&q, &o).unwrap();
+        assert!(
+            report.timed_out,
+            "{kind}: 40*39*...*34 = 3.3e9 matches cannot be counted in 20 ms"
+        );
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(20),
+            "{kind} ignored the deadline"
+        );
+        let quick = engine
+            .count(&compile_small(&g), &opts(kind, Semantics::Iso))
+            .unwrap();
+        assert!(!quick.timed_out);
+    }
+}
+
+fn compile_small(g: &gpsense_graph::KnowledgeGraph) -> gpsense_planner::QueryGraph {
+    gpsense_planner::compile("SELECT * WHERE { n1 r ?x }", g).unwrap()
+}

@@ -43,7 +43,9 @@ pub fn run(args: Args) -> Result<()> {
     if args.explain {
         eprint!("{}", explain::report(&q, graph, &report));
     }
-    let cut = if report.limit_reached {
+    let cut = if report.timed_out {
+        " (timed out: the answer is incomplete)"
+    } else if report.limit_reached {
         " (limit reached: more matches exist)"
     } else {
         ""
