@@ -12,6 +12,9 @@ pub fn report(q: &QueryGraph, g: &KnowledgeGraph, r: &MatchReport) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "semantics: {}", r.semantics.describe());
     let _ = writeln!(out, "engine:    {}", r.engine);
+    if let Some(device) = &r.device {
+        let _ = writeln!(out, "device:    {device}");
+    }
     let _ = writeln!(out, "query graph:\n{}", indent(&q.describe(g)));
     let _ = writeln!(
         out,
@@ -25,6 +28,15 @@ pub fn report(q: &QueryGraph, g: &KnowledgeGraph, r: &MatchReport) -> String {
     );
     for why in &r.plan.rationale {
         let _ = writeln!(out, "  {why}");
+    }
+    if r.join_plan.order != r.plan.order {
+        let _ = writeln!(
+            out,
+            "join order (re-chosen from the candidate counts after filtering):"
+        );
+        for why in &r.join_plan.rationale {
+            let _ = writeln!(out, "  {why}");
+        }
     }
     let _ = writeln!(
         out,
