@@ -5,3 +5,4 @@
 pub mod querygen;
 pub mod raw;
 pub mod synth;
+pub mod trust_trials;

@@ -105,6 +105,10 @@ enum Command {
         #[command(flatten)]
         matching: MatchArgs,
     },
+    /// Inexact matching (TruST): the best near matches of a query whose concepts may be misspelt,
+    /// e.g. `gpsense trust 'SELECT * WHERE { "chocolate cakes" IsA ?x . ?x HasProperty sweet }'`,
+    /// or of a template graph file in a data graph file (`--data D --template T`).
+    Trust(commands::trust::TrustArgs),
 }
 
 /// Options shared by `query` and `match`.
@@ -227,6 +231,7 @@ fn main() -> ExitCode {
             expected,
             options: matching.options(),
         }),
+        Command::Trust(args) => commands::trust::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -124,6 +124,125 @@ pub fn similarity_at_least(a: &[u32], b: &[u32], threshold: f32, row: &mut [u32]
     }
 }
 
+/// The longest pattern the bit-parallel distance handles (one machine word).
+pub const PATTERN_BITS: usize = 64;
+
+/// A name prepared for the bit-parallel distance: for each character, the bit mask of its positions
+/// (Myers 1999). ASCII characters are looked up in a table; others in a short list.
+#[derive(Clone, Copy, Debug)]
+pub struct Pattern<'a> {
+    /// Mask per ASCII character (128 entries).
+    pub ascii: &'a [u64],
+    /// Distinct non-ASCII characters of the pattern and their masks.
+    pub other_chars: &'a [u32],
+    pub other_masks: &'a [u64],
+    /// Pattern length (at most [`PATTERN_BITS`]).
+    pub len: usize,
+}
+
+impl Pattern<'_> {
+    #[inline]
+    fn mask(&self, c: u32) -> u64 {
+        if c < 128 {
+            return self.ascii[c as usize];
+        }
+        for (i, &o) in self.other_chars.iter().enumerate() {
+            if o == c {
+                return self.other_masks[i];
+            }
+        }
+        0
+    }
+}
+
+/// Fills a [`Pattern`]'s tables for `query` (at most [`PATTERN_BITS`] code points): `ascii` has 128
+/// slots, `other_chars`/`other_masks` room for `query.len()`. Returns the number of non-ASCII
+/// characters used.
+pub fn build_pattern(
+    query: &[u32],
+    ascii: &mut [u64],
+    other_chars: &mut [u32],
+    other_masks: &mut [u64],
+) -> usize {
+    ascii.iter_mut().for_each(|m| *m = 0);
+    let mut others = 0;
+    for (i, &c) in query.iter().enumerate() {
+        let bit = 1u64 << i;
+        if c < 128 {
+            ascii[c as usize] |= bit;
+            continue;
+        }
+        match other_chars[..others].iter().position(|&o| o == c) {
+            Some(k) => other_masks[k] |= bit,
+            None => {
+                other_chars[others] = c;
+                other_masks[others] = bit;
+                others += 1;
+            }
+        }
+    }
+    others
+}
+
+/// Levenshtein distance between a pattern and `text` by the bit-parallel method of Myers (1999), in
+/// Hyyrö's form for the global distance: one pass of a few word operations per text character.
+pub fn levenshtein_bits(p: &Pattern, text: &[u32]) -> u32 {
+    let m = p.len;
+    if m == 0 {
+        return text.len() as u32;
+    }
+    let last = 1u64 << (m - 1);
+    let (mut pv, mut mv) = (u64::MAX, 0u64);
+    let mut score = m as u32;
+    for &c in text {
+        let eq = p.mask(c);
+        let xv = eq | mv;
+        let xh = ((eq & pv).wrapping_add(pv) ^ pv) | eq;
+        let mut ph = mv | !(xh | pv);
+        let mut mh = pv & xh;
+        if ph & last != 0 {
+            score += 1;
+        } else if mh & last != 0 {
+            score -= 1;
+        }
+        // Row 0 of the table is 0, 1, 2, ...: every horizontal step there is +1.
+        ph = (ph << 1) | 1;
+        mh <<= 1;
+        pv = mh | !(xv | ph);
+        mv = ph & xv;
+    }
+    score
+}
+
+/// Kernel: the similarity of a pattern (a template name) and data name `ids[i]` (see
+/// [`similarity_item`] for the name layout), `0` below `threshold`.
+pub fn similarity_bits_item(
+    i: usize,
+    p: &Pattern,
+    ids: &[u32],
+    chars: &[u32],
+    ends: &[u32],
+    threshold: f32,
+) -> f32 {
+    let k = ids[i] as usize;
+    let start = if k == 0 { 0 } else { ends[k - 1] as usize };
+    let text = &chars[start..ends[k] as usize];
+    let longest = p.len.max(text.len());
+    if longest == 0 {
+        return 1.0;
+    }
+    let max = max_distance(longest, threshold);
+    if p.len.abs_diff(text.len()) as u64 > max as u64 {
+        return 0.0;
+    }
+    let d = levenshtein_bits(p, text);
+    if d > max {
+        0.0
+    } else {
+        1.0 - d as f32 / longest as f32
+    }
+}
+
 /// Kernel: the similarity of `query` and data name `ids[i]`, names given as code points in `chars`
 /// with name `k` at `chars[ends[k - 1]..ends[k]]` (from 0 for `k = 0`).
 pub fn similarity_item(
@@ -572,40 +691,47 @@ fn list_has(adj: &Adjacency, v: u32, w: u32, before: usize) -> bool {
 /// are the data nodes joined to the image of a linked template node in the link's direction (any
 /// relation), or `ext.seeds` when no link leads back to a matched node; a candidate already in the
 /// branch is skipped (injective). The increment is `OH(node, c)` plus `E` of every link.
-/// `oh_row` holds `OH(ext.node, .)` per data node. Returns the number emitted.
+/// `oh_row` holds `OH(ext.node, .)` per data node. `emit` returns the smallest increment still
+/// wanted (`f32::NEG_INFINITY` for all): a candidate whose bound `OH + links` is below it is
+/// skipped before its edges are looked up, which keeps hubs cheap. Returns the number emitted.
 pub fn extend_branch(
     row: &[u32],
     ext: &Extension,
     g: &GraphView,
     oh_row: &[f32],
     scoring: &Scoring,
-    emit: &mut impl FnMut(u32, f32),
+    emit: &mut impl FnMut(u32, f32) -> f32,
 ) -> u32 {
     let mut emitted = 0;
     let mut any_link = false;
+    let mut floor = f32::NEG_INFINITY;
+    // Each link adds at most 1.
+    let slack = ext.links.len() as f32;
     for (i, l) in ext.links.iter().enumerate() {
         if l.other == ext.node || row[l.other as usize] == NONE {
             continue;
         }
         any_link = true;
         let adj = g.adj(l.dir);
-        let (targets, _) = adj.list(row[l.other as usize]);
+        let x = row[l.other as usize];
+        let (targets, labels) = adj.list(x);
         for (pos, &c) in targets.iter().enumerate() {
-            // Each candidate once: at its first position in the first link's list that reaches it.
-            if list_has(adj, row[l.other as usize], c, pos)
-                || reached_before(row, ext, i, c, g)
-                || row.contains(&c)
-            {
+            if oh_row[c as usize] + slack < floor || row.contains(&c) {
                 continue;
             }
-            emit(c, increment(row, ext, g, oh_row, scoring, c));
+            // Each candidate once: at its first position in the first link's list that reaches it.
+            let later_run = pos > 0 && labels[pos] != labels[0];
+            if (later_run && list_has(adj, x, c, pos)) || reached_before(row, ext, i, c, g) {
+                continue;
+            }
+            floor = emit(c, increment(row, ext, g, oh_row, scoring, c));
             emitted += 1;
         }
     }
     if !any_link {
         for &c in ext.seeds {
-            if !row.contains(&c) {
-                emit(c, increment(row, ext, g, oh_row, scoring, c));
+            if oh_row[c as usize] + slack >= floor && !row.contains(&c) {
+                floor = emit(c, increment(row, ext, g, oh_row, scoring, c));
                 emitted += 1;
             }
         }

@@ -5,9 +5,9 @@
 
 use gpsense_graph::{GraphBuilder, KnowledgeGraph};
 use gpsense_kernels::trust::{
-    assignment_scratch_len, extend_branch, hop_scratch_len, levenshtein_bounded,
-    max_weight_assignment, one_hop, similarity_at_least, Extension, Link, Scoring, TemplateView,
-    ANY_RELATION,
+    assignment_scratch_len, build_pattern, extend_branch, hop_scratch_len, levenshtein_bits,
+    levenshtein_bounded, max_weight_assignment, one_hop, similarity_at_least, similarity_bits_item,
+    Extension, Link, Pattern, Scoring, TemplateView, ANY_RELATION,
 };
 use gpsense_kernels::{Adjacency, Dir, GraphView, NONE};
 
@@ -70,8 +70,8 @@ fn naive_levenshtein(a: &[u32], b: &[u32]) -> u32 {
     for (i, row) in d.iter_mut().enumerate() {
         row[0] = i as u32;
     }
-    for j in 0..=b.len() {
-        d[0][j] = j as u32;
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j as u32;
     }
     for i in 1..=a.len() {
         for j in 1..=b.len() {
@@ -106,6 +106,53 @@ fn levenshtein_matches_the_full_table_and_respects_its_bound() {
         } else {
             assert_eq!(got, max + 1, "{a:?} {b:?} max {max}");
         }
+    }
+}
+
+#[test]
+fn bit_parallel_levenshtein_matches_the_full_table() {
+    let mut rng = Rng(11);
+    let alphabet = ['a', 'b', 'c', ' ', 'é', '水', 'ß'];
+    let (mut ascii, mut oc, mut om) = (vec![0u64; 128], vec![0u32; 64], vec![0u64; 64]);
+    let mut row = vec![0u32; 128];
+    for round in 0..20000 {
+        // Mostly short names; some up to the 64-character limit.
+        let len = |rng: &mut Rng| {
+            if round % 10 == 0 {
+                rng.below(65) as usize
+            } else {
+                rng.below(12) as usize
+            }
+        };
+        let (la, lb) = (len(&mut rng), len(&mut rng));
+        let a: Vec<u32> = (0..la)
+            .map(|_| alphabet[rng.below(7) as usize] as u32)
+            .collect();
+        let b: Vec<u32> = (0..lb)
+            .map(|_| alphabet[rng.below(7) as usize] as u32)
+            .collect();
+        let others = build_pattern(&a, &mut ascii, &mut oc, &mut om);
+        let p = Pattern {
+            ascii: &ascii,
+            other_chars: &oc[..others],
+            other_masks: &om[..others],
+            len: a.len(),
+        };
+        assert_eq!(
+            levenshtein_bits(&p, &b),
+            naive_levenshtein(&a, &b),
+            "{a:?} {b:?}"
+        );
+        // The item kernel agrees with the dynamic programme's thresholded similarity.
+        let t = rng.below(5) as f32 * 0.25;
+        let chars = b.clone();
+        let ends = [b.len() as u32];
+        let bits = similarity_bits_item(0, &p, &[0], &chars, &ends, t);
+        assert_eq!(
+            bits,
+            similarity_at_least(&a, &b, t, &mut row),
+            "{a:?} {b:?} {t}"
+        );
     }
 }
 
@@ -346,7 +393,8 @@ fn extend_branch_lists_each_injective_neighbour_once() {
         let oh: Vec<f32> = (0..nodes).map(|_| rng.unit()).collect();
         let mut got = Vec::new();
         extend_branch(&row, &ext, &g, &oh, &scoring, &mut |c, inc| {
-            got.push((c, inc))
+            got.push((c, inc));
+            f32::NEG_INFINITY
         });
         let mut want = Vec::new();
         for c in 0..nodes {
@@ -380,6 +428,19 @@ fn extend_branch_lists_each_injective_neighbour_once() {
             assert_eq!(c, c2);
             assert!((a - b).abs() < 1e-6);
         }
+        // With a floor, nothing at or above it is ever skipped.
+        let floor = want.get(want.len() / 2).map_or(0.0, |w| w.1);
+        let mut pruned = Vec::new();
+        extend_branch(&row, &ext, &g, &oh, &scoring, &mut |c, _| {
+            pruned.push(c);
+            floor
+        });
+        for (c, inc) in &want {
+            assert!(
+                *inc < floor || pruned.contains(c),
+                "candidate {c} ({inc} >= {floor}) was skipped"
+            );
+        }
     }
 }
 
@@ -400,6 +461,9 @@ fn extend_branch_uses_seeds_without_a_matched_neighbour() {
         relation_weight: 0.5,
     };
     let mut got = Vec::new();
-    extend_branch(&row, &ext, &g, &oh, &scoring, &mut |c, _| got.push(c));
+    extend_branch(&row, &ext, &g, &oh, &scoring, &mut |c, _| {
+        got.push(c);
+        f32::NEG_INFINITY
+    });
     assert_eq!(got, [7, 1], "seed 3 is taken by the branch already");
 }

@@ -12,7 +12,9 @@
 //! Candidates that pass are verified with the Levenshtein kernel, in parallel.
 
 use gpsense_graph::KnowledgeGraph;
-use gpsense_kernels::trust::{max_distance, similarity_item};
+use gpsense_kernels::trust::{
+    build_pattern, max_distance, similarity_bits_item, similarity_item, Pattern, PATTERN_BITS,
+};
 use hashbrown::HashMap;
 use rayon::prelude::*;
 
@@ -109,20 +111,49 @@ impl NameIndex {
     }
 
     /// Every node whose similarity to `query` (folded code points) is at least `threshold`, with
-    /// that similarity. Filtered by the index, verified in parallel by the Levenshtein kernel.
+    /// that similarity. Filtered by the index, verified in parallel by the bit-parallel Levenshtein
+    /// kernel (the dynamic programme for names over 64 characters).
     pub fn matches(&self, query: &[u32], threshold: f32) -> Vec<(u32, f32)> {
-        let candidates = self.candidates(query, threshold);
-        let longest = self.by_length.len();
-        candidates
-            .par_iter()
-            .map_init(
-                || vec![0u32; longest + 1],
-                |row, &v| {
-                    let ids = core::slice::from_ref(&v);
-                    let s = similarity_item(0, query, ids, &self.chars, &self.ends, threshold, row);
-                    (v, s)
-                },
-            )
+        let ids = self.candidates(query, threshold);
+        let scored: Vec<(u32, f32)> = if query.len() <= PATTERN_BITS {
+            let (mut ascii, mut chars, mut masks) = ([0u64; 128], [0u32; 64], [0u64; 64]);
+            let others = build_pattern(query, &mut ascii, &mut chars, &mut masks);
+            let p = Pattern {
+                ascii: &ascii,
+                other_chars: &chars[..others],
+                other_masks: &masks[..others],
+                len: query.len(),
+            };
+            (0..ids.len())
+                .into_par_iter()
+                .map(|i| {
+                    let s = similarity_bits_item(i, &p, &ids, &self.chars, &self.ends, threshold);
+                    (ids[i], s)
+                })
+                .collect()
+        } else {
+            let longest = self.by_length.len();
+            (0..ids.len())
+                .into_par_iter()
+                .map_init(
+                    || vec![0u32; longest + 1],
+                    |row, i| {
+                        let s = similarity_item(
+                            i,
+                            query,
+                            &ids,
+                            &self.chars,
+                            &self.ends,
+                            threshold,
+                            row,
+                        );
+                        (ids[i], s)
+                    },
+                )
+                .collect()
+        };
+        scored
+            .into_iter()
             .filter(|&(_, s)| s > 0.0 && s >= threshold)
             .collect()
     }
@@ -155,24 +186,31 @@ impl NameIndex {
     fn count_filter(&self, query: &[u32], threshold: f32, out: &mut Vec<u32>) {
         let mut wanted: Vec<u64> = bigrams(query).collect();
         wanted.sort_unstable();
-        let mut common: HashMap<u32, u32> = HashMap::new();
+        // Dense counters: posting lists of common bigrams are long, and a hash map per hit costs
+        // more than one pass over a counter per node.
+        let mut common = vec![0u16; self.len()];
+        let mut touched = Vec::new();
         let mut i = 0;
         while i < wanted.len() {
             let gram = wanted[i];
             let j = i + wanted[i..].partition_point(|&g| g == gram);
-            let in_query = (j - i) as u32;
+            let in_query = (j - i).min(u16::MAX as usize) as u16;
             if let Some(&(s, e)) = self.grams.get(&gram) {
                 for &(v, c) in &self.postings[s as usize..e as usize] {
-                    *common.entry(v).or_insert(0) += in_query.min(c as u32);
+                    let slot = &mut common[v as usize];
+                    if *slot == 0 {
+                        touched.push(v);
+                    }
+                    *slot = slot.saturating_add(in_query.min(c));
                 }
             }
             i = j;
         }
         let l = query.len();
-        for (v, shared) in common {
+        for v in touched {
             let m = self.text(v).len();
             let need = required_common(l, m, threshold);
-            if need > 0 && within_length(l, m, threshold) && shared as i64 >= need {
+            if need > 0 && within_length(l, m, threshold) && common[v as usize] as i64 >= need {
                 out.push(v);
             }
         }

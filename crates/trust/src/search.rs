@@ -165,16 +165,26 @@ impl Beam<'_> {
     /// branches.
     fn children(&self, branches: &Branches, ext: &Extension) -> Vec<Child> {
         let oh_row = self.oh_row(ext.node as usize);
+        let beam = self.beam;
         let per_branch: Vec<Vec<Child>> = (0..branches.len())
             .into_par_iter()
             .map_init(Vec::new, |buf: &mut Vec<Child>, b| {
                 buf.clear();
                 let base = branches.scores[b];
                 let row = branches.row(b);
+                // Once `2 * beam` children are buffered, the buffer is cut to its best `beam`; a
+                // later child must beat the worst of those. The kernel skips only candidates whose
+                // bound is strictly below, so ties survive and results do not depend on list order.
+                let mut floor = f32::NEG_INFINITY;
                 extend_branch(row, ext, self.g, oh_row, &self.scoring, &mut |c, inc| {
-                    buf.push((base + inc, b as u32, c))
+                    buf.push((base + inc, b as u32, c));
+                    if buf.len() >= 2 * beam {
+                        keep_best(buf, beam);
+                        floor = buf.iter().map(|c| c.0).fold(f32::INFINITY, f32::min) - base;
+                    }
+                    floor
                 });
-                keep_best(buf, self.beam);
+                keep_best(buf, beam);
                 buf.clone()
             })
             .collect();

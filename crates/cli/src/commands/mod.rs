@@ -2,3 +2,4 @@ pub mod info;
 pub mod ingest;
 pub mod match_cmd;
 pub mod query;
+pub mod trust;

@@ -1,0 +1,302 @@
+//! `gpsense trust`: inexact subgraph matching (TruST). Ranks the near matches of a query whose
+//! concepts may be misspelt or absent, or of a template graph file, by name similarity and topology.
+
+use std::io;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use gpsense_graph::ingest::{ingest, IngestOptions};
+use gpsense_graph::KnowledgeGraph;
+use gpsense_planner::parse::{Projection, Term};
+use gpsense_planner::Query;
+use gpsense_trust::{Answer, EdgeFound, Match, NodeLabel, NodeText, Params, Template, Trust};
+
+use crate::fmt::millis;
+use crate::graph_source;
+use crate::progress::Bar;
+use crate::rows::{RowFormat, RowWriter};
+
+/// Options of `gpsense trust`.
+#[derive(clap::Args)]
+pub struct TrustArgs {
+    /// The query (SPARQL basic graph pattern): concepts are fuzzy names, variables match anything,
+    /// e.g. 'SELECT * WHERE { "chocolate cakes" IsA ?x . ?x HasProperty sweet }'.
+    query: Option<String>,
+    /// Read the query from a file.
+    #[arg(short = 'f', long = "file")]
+    file: Option<PathBuf>,
+    /// The graph for a query: a snapshot or any file `ingest` reads (default: the embedded
+    /// ConceptNet-100K).
+    #[arg(long, conflicts_with = "data")]
+    graph: Option<PathBuf>,
+    /// A data graph file (snapshot, benchmark .graph, triples...), searched for --template.
+    #[arg(long, requires = "template")]
+    data: Option<PathBuf>,
+    /// A template graph file (benchmark .graph, or triples naming the nodes; a node named `?x`
+    /// matches anything).
+    #[arg(long, requires = "data")]
+    template: Option<PathBuf>,
+    /// Branches kept per level of the search.
+    #[arg(long, default_value_t = Params::default().beam)]
+    beam: usize,
+    /// Matchings printed (at most --beam).
+    #[arg(long, default_value_t = Params::default().top)]
+    top: usize,
+    /// Weight of the name similarity in the one-hop score (the rest is the neighbourhood).
+    #[arg(long, default_value_t = Params::default().alpha)]
+    alpha: f32,
+    /// Share of an edge's score that needs its relation to match.
+    #[arg(long, default_value_t = Params::default().relation_weight)]
+    relation_weight: f32,
+    /// Names less similar than this count as dissimilar (0 compares every pair).
+    #[arg(long, default_value_t = Params::default().threshold)]
+    threshold: f32,
+    /// What template names are compared with: name, label (node label names, for the benchmark
+    /// format) or auto (labels when both graphs have node labels).
+    #[arg(long, default_value = "auto")]
+    compare: Compare,
+    /// Output format of the rows.
+    #[arg(long, default_value = "tsv", value_parser = |s: &str| s.parse::<RowFormat>())]
+    format: RowFormat,
+    /// Print on stderr, per matching, how each template node and edge was matched, and the time
+    /// per phase.
+    #[arg(long)]
+    explain: bool,
+    /// Worker threads (default: all cores).
+    #[arg(long)]
+    threads: Option<usize>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum Compare {
+    Auto,
+    Name,
+    Label,
+}
+
+/// A template with what the output needs: its columns (template nodes) and their headers.
+struct Job {
+    template: Template,
+    columns: Vec<usize>,
+    headers: Vec<String>,
+    limit: Option<u64>,
+}
+
+pub fn run(args: TrustArgs) -> Result<()> {
+    match args.threads {
+        Some(n) => rayon::ThreadPoolBuilder::new()
+            .num_threads(n.max(1))
+            .build()
+            .context("cannot start the worker threads")?
+            .install(|| run_on_pool(&args)),
+        None => run_on_pool(&args),
+    }
+}
+
+fn run_on_pool(args: &TrustArgs) -> Result<()> {
+    let (loaded, job, text) = match (&args.data, &args.template) {
+        (Some(data), Some(template)) => {
+            let loaded = graph_source::load(Some(data))?;
+            let tg = load_template(template)?;
+            let text = node_text(args.compare, &loaded.graph, &tg);
+            (loaded, template_job(&tg, text), text)
+        }
+        _ => {
+            let query_text = query_text(args)?;
+            let (template, query) = Template::parse(&query_text)
+                .map_err(|e| anyhow::anyhow!("{}", render(&e, &query_text)))?;
+            let loaded = graph_source::load(args.graph.as_deref())?;
+            let text = match args.compare {
+                Compare::Label => NodeText::Label,
+                _ => NodeText::Name,
+            };
+            (loaded, query_job(template, &query), text)
+        }
+    };
+    let graph = &loaded.graph;
+    let mut params = Params {
+        alpha: args.alpha,
+        relation_weight: args.relation_weight,
+        threshold: args.threshold,
+        beam: args.beam,
+        top: args.top,
+    };
+    if let Some(limit) = job.limit {
+        params.top = params.top.min(limit.max(1) as usize);
+    }
+    let start = Instant::now();
+    let trust = Trust::with_node_text(graph, text);
+    let index_time = start.elapsed();
+    let answer = trust.search(&job.template, &params)?;
+    for r in &answer.unknown_relations {
+        eprintln!("note: the graph has no relation {r:?}; its edges match by topology only");
+    }
+    write_rows(graph, &job, &answer, args.format)?;
+    if args.explain {
+        eprint!("{}", explain(graph, &job.template, &answer));
+    }
+    let t = answer.timings;
+    eprintln!(
+        "{} matchings in {} [TruST, beam {}: name index {}, similarity {}, one-hop {}, traversal {}]",
+        answer.matches.len(),
+        millis(start.elapsed()),
+        params.beam,
+        millis(index_time),
+        millis(t.similarity),
+        millis(t.one_hop),
+        millis(t.traversal)
+    );
+    Ok(())
+}
+
+fn render(e: &gpsense_trust::TrustError, text: &str) -> String {
+    match e {
+        gpsense_trust::TrustError::Parse(p) => p.render(text),
+        other => other.to_string(),
+    }
+}
+
+fn query_text(args: &TrustArgs) -> Result<String> {
+    match (&args.query, &args.file) {
+        (Some(t), None) => Ok(t.clone()),
+        (None, Some(f)) => std::fs::read_to_string(f)
+            .with_context(|| format!("cannot read the query file {}", f.display())),
+        (Some(_), Some(_)) => {
+            bail!("give the query either as an argument or with -f FILE, not both")
+        }
+        (None, None) => bail!(
+            "no query: give one (SELECT * WHERE {{ ... }}), -f FILE, or --data D --template T"
+        ),
+    }
+}
+
+fn load_template(path: &PathBuf) -> Result<KnowledgeGraph> {
+    let (g, _) = ingest(
+        std::slice::from_ref(path),
+        &IngestOptions::default(),
+        &Bar::default(),
+    )
+    .with_context(|| format!("cannot read the template {}", path.display()))?;
+    Ok(g)
+}
+
+fn node_text(compare: Compare, data: &KnowledgeGraph, template: &KnowledgeGraph) -> NodeText {
+    match compare {
+        Compare::Name => NodeText::Name,
+        Compare::Label => NodeText::Label,
+        Compare::Auto if data.has_node_labels() && template.has_node_labels() => NodeText::Label,
+        Compare::Auto => NodeText::Name,
+    }
+}
+
+/// Columns of a query: the projected variables, then the concepts (a fuzzy concept's match is part
+/// of the answer).
+fn query_job(template: Template, query: &Query) -> Job {
+    let variables: Vec<usize> = match &query.projection {
+        Projection::All => (0..template.nodes.len())
+            .filter(|&i| template.nodes[i].label == NodeLabel::Any)
+            .collect(),
+        Projection::Variables(vs) => vs
+            .iter()
+            .filter_map(|v| {
+                let name = format!("?{}", v.value);
+                template.nodes.iter().position(|n| n.name == name)
+            })
+            .collect(),
+    };
+    let concepts = (0..template.nodes.len()).filter(|&i| template.nodes[i].label != NodeLabel::Any);
+    let columns: Vec<usize> = variables.into_iter().chain(concepts).collect();
+    let headers = columns
+        .iter()
+        .map(|&i| {
+            let n = &template.nodes[i];
+            match &n.label {
+                NodeLabel::Any => n.name.trim_start_matches('?').to_owned(),
+                NodeLabel::Fuzzy(_) => Term::Name(n.name.clone()).to_query_text(),
+            }
+        })
+        .collect();
+    Job {
+        template,
+        columns,
+        headers,
+        limit: query.limit,
+    }
+}
+
+/// Columns of a template file: every template node, headed by its name.
+fn template_job(tg: &KnowledgeGraph, text: NodeText) -> Job {
+    let template = Template::from_graph(tg, text);
+    let columns: Vec<usize> = (0..template.nodes.len()).collect();
+    let headers = template.nodes.iter().map(|n| n.name.clone()).collect();
+    Job {
+        template,
+        columns,
+        headers,
+        limit: None,
+    }
+}
+
+fn write_rows(g: &KnowledgeGraph, job: &Job, answer: &Answer, format: RowFormat) -> Result<()> {
+    let mut header = vec!["score".to_owned()];
+    header.extend(job.headers.iter().cloned());
+    let mut writer = RowWriter::new(io::stdout(), format, &header)?;
+    let written = (|| -> io::Result<()> {
+        for m in &answer.matches {
+            let score = format!("{:.4}", m.score);
+            let mut row: Vec<&str> = vec![&score];
+            row.extend(job.columns.iter().map(|&i| g.node_name(m.nodes[i])));
+            writer.row(&row)?;
+        }
+        writer.finish()
+    })();
+    match written {
+        // A closed pipe (`| head`) is the reader saying it has enough.
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
+        other => other.context("cannot write the results"),
+    }
+}
+
+/// Per matching: each template node with its data node, similarity and one-hop score; each template
+/// edge with what joins the images.
+fn explain(g: &KnowledgeGraph, t: &Template, answer: &Answer) -> String {
+    let order: Vec<&str> = answer
+        .order
+        .iter()
+        .map(|&i| t.nodes[i].name.as_str())
+        .collect();
+    let mut out = format!("matching order: {}\n", order.join(", "));
+    for (rank, m) in answer.matches.iter().enumerate() {
+        out += &format!("#{} score {:.4}\n", rank + 1, m.score);
+        out += &explain_match(g, t, m);
+    }
+    out
+}
+
+fn explain_match(g: &KnowledgeGraph, t: &Template, m: &Match) -> String {
+    let mut out = String::new();
+    for (i, (n, a)) in t.nodes.iter().zip(&m.node_agreement).enumerate() {
+        out += &format!(
+            "  node {:<24} -> {:<24} similarity {:.3}  one-hop {:.3}\n",
+            n.name,
+            g.node_name(m.nodes[i]),
+            a.similarity,
+            a.one_hop
+        );
+    }
+    for (e, a) in t.edges.iter().zip(&m.edge_agreement) {
+        let wanted = e.relation.as_deref().unwrap_or("?");
+        let found = match a.found {
+            EdgeFound::Exact(r) => format!("present ({})", g.relation_name(r)),
+            EdgeFound::OtherRelation(r) => format!("other relation ({})", g.relation_name(r)),
+            EdgeFound::Reversed(r) => format!("reversed only ({})", g.relation_name(r)),
+            EdgeFound::Missing => "missing".to_owned(),
+        };
+        out += &format!(
+            "  edge {} -{wanted}-> {}: {found}, {:.3}\n",
+            t.nodes[e.source].name, t.nodes[e.target].name, a.score
+        );
+    }
+    out
+}
