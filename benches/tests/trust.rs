@@ -80,8 +80,8 @@ fn check_exact(trust: &Trust, t: &Template) -> bool {
         "{text}: the template was copied from the graph"
     );
     let params = Params {
-        beam: 1024,
-        top: 1024,
+        beam: 512,
+        top: 512,
         ..Params::default()
     };
     let answer = trust.search(t, &params).expect("search");
@@ -134,7 +134,7 @@ fn exact_templates_score_one_with_the_exact_engines_embeddings() {
     // Templates copied from the graph (all their edges), one or two nodes turned into variables.
     let mut rng = Rng::new(5);
     let mut checked = 0;
-    while checked < 8 {
+    while checked < 6 {
         let Some(p) = plant(g, &mut rng, 3 + checked % 3, 0) else {
             continue;
         };
@@ -155,8 +155,8 @@ fn exact_templates_score_one_with_the_exact_engines_embeddings() {
         checked += 1;
     }
     assert!(
-        compared >= 8,
-        "only {compared} of 10 templates had their embeddings compared"
+        compared >= 6,
+        "only {compared} of 8 templates had their embeddings compared"
     );
 }
 

@@ -326,7 +326,7 @@ fn pair_weight(
     tpl: &TemplateView,
     r: usize,
     sim: &[f32],
-    nd: usize,
+    nt: usize,
     dir: Dir,
     other: u32,
     rel: u16,
@@ -335,7 +335,7 @@ fn pair_weight(
     if tpl.dirs[r] != dir {
         return 0.0;
     }
-    let s = sim[tpl.others[r] as usize * nd + other as usize];
+    let s = sim[other as usize * nt + tpl.others[r] as usize];
     if s <= 0.0 {
         return 0.0;
     }
@@ -343,7 +343,9 @@ fn pair_weight(
 }
 
 /// Kernel: `OH(t, d)` (see the module documentation). `sim` is the similarity table, row-major
-/// `template nodes x data nodes`. The scratch slices need [`hop_scratch_len`] of `t`'s degree.
+/// `data nodes x template nodes`: the similarities of one data node to all template nodes share a
+/// cache line, which is what the neighbour scan reads (one miss per data edge, not one per pair).
+/// The scratch slices need [`hop_scratch_len`] of `t`'s degree.
 #[allow(clippy::too_many_arguments)]
 pub fn one_hop(
     t: u32,
@@ -355,8 +357,7 @@ pub fn one_hop(
     scratch_f: &mut [f32],
     scratch_u: &mut [u32],
 ) -> f32 {
-    let nd = g.node_count();
-    let s = sim[t as usize * nd + d as usize];
+    let s = sim[d as usize * tpl.node_count() + t as usize];
     let (a, b) = tpl.entries(t);
     let w = if a == b {
         // Nothing in the template's neighbourhood can disagree.
@@ -392,14 +393,14 @@ fn neighbourhood_match(
     let (top_n, rest_u) = rest_u.split_at_mut(k);
     let (cols, rest_u) = rest_u.split_at_mut(m_cap);
     top_n.iter_mut().for_each(|n| *n = 0);
-    let nd = g.node_count();
+    let nt = tpl.node_count();
     let e = g.out.targets.len() as u32;
     for (dir, adj, base) in [(Dir::Out, &g.out, 0u32), (Dir::In, &g.inc, e)] {
         let (s, end) = adj.range(d);
         for pos in s..end {
             let (other, rel) = (adj.targets[pos], adj.labels[pos]);
             for r in 0..k {
-                let w = pair_weight(tpl, a + r, sim, nd, dir, other, rel, scoring);
+                let w = pair_weight(tpl, a + r, sim, nt, dir, other, rel, scoring);
                 if w > 0.0 {
                     keep_best(
                         &mut top_w[r * k..(r + 1) * k],
@@ -430,7 +431,7 @@ fn neighbourhood_match(
         for j in 0..m {
             let w = if j < ncols {
                 let (dir, other, rel) = column(g, cols[j]);
-                pair_weight(tpl, a + r, sim, nd, dir, other, rel, scoring)
+                pair_weight(tpl, a + r, sim, nt, dir, other, rel, scoring)
             } else {
                 0.0
             };
@@ -691,17 +692,19 @@ fn list_has(adj: &Adjacency, v: u32, w: u32, before: usize) -> bool {
 /// are the data nodes joined to the image of a linked template node in the link's direction (any
 /// relation), or `ext.seeds` when no link leads back to a matched node; a candidate already in the
 /// branch is skipped (injective). The increment is `OH(node, c)` plus `E` of every link.
-/// `oh_row` holds `OH(ext.node, .)` per data node. `emit` returns the smallest increment still
+/// `oh` is the one-hop table, row-major data nodes x template nodes (`row.len()` of them). `emit`
+/// returns the smallest increment still
 /// wanted (`f32::NEG_INFINITY` for all): a candidate whose bound `OH + links` is below it is
 /// skipped before its edges are looked up, which keeps hubs cheap. Returns the number emitted.
 pub fn extend_branch(
     row: &[u32],
     ext: &Extension,
     g: &GraphView,
-    oh_row: &[f32],
+    oh: &[f32],
     scoring: &Scoring,
     emit: &mut impl FnMut(u32, f32) -> f32,
 ) -> u32 {
+    let oh_at = |c: u32| oh[c as usize * row.len() + ext.node as usize];
     let mut emitted = 0;
     let mut any_link = false;
     let mut floor = f32::NEG_INFINITY;
@@ -716,7 +719,7 @@ pub fn extend_branch(
         let x = row[l.other as usize];
         let (targets, labels) = adj.list(x);
         for (pos, &c) in targets.iter().enumerate() {
-            if oh_row[c as usize] + slack < floor || row.contains(&c) {
+            if oh_at(c) + slack < floor || row.contains(&c) {
                 continue;
             }
             // Each candidate once: at its first position in the first link's list that reaches it.
@@ -724,14 +727,14 @@ pub fn extend_branch(
             if (later_run && list_has(adj, x, c, pos)) || reached_before(row, ext, i, c, g) {
                 continue;
             }
-            floor = emit(c, increment(row, ext, g, oh_row, scoring, c));
+            floor = emit(c, increment(row, ext, g, oh_at(c), scoring, c));
             emitted += 1;
         }
     }
     if !any_link {
         for &c in ext.seeds {
-            if oh_row[c as usize] + slack >= floor && !row.contains(&c) {
-                floor = emit(c, increment(row, ext, g, oh_row, scoring, c));
+            if oh_at(c) + slack >= floor && !row.contains(&c) {
+                floor = emit(c, increment(row, ext, g, oh_at(c), scoring, c));
                 emitted += 1;
             }
         }
@@ -749,17 +752,17 @@ fn reached_before(row: &[u32], ext: &Extension, i: usize, c: u32, g: &GraphView)
     })
 }
 
-/// `OH(node, c)` plus the edge agreement of every link when `node` is matched to `c`.
+/// `OH(node, c)` (given) plus the edge agreement of every link when `node` is matched to `c`.
 #[inline]
 fn increment(
     row: &[u32],
     ext: &Extension,
     g: &GraphView,
-    oh_row: &[f32],
+    one_hop: f32,
     scoring: &Scoring,
     c: u32,
 ) -> f32 {
-    let mut inc = oh_row[c as usize];
+    let mut inc = one_hop;
     for l in ext.links {
         let x = if l.other == ext.node {
             c

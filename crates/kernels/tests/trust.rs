@@ -224,7 +224,7 @@ fn brute_neighbourhood(
     g: &GraphView,
     scoring: &Scoring,
 ) -> f32 {
-    let nd = g.node_count();
+    let nt = tpl.node_count();
     let (a, b) = tpl.entries(t as u32);
     let mut data: Vec<(Dir, u32, u16)> = Vec::new();
     for (dir, adj) in [(Dir::Out, &g.out), (Dir::In, &g.inc)] {
@@ -237,7 +237,7 @@ fn brute_neighbourhood(
     for r in 0..rows {
         for (c, &(dir, o, l)) in data.iter().enumerate() {
             if tpl.dirs[a + r] == dir {
-                w[r * cols + c] = sim[tpl.others[a + r] as usize * nd + o as usize]
+                w[r * cols + c] = sim[o as usize * nt + tpl.others[a + r] as usize]
                     * scoring.relation_factor(tpl.relations[a + r], l);
             }
         }
@@ -338,7 +338,7 @@ fn one_hop_equals_an_exhaustive_matching() {
                 } else {
                     brute_neighbourhood(t, d, &tpl, &sim, &g, &scoring) / (b - a) as f32
                 };
-                let want = 0.5 * sim[t * nd + d as usize] + 0.5 * w;
+                let want = 0.5 * sim[d as usize * n + t] + 0.5 * w;
                 assert!(
                     (got - want).abs() < 1e-5,
                     "round {round} t {t} d {d}: {got} vs {want}"
@@ -390,7 +390,12 @@ fn extend_branch_lists_each_injective_neighbour_once() {
             links: &links,
             seeds: &[],
         };
-        let oh: Vec<f32> = (0..nodes).map(|_| rng.unit()).collect();
+        // Data-major one-hop table: only template node 2's column is read.
+        let column: Vec<f32> = (0..nodes).map(|_| rng.unit()).collect();
+        let mut oh = vec![0.0f32; nodes as usize * 3];
+        for (c, &v) in column.iter().enumerate() {
+            oh[c * 3 + 2] = v;
+        }
         let mut got = Vec::new();
         extend_branch(&row, &ext, &g, &oh, &scoring, &mut |c, inc| {
             got.push((c, inc));
@@ -416,7 +421,7 @@ fn extend_branch_lists_each_injective_neighbour_once() {
                     0.0
                 }
             };
-            let inc = oh[c as usize]
+            let inc = column[c as usize]
                 + edge(row[0], Some(links[0].relation as u16), c)
                 + edge(c, None, row[1])
                 + edge(c, Some(0), c);
@@ -449,7 +454,7 @@ fn extend_branch_uses_seeds_without_a_matched_neighbour() {
     let mut rng = Rng(5);
     let kg = random_graph(&mut rng, 10, 20, 2);
     let g = view(&kg);
-    let oh = vec![0.5f32; 10];
+    let oh = vec![0.5f32; 20];
     let row = [3, NONE];
     let ext = Extension {
         node: 1,

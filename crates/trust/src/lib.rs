@@ -238,14 +238,13 @@ impl<'g> Trust<'g> {
         }
         .run();
         let traversal = start.elapsed();
-        let nd = self.graph.node_count();
         let complete = if branches.len() > 0 && !branches.row(0).contains(&gpsense_kernels::NONE) {
             branches.len().min(params.top)
         } else {
             0
         };
         let matches = (0..complete)
-            .map(|b| self.explain(template, &prepared, branches.row(b), &sim, &oh, nd, params))
+            .map(|b| self.explain(template, &prepared, branches.row(b), &sim, &oh, params))
             .collect();
         Ok(Answer {
             matches,
@@ -268,15 +267,15 @@ impl<'g> Trust<'g> {
         row: &[u32],
         sim: &[f32],
         oh: &[f32],
-        nd: usize,
         params: &Params,
     ) -> Match {
+        let nt = t.nodes.len();
         let node_agreement: Vec<NodeAgreement> = row
             .iter()
             .enumerate()
             .map(|(u, &d)| NodeAgreement {
-                similarity: sim[u * nd + d as usize],
-                one_hop: oh[u * nd + d as usize],
+                similarity: sim[d as usize * nt + u],
+                one_hop: oh[d as usize * nt + u],
             })
             .collect();
         let g = view(self.graph);

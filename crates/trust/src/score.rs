@@ -16,8 +16,9 @@ use crate::TrustError;
 /// The most template nodes (a branch is one `u32` per template node).
 pub const MAX_TEMPLATE_NODES: usize = 64;
 
-/// Pairs per parallel work unit of the one-hop table: big enough to amortise the scratch space.
-const HOP_CHUNK: usize = 1024;
+/// Data nodes per parallel work unit of the one-hop table: big enough to amortise the scratch
+/// space.
+const HOP_CHUNK: usize = 256;
 
 /// A template resolved against a data graph: relation names to ids, incident edges in CSR form.
 pub(crate) struct Prepared {
@@ -114,18 +115,19 @@ pub(crate) fn resolve_relation(name: Option<&str>, g: &KnowledgeGraph) -> u32 {
     }
 }
 
-/// `S`: for a fuzzy node, the similarity to every data node at or above `threshold` (found through
-/// the name index, never by a scan of all names unless the threshold is under 0.5), `0` elsewhere;
-/// `1` everywhere for a node that matches anything.
+/// `S`, row-major data nodes x template nodes (the layout the one-hop kernel reads): for a fuzzy
+/// node, the similarity to every data node at or above `threshold` (found through the name index,
+/// never by a scan of all names unless the threshold is under 0.5), `0` elsewhere; `1` everywhere
+/// for a node that matches anything.
 pub(crate) fn similarity_table(t: &Template, index: &NameIndex, threshold: f32) -> Vec<f32> {
-    let nd = index.len();
-    let mut sim = vec![0.0f32; t.nodes.len() * nd];
-    for (row, node) in sim.chunks_mut(nd.max(1)).zip(&t.nodes) {
+    let (nd, nt) = (index.len(), t.nodes.len());
+    let mut sim = vec![0.0f32; nt * nd];
+    for (u, node) in t.nodes.iter().enumerate() {
         match &node.label {
-            NodeLabel::Any => row.fill(1.0),
+            NodeLabel::Any => (0..nd).for_each(|d| sim[d * nt + u] = 1.0),
             NodeLabel::Fuzzy(name) => {
                 for (v, s) in index.matches(&fold(name), threshold) {
-                    row[v as usize] = s;
+                    sim[v as usize * nt + u] = s;
                 }
             }
         }
@@ -133,24 +135,26 @@ pub(crate) fn similarity_table(t: &Template, index: &NameIndex, threshold: f32) 
     sim
 }
 
-/// `OH` for every (template node, data node) pair, in parallel over chunks of pairs, each worker
-/// with its own scratch space for the assignment.
+/// `OH` for every (template node, data node) pair, row-major data nodes x template nodes: in
+/// parallel over chunks of data nodes, all template nodes of one data node in a row, so its
+/// neighbours' similarity rows are read once for all of them. Each worker has its own scratch space
+/// for the assignment.
 pub(crate) fn one_hop_table(
     p: &Prepared,
     sim: &[f32],
     g: &GraphView,
     scoring: &Scoring,
 ) -> Vec<f32> {
-    let nd = g.node_count();
     let tpl = p.view();
-    let mut oh = vec![0.0f32; tpl.node_count() * nd];
+    let nt = tpl.node_count();
+    let mut oh = vec![0.0f32; nt * g.node_count()];
     let (nf, nu) = hop_scratch_len(p.max_degree);
-    oh.par_chunks_mut(HOP_CHUNK).enumerate().for_each_init(
+    oh.par_chunks_mut(nt * HOP_CHUNK).enumerate().for_each_init(
         || (vec![0.0f32; nf], vec![0u32; nu]),
         |(sf, su), (chunk, out)| {
             for (j, o) in out.iter_mut().enumerate() {
-                let pair = chunk * HOP_CHUNK + j;
-                let (t, d) = ((pair / nd) as u32, (pair % nd) as u32);
+                let d = (chunk * HOP_CHUNK + j / nt) as u32;
+                let t = (j % nt) as u32;
                 *o = one_hop(t, d, &tpl, sim, g, scoring, sf, su);
             }
         },

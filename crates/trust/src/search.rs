@@ -85,7 +85,7 @@ fn order(t: &Template) -> Vec<usize> {
 /// The search itself.
 pub(crate) struct Beam<'a> {
     pub plan: &'a Plan,
-    /// `OH`, row-major template nodes x data nodes.
+    /// `OH`, row-major data nodes x template nodes.
     pub oh: &'a [f32],
     pub g: &'a GraphView<'a>,
     pub scoring: Scoring,
@@ -142,17 +142,12 @@ impl Beam<'_> {
         branches
     }
 
-    fn oh_row(&self, node: usize) -> &[f32] {
-        let nd = self.g.node_count();
-        &self.oh[node * nd..(node + 1) * nd]
-    }
-
     /// The `beam` data nodes with the best one-hop score for `node` (ties: lower id).
     fn seeds(&self, node: usize) -> Vec<u32> {
-        let row = self.oh_row(node);
-        let mut ids: Vec<u32> = (0..row.len() as u32).collect();
-        let by_score =
-            |a: &u32, b: &u32| row[*b as usize].total_cmp(&row[*a as usize]).then(a.cmp(b));
+        let nt = self.plan.order.len();
+        let oh = |d: u32| self.oh[d as usize * nt + node];
+        let mut ids: Vec<u32> = (0..self.g.node_count() as u32).collect();
+        let by_score = |a: &u32, b: &u32| oh(*b).total_cmp(&oh(*a)).then(a.cmp(b));
         if ids.len() > self.beam {
             ids.select_nth_unstable_by(self.beam - 1, by_score);
             ids.truncate(self.beam);
@@ -164,7 +159,6 @@ impl Beam<'_> {
     /// Every branch's best `beam` extensions (no more of one parent can survive), in parallel over
     /// branches.
     fn children(&self, branches: &Branches, ext: &Extension) -> Vec<Child> {
-        let oh_row = self.oh_row(ext.node as usize);
         let beam = self.beam;
         let per_branch: Vec<Vec<Child>> = (0..branches.len())
             .into_par_iter()
@@ -176,7 +170,7 @@ impl Beam<'_> {
                 // later child must beat the worst of those. The kernel skips only candidates whose
                 // bound is strictly below, so ties survive and results do not depend on list order.
                 let mut floor = f32::NEG_INFINITY;
-                extend_branch(row, ext, self.g, oh_row, &self.scoring, &mut |c, inc| {
+                extend_branch(row, ext, self.g, self.oh, &self.scoring, &mut |c, inc| {
                     buf.push((base + inc, b as u32, c));
                     if buf.len() >= 2 * beam {
                         keep_best(buf, beam);

@@ -1,0 +1,95 @@
+//! `gpsense trust` as a user runs it: misspelt queries on the embedded graph, benchmark files, and
+//! bad input.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn gpsense(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_gpsense"))
+        .args(args)
+        .output()
+        .expect("run gpsense")
+}
+
+fn ok(args: &[&str]) -> (String, String) {
+    let out = gpsense(args);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "gpsense {args:?} failed:\n{stderr}");
+    (String::from_utf8_lossy(&out.stdout).into_owned(), stderr)
+}
+
+fn dataset(rel: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../datasets")
+        .join(rel)
+        .display()
+        .to_string()
+}
+
+#[test]
+fn a_misspelt_query_is_answered_with_scores_and_reasons() {
+    let (out, err) = ok(&[
+        "trust",
+        "--top",
+        "3",
+        "--explain",
+        "SELECT ?x WHERE { ?x IsA animl . ?x AtLocation hom }",
+    ]);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], "score\tx\taniml\thom");
+    assert_eq!(lines.len(), 4, "{out}");
+    let best: Vec<&str> = lines[1].split('\t').collect();
+    assert_eq!(&best[2..], ["animal", "home"], "{out}");
+    let score: f64 = best[0].parse().expect("score");
+    assert!(score > 0.8 && score < 1.0, "{out}");
+    assert!(err.contains("node animl"), "{err}");
+    assert!(err.contains("-> animal"), "{err}");
+    assert!(err.contains("edge ?x -IsA-> animl: present (IsA)"), "{err}");
+    assert!(err.contains("3 matchings in"), "{err}");
+}
+
+#[test]
+fn unknown_relations_are_noted_and_limit_caps_the_answer() {
+    let (out, err) = ok(&[
+        "trust",
+        "--format",
+        "json",
+        "SELECT * WHERE { lemon Tastes sour } LIMIT 2",
+    ]);
+    assert!(err.contains("no relation \"Tastes\""), "{err}");
+    assert_eq!(out.matches("\"score\"").count(), 2, "{out}");
+}
+
+#[test]
+fn benchmark_templates_occurring_exactly_score_one() {
+    let dir = dataset("subgraph-matching/hprd-study");
+    let (out, _) = ok(&[
+        "trust",
+        "--data",
+        &format!("{dir}/data_graph/HPRD.graph"),
+        "--template",
+        &format!("{dir}/query_graph/query_dense_16_1.graph"),
+        "--top",
+        "3",
+    ]);
+    let rows: Vec<&str> = out.lines().skip(1).collect();
+    // expected_output.res: query_dense_16_1 has exactly 3 embeddings.
+    assert_eq!(rows.len(), 3, "{out}");
+    assert!(rows.iter().all(|r| r.starts_with("1.0000\t")), "{out}");
+}
+
+#[test]
+fn bad_input_fails_cleanly() {
+    for args in [
+        &["trust", "--alpha", "2", "SELECT * WHERE { a IsA b }"][..],
+        &["trust", "--top", "500", "SELECT * WHERE { a IsA b }"],
+        &["trust", "SELECT * WHERE { a IsA "],
+        &["trust"],
+    ] {
+        let out = gpsense(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(stderr.starts_with("error: "), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+}
