@@ -4,6 +4,7 @@
 //! that a new command (`ptx`, `bench`, ...) is one [`Command`] variant, one arm in [`run`] and one
 //! module.
 
+mod bench;
 mod fetch;
 mod ptx;
 mod senticnet;
@@ -31,6 +32,9 @@ enum Command {
     /// Build the kernels to PTX (target/ptx/gpsense_kernels.<arch>.ptx), check them with ptxas and
     /// print registers and memory per kernel.
     Ptx(PtxArgs),
+    /// Benchmark gpsense against peer engines (igraph, networkx, rustworkx, petgraph, oxigraph,
+    /// kuzu) on the shipped datasets: target/bench/report.md, CSVs and figures.
+    Bench(bench::BenchArgs),
 }
 
 #[derive(Args)]
@@ -97,6 +101,7 @@ fn run(cli: Cli) -> Result<()> {
                 rustup: args.rustup,
             },
         ),
+        Command::Bench(args) => bench::run(&workspace_root(), &args),
         Command::List(args) => {
             print!("{}", fetch::list(&dest_or_default(args.dest)));
             Ok(())
