@@ -4,5 +4,6 @@
 
 pub mod querygen;
 pub mod raw;
+pub mod suite;
 pub mod synth;
 pub mod trust_trials;
