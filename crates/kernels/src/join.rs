@@ -68,7 +68,7 @@ pub struct Check {
 /// How a partial match grows by query node `y`.
 #[derive(Clone, Copy, Debug)]
 pub struct Step<'a> {
-    /// The slot `y` fills.
+    /// The slot `y` fills; slots `0..slot` are the nodes matched so far (rows fill slots in order).
     pub slot: u32,
     /// Slots `0..nodes` are query nodes (checked for injectivity); the rest are edge variables.
     pub nodes: u32,

@@ -58,6 +58,16 @@ impl<'a> Adjacency<'a> {
         if label == NONE {
             return (targets, labels);
         }
+        // One relation in the whole list (unlabelled graphs, many hubs): no search for its range.
+        if let (Some(&first), Some(&last)) = (labels.first(), labels.last()) {
+            if first == last {
+                return if first as u32 == label {
+                    (targets, labels)
+                } else {
+                    (&[], &[])
+                };
+            }
+        }
         let lo = labels.partition_point(|&l| (l as u32) < label);
         let hi = lo + labels[lo..].partition_point(|&l| l as u32 == label);
         (&targets[lo..hi], &labels[lo..hi])
