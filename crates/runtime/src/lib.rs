@@ -8,6 +8,7 @@
 //! two-step output, batched under a memory budget). Both give identical answers. Rows stream out in
 //! batches through a callback, with projection, DISTINCT and LIMIT applied here.
 
+pub mod compressed;
 pub mod device;
 mod dfs;
 mod engine;
@@ -21,6 +22,7 @@ mod options;
 mod order;
 mod output;
 
+pub use compressed::{CompressedEngine, CompressedReport, ExpansionStats};
 pub use engine::{Engine, MatchReport, Timings};
 pub use error::MatchError;
 pub use filtering::FilterReport;
