@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
+use gpsense_compress::CompressedGraph;
 use gpsense_graph::ingest::{ingest, IngestOptions};
 use gpsense_graph::{snapshot, KnowledgeGraph};
 
@@ -14,14 +15,19 @@ static DEFAULT_SNAPSHOT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/defau
 pub const DEFAULT_NAME: &str = "ConceptNet-100K (embedded default; CC BY-SA 4.0, Li et al. 2016)";
 
 pub struct Loaded {
+    /// The graph (for a compressed file: its original graph).
     pub graph: KnowledgeGraph,
+    /// The compression, when the file was a `.gpsc` (`gpsense compress`).
+    pub compressed: Option<CompressedGraph>,
     pub origin: String,
     pub load_time: Duration,
 }
 
-/// Loads `path` (a snapshot, or any file `gpsense ingest` reads), or the default graph.
+/// Loads `path` (a snapshot, a compressed graph, or any file `gpsense ingest` reads), or the default
+/// graph.
 pub fn load(path: Option<&Path>) -> Result<Loaded> {
     let start = Instant::now();
+    let mut compressed = None;
     let (graph, origin) = match path {
         None => {
             let graph = KnowledgeGraph::from_snapshot_bytes(
@@ -31,7 +37,14 @@ pub fn load(path: Option<&Path>) -> Result<Loaded> {
             .context("the embedded default graph is unreadable (a build problem)")?;
             (graph, DEFAULT_NAME.to_owned())
         }
-        Some(p) if is_snapshot(p)? => (KnowledgeGraph::load(p)?, p.display().to_string()),
+        Some(p) if snapshot_kind(p)? == Some(gpsense_compress::KIND_COMPRESSED) => {
+            let (graph, c) = gpsense_compress::format::load(p)?;
+            compressed = Some(c);
+            (graph, format!("{} (compressed)", p.display()))
+        }
+        Some(p) if snapshot_kind(p)?.is_some() => {
+            (KnowledgeGraph::load(p)?, p.display().to_string())
+        }
         Some(p) => {
             let (graph, _) = ingest(
                 &[PathBuf::from(p)],
@@ -49,19 +62,27 @@ pub fn load(path: Option<&Path>) -> Result<Loaded> {
     };
     Ok(Loaded {
         graph,
+        compressed,
         origin,
         load_time: start.elapsed(),
     })
 }
 
-fn is_snapshot(path: &Path) -> Result<bool> {
+/// The snapshot kind of `path`, or `None` when it is not a snapshot (a file to ingest).
+fn snapshot_kind(path: &Path) -> Result<Option<u32>> {
     use std::io::Read;
-    let mut head = Vec::with_capacity(8);
+    let mut head = Vec::with_capacity(16);
     snapshot::open(path)?
-        .take(8)
+        .take(16)
         .read_to_end(&mut head)
         .with_context(|| format!("{}: cannot read", path.display()))?;
-    Ok(head == snapshot::MAGIC)
+    if head.len() >= 8 && head[..8] == snapshot::MAGIC {
+        // A header cut short still goes to the snapshot loader, which names the problem.
+        return Ok(Some(
+            gpsense_compress::format::snapshot_kind(&head).unwrap_or(snapshot::KIND_GRAPH),
+        ));
+    }
+    Ok(None)
 }
 
 /// Opens the GPU up front when the engine needs or prefers it: `gpu` without one is an error; `auto`

@@ -5,6 +5,7 @@ mod commands;
 mod explain;
 mod fmt;
 mod graph_source;
+mod matcher;
 mod progress;
 mod rows;
 
@@ -109,6 +110,9 @@ enum Command {
     /// e.g. `gpsense trust 'SELECT * WHERE { "chocolate cakes" IsA ?x . ?x HasProperty sweet }'`,
     /// or of a template graph file in a data graph file (`--data D --template T`).
     Trust(commands::trust::TrustArgs),
+    /// Multi-level graph compression (GpSense section 5) into a .gpsc file that `query --graph`
+    /// answers exactly, e.g. `gpsense compress graph.gps --delta 0.8,0.7,0.7 -o graph.gpsc`.
+    Compress(commands::compress::CompressArgs),
 }
 
 /// Options shared by `query` and `match`.
@@ -232,6 +236,7 @@ fn main() -> ExitCode {
             options: matching.options(),
         }),
         Command::Trust(args) => commands::trust::run(args),
+        Command::Compress(args) => commands::compress::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -77,3 +77,119 @@ pub fn snapshot_kind(head: &[u8]) -> Option<u32> {
     }
     Some(u32::from_le_bytes([head[12], head[13], head[14], head[15]]))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{compress, CompressOptions, NoProgress};
+    use gpsense_graph::GraphBuilder;
+
+    /// Six leaves of two labels under two hubs: level 1 merges equal leaves.
+    fn sample() -> (KnowledgeGraph, CompressedGraph) {
+        let mut b = GraphBuilder::new();
+        for (leaf, hub) in [
+            ("a", "h"),
+            ("b", "h"),
+            ("c", "h"),
+            ("d", "k"),
+            ("e", "k"),
+            ("f", "k"),
+        ] {
+            b.add_triple(leaf, "IsA", hub, 1.0).unwrap();
+        }
+        for (n, l) in [
+            ("a", "x"),
+            ("b", "x"),
+            ("c", "y"),
+            ("d", "x"),
+            ("e", "x"),
+            ("f", "y"),
+        ] {
+            let v = b.existing_node(n).unwrap();
+            b.set_node_label(v, l).unwrap();
+        }
+        let g = b.build().unwrap().0;
+        let c = compress(&g, &CompressOptions::default(), &NoProgress).unwrap();
+        assert!(!c.levels().is_empty());
+        (g, c)
+    }
+
+    /// A file with a valid header and checksum around the given levels.
+    fn crafted(g: &KnowledgeGraph, levels: &[LevelRecord]) -> Vec<u8> {
+        let file = FileRef {
+            graph: g,
+            target_bytes: None,
+            levels,
+        };
+        snapshot::encode(&file, KIND_COMPRESSED).unwrap()
+    }
+
+    fn load_error(g: &KnowledgeGraph, levels: &[LevelRecord]) -> CompressError {
+        match from_bytes(&crafted(g, levels), Path::new("crafted.gpsc")) {
+            Ok(_) => panic!("a crafted file loaded"),
+            Err(e) => e,
+        }
+    }
+
+    #[test]
+    fn consistent_crafted_levels_load() {
+        let (g, c) = sample();
+        let (_, back) = from_bytes(&crafted(&g, c.levels()), Path::new("ok.gpsc")).unwrap();
+        assert_eq!(back.top(), c.top());
+    }
+
+    #[test]
+    fn crafted_levels_are_rejected() {
+        let (g, c) = sample();
+        let good = c.levels().to_vec();
+        let edit = |f: &dyn Fn(&mut Vec<LevelRecord>)| {
+            let mut levels = good.clone();
+            f(&mut levels);
+            levels
+        };
+        let cases: Vec<(&str, Vec<LevelRecord>)> = vec![
+            ("parent out of range", edit(&|l| l[0].parent[0] = 999)),
+            (
+                "short parent map",
+                edit(&|l| {
+                    l[0].parent.pop();
+                }),
+            ),
+            ("a node without members", edit(&|l| l[0].nodes += 1)),
+            ("more nodes than below", edit(&|l| l[0].nodes = 1_000)),
+            (
+                "wrong edge count",
+                edit(&|l| l.last_mut().unwrap().edges += 1),
+            ),
+        ];
+        for (what, levels) in cases {
+            let err = load_error(&g, &levels);
+            assert!(
+                matches!(err, CompressError::Inconsistent(_)),
+                "{what}: {err}"
+            );
+        }
+        let err = load_error(&g, &edit(&|l| l[0].delta = f64::NAN));
+        assert!(matches!(err, CompressError::BadDelta(_)), "{err}");
+        // Merge a (label x) with c (label y): consistent maps, mixed labels.
+        let a = g.node_id("a").unwrap() as usize;
+        let cnode = g.node_id("c").unwrap() as usize;
+        let mixed = edit(&|l| {
+            l.truncate(1);
+            let keep = l[0].parent[a];
+            let old = l[0].parent[cnode];
+            l[0].parent[cnode] = keep;
+            // Close the gap the move may leave, so only the labels are wrong.
+            if !l[0].parent.contains(&old) {
+                for p in l[0].parent.iter_mut() {
+                    if *p > old {
+                        *p -= 1;
+                    }
+                }
+                l[0].nodes -= 1;
+            }
+        });
+        let err = load_error(&g, &mixed);
+        assert!(err.to_string().contains("mixes node labels"), "{err}");
+    }
+}

@@ -1,3 +1,4 @@
+pub mod compress;
 pub mod info;
 pub mod ingest;
 pub mod match_cmd;

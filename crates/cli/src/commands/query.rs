@@ -7,11 +7,12 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use gpsense_graph::KnowledgeGraph;
 use gpsense_planner::{compile, Projected, QueryGraph};
-use gpsense_runtime::{Engine, MatchOptions, MatchReport, RowBatch};
+use gpsense_runtime::{MatchOptions, RowBatch};
 
 use crate::explain;
 use crate::fmt::{millis, thousands};
 use crate::graph_source;
+use crate::matcher::{Matcher, Reported};
 use crate::rows::{RowFormat, RowWriter};
 
 pub struct Args {
@@ -29,19 +30,23 @@ pub fn run(args: Args) -> Result<()> {
     let loaded = graph_source::load(args.graph.as_deref())?;
     let graph = &loaded.graph;
     let q = compile(&text, graph).map_err(|e| anyhow::anyhow!("{}", e.render(&text)))?;
-    let engine = Engine::new(graph);
-    graph_source::announce_engine(&engine, args.options.engine)?;
+    // A compressed graph (`gpsense compress`) matches on its hyper-nodes, then expands exactly.
+    let matcher = Matcher::new(&loaded)?;
+    graph_source::announce_engine(matcher.engine(), args.options.engine)?;
     let start = Instant::now();
-    let report = if args.count {
-        let report = engine.count(&q, &args.options)?;
-        println!("{}", report.rows);
-        report
+    let Reported { report, expansion } = if args.count {
+        let reported = matcher.count(&q, &args.options)?;
+        println!("{}", reported.report.rows);
+        reported
     } else {
-        stream_rows(&engine, &q, &args)?
+        stream_rows(&matcher, &q, &args)?
     };
     let elapsed = start.elapsed();
     if args.explain {
         eprint!("{}", explain::report(&q, graph, &report));
+        if let Some(x) = &expansion {
+            eprint!("{}", matcher.describe(x));
+        }
     }
     let cut = if report.timed_out {
         " (timed out: the answer is incomplete)"
@@ -76,7 +81,7 @@ fn query_text(args: &Args) -> Result<String> {
 }
 
 /// Runs the query, writing each batch of rows to stdout as soon as it arrives.
-fn stream_rows(engine: &Engine, q: &QueryGraph, args: &Args) -> Result<MatchReport> {
+fn stream_rows(engine: &Matcher, q: &QueryGraph, args: &Args) -> Result<Reported> {
     let graph = engine.graph();
     let header = column_names(q);
     let stdout = io::stdout();

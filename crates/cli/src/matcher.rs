@@ -1,0 +1,103 @@
+//! The engine a command matches with: the plain engine on a graph, or, for a compressed graph
+//! (`gpsense compress`), matching on its hyper-nodes then exact expansion on the original.
+
+use anyhow::Result;
+use gpsense_graph::KnowledgeGraph;
+use gpsense_planner::QueryGraph;
+use gpsense_runtime::{
+    CompressedEngine, CompressedReport, Engine, ExpansionStats, MatchError, MatchOptions,
+    MatchReport, RowBatch,
+};
+
+use crate::fmt::{millis, thousands};
+use crate::graph_source::Loaded;
+
+pub enum Matcher<'g> {
+    Plain(Engine<'g>),
+    Compressed(CompressedEngine<'g>),
+}
+
+/// A match's report, plus what the compressed path did when it ran.
+pub struct Reported {
+    pub report: MatchReport,
+    pub expansion: Option<ExpansionStats>,
+}
+
+impl<'g> Matcher<'g> {
+    pub fn new(loaded: &'g Loaded) -> Result<Self> {
+        Ok(match &loaded.compressed {
+            Some(c) => Matcher::Compressed(CompressedEngine::new(&loaded.graph, c)?),
+            None => Matcher::Plain(Engine::new(&loaded.graph)),
+        })
+    }
+
+    /// The engine that runs the join (on the compressed graph for a compressed file): the one to
+    /// open a GPU for.
+    pub fn engine(&self) -> &Engine<'g> {
+        match self {
+            Matcher::Plain(e) => e,
+            Matcher::Compressed(c) => c.inner(),
+        }
+    }
+
+    /// The graph answers refer to (the original, for a compressed file).
+    pub fn graph(&self) -> &'g KnowledgeGraph {
+        match self {
+            Matcher::Plain(e) => e.graph(),
+            Matcher::Compressed(c) => c.original(),
+        }
+    }
+
+    pub fn run(
+        &self,
+        q: &QueryGraph,
+        opts: &MatchOptions,
+        on_rows: &mut (dyn FnMut(RowBatch) -> bool + Send),
+    ) -> Result<Reported, MatchError> {
+        match self {
+            Matcher::Plain(e) => e.run(q, opts, on_rows).map(plain),
+            Matcher::Compressed(c) => c.run(q, opts, on_rows).map(compressed),
+        }
+    }
+
+    pub fn count(&self, q: &QueryGraph, opts: &MatchOptions) -> Result<Reported, MatchError> {
+        match self {
+            Matcher::Plain(e) => e.count(q, opts).map(plain),
+            Matcher::Compressed(c) => c.count(q, opts).map(compressed),
+        }
+    }
+
+    /// For `--explain`: the compressed graph and what expansion did.
+    pub fn describe(&self, expansion: &ExpansionStats) -> String {
+        let Matcher::Compressed(c) = self else {
+            return String::new();
+        };
+        let top = c.compressed().top();
+        format!(
+            "compressed graph: {} levels, {} hyper-nodes and {} edges for {} nodes and {} edges\n\
+             expansion: {} compressed matches, {} pruned by the weight test (Definition 5), {}\n",
+            c.compressed().levels().len(),
+            thousands(top.node_count() as u64),
+            thousands(top.edge_count() as u64),
+            thousands(c.original().node_count() as u64),
+            thousands(c.original().edge_count() as u64),
+            thousands(expansion.compressed_matches),
+            thousands(expansion.pruned_by_weight),
+            millis(expansion.expand_time)
+        )
+    }
+}
+
+fn plain(report: MatchReport) -> Reported {
+    Reported {
+        report,
+        expansion: None,
+    }
+}
+
+fn compressed(r: CompressedReport) -> Reported {
+    Reported {
+        report: r.report,
+        expansion: Some(r.expansion),
+    }
+}
