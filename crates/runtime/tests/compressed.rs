@@ -358,11 +358,15 @@ fn concepts_and_loops_inside_hyper_nodes() {
     for text in queries {
         let q = gpsense_planner::compile(text, &g).unwrap();
         for semantics in [Semantics::Iso, Semantics::Hom] {
-            let opts = MatchOptions {
-                semantics,
-                ..MatchOptions::default()
-            };
-            assert!(compare(&g, &ce, &q, &opts));
+            // The emulated GPU pipeline runs the compressed join as a GPU would.
+            for engine in [EngineKind::Dfs, EngineKind::Emulated] {
+                let opts = MatchOptions {
+                    semantics,
+                    engine,
+                    ..MatchOptions::default()
+                };
+                assert!(compare(&g, &ce, &q, &opts));
+            }
         }
     }
 }
