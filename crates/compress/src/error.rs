@@ -9,7 +9,7 @@ pub enum CompressError {
     BadDelta(f64),
     #[error("no thresholds given: pass at least one delta (e.g. --delta 0.8,0.7,0.7)")]
     NoLevels,
-    #[error("{0}")]
+    #[error(transparent)]
     Snapshot(#[from] SnapshotError),
     #[error("compressed graph is inconsistent: {0}")]
     Inconsistent(String),
