@@ -267,7 +267,7 @@ class KuzuCypher:
         with open(edges_csv, "w") as f:
             for s, r, t in edges:
                 f.write(f"{s},{t},{r}\n")
-        self.db = kuzu.Database(os.path.join(self.dir.name, "db"), buffer_pool_size=1 << 30)
+        self.db = kuzu.Database(os.path.join(self.dir.name, "db"), buffer_pool_size=4 << 30)
         self.conn = kuzu.Connection(self.db)
         self.conn.set_max_threads_for_exec(1)
         self.conn.execute("CREATE NODE TABLE N(id INT64, l INT64, PRIMARY KEY(id))")

@@ -57,6 +57,10 @@ pub struct BenchArgs {
     /// data-size, query-size, degree).
     #[arg(long = "workload", value_name = "PREFIX")]
     pub workloads: Vec<String>,
+    /// At most this many queries per query group (yeast's size groups, or a workload), the first
+    /// ones [default: all that were prepared].
+    #[arg(long, value_name = "N")]
+    pub queries: Option<usize>,
     /// Runs per query (a query is repeated only while its runs took under a second in all).
     #[arg(long, default_value_t = 3)]
     pub repeat: usize,
@@ -146,8 +150,26 @@ pub fn run(root: &Path, args: &BenchArgs) -> Result<()> {
     {
         bail!("preparing the workloads failed");
     }
-    let manifest: Manifest = serde_json::from_slice(&std::fs::read(work.join("manifest.json"))?)
-        .context("reading the manifest")?;
+    let mut manifest: Manifest =
+        serde_json::from_slice(&std::fs::read(work.join("manifest.json"))?)
+            .context("reading the manifest")?;
+    if let Some(n) = args.queries {
+        for w in &mut manifest.workloads {
+            let mut per_group: BTreeMap<String, usize> = BTreeMap::new();
+            w.queries.retain(|q| {
+                let k = per_group.entry(q.group.clone()).or_default();
+                *k += 1;
+                *k <= n
+            });
+            w.selection.push_str(&format!(
+                "; this run: the first {n} per group (--queries {n})"
+            ));
+        }
+        std::fs::write(
+            work.join("manifest.json"),
+            serde_json::to_vec_pretty(&manifest)?,
+        )?;
+    }
 
     // 2. Peers.
     let wanted_peers: Vec<&'static str> = if args.no_peers {
@@ -421,6 +443,18 @@ pub fn run(root: &Path, args: &BenchArgs) -> Result<()> {
         started.elapsed().as_secs_f64()
     );
     print_headline(&summaries);
+    // A peer that disagrees is reported (it may be the peer); one of our engines disagreeing with
+    // a published answer or with another of our engines fails the run.
+    let ours_wrong = records
+        .iter()
+        .filter(|r| r.engine.starts_with("gpsense-") && r.agree == Agreement::Disagree)
+        .count();
+    if ours_wrong > 0 {
+        bail!(
+            "{ours_wrong} gpsense counts differ from the reference: see {}",
+            report_path.display()
+        );
+    }
     Ok(())
 }
 

@@ -89,7 +89,8 @@ where
         x1 = x0 + 1.0;
     }
     let pad = (x1 - x0) * 0.03;
-    let (y0, y1) = (y0.max(1e-4) / 2.0, y1.max(1e-3) * 2.0);
+    // Headroom above the curves for the legend.
+    let (y0, y1) = (y0.max(1e-4) / 2.0, y1.max(1e-3) * 100.0);
     let mut chart = ChartBuilder::on(&root)
         .caption(title, ("sans-serif", 22))
         .margin(15)
