@@ -13,6 +13,7 @@
 //!    `results.csv`, `summary.csv` and the figures (`report.rs`, `plot.rs`).
 
 mod exec;
+mod extras;
 mod kernels;
 mod peers;
 mod plot;
@@ -389,6 +390,18 @@ pub fn run(root: &Path, args: &BenchArgs) -> Result<()> {
         kernels::run(root)
     };
 
+    // 5b. Compression and TruST tables (full runs).
+    let (compression, trust) = if args.quick {
+        let why =
+            || Err("not run in --quick mode (each example takes a minute or more)".to_owned());
+        (why(), why())
+    } else {
+        step("compression: cargo run --release -p gpsense-benches --example compression");
+        let compression = extras::run_example(root, "compression");
+        step("TruST vs the seed's Figure 13: cargo run --release -p gpsense-benches --example trust_table");
+        (compression, extras::run_example(root, "trust_table"))
+    };
+
     // 6. Report.
     step("writing the report");
     let engines: Vec<String> = ours
@@ -425,6 +438,8 @@ pub fn run(root: &Path, args: &BenchArgs) -> Result<()> {
         timeout,
         limits,
         kernel_variants: &kernel_variants,
+        compression: &compression,
+        trust: &trust,
         figures: &figures,
         elapsed: started.elapsed(),
     };
@@ -538,6 +553,8 @@ struct ReportContext<'a> {
     timeout: Duration,
     limits: Limits,
     kernel_variants: &'a Result<Vec<kernels::Timing>, String>,
+    compression: &'a Result<String, String>,
+    trust: &'a Result<String, String>,
     figures: &'a [String],
     elapsed: Duration,
 }
@@ -854,14 +871,20 @@ fn markdown(c: &ReportContext, records: &[Record], summaries: &[report::Summary]
         }
     }
     md.push('\n');
+    md.push_str(&extras::section(
+        "Compressed vs uncompressed",
+        "cargo run --release -p gpsense-benches --example compression",
+        c.compression,
+    ));
+    md.push_str(&extras::section(
+        "TruST against the seed paper's Figure 13",
+        "cargo run --release -p gpsense-benches --example trust_table",
+        c.trust,
+    ));
     let _ = writeln!(md, "## Not measured here\n");
     let _ = writeln!(
         md,
-        "- Compressed vs uncompressed matching: `crates/compress` had not landed (not committed) when this harness was \
-         written; `gpsense-bench-runner` has no compressed engine yet.\n\
-         - TruST (approximate matching) against the seed paper's table: `crates/trust` exposes no bench or example to \
-         drive yet.\n\
-         - `--engine gpu`: no GPU on this machine; `gpsense-emulated` runs the same launch sequence on the CPU (it \
+        "- `--engine gpu`: no GPU on this machine; `gpsense-emulated` runs the same launch sequence on the CPU (it \
          measures the emulator, not a GPU).\n\
          - gpsense-emulated is run on the suites and the common-sense workloads, not on every curve point."
     );
