@@ -137,10 +137,7 @@ impl<'g> CompressedEngine<'g> {
         on_rows: OnRows,
     ) -> Result<CompressedReport, MatchError> {
         let start = Instant::now();
-        let limit = match (q.limit, opts.limit) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
+        let limit = opts.limit_for(q.limit);
         let qc = self.compressed_query(q);
         if q.components().len() > 1 && limit.is_none() {
             if let Some(product) = self.cartesian_guard(q, opts, count_only)? {

@@ -182,10 +182,7 @@ impl<'g> Engine<'g> {
             plan: start.elapsed(),
             ..Default::default()
         };
-        let limit = match (q.limit, opts.limit) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
+        let limit = opts.limit_for(q.limit);
         let (engine, fallback) = self.resolve(opts.engine);
         let mut report = MatchReport {
             fallback,

@@ -129,6 +129,16 @@ impl Default for MatchOptions {
     }
 }
 
+impl MatchOptions {
+    /// The row limit of a match: the query's LIMIT and this option's, whichever is smaller.
+    pub fn limit_for(&self, query_limit: Option<u64>) -> Option<u64> {
+        match (query_limit, self.limit) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+}
+
 /// A quarter of physical memory (from `/proc/meminfo`), or 1 GiB where it cannot be read.
 pub fn default_memory_budget() -> u64 {
     let total_kib = std::fs::read_to_string("/proc/meminfo")
