@@ -33,4 +33,6 @@ kernels! {
     write_edge_candidates(EdgeCandidatesArgs);
     count_extensions(ExtendArgs);
     write_extensions(ExtendArgs);
+    trust_similarity(TrustSimilarityArgs);
+    trust_one_hop(TrustOneHopArgs);
 }

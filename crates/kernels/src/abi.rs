@@ -218,6 +218,49 @@ pub struct ExtendArgs {
     pub out: DevSlice,
 }
 
+/// `trust_similarity`: one thread per data name, items `first..first + out.len`. `query` holds the
+/// template name's code points; `ids` the data names to score; `chars`/`ends` all names' code points
+/// (name `k` at `chars[ends[k - 1]..ends[k]]`); `scratch` `row_len` `u32`s per item of the launch;
+/// `out` one `f32` per item.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TrustSimilarityArgs {
+    pub query: DevSlice,
+    pub ids: DevSlice,
+    pub chars: DevSlice,
+    pub ends: DevSlice,
+    pub threshold: f32,
+    pub _pad: u32,
+    pub scratch: DevSlice,
+    pub row_len: u64,
+    pub first: u64,
+    pub out: DevSlice,
+}
+
+/// `trust_one_hop`: one thread per (data node, template node) pair of the table, row-major
+/// `data x template`, items `first..first + out.len`. The template in CSR form (`tpl_offsets`,
+/// `tpl_others`, `tpl_dirs` as `u32` 0 = out / 1 = in, `tpl_relations`), the similarity table `sim`
+/// (`f32`, same layout), per-item scratch of `scratch_f_len` `f32`s and `scratch_u_len` `u32`s (see
+/// `trust::hop_scratch_len`), `out` one `f32` per item.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TrustOneHopArgs {
+    pub graph: GraphArgs,
+    pub tpl_offsets: DevSlice,
+    pub tpl_others: DevSlice,
+    pub tpl_dirs: DevSlice,
+    pub tpl_relations: DevSlice,
+    pub sim: DevSlice,
+    pub alpha: f32,
+    pub relation_weight: f32,
+    pub scratch_f: DevSlice,
+    pub scratch_f_len: u64,
+    pub scratch_u: DevSlice,
+    pub scratch_u_len: u64,
+    pub first: u64,
+    pub out: DevSlice,
+}
+
 /// A kernel of the PTX module: its entry name, its argument struct's size, and threads per work-item.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KernelSig {

@@ -284,3 +284,52 @@ pub unsafe fn write_extensions(a: &ExtendArgs, item: usize) {
         }
     }
 }
+
+/// TruST name similarity of data name `ids[first + i]`.
+pub unsafe fn trust_similarity(a: &TrustSimilarityArgs, i: usize) {
+    if i as u64 >= a.out.len {
+        return;
+    }
+    unsafe {
+        let row_len = a.row_len as usize;
+        let row = a.scratch.region_mut::<u32>(i * row_len, (i + 1) * row_len);
+        let item = a.first as usize + i;
+        let s = crate::trust::similarity_item(
+            item,
+            a.query.get(),
+            a.ids.get(),
+            a.chars.get(),
+            a.ends.get(),
+            a.threshold,
+            row,
+        );
+        a.out.write(i, s);
+    }
+}
+
+/// TruST one-hop score of table item `first + i` (data node `item / nt`, template node `item % nt`).
+pub unsafe fn trust_one_hop(a: &TrustOneHopArgs, i: usize) {
+    if i as u64 >= a.out.len {
+        return;
+    }
+    unsafe {
+        let tpl = crate::trust::TemplateView {
+            offsets: a.tpl_offsets.get(),
+            others: a.tpl_others.get(),
+            dirs: a.tpl_dirs.get::<Dir>(),
+            relations: a.tpl_relations.get(),
+        };
+        let nt = tpl.node_count();
+        let item = a.first as usize + i;
+        let (d, t) = ((item / nt) as u32, (item % nt) as u32);
+        let (fl, ul) = (a.scratch_f_len as usize, a.scratch_u_len as usize);
+        let sf = a.scratch_f.region_mut::<f32>(i * fl, (i + 1) * fl);
+        let su = a.scratch_u.region_mut::<u32>(i * ul, (i + 1) * ul);
+        let scoring = crate::trust::Scoring {
+            alpha: a.alpha,
+            relation_weight: a.relation_weight,
+        };
+        let s = crate::trust::one_hop(t, d, &tpl, a.sim.get(), &a.graph.view(), &scoring, sf, su);
+        a.out.write(i, s);
+    }
+}

@@ -38,6 +38,7 @@ pub const ABSENT_RELATION: u32 = NONE - 1;
 pub const MAX_TEMPLATE_DEGREE: usize = 32;
 
 /// The two weights of the scoring formula.
+#[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Scoring {
     /// `a`: the share of the name similarity in the one-hop score (the rest is the neighbourhood).

@@ -472,3 +472,133 @@ fn extend_branch_uses_seeds_without_a_matched_neighbour() {
     });
     assert_eq!(got, [7, 1], "seed 3 is taken by the branch already");
 }
+
+fn dev<T>(s: &[T]) -> gpsense_kernels::abi::DevSlice {
+    gpsense_kernels::abi::DevSlice {
+        ptr: s.as_ptr() as u64,
+        len: s.len() as u64,
+    }
+}
+
+/// A buffer the kernel writes: its address comes from a mutable borrow.
+fn dev_mut<T>(s: &mut [T]) -> gpsense_kernels::abi::DevSlice {
+    gpsense_kernels::abi::DevSlice {
+        ptr: s.as_mut_ptr() as u64,
+        len: s.len() as u64,
+    }
+}
+
+/// The PTX entry bodies of the TruST kernels (`entry::trust_*`), run over host memory in two
+/// launches each, give what the CPU path computes.
+#[test]
+fn gpu_entries_match_the_bodies() {
+    use gpsense_kernels::abi::{GraphArgs, TrustOneHopArgs, TrustSimilarityArgs};
+    use gpsense_kernels::entry;
+    let mut rng = Rng(11);
+    let scoring = Scoring {
+        alpha: 0.5,
+        relation_weight: 0.5,
+    };
+    let kg = random_graph(&mut rng, 30, 120, 3);
+    let g = view(&kg);
+    let tpl = RandomTemplate::new(&mut rng, 4, 6, 3);
+    let tv = tpl.view();
+    let (nt, nd) = (4usize, g.node_count());
+    let sim: Vec<f32> = (0..nt * nd).map(|_| rng.unit()).collect();
+    let k = (0..nt)
+        .map(|t| tv.entries(t as u32))
+        .map(|(a, b)| b - a)
+        .max()
+        .unwrap_or(0);
+    let (nf, nu) = hop_scratch_len(k);
+    let dirs: Vec<u32> = tpl.dirs.iter().map(|&d| d as u32).collect();
+    let graph = GraphArgs {
+        out_offsets: dev(g.out.offsets),
+        out_targets: dev(g.out.targets),
+        out_labels: dev(g.out.labels),
+        in_offsets: dev(g.inc.offsets),
+        in_targets: dev(g.inc.targets),
+        in_labels: dev(g.inc.labels),
+        node_labels: dev(g.node_labels),
+    };
+    let items = nt * nd;
+    let mut got = vec![0.0f32; items];
+    for (first, len) in [(0, items / 2), (items / 2, items - items / 2)] {
+        let (mut sf, mut su) = (vec![0.0f32; nf * len], vec![0u32; nu * len]);
+        let args = TrustOneHopArgs {
+            graph,
+            tpl_offsets: dev(&tpl.offsets),
+            tpl_others: dev(&tpl.others),
+            tpl_dirs: dev(&dirs),
+            tpl_relations: dev(&tpl.relations),
+            sim: dev(&sim),
+            alpha: scoring.alpha,
+            relation_weight: scoring.relation_weight,
+            scratch_f: dev_mut(&mut sf),
+            scratch_f_len: nf as u64,
+            scratch_u: dev_mut(&mut su),
+            scratch_u_len: nu as u64,
+            first: first as u64,
+            out: dev_mut(&mut got[first..first + len]),
+        };
+        for i in 0..len + 3 {
+            unsafe { entry::trust_one_hop(&args, i) };
+        }
+    }
+    let (mut sf, mut su) = (vec![0.0f32; nf], vec![0u32; nu]);
+    for (item, &got) in got.iter().enumerate() {
+        let want = one_hop(
+            (item % nt) as u32,
+            (item / nt) as u32,
+            &tv,
+            &sim,
+            &g,
+            &scoring,
+            &mut sf,
+            &mut su,
+        );
+        assert!((got - want).abs() < 1e-6, "item {item}: {got} vs {want}");
+    }
+
+    let names = [
+        "chocolate cake",
+        "chocolate",
+        "cake",
+        "кошка",
+        "choc",
+        "cakes",
+    ];
+    let mut chars = Vec::new();
+    let mut ends = Vec::new();
+    for n in names {
+        chars.extend(code_points(n));
+        ends.push(chars.len() as u32);
+    }
+    let query = code_points("chocolate cakes");
+    let ids: Vec<u32> = (0..names.len() as u32).collect();
+    let row_len = 16;
+    let mut scratch = vec![0u32; row_len * ids.len()];
+    let mut out = vec![0.0f32; ids.len()];
+    let args = TrustSimilarityArgs {
+        query: dev(&query),
+        ids: dev(&ids),
+        chars: dev(&chars),
+        ends: dev(&ends),
+        threshold: 0.3,
+        _pad: 0,
+        scratch: dev_mut(&mut scratch),
+        row_len: row_len as u64,
+        first: 0,
+        out: dev_mut(&mut out),
+    };
+    for i in 0..ids.len() + 2 {
+        unsafe { entry::trust_similarity(&args, i) };
+    }
+    let mut row = vec![0u32; row_len];
+    for i in 0..ids.len() {
+        let want =
+            gpsense_kernels::trust::similarity_item(i, &query, &ids, &chars, &ends, 0.3, &mut row);
+        assert_eq!(out[i], want, "{}", names[i]);
+    }
+    assert!(out[0] > 0.9 && out[3] == 0.0, "{out:?}");
+}
