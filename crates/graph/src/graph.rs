@@ -224,17 +224,45 @@ impl KnowledgeGraph {
                 "weights disagree with edges".into(),
             ));
         }
-        // Each incoming entry must mirror an outgoing edge; equal counts then make them the same set.
+        self.check_mirror()?;
+        Ok(())
+    }
+}
+
+impl KnowledgeGraph {
+    /// The incoming CSR must be exactly the outgoing one transposed. A counting sort by target writes
+    /// each outgoing edge into its target's incoming region (sequential in the sources, O(E)); each
+    /// region, sorted by (relation, source), must then equal the stored list. Far faster on large
+    /// graphs than a binary search per incoming entry.
+    fn check_mirror(&self) -> Result<(), GraphError> {
+        let bad = || GraphError::Inconsistent("incoming CSR does not mirror outgoing".into());
+        let n = self.node_count();
+        let inc = &self.inc;
+        let mut next: Vec<u32> = inc.offsets[..n].to_vec();
+        let mut keys = vec![0u64; inc.targets.len()];
+        for s in 0..n as NodeId {
+            let (targets, labels) = self.out.neighbours(s);
+            for (&t, &l) in targets.iter().zip(labels) {
+                let at = next[t as usize];
+                if at >= inc.offsets[t as usize + 1] {
+                    return Err(bad());
+                }
+                keys[at as usize] = (l as u64) << 32 | s as u64;
+                next[t as usize] = at + 1;
+            }
+        }
+        // Equal edge counts and no overflowing region: every region is exactly filled.
         for v in 0..n as NodeId {
-            let (srcs, labels) = self.inc.neighbours(v);
-            if srcs
+            let r = inc.range(v);
+            let region = &mut keys[r.clone()];
+            region.sort_unstable();
+            let same = region
                 .iter()
-                .zip(labels)
-                .any(|(&s, &l)| !self.out.has_edge(s, Some(l), v))
-            {
-                return Err(GraphError::Inconsistent(
-                    "incoming CSR does not mirror outgoing".into(),
-                ));
+                .zip(&inc.targets[r.clone()])
+                .zip(&inc.labels[r])
+                .all(|((&k, &s), &l)| k == (l as u64) << 32 | s as u64);
+            if !same {
+                return Err(bad());
             }
         }
         Ok(())

@@ -297,6 +297,36 @@ mod tests {
         assert!(matches!(err, SnapshotError::Decode { .. }), "{err}");
     }
 
+    /// Valid CSRs on their own, but the incoming one is not the outgoing one transposed.
+    #[test]
+    fn incoming_that_does_not_mirror_outgoing_is_rejected() {
+        let g = graph();
+        let mut checked = 0;
+        for mutate in [0usize, 1] {
+            let mut bad = g.clone();
+            let last = bad.inc.labels.len() - 1;
+            match mutate {
+                // Another relation on a one-entry list keeps it sorted.
+                0 => {
+                    bad.inc.labels[last] = (bad.inc.labels[last] + 1) % bad.relation_count() as u16
+                }
+                // A wrong source.
+                _ => bad.inc.targets[last] = (bad.inc.targets[last] + 1) % bad.node_count() as u32,
+            }
+            if bad
+                .inc
+                .validate(bad.node_count(), bad.relation_count())
+                .is_err()
+            {
+                continue; // broke the list's own order: caught earlier, not the case under test
+            }
+            let err = bad.validate().unwrap_err();
+            assert!(err.to_string().contains("mirror"), "{err}");
+            checked += 1;
+        }
+        assert_eq!(checked, 2, "both mutations must reach the mirror check");
+    }
+
     #[test]
     fn crafted_inconsistent_graph_is_rejected() {
         let mut g = graph();
