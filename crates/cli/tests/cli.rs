@@ -1,44 +1,10 @@
 //! The `gpsense` binary as a user runs it: the README's commands on real data, and bad input.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-fn gpsense(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gpsense"))
-        .args(args)
-        .output()
-        .expect("run gpsense")
-}
+use std::path::PathBuf;
 
-fn ok(args: &[&str]) -> (String, String) {
-    let out = gpsense(args);
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    );
-    assert!(out.status.success(), "gpsense {args:?} failed:\n{stderr}");
-    (stdout, stderr)
-}
-
-fn fails(args: &[&str]) -> String {
-    let out = gpsense(args);
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "gpsense {args:?} should fail cleanly:\n{stderr}"
-    );
-    assert!(!stderr.contains("panicked"), "{stderr}");
-    stderr
-}
-
-fn dataset(rel: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../datasets")
-        .join(rel)
-        .display()
-        .to_string()
-}
+use common::{dataset, fails, ok};
 
 const ANIMALS_AT_HOME: &str = "SELECT ?x WHERE { ?x IsA animal . ?x AtLocation home }";
 

@@ -1,38 +1,9 @@
 //! `gpsense compress` and `gpsense query --graph graph.gpsc` as a user runs them: the table, the
 //! same answers as the uncompressed graph, and clear errors for damaged files and bad thresholds.
 
-use std::path::Path;
-use std::process::{Command, Output};
+mod common;
 
-fn gpsense(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gpsense"))
-        .args(args)
-        .output()
-        .expect("run gpsense")
-}
-
-fn ok(args: &[&str]) -> (String, String) {
-    let out = gpsense(args);
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "gpsense {args:?} failed:\n{stderr}");
-    (String::from_utf8_lossy(&out.stdout).into_owned(), stderr)
-}
-
-fn fails(args: &[&str]) -> String {
-    let out = gpsense(args);
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(out.status.code(), Some(1), "gpsense {args:?}:\n{stderr}");
-    assert!(!stderr.contains("panicked"), "{stderr}");
-    stderr
-}
-
-fn dataset(rel: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../datasets")
-        .join(rel)
-        .display()
-        .to_string()
-}
+use common::{dataset, fails, ok};
 
 /// Sorted output lines (rows stream in no fixed order).
 fn sorted(text: &str) -> Vec<String> {

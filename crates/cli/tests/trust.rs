@@ -1,30 +1,9 @@
 //! `gpsense trust` as a user runs it: misspelt queries on the embedded graph, benchmark files, and
 //! bad input.
 
-use std::path::Path;
-use std::process::{Command, Output};
+mod common;
 
-fn gpsense(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gpsense"))
-        .args(args)
-        .output()
-        .expect("run gpsense")
-}
-
-fn ok(args: &[&str]) -> (String, String) {
-    let out = gpsense(args);
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "gpsense {args:?} failed:\n{stderr}");
-    (String::from_utf8_lossy(&out.stdout).into_owned(), stderr)
-}
-
-fn dataset(rel: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../datasets")
-        .join(rel)
-        .display()
-        .to_string()
-}
+use common::{dataset, gpsense, ok};
 
 #[test]
 fn a_misspelt_query_is_answered_with_scores_and_reasons() {
