@@ -3,49 +3,16 @@
 //! its fast path) against an exhaustive matching over all data edges, and branch extension against
 //! a direct enumeration.
 
+mod common;
+
+use common::{view, Rng};
 use gpsense_graph::{GraphBuilder, KnowledgeGraph};
 use gpsense_kernels::trust::{
     assignment_scratch_len, build_pattern, extend_branch, hop_scratch_len, levenshtein_bits,
     levenshtein_bounded, max_weight_assignment, one_hop, similarity_at_least, similarity_bits_item,
     Extension, Link, Pattern, Scoring, TemplateView, ANY_RELATION,
 };
-use gpsense_kernels::{Adjacency, Dir, GraphView, NONE};
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-
-    fn unit(&mut self) -> f32 {
-        (self.next() >> 40) as f32 / (1u64 << 24) as f32
-    }
-}
-
-fn adjacency(c: &gpsense_graph::Csr) -> Adjacency<'_> {
-    Adjacency {
-        offsets: c.offsets(),
-        targets: c.targets(),
-        labels: c.labels(),
-    }
-}
-
-fn view(g: &KnowledgeGraph) -> GraphView<'_> {
-    GraphView {
-        out: adjacency(g.out()),
-        inc: adjacency(g.inc()),
-        node_labels: g.node_labels(),
-    }
-}
+use gpsense_kernels::{Dir, GraphView, NONE};
 
 fn random_graph(rng: &mut Rng, nodes: u32, edges: usize, relations: u64) -> KnowledgeGraph {
     let mut b = GraphBuilder::new();

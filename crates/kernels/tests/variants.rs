@@ -1,45 +1,16 @@
 //! Every kernel variant against its kernel's reference (the first variant), on random inputs and on
 //! a real graph.
 
+mod common;
+
 use std::path::Path;
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use common::{view, Rng};
 use gpsense_graph::ingest::{ingest, IngestOptions, NoProgress};
 use gpsense_graph::{GraphBuilder, KnowledgeGraph};
 use gpsense_kernels::variants::{COUNT_EDGE_CANDIDATES, FILTER_NEIGHBOURS, SCAN, WRITE_WORD};
-use gpsense_kernels::{bits, Adjacency, Dir, GraphView, NONE};
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-}
-
-fn adjacency(c: &gpsense_graph::Csr) -> Adjacency<'_> {
-    Adjacency {
-        offsets: c.offsets(),
-        targets: c.targets(),
-        labels: c.labels(),
-    }
-}
-
-fn view(g: &KnowledgeGraph) -> GraphView<'_> {
-    GraphView {
-        out: adjacency(g.out()),
-        inc: adjacency(g.inc()),
-        node_labels: g.node_labels(),
-    }
-}
+use gpsense_kernels::{bits, Dir, NONE};
 
 fn random_graph(rng: &mut Rng, nodes: u64, edges: u64) -> KnowledgeGraph {
     let mut b = GraphBuilder::new();
