@@ -108,6 +108,9 @@ pub struct Workload {
     /// How the queries were chosen, for the report.
     pub selection: String,
     pub queries: Vec<QuerySpec>,
+    /// Stop each query after this many matches (`MatchOptions::limit`); none: count them all.
+    #[serde(default)]
+    pub limit: Option<u64>,
 }
 
 /// Everything `prepare` wrote.
@@ -255,6 +258,7 @@ pub fn prepare(datasets: &Path, out: &Path, scale: &Scale) -> Result<Manifest, S
             queries.len()
         ),
         queries,
+        limit: None,
     });
 
     let yeast_dir = sm.join("yeast");
@@ -301,6 +305,7 @@ pub fn prepare(datasets: &Path, out: &Path, scale: &Scale) -> Result<Manifest, S
             scale.yeast_max_answer
         ),
         queries,
+        limit: None,
     });
 
     // 2. Common-sense queries on ConceptNet-100K and WordNet.
@@ -339,6 +344,7 @@ pub fn prepare(datasets: &Path, out: &Path, scale: &Scale) -> Result<Manifest, S
             x: None,
             selection: generated_selection(texts.len(), 6, SEED),
             queries: compile_all(&texts, graph, &format!("{key}-6"))?,
+            limit: None,
         });
     }
 
@@ -367,6 +373,7 @@ pub fn prepare(datasets: &Path, out: &Path, scale: &Scale) -> Result<Manifest, S
                 texts.len()
             ),
             queries: compile_all(&texts, g, "data-size")?,
+            limit: None,
         });
     }
     // Query size: ConceptNet-100K.
@@ -380,6 +387,7 @@ pub fn prepare(datasets: &Path, out: &Path, scale: &Scale) -> Result<Manifest, S
             x: Some(k as f64),
             selection: generated_selection(texts.len(), k, SEED + k as u64),
             queries: compile_all(&texts, &cn, &format!("query-size-{k}"))?,
+            limit: None,
         });
     }
     // Average degree: synthetic ConceptNet-shaped graphs (no shipped graph reaches degree 8-24).
@@ -408,9 +416,94 @@ pub fn prepare(datasets: &Path, out: &Path, scale: &Scale) -> Result<Manifest, S
             x: Some(d as f64),
             selection: generated_selection(texts.len(), 6, SEED),
             queries: compile_all(&texts, &g, &format!("degree-{d}"))?,
+            limit: None,
         });
     }
 
+    let json = serde_json::to_vec_pretty(&manifest).map_err(|e| err(e.to_string()))?;
+    let path = out.join("manifest.json");
+    std::fs::write(&path, json)
+        .map_err(|e| err(format!("cannot write {}: {e}", path.display())))?;
+    Ok(manifest)
+}
+
+/// Workloads whose queries the caller lists (`cargo xtask bench`'s exact-peer table): benchmark-format
+/// (`t/v/e`) graphs and, per workload, the query files in order with their published answers.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Listed {
+    pub graphs: Vec<ListedGraph>,
+    pub workloads: Vec<ListedWorkload>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ListedGraph {
+    pub key: String,
+    pub description: String,
+    pub file: PathBuf,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ListedWorkload {
+    pub name: String,
+    pub title: String,
+    pub graph: String,
+    pub selection: String,
+    pub limit: Option<u64>,
+    pub queries: Vec<ListedQuery>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ListedQuery {
+    pub id: String,
+    pub group: String,
+    pub file: PathBuf,
+    pub expected: Option<u64>,
+}
+
+/// Writes the listed graphs and workloads into `out` (`graphs/`, `manifest.json`), as [`prepare`].
+pub fn prepare_listed(list: &Listed, out: &Path) -> Result<Manifest, SuiteError> {
+    let graphs_dir = out.join("graphs");
+    std::fs::create_dir_all(&graphs_dir)
+        .map_err(|e| err(format!("cannot create {}: {e}", graphs_dir.display())))?;
+    let mut manifest = Manifest {
+        quick: false,
+        graphs: Vec::new(),
+        workloads: Vec::new(),
+    };
+    let mut loaded = HashMap::new();
+    for g in &list.graphs {
+        let kg = load(&g.file)?;
+        manifest
+            .graphs
+            .push(write_graph(&graphs_dir, &g.key, &g.description, &kg, true)?);
+        loaded.insert(g.key.clone(), kg);
+    }
+    for w in &list.workloads {
+        let g = loaded
+            .get(&w.graph)
+            .ok_or_else(|| err(format!("{}: no graph {:?}", w.name, w.graph)))?;
+        let queries = w
+            .queries
+            .iter()
+            .map(|q| {
+                let qg = benchmark_query(&load(&q.file)?, g)
+                    .map_err(|e| err(format!("{}: {e}", q.id)))?;
+                let mut spec = spec_of(&qg, &q.id, &q.group)?;
+                spec.expected = q.expected;
+                Ok(spec)
+            })
+            .collect::<Result<Vec<_>, SuiteError>>()?;
+        manifest.workloads.push(Workload {
+            name: w.name.clone(),
+            title: w.title.clone(),
+            graph: w.graph.clone(),
+            experiment: None,
+            x: None,
+            selection: w.selection.clone(),
+            queries,
+            limit: w.limit,
+        });
+    }
     let json = serde_json::to_vec_pretty(&manifest).map_err(|e| err(e.to_string()))?;
     let path = out.join("manifest.json");
     std::fs::write(&path, json)

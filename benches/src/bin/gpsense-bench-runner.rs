@@ -3,8 +3,11 @@
 //!
 //! - `gpsense-bench-runner prepare DATASETS OUT [--quick]` writes the workloads (`OUT/manifest.json`,
 //!   `OUT/graphs/`; see `gpsense_benches::suite`).
-//! - `gpsense-bench-runner run OUT WORKLOAD ENGINE SEMANTICS START REPEAT` loads the workload's graph,
-//!   prints `{"ready":true,"load_seconds":..}`, then one JSON line per query from index `START`:
+//! - `gpsense-bench-runner prepare-listed LIST.json OUT` writes the workloads a [`suite::Listed`]
+//!   names (the exact-peer table of `cargo xtask bench`).
+//! - `gpsense-bench-runner run OUT WORKLOAD ENGINE SEMANTICS START REPEAT [END]` loads the workload's
+//!   graph, prints `{"ready":true,"load_seconds":..}`, then one JSON line per query from index `START`
+//!   (to `END`, exclusive, where given; a workload's `limit` caps each count):
 //!   `{"i":..,"status":"ok","count":..,"seconds":[..]}` (or `"status":"error","message":..`).
 //!   ENGINE is `gpsense-dfs`, `gpsense-kernels`, `gpsense-emulated` or `petgraph-vf2`. The parent
 //!   enforces the time limit by killing this process and starting it again after the query.
@@ -26,8 +29,9 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("prepare") if args.len() >= 3 => prepare(&args[1], &args[2], args.get(3).is_some_and(|a| a == "--quick")),
-        Some("run") if args.len() == 7 => run(&args[1..]),
-        _ => Err("usage: gpsense-bench-runner prepare DATASETS OUT [--quick] | run OUT WORKLOAD ENGINE SEMANTICS START REPEAT".into()),
+        Some("prepare-listed") if args.len() == 3 => prepare_listed(&args[1], &args[2]),
+        Some("run") if args.len() == 7 || args.len() == 8 => run(&args[1..]),
+        _ => Err("usage: gpsense-bench-runner prepare DATASETS OUT [--quick] | prepare-listed LIST.json OUT | run OUT WORKLOAD ENGINE SEMANTICS START REPEAT [END]".into()),
     };
     if let Err(e) = result {
         eprintln!("error: {e}");
@@ -51,6 +55,17 @@ fn prepare(datasets: &str, out: &str, quick: bool) -> Result<()> {
     Ok(())
 }
 
+fn prepare_listed(list: &str, out: &str) -> Result<()> {
+    let list: suite::Listed = serde_json::from_slice(&std::fs::read(list)?)?;
+    let m = suite::prepare_listed(&list, Path::new(out))?;
+    let queries: usize = m.workloads.iter().map(|w| w.queries.len()).sum();
+    eprintln!(
+        "prepared {} workloads, {queries} queries",
+        m.workloads.len()
+    );
+    Ok(())
+}
+
 fn emit(value: serde_json::Value) {
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "{value}");
@@ -67,6 +82,11 @@ fn run(args: &[String]) -> Result<()> {
     let semantics: Semantics = args[3].parse()?;
     let start_at: usize = args[4].parse()?;
     let repeat: usize = args[5].parse::<usize>()?.max(1);
+    let end: usize = match args.get(6) {
+        Some(e) => e.parse()?,
+        None => usize::MAX,
+    };
+    let take = end.saturating_sub(start_at);
     let meta = manifest
         .graph(&workload.graph)
         .ok_or_else(|| format!("no graph {:?}", workload.graph))?;
@@ -78,7 +98,13 @@ fn run(args: &[String]) -> Result<()> {
             let pg = PetGraph::new(&g, meta.undirected)?;
             let engine = Engine::new(&g);
             emit(json!({"ready": true, "load_seconds": t.elapsed().as_secs_f64()}));
-            for (i, q) in workload.queries.iter().enumerate().skip(start_at) {
+            for (i, q) in workload
+                .queries
+                .iter()
+                .enumerate()
+                .skip(start_at)
+                .take(take)
+            {
                 let mut seconds = Vec::new();
                 let mut count = 0;
                 while seconds.len() < repeat {
@@ -108,6 +134,7 @@ fn run(args: &[String]) -> Result<()> {
                 semantics,
                 engine: kind,
                 single_thread: true,
+                limit: workload.limit,
                 ..MatchOptions::default()
             };
             if kind == EngineKind::Emulated {
@@ -121,7 +148,13 @@ fn run(args: &[String]) -> Result<()> {
                 }
             }
             emit(json!({"ready": true, "load_seconds": t.elapsed().as_secs_f64()}));
-            for (i, spec) in workload.queries.iter().enumerate().skip(start_at) {
+            for (i, spec) in workload
+                .queries
+                .iter()
+                .enumerate()
+                .skip(start_at)
+                .take(take)
+            {
                 let q = suite::query_graph(spec);
                 let mut seconds = Vec::new();
                 let mut result = Ok(0);

@@ -12,11 +12,14 @@
 //! 4. Check every count against gpsense's under the same semantics and write `report.md`,
 //!    `results.csv`, `summary.csv` and the figures (`report.rs`, `plot.rs`).
 
+mod exact;
 mod exec;
 mod extras;
 mod kernels;
+mod native;
 mod peers;
 mod plot;
+mod pyrandom;
 mod report;
 mod text;
 
@@ -49,8 +52,21 @@ pub struct BenchArgs {
     #[arg(long = "engine", value_name = "ENGINE", value_parser = ["dfs", "kernels", "emulated"])]
     pub engines: Vec<String>,
     /// Only these peers (repeatable) [default: all].
-    #[arg(long = "peer", value_name = "PEER", value_parser = PEER_NAMES.to_vec())]
+    #[arg(long = "peer", value_name = "PEER", value_parser = all_peer_names())]
     pub peers: Vec<String>,
+    /// Only this part: `exact-peers` is the table of gpsense-dfs against the exact matchers DAF,
+    /// VEQ, GuP and RapidMatch (built from source) on exact-hprd, exact-yeast-150 and
+    /// exact-yeast-32 (target/bench/exact-peers/).
+    #[arg(long, value_name = "PART", value_parser = ["exact-peers"])]
+    pub only: Option<String>,
+    /// Where the exact matchers' sources are: one checkout or git dir per peer, named after the
+    /// repository (`DAF`, `VEQ_S`, `gup`, `RapidMatch`, or `owner+name[/repo]`); the pinned commit
+    /// is extracted from it. Without it they are cloned from GitHub (not with --offline/--quick).
+    #[arg(long, value_name = "DIR")]
+    pub peer_src: Option<PathBuf>,
+    /// Queries per turn when the exact-peer engines take turns.
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    pub chunk: usize,
     /// No peers at all: gpsense's engines only.
     #[arg(long, conflicts_with = "peers")]
     pub no_peers: bool,
@@ -87,6 +103,10 @@ pub const PEER_NAMES: &[&str] = &[
     "oxigraph-sparql",
     "kuzu-cypher",
 ];
+
+fn all_peer_names() -> Vec<&'static str> {
+    PEER_NAMES.iter().chain(native::NAMES).copied().collect()
+}
 
 /// One child-process run: an engine under one semantics over one workload.
 struct Job<'a> {
@@ -138,6 +158,39 @@ pub fn run(root: &Path, args: &BenchArgs) -> Result<()> {
         bail!("building gpsense-bench-runner failed");
     }
     let runner = target.join("release/gpsense-bench-runner");
+    let exact_options = exact::Options {
+        root,
+        out: &out,
+        peers_dir: &bench_dir.join("peers"),
+        runner: &runner,
+        quick: args.quick,
+        timeout: args.timeout.map(Duration::from_secs),
+        peer_src: args.peer_src.as_deref(),
+        clone: !args.quick && !args.offline,
+        peers: if args.no_peers {
+            Vec::new()
+        } else {
+            native::PEERS
+                .iter()
+                .filter(|p| args.peers.is_empty() || args.peers.iter().any(|a| a == p.engine))
+                .collect()
+        },
+        chunk: args.chunk,
+    };
+    if args.only.as_deref() == Some("exact-peers") {
+        step("exact matchers: gpsense-dfs, DAF, VEQ, GuP, RapidMatch");
+        let section = exact::run(&exact_options, &mut |m| eprintln!("  {m}"))?;
+        let path = out.join("exact-peers/report.md");
+        eprintln!("\n{}\nwrote {}", section.markdown, path.display());
+        if section.ours_wrong > 0 {
+            bail!(
+                "{} gpsense counts differ from the published ones: see {}",
+                section.ours_wrong,
+                path.display()
+            );
+        }
+        return Ok(());
+    }
     step("preparing workloads");
     let mut prepare = Command::new(&runner);
     prepare.arg("prepare").arg(root.join("datasets")).arg(&work);
@@ -378,6 +431,10 @@ pub fn run(root: &Path, args: &BenchArgs) -> Result<()> {
     bar.finish_and_clear();
     report::check(&mut records);
 
+    // 4b. The exact matchers (their own workloads, engines taking turns per chunk).
+    step("exact matchers: gpsense-dfs, DAF, VEQ, GuP, RapidMatch");
+    let exact_section = exact::run(&exact_options, &mut |m| eprintln!("  {m}"));
+
     // 5. Kernel variants (full runs).
     let kernel_variants = if args.quick || args.no_kernel_variants {
         Err(if args.quick {
@@ -443,7 +500,19 @@ pub fn run(root: &Path, args: &BenchArgs) -> Result<()> {
         figures: &figures,
         elapsed: started.elapsed(),
     };
-    let md = markdown(&context, &records, &summaries);
+    let mut md = markdown(&context, &records, &summaries);
+    let mut exact_wrong = 0;
+    md.push_str("## Exact matchers: DAF, VEQ, GuP, RapidMatch\n\n");
+    match &exact_section {
+        Ok(s) => {
+            md.push_str(&s.markdown);
+            exact_wrong = s.ours_wrong;
+        }
+        Err(e) => {
+            let _ = writeln!(md, "Not run: {e:#}");
+        }
+    }
+    md.push('\n');
     let report_path = out.join("report.md");
     std::fs::write(&report_path, md)?;
     let disagree = records
@@ -464,6 +533,7 @@ pub fn run(root: &Path, args: &BenchArgs) -> Result<()> {
         .iter()
         .filter(|r| r.engine.starts_with("gpsense-") && r.agree == Agreement::Disagree)
         .count();
+    let ours_wrong = ours_wrong + exact_wrong;
     if ours_wrong > 0 {
         bail!(
             "{ours_wrong} gpsense counts differ from the reference: see {}",
