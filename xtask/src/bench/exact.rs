@@ -349,7 +349,8 @@ pub fn run(o: &Options, log: &mut dyn FnMut(&str)) -> Result<Section> {
                             .arg(end.to_string());
                         cmd
                     };
-                    let (outcomes, _) = exec::run_job(&command, &groups, limits, &mut || {});
+                    let (outcomes, _) =
+                        exec::run_job_from(&command, &groups, start, limits, &mut || {});
                     for (q, out) in qs.iter().zip(outcomes) {
                         let status = match out {
                             Outcome::Ok { count, seconds, .. } => Status::Ok {
@@ -576,6 +577,19 @@ fn tally(rows: &[Row], workload: &str, engine: &str) -> Tally {
     t
 }
 
+/// Seconds to three significant digits (milliseconds below a second).
+pub fn secs(v: f64) -> String {
+    if v >= 100.0 {
+        format!("{v:.0} s")
+    } else if v >= 10.0 {
+        format!("{v:.1} s")
+    } else if v >= 1.0 {
+        format!("{v:.2} s")
+    } else {
+        format!("{} ms", super::report::ms(v * 1e3))
+    }
+}
+
 fn cell(t: &Tally, wall: bool) -> String {
     if t.queries == 0 {
         return "-".into();
@@ -587,10 +601,10 @@ fn cell(t: &Tally, wall: bool) -> String {
         if t.walls == 0 {
             "-".to_owned()
         } else {
-            format!("{:.2} s", t.wall)
+            secs(t.wall)
         }
     } else {
-        format!("{:.2} s", t.seconds)
+        secs(t.seconds)
     };
     if t.ok < t.queries {
         let _ = write!(s, " ({}/{})", t.ok, t.queries);
@@ -775,6 +789,13 @@ mod tests {
         assert!(!differs(100_012, Some(3_000_000), Some(100_000)));
         assert!(differs(99_999, Some(3_000_000), Some(100_000)));
         assert!(!differs(42, Some(42), Some(100_000)));
+    }
+
+    #[test]
+    fn totals_are_shown_to_three_digits() {
+        assert_eq!(secs(123.4), "123 s");
+        assert_eq!(secs(1.234), "1.23 s");
+        assert_eq!(secs(0.01234), "12.3 ms");
     }
 
     #[test]

@@ -66,6 +66,18 @@ pub fn run_job(
     limits: Limits,
     progress: &mut dyn FnMut(),
 ) -> (Vec<Outcome>, Option<f64>) {
+    run_job_from(command, groups, 0, limits, progress)
+}
+
+/// [`run_job`] over queries `first..first + groups.len()` of a workload: the child numbers its
+/// lines from `first` (`command` still gets the index relative to `first`).
+pub fn run_job_from(
+    command: &dyn Fn(usize) -> Command,
+    groups: &[String],
+    first: usize,
+    limits: Limits,
+    progress: &mut dyn FnMut(),
+) -> (Vec<Outcome>, Option<f64>) {
     let n = groups.len();
     let mut outcomes: Vec<Option<Outcome>> = vec![None; n];
     let mut timeouts: std::collections::HashMap<&str, usize> = Default::default();
@@ -168,7 +180,7 @@ pub fn run_job(
         while next < n && !restart {
             let started = Instant::now();
             match recv_json(&rx, limits.timeout + SLACK) {
-                Received::Line(l) if l.i == Some(next) => {
+                Received::Line(l) if l.i == Some(first + next) => {
                     let outcome = outcome_of(l, limits.timeout);
                     if matches!(outcome, Outcome::Timeout(_)) {
                         *timeouts.entry(groups[next].as_str()).or_default() += 1;
@@ -185,7 +197,11 @@ pub fn run_job(
                     }
                 }
                 Received::Line(l) => {
-                    let msg = format!("protocol error: expected query {next}, got {:?}", l.i);
+                    let msg = format!(
+                        "protocol error: expected query {}, got {:?}",
+                        first + next,
+                        l.i
+                    );
                     finish(&mut outcomes, next, Outcome::Error(msg), progress);
                     next += 1;
                     restart = true;
@@ -350,6 +366,22 @@ mod tests {
         assert!(matches!(out[1], Outcome::Timeout(_)), "{:?}", out[1]);
         assert!(matches!(out[2], Outcome::Ok { count: 20, .. }));
         assert!(matches!(out[3], Outcome::Ok { count: 30, .. }));
+    }
+
+    #[test]
+    fn a_chunk_is_numbered_from_its_first_query() {
+        let script = r#"echo '{"ready":true,"load_seconds":0}'
+            for i in $(seq $((10 + $1)) 11); do
+              echo "{\"i\":$i,\"status\":\"ok\",\"count\":$i,\"seconds\":[0.001]}"
+            done"#;
+        let groups = vec!["a".to_string(); 2];
+        let (out, _) = run_job_from(&sh(script), &groups, 10, limits(1000), &mut || {});
+        assert!(
+            matches!(out[0], Outcome::Ok { count: 10, .. }),
+            "{:?}",
+            out[0]
+        );
+        assert!(matches!(out[1], Outcome::Ok { count: 11, .. }));
     }
 
     #[test]
