@@ -860,6 +860,49 @@ mod tests {
     }
 
     #[test]
+    fn listed_workloads_keep_their_order_answers_and_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("d.graph");
+        std::fs::write(
+            &data,
+            "t 4 4\nv 0 1 2\nv 1 2 2\nv 2 1 3\nv 3 2 1\ne 0 1\ne 1 2\ne 0 2\ne 2 3\n",
+        )
+        .unwrap();
+        let q = dir.path().join("q_1.graph");
+        std::fs::write(&q, "t 2 1\nv 0 1 1\nv 1 2 1\ne 0 1\n").unwrap();
+        let list = Listed {
+            graphs: vec![ListedGraph {
+                key: "d".into(),
+                description: "tiny".into(),
+                file: data,
+            }],
+            workloads: vec![ListedWorkload {
+                name: "w".into(),
+                title: "t".into(),
+                graph: "d".into(),
+                selection: "s".into(),
+                limit: Some(7),
+                queries: vec![ListedQuery {
+                    id: "q_1".into(),
+                    group: "g".into(),
+                    file: q,
+                    expected: Some(3),
+                }],
+            }],
+        };
+        let out = dir.path().join("out");
+        let m = prepare_listed(&list, &out).unwrap();
+        assert_eq!(m.graphs[0].nodes, 4);
+        let w = &m.workloads[0];
+        assert_eq!((w.limit, w.queries.len()), (Some(7), 1));
+        assert_eq!(w.queries[0].expected, Some(3));
+        assert_eq!(w.queries[0].nodes.len(), 2);
+        let back: Manifest =
+            serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap();
+        assert_eq!(back, m);
+    }
+
+    #[test]
     fn degree_graph_has_the_asked_degree() {
         let g = degree_graph(1000, 12, 1).unwrap();
         assert_eq!(g.node_count(), 1000);

@@ -168,7 +168,7 @@ fn definitions(
         .map(|(id, p, _)| listed(id, p, "yeast-32"))
         .collect();
     let n = |v: &Vec<ListedQuery>| v.len();
-    let defs = vec![
+    let mut defs = vec![
         Def {
             listed: ListedWorkload {
                 name: "exact-hprd".into(),
@@ -208,6 +208,11 @@ fn definitions(
             timeout: Duration::from_secs(10),
         },
     ];
+    if quick {
+        for d in &mut defs {
+            d.listed.selection.push_str("; --quick: the first 2 only");
+        }
+    }
     Ok((graphs, defs))
 }
 
