@@ -18,6 +18,7 @@ pub mod entry;
 pub mod filter;
 pub mod join;
 pub mod scan;
+pub mod space;
 pub mod trust;
 pub mod variants;
 pub mod view;

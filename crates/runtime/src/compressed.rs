@@ -362,6 +362,7 @@ impl<'g> CompressedEngine<'g> {
             plan,
             filter: FilterReport::default(),
             edge_candidates: None,
+            search: None,
             times: Timings::default(),
         }
     }

@@ -11,13 +11,14 @@ use std::sync::OnceLock;
 use crate::device::cuda::CudaDevice;
 use crate::device::host::HostDevice;
 use crate::device::{Device, DeviceError};
-use crate::dfs::Dfs;
 use crate::executor::Executor;
 use crate::filtering::{FilterReport, Filtering, LabelIndex};
 use crate::gpu_pipeline::{DeviceGraph, Pipeline};
 use crate::kernel_join::KernelJoin;
 use crate::layout::Layout;
 use crate::output::{OnRows, Output, RowBatch};
+use crate::search::{Context, Dag, SearchStats};
+use crate::space::SpaceBuilder;
 use crate::{EngineKind, MatchError, MatchOptions, Semantics};
 
 /// A graph prepared for matching: planner statistics and the node-label index, computed once.
@@ -29,6 +30,28 @@ pub struct Engine<'g> {
     gpu: OnceLock<Result<DeviceState<CudaDevice>, DeviceError>>,
     /// The host emulator of the GPU pipeline and its copy of the graph.
     emulator: OnceLock<Result<DeviceState<HostDevice>, DeviceError>>,
+}
+
+/// What the dfs search did: partial matches grown, sibling loops cut by failing sets, leaf groups
+/// counted without enumeration, pieces of work handed to idle workers.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SearchSummary {
+    pub nodes: u64,
+    pub backjumps: u64,
+    pub leaf_counts: u64,
+    pub splits: u64,
+}
+
+impl From<&SearchStats> for SearchSummary {
+    fn from(s: &SearchStats) -> Self {
+        use std::sync::atomic::Ordering::Relaxed;
+        SearchSummary {
+            nodes: s.nodes.load(Relaxed),
+            backjumps: s.backjumps.load(Relaxed),
+            leaf_counts: s.leaf_counts.load(Relaxed),
+            splits: s.splits.load(Relaxed),
+        }
+    }
 }
 
 /// A device with the data graph on it.
@@ -68,8 +91,10 @@ pub struct MatchReport {
     /// The join order, chosen after filtering from the candidate counts.
     pub join_plan: Plan,
     pub filter: FilterReport,
-    /// Edge candidates collected (the kernels engine only).
+    /// Edge candidates collected (the kernels engine), or candidate-space edges (dfs).
     pub edge_candidates: Option<u64>,
+    /// What the search did (dfs only).
+    pub search: Option<SearchSummary>,
     pub times: Timings,
 }
 
@@ -196,6 +221,7 @@ impl<'g> Engine<'g> {
             plan,
             filter: FilterReport::default(),
             edge_candidates: None,
+            search: None,
             times: Timings::default(),
         };
         if report.plan.components.len() > 1 && limit.is_none() {
@@ -209,6 +235,15 @@ impl<'g> Engine<'g> {
         let ex = Executor {
             parallel: !opts.single_thread,
         };
+        if matches!(engine, EngineKind::Dfs | EngineKind::Auto) {
+            self.search(q, &layout, opts, limit, count_only, on_rows, &mut report)?;
+            times.filter = report.filter.filter_time;
+            times.refine = report.filter.refine_time;
+            times.join = report.times.join;
+            times.total = start.elapsed();
+            report.times = times;
+            return Ok(report);
+        }
         let g = self.view();
         let injective = opts.semantics == Semantics::Iso;
         let (cands, filter) = match engine {
@@ -290,14 +325,8 @@ impl<'g> Engine<'g> {
                         Some(ecs.iter().flatten().map(|e| e.targets.len() as u64).sum());
                     kj.run(&ecs, &out)?;
                 }
-                EngineKind::Dfs | EngineKind::Auto => Dfs {
-                    layout: &layout,
-                    cands: &cands,
-                    g,
-                    injective,
-                    parallel: !opts.single_thread,
-                }
-                .run(&out),
+                // Answered by `search` above.
+                EngineKind::Dfs | EngineKind::Auto => {}
             }
         }
         times.join = join_start.elapsed() - times.edge_candidates;
@@ -311,6 +340,75 @@ impl<'g> Engine<'g> {
         times.total = start.elapsed();
         report.times = times;
         Ok(report)
+    }
+
+    /// The CPU engine: candidate space, then the search (`search/`), straight into the output.
+    #[allow(clippy::too_many_arguments)]
+    fn search(
+        &self,
+        q: &QueryGraph,
+        layout: &Layout,
+        opts: &MatchOptions,
+        limit: Option<u64>,
+        count_only: bool,
+        on_rows: OnRows,
+        report: &mut MatchReport,
+    ) -> Result<(), MatchError> {
+        let parallel = !opts.single_thread;
+        let (space, filter) = SpaceBuilder {
+            layout,
+            g: self.view(),
+            labels: &self.labels,
+            ex: Executor { parallel },
+        }
+        .build();
+        report.filter = filter;
+        report.edge_candidates = Some(space.edge_count());
+        let dag = Dag::new(q, &space);
+        report.join_plan = dag.describe(q, &space, &report.plan);
+        let n = q.nodes.len();
+        let columns = q
+            .projection
+            .iter()
+            .map(|p| match *p {
+                Projected::Node(u) => u,
+                Projected::Edge(k) => n + k,
+            })
+            .collect();
+        let start = Instant::now();
+        let out = Output::new(
+            columns,
+            q.distinct,
+            limit,
+            count_only,
+            opts.memory_budget / 2,
+            on_rows,
+        )
+        .with_deadline(opts.timeout.map(|t| start + t));
+        let stats = SearchStats::default();
+        if !space.any_empty() {
+            let cx = Context {
+                space: &space,
+                dag: &dag,
+                g: self.view(),
+                injective: opts.semantics == Semantics::Iso,
+                vars: q.edge_variables.len(),
+                out: &out,
+                stats: &stats,
+                check_every: opts.check_every,
+            };
+            crate::search::run(&cx, parallel);
+        }
+        report.times.join = start.elapsed();
+        report.timed_out = out.timed_out();
+        report.search = Some(SearchSummary::from(&stats));
+        let (rows, limit_reached, error) = out.finish();
+        if let Some(e) = error {
+            return Err(e);
+        }
+        report.rows = rows;
+        report.limit_reached = limit_reached;
+        Ok(())
     }
 
     /// For a disconnected query without a limit: counts each component alone. Their product bounds

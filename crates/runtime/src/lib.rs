@@ -10,7 +10,6 @@
 
 pub mod compressed;
 pub mod device;
-mod dfs;
 mod engine;
 mod error;
 mod executor;
@@ -21,9 +20,11 @@ mod layout;
 mod options;
 mod order;
 mod output;
+mod search;
+mod space;
 
 pub use compressed::{CompressedEngine, CompressedReport, ExpansionStats};
-pub use engine::{Engine, MatchReport, Timings};
+pub use engine::{Engine, MatchReport, SearchSummary, Timings};
 pub use error::MatchError;
 pub use filtering::FilterReport;
 pub use layout::MAX_QUERY_NODES;

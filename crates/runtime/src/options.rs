@@ -111,6 +111,9 @@ pub struct MatchOptions {
     pub single_thread: bool,
     /// Stop a match after this long; the report then says `timed_out` and holds the answer so far.
     pub timeout: Option<std::time::Duration>,
+    /// Search nodes (dfs) between two looks at the clock, the stop flag and idle workers. The default
+    /// costs nothing measurable; tests set 1 to make work stealing split at every step.
+    pub check_every: u32,
 }
 
 impl Default for MatchOptions {
@@ -125,6 +128,7 @@ impl Default for MatchOptions {
             lanes: 1,
             single_thread: false,
             timeout: None,
+            check_every: 1024,
         }
     }
 }

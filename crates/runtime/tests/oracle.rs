@@ -194,6 +194,8 @@ fn run(engine_kind: EngineKind, lanes: usize) {
                         lanes: cfg.lanes,
                         single_thread: cfg.single_thread,
                         refine_rounds,
+                        // Multi-threaded dfs: work stealing may split at every search node.
+                        check_every: if cfg.single_thread { 1024 } else { 1 },
                         ..MatchOptions::default()
                     };
                     checked += 1;

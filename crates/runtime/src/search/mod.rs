@@ -1,0 +1,756 @@
+//! The CPU search over a candidate space, as the best CPU matchers do it:
+//! - **adaptive order** (DAF's candidate-size order): the next node is the extendable one (all DAG
+//!   parents matched) with the fewest extendable candidates, the intersection of its parents' lists;
+//! - **failing sets with backjumping** (DAF): each search node returns the query nodes its failure
+//!   depends on; a sibling loop whose node is not among them stops at once;
+//! - **leaf decomposition**: leaves are matched last; when only a count is wanted they are counted
+//!   combinatorially (falling factorials over groups of leaves with the same candidates: VEQ's
+//!   equivalent query nodes) instead of enumerated, and the last node is counted, not visited;
+//! - **parallel search with work stealing** at any depth (`pool.rs`): one thread until the search is
+//!   big enough, then idle workers take the untried half of the shallowest open level.
+//!
+//! Exact under `iso` and `hom`, with variable edges (each relation a separate solution, as in
+//! SPARQL), edge variables shared across edges, projection, DISTINCT and LIMIT (in `Output`).
+//! Deadlines cost one clock read every `MatchOptions::check_every` search nodes.
+
+mod dag;
+mod pool;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use gpsense_kernels::space::intersect_into;
+use gpsense_kernels::{GraphView, NONE};
+
+pub use dag::Dag;
+use dag::{bit, ALL};
+pub use pool::run;
+
+use crate::layout::MAX_QUERY_NODES;
+use crate::output::Output;
+use crate::space::CandidateSpace;
+use gpsense_kernels::join::MAX_EDGE_VARIABLES;
+
+/// Rows a worker buffers before handing them to the output.
+const FLUSH_ROWS: usize = 1024;
+
+/// What the search did, for `--explain` and the benches.
+#[derive(Debug, Default)]
+pub struct SearchStats {
+    /// Partial matches grown by one node.
+    pub nodes: AtomicU64,
+    /// Sibling loops cut short by a failing set.
+    pub backjumps: AtomicU64,
+    /// Groups of leaves counted without enumeration.
+    pub leaf_counts: AtomicU64,
+    /// Pieces of work handed to an idle worker.
+    pub splits: AtomicU64,
+}
+
+/// Everything a worker reads and never writes.
+pub struct Context<'a, 'o> {
+    pub space: &'a CandidateSpace,
+    pub dag: &'a Dag,
+    pub g: GraphView<'a>,
+    pub injective: bool,
+    pub vars: usize,
+    pub out: &'a Output<'o>,
+    pub stats: &'a SearchStats,
+    /// Search nodes between two looks at the stop flag, the clock and idle workers (at least 1).
+    pub check_every: u32,
+}
+
+/// One open level of the depth-first search: node `u` tries `ext[u][pos..end]`.
+#[derive(Clone, Debug, Default)]
+struct Frame {
+    u: usize,
+    pos: usize,
+    end: usize,
+    /// The union of the children's failing sets so far.
+    fail: u64,
+    /// Some of this level's candidates went to another worker: it can claim no failing set.
+    split: bool,
+    /// Edge variables this level binds, and the bindings (`new_vars.len()` values each) of the
+    /// current candidate still to try.
+    new_vars: Vec<usize>,
+    combos: Vec<u32>,
+    combo_pos: usize,
+    /// Whether the current candidate is assigned.
+    assigned: bool,
+}
+
+/// A piece of work: the partial match (in assignment order, as candidate indices) and edge
+/// variables to rebuild, and the candidates of node `u` to try under it.
+#[derive(Clone, Debug)]
+pub struct Task {
+    prefix: Vec<(usize, u32)>,
+    vars: [u32; MAX_EDGE_VARIABLES],
+    u: usize,
+    cands: Vec<u32>,
+}
+
+/// What a search node does next.
+enum Next {
+    Embedding,
+    /// Count mode: the rest is counted here; the failing set applies when the count is zero.
+    Counted(u64, u64),
+    Extend(usize),
+}
+
+/// A worker's mutable search state.
+pub struct Worker<'c, 'a, 'o> {
+    cx: &'c Context<'a, 'o>,
+    /// Data node and candidate index per query node (`NONE`: unmatched).
+    m: [u32; MAX_QUERY_NODES],
+    mi: [u32; MAX_QUERY_NODES],
+    vars: [u32; MAX_EDGE_VARIABLES],
+    parents_left: [u8; MAX_QUERY_NODES],
+    matched: u64,
+    all: u64,
+    /// Extendable candidates (indices) per query node, valid while all its parents are matched.
+    ext: Vec<Vec<u32>>,
+    /// Under iso: per data node, the query node using it plus one (0: free).
+    owner: Vec<u8>,
+    frames: Vec<Frame>,
+    depth: usize,
+    /// The assignments below the frames: a task's prefix.
+    prefix: Vec<(usize, u32)>,
+    scratch: Vec<u32>,
+    rows: Vec<u32>,
+    counted: u64,
+    until_check: u32,
+    stopped: bool,
+    stats: Local,
+}
+
+/// A worker's share of [`SearchStats`], added in at each flush.
+#[derive(Clone, Copy, Debug, Default)]
+struct Local {
+    nodes: u64,
+    backjumps: u64,
+    leaf_counts: u64,
+    splits: u64,
+}
+
+impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
+    pub fn new(cx: &'c Context<'a, 'o>) -> Self {
+        let n = cx.dag.n;
+        let owner = if cx.injective {
+            vec![0u8; cx.g.node_count()]
+        } else {
+            Vec::new()
+        };
+        let mut w = Worker {
+            cx,
+            m: [NONE; MAX_QUERY_NODES],
+            mi: [NONE; MAX_QUERY_NODES],
+            vars: [NONE; MAX_EDGE_VARIABLES],
+            parents_left: [0; MAX_QUERY_NODES],
+            matched: 0,
+            all: if n == 64 { ALL } else { bit(n) - 1 },
+            ext: vec![Vec::new(); n],
+            owner,
+            frames: Vec::new(),
+            depth: 0,
+            prefix: Vec::new(),
+            scratch: Vec::new(),
+            rows: Vec::new(),
+            counted: 0,
+            until_check: cx.check_every.max(1),
+            stopped: false,
+            stats: Local::default(),
+        };
+        w.reset();
+        w
+    }
+
+    /// Back to the empty partial match.
+    fn reset(&mut self) {
+        let dag = self.cx.dag;
+        for u in 0..dag.n {
+            if self.m[u] != NONE && self.cx.injective {
+                self.owner[self.m[u] as usize] = 0;
+            }
+            self.m[u] = NONE;
+            self.mi[u] = NONE;
+            self.parents_left[u] = dag.parents[u].len() as u8;
+        }
+        self.vars = [NONE; MAX_EDGE_VARIABLES];
+        self.matched = 0;
+        for &r in &dag.roots {
+            let size = self.cx.space.cands[r].len() as u32;
+            self.ext[r].clear();
+            self.ext[r].extend(0..size);
+        }
+        self.depth = 0;
+        self.prefix.clear();
+    }
+
+    /// The whole search from the empty match.
+    pub fn search_all(&mut self, pool: &pool::Pool) {
+        self.reset();
+        self.descend(pool);
+    }
+
+    /// A task from another worker.
+    pub fn search_task(&mut self, task: Task, pool: &pool::Pool) {
+        self.reset();
+        for &(u, i) in &task.prefix {
+            // The sender had this prefix assigned, so no list is empty.
+            let _ = self.assign(u, i);
+        }
+        self.prefix = task.prefix;
+        self.vars = task.vars;
+        self.ext[task.u] = task.cands;
+        let end = self.ext[task.u].len();
+        self.push_frame(task.u, end, true);
+        self.run_frames(pool);
+        self.flush();
+    }
+
+    /// Flushes buffered rows and counts into the output.
+    pub fn flush(&mut self) {
+        let s = std::mem::take(&mut self.stats);
+        let total = &self.cx.stats;
+        total.nodes.fetch_add(s.nodes, Ordering::Relaxed);
+        total.backjumps.fetch_add(s.backjumps, Ordering::Relaxed);
+        total
+            .leaf_counts
+            .fetch_add(s.leaf_counts, Ordering::Relaxed);
+        total.splits.fetch_add(s.splits, Ordering::Relaxed);
+        if self.counted > 0 {
+            self.cx.out.add_count(self.counted);
+            self.counted = 0;
+        }
+        if !self.rows.is_empty() {
+            let width = self.cx.dag.n + self.cx.vars;
+            if !self.cx.out.rows(&self.rows, width) {
+                self.stopped = true;
+            }
+            self.rows.clear();
+        }
+    }
+
+    /// Decides at the current search node, and runs the frames that opens.
+    fn descend(&mut self, pool: &pool::Pool) {
+        match self.next() {
+            Next::Embedding => self.embedding(),
+            Next::Counted(n, _) => self.counted += n,
+            Next::Extend(u) => {
+                let end = self.ext[u].len();
+                self.push_frame(u, end, false);
+                self.run_frames(pool);
+            }
+        }
+        self.flush();
+    }
+
+    fn push_frame(&mut self, u: usize, end: usize, split: bool) {
+        if self.frames.len() == self.depth {
+            self.frames.push(Frame::default());
+        }
+        let new_vars = self.cx.dag.var_edges[u]
+            .iter()
+            .map(|e| e.var)
+            .filter(|&k| self.vars[k] == NONE);
+        let f = &mut self.frames[self.depth];
+        f.u = u;
+        f.pos = 0;
+        f.end = end;
+        f.fail = 0;
+        f.split = split;
+        f.new_vars.clear();
+        f.new_vars.extend(new_vars);
+        f.new_vars.sort_unstable();
+        f.new_vars.dedup();
+        f.combos.clear();
+        f.combo_pos = 0;
+        f.assigned = false;
+        self.depth += 1;
+    }
+
+    /// The iterative depth-first loop over the frames above the current depth at entry.
+    fn run_frames(&mut self, pool: &pool::Pool) {
+        let base = self.depth - 1;
+        while self.depth > base {
+            if self.stopped || self.tick(pool) {
+                self.stopped = true;
+                // Unwind without claims: the answer is cut short anyway.
+                while self.depth > base {
+                    self.close_candidate();
+                    self.depth -= 1;
+                }
+                return;
+            }
+            let d = self.depth - 1;
+            let Some(child_fail) = self.next_child(d) else {
+                // This level is done: report to the level above.
+                let f = &self.frames[d];
+                let fail = if f.split { ALL } else { f.fail };
+                self.depth -= 1;
+                if self.depth > base {
+                    self.child_result(self.depth - 1, fail);
+                }
+                continue;
+            };
+            match child_fail {
+                Some(fail) => self.child_result(d, fail),
+                None => match self.next() {
+                    Next::Embedding => {
+                        self.embedding();
+                        self.child_result(d, ALL);
+                    }
+                    Next::Counted(n, fail) => {
+                        self.counted += n;
+                        self.child_result(d, if n > 0 { ALL } else { fail });
+                    }
+                    Next::Extend(u) => {
+                        let end = self.ext[u].len();
+                        self.push_frame(u, end, false);
+                    }
+                },
+            }
+        }
+    }
+
+    /// Every `CHECK_EVERY` search nodes: flush, look at the stop flag and the clock, feed idle
+    /// workers. True when the search must stop.
+    #[inline]
+    fn tick(&mut self, pool: &pool::Pool) -> bool {
+        self.until_check -= 1;
+        if self.until_check > 0 {
+            return false;
+        }
+        self.until_check = self.cx.check_every.max(1);
+        self.flush();
+        if self.stopped || self.cx.out.stopped() {
+            return true;
+        }
+        pool.on_tick(self);
+        false
+    }
+
+    /// Advances frame `d` to its next (candidate, binding): `None` when there is none; `Some(None)`
+    /// when it is assigned and the search goes on below; `Some(Some(fail))` when it failed at once.
+    fn next_child(&mut self, d: usize) -> Option<Option<u64>> {
+        // More bindings of the assigned candidate?
+        let f = &mut self.frames[d];
+        let k = f.new_vars.len();
+        if f.assigned && k > 0 && f.combo_pos + k <= f.combos.len() {
+            let at = f.combo_pos;
+            f.combo_pos += k;
+            for j in 0..k {
+                self.vars[self.frames[d].new_vars[j]] = self.frames[d].combos[at + j];
+            }
+            return Some(None);
+        }
+        self.close_candidate_at(d);
+        let f = &mut self.frames[d];
+        if f.pos >= f.end {
+            return None;
+        }
+        let u = f.u;
+        let i = self.ext[u][f.pos];
+        f.pos += 1;
+        let v = self.cx.space.cands[u][i as usize];
+        if self.cx.injective {
+            let o = self.owner[v as usize];
+            if o != 0 {
+                let dag = self.cx.dag;
+                return Some(Some(dag.anc[u] | dag.anc[o as usize - 1]));
+            }
+        }
+        if let Err(empty) = self.assign(u, i) {
+            self.frames[d].assigned = true;
+            return Some(Some(self.cx.dag.anc[empty]));
+        }
+        self.frames[d].assigned = true;
+        self.count_node();
+        if self.cx.dag.var_edges[u].is_empty() {
+            return Some(None);
+        }
+        // Edge variables: enumerate this candidate's bindings (checking those bound already), then
+        // take the first.
+        let mut combos = std::mem::take(&mut self.frames[d].combos);
+        combos.clear();
+        let solutions = self.bindings(u, &self.frames[d].new_vars.clone(), &mut combos);
+        let f = &mut self.frames[d];
+        f.combos = combos;
+        f.combo_pos = 0;
+        if solutions == 0 {
+            // Relations disagree with a shared edge variable: no failing set is claimed.
+            return Some(Some(ALL));
+        }
+        let k = f.new_vars.len();
+        f.combo_pos = k;
+        for j in 0..k {
+            self.vars[self.frames[d].new_vars[j]] = self.frames[d].combos[j];
+        }
+        Some(None)
+    }
+
+    #[inline]
+    fn count_node(&mut self) {
+        self.stats.nodes += 1;
+    }
+
+    /// Undoes frame `d`'s current candidate, if assigned.
+    fn close_candidate_at(&mut self, d: usize) {
+        self.frames[d].combos.clear();
+        self.frames[d].combo_pos = 0;
+        if !self.frames[d].assigned {
+            return;
+        }
+        let u = self.frames[d].u;
+        for j in 0..self.frames[d].new_vars.len() {
+            self.vars[self.frames[d].new_vars[j]] = NONE;
+        }
+        self.frames[d].assigned = false;
+        self.unassign(u);
+    }
+
+    fn close_candidate(&mut self) {
+        self.close_candidate_at(self.depth - 1);
+    }
+
+    /// A child of frame `d` ended with failing set `fail`.
+    fn child_result(&mut self, d: usize, fail: u64) {
+        let f = &mut self.frames[d];
+        if fail != ALL && fail & bit(f.u) == 0 && !f.split {
+            // Nothing this level could still try changes the failure: skip its other candidates.
+            f.fail = fail;
+            if f.pos < f.end || f.combo_pos < f.combos.len() {
+                self.stats.backjumps += 1;
+            }
+            f.pos = f.end;
+            f.combo_pos = f.combos.len();
+        } else {
+            f.fail |= fail;
+        }
+    }
+
+    /// Matches `u` to candidate `i`; computes the extendable candidates of the children this makes
+    /// extendable. `Err(c)`: child `c` has none (the assignment stays; undo it with `unassign`).
+    fn assign(&mut self, u: usize, i: u32) -> Result<(), usize> {
+        let cx = self.cx;
+        let v = cx.space.cands[u][i as usize];
+        self.m[u] = v;
+        self.mi[u] = i;
+        self.matched |= bit(u);
+        if cx.injective {
+            self.owner[v as usize] = u as u8 + 1;
+        }
+        let mut empty = None;
+        for &c in &cx.dag.children[u] {
+            self.parents_left[c] -= 1;
+            if self.parents_left[c] == 0 && empty.is_none() && !self.extendable(c) {
+                empty = Some(c);
+            }
+        }
+        match empty {
+            Some(c) => Err(c),
+            None => Ok(()),
+        }
+    }
+
+    fn unassign(&mut self, u: usize) {
+        if self.cx.injective {
+            self.owner[self.m[u] as usize] = 0;
+        }
+        self.m[u] = NONE;
+        self.mi[u] = NONE;
+        self.matched &= !bit(u);
+        for &c in &self.cx.dag.children[u] {
+            self.parents_left[c] += 1;
+        }
+    }
+
+    /// `ext[c]` = the intersection of its parents' lists; false when empty.
+    fn extendable(&mut self, c: usize) -> bool {
+        let cx = self.cx;
+        let lists = &cx.dag.from_parents[c];
+        let list = |k: usize| {
+            let e = &cx.space.edges[k];
+            e.list(self.mi[e.from])
+        };
+        let shortest = (0..lists.len())
+            .min_by_key(|&j| list(lists[j]).len())
+            .unwrap_or(0);
+        let mut ext = std::mem::take(&mut self.ext[c]);
+        ext.clear();
+        ext.extend_from_slice(list(lists[shortest]));
+        for (j, &k) in lists.iter().enumerate() {
+            if j == shortest || ext.is_empty() {
+                continue;
+            }
+            self.scratch.resize(ext.len(), 0);
+            let n = intersect_into(list(k), &ext, &mut self.scratch);
+            ext.clear();
+            ext.extend_from_slice(&self.scratch[..n]);
+        }
+        let ok = !ext.is_empty();
+        self.ext[c] = ext;
+        ok
+    }
+
+    /// At a search node: an embedding, a count of the rest, or the next node to extend.
+    fn next(&mut self) -> Next {
+        let dag = self.cx.dag;
+        let remaining = self.all & !self.matched;
+        if remaining == 0 {
+            return Next::Embedding;
+        }
+        if self.cx.out.count_only() {
+            if remaining & !dag.leaves == 0 {
+                self.stats.leaf_counts += 1;
+                return self.count_leaves(remaining);
+            }
+            if remaining.count_ones() == 1 {
+                let u = remaining.trailing_zeros() as usize;
+                if dag.var_edges[u].is_empty() && self.parents_left[u] == 0 {
+                    return self.count_last(u);
+                }
+            }
+        }
+        // Non-leaves first; among the extendable ones, the fewest candidates.
+        let pool = if remaining & !dag.leaves != 0 {
+            remaining & !dag.leaves
+        } else {
+            remaining
+        };
+        let mut best = NONE as usize;
+        let mut best_size = usize::MAX;
+        let mut rest = pool;
+        while rest != 0 {
+            let u = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            if self.parents_left[u] == 0 && self.ext[u].len() < best_size {
+                best = u;
+                best_size = self.ext[u].len();
+            }
+        }
+        Next::Extend(best)
+    }
+
+    /// The last unmatched node, counted: its free extendable candidates.
+    fn count_last(&self, u: usize) -> Next {
+        let cx = self.cx;
+        if !cx.injective {
+            return Next::Counted(self.ext[u].len() as u64, cx.dag.anc[u]);
+        }
+        let mut n = 0;
+        let mut fail = cx.dag.anc[u];
+        for &i in &self.ext[u] {
+            let o = self.owner[cx.space.cands[u][i as usize] as usize];
+            if o == 0 {
+                n += 1;
+            } else {
+                fail |= cx.dag.anc[o as usize - 1];
+            }
+        }
+        Next::Counted(n, fail)
+    }
+
+    /// The unmatched nodes, all leaves with their parent matched, counted without enumeration.
+    fn count_leaves(&mut self, leaves: u64) -> Next {
+        let cx = self.cx;
+        let ids: Vec<usize> = (0..cx.dag.n).filter(|&u| leaves & bit(u) != 0).collect();
+        if !cx.injective {
+            let n = ids
+                .iter()
+                .fold(1u64, |a, &u| a.saturating_mul(self.ext[u].len() as u64));
+            return Next::Counted(n, ALL);
+        }
+        // Free data nodes per leaf, grouped where leaves have the very same ones.
+        let mut fail = 0u64;
+        let mut groups: Vec<(Vec<u32>, u32)> = Vec::new();
+        for &u in &ids {
+            fail |= cx.dag.anc[u];
+            let mut free = Vec::with_capacity(self.ext[u].len());
+            for &i in &self.ext[u] {
+                let v = cx.space.cands[u][i as usize];
+                match self.owner[v as usize] {
+                    0 => free.push(v),
+                    o => fail |= cx.dag.anc[o as usize - 1],
+                }
+            }
+            match groups.iter_mut().find(|g| g.0 == free) {
+                Some(g) => g.1 += 1,
+                None => groups.push((free, 1)),
+            }
+        }
+        let n = count_injective(&groups, &mut Vec::new());
+        Next::Counted(n, fail)
+    }
+
+    fn embedding(&mut self) {
+        let cx = self.cx;
+        if cx.out.count_only() {
+            self.counted += 1;
+            return;
+        }
+        let n = cx.dag.n;
+        self.rows.extend_from_slice(&self.m[..n]);
+        self.rows.extend_from_slice(&self.vars[..cx.vars]);
+        if self.rows.len() >= FLUSH_ROWS * (n + cx.vars) {
+            self.flush();
+        }
+    }
+
+    /// Bindings of `new_vars` for `u`'s variable edges at its current match, each relation between
+    /// the endpoints a separate solution, consistent with variables bound already and with each other.
+    /// Returns how many (with no new variable, 0 or 1: whether the bound ones hold).
+    fn bindings(&mut self, u: usize, new_vars: &[usize], out: &mut Vec<u32>) -> u64 {
+        let edges = &self.cx.dag.var_edges[u];
+        let mut vars = self.vars;
+        let mut rels = Vec::new();
+        self.bind_from(u, edges, 0, &mut vars, new_vars, &mut rels, out)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn bind_from(
+        &self,
+        u: usize,
+        edges: &[dag::VarEdge],
+        at: usize,
+        vars: &mut [u32; MAX_EDGE_VARIABLES],
+        new_vars: &[usize],
+        rels: &mut Vec<u32>,
+        out: &mut Vec<u32>,
+    ) -> u64 {
+        let Some(e) = edges.get(at) else {
+            out.extend(new_vars.iter().map(|&k| vars[k]));
+            return 1;
+        };
+        let mut solutions = 0;
+        let (a, b) = (self.m[u], self.m[e.other]);
+        let (from, to) = if e.outgoing { (a, b) } else { (b, a) };
+        let start = rels.len();
+        relations_between(&self.cx.g, from, to, rels);
+        let end = rels.len();
+        for r in start..end {
+            let rel = rels[r];
+            if vars[e.var] == NONE {
+                vars[e.var] = rel;
+                solutions += self.bind_from(u, edges, at + 1, vars, new_vars, rels, out);
+                vars[e.var] = NONE;
+            } else if vars[e.var] == rel {
+                solutions += self.bind_from(u, edges, at + 1, vars, new_vars, rels, out);
+            }
+        }
+        rels.truncate(start);
+        solutions
+    }
+}
+
+/// The relations `r` with `from -r-> to`, ascending, appended to `out`; read from the shorter of
+/// `from`'s outgoing and `to`'s incoming lists (each sorted by relation, then node).
+fn relations_between(g: &GraphView, from: u32, to: u32, out: &mut Vec<u32>) {
+    let (adj, x, y) = if g.out.degree(from) <= g.inc.degree(to) {
+        (&g.out, from, to)
+    } else {
+        (&g.inc, to, from)
+    };
+    let (targets, labels) = adj.list(x);
+    let mut start = 0;
+    while start < targets.len() {
+        let l = labels[start];
+        let len = labels[start..].partition_point(|&z| z == l);
+        if targets[start..start + len].binary_search(&y).is_ok() {
+            out.push(l as u32);
+        }
+        start += len;
+    }
+}
+
+/// Injective assignments of groups of leaves (`(free data nodes, leaves)`): a product of falling
+/// factorials when the groups share no data node, else by enumerating the first group's choices.
+fn count_injective(groups: &[(Vec<u32>, u32)], taken: &mut Vec<u32>) -> u64 {
+    let free = |g: &(Vec<u32>, u32)| g.0.iter().filter(|v| !taken.contains(v)).count() as u64;
+    let disjoint = groups.iter().enumerate().all(|(a, ga)| {
+        groups[a + 1..]
+            .iter()
+            .all(|gb| gpsense_kernels::space::intersect_count(&ga.0, &gb.0) == 0)
+    });
+    if disjoint {
+        return groups
+            .iter()
+            .fold(1u64, |acc, g| acc.saturating_mul(falling(free(g), g.1)));
+    }
+    let Some(((first, k), rest)) = groups.split_first().map(|(f, r)| ((&f.0, f.1), r)) else {
+        return 1;
+    };
+    // One leaf of the first group takes each free node in turn.
+    let mut total = 0u64;
+    for &v in first {
+        if taken.contains(&v) {
+            continue;
+        }
+        taken.push(v);
+        let mut next: Vec<(Vec<u32>, u32)> = Vec::with_capacity(groups.len());
+        if k > 1 {
+            next.push((first.clone(), k - 1));
+        }
+        next.extend(rest.iter().cloned());
+        total = total.saturating_add(count_injective(&next, taken));
+        taken.pop();
+    }
+    total
+}
+
+/// `n (n - 1) ... (n - k + 1)`: ordered choices of `k` distinct nodes among `n`.
+fn falling(n: u64, k: u32) -> u64 {
+    if (k as u64) > n {
+        return 0;
+    }
+    (0..k as u64).fold(1u64, |a, j| a.saturating_mul(n - j))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn brute(groups: &[(Vec<u32>, u32)]) -> u64 {
+        let lists: Vec<&Vec<u32>> = groups
+            .iter()
+            .flat_map(|g| std::iter::repeat_n(&g.0, g.1 as usize))
+            .collect();
+        fn go(lists: &[&Vec<u32>], used: &mut Vec<u32>) -> u64 {
+            let Some((l, rest)) = lists.split_first() else {
+                return 1;
+            };
+            let mut n = 0;
+            for &v in l.iter() {
+                if !used.contains(&v) {
+                    used.push(v);
+                    n += go(rest, used);
+                    used.pop();
+                }
+            }
+            n
+        }
+        go(&lists, &mut Vec::new())
+    }
+
+    #[test]
+    fn leaf_counts_equal_enumeration() {
+        let cases: Vec<Vec<(Vec<u32>, u32)>> = vec![
+            vec![(vec![1, 2, 3], 2), (vec![4, 5], 1)],
+            vec![(vec![1, 2, 3], 2), (vec![3, 4], 2)],
+            vec![(vec![1, 2], 3)],
+            vec![(vec![1, 2, 3, 4], 1), (vec![2, 3], 1), (vec![3], 1)],
+            vec![(vec![], 1), (vec![1], 1)],
+            vec![
+                (vec![1, 2, 3, 4, 5], 3),
+                (vec![2, 4, 6], 2),
+                (vec![1, 6, 7], 1),
+            ],
+        ];
+        for groups in cases {
+            assert_eq!(
+                count_injective(&groups, &mut Vec::new()),
+                brute(&groups),
+                "{groups:?}"
+            );
+        }
+    }
+}
