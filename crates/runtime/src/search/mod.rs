@@ -14,6 +14,7 @@
 //! Deadlines cost one clock read every `MatchOptions::check_every` search nodes.
 
 mod dag;
+mod leaves;
 mod pool;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -511,12 +512,16 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
                 }
             }
         }
-        // Non-leaves first; among the extendable ones, the fewest candidates.
-        let pool = if remaining & !dag.leaves != 0 {
-            remaining & !dag.leaves
+        // Non-leaves first.
+        if remaining & !dag.leaves != 0 {
+            self.pick(remaining & !dag.leaves)
         } else {
-            remaining
-        };
+            self.pick(remaining)
+        }
+    }
+
+    /// Among the extendable nodes of `pool`, the one with the fewest candidates.
+    fn pick(&self, pool: u64) -> Next {
         let mut best = NONE as usize;
         let mut best_size = usize::MAX;
         let mut rest = pool;
@@ -578,8 +583,10 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
                 None => groups.push((free, 1)),
             }
         }
-        let n = count_injective(&groups, &mut Vec::new());
-        Next::Counted(n, fail)
+        match leaves::count_injective(&groups) {
+            Some(n) => Next::Counted(n, fail),
+            None => self.pick(leaves),
+        }
     }
 
     fn embedding(&mut self) {
@@ -659,98 +666,5 @@ fn relations_between(g: &GraphView, from: u32, to: u32, out: &mut Vec<u32>) {
             out.push(l as u32);
         }
         start += len;
-    }
-}
-
-/// Injective assignments of groups of leaves (`(free data nodes, leaves)`): a product of falling
-/// factorials when the groups share no data node, else by enumerating the first group's choices.
-fn count_injective(groups: &[(Vec<u32>, u32)], taken: &mut Vec<u32>) -> u64 {
-    let free = |g: &(Vec<u32>, u32)| g.0.iter().filter(|v| !taken.contains(v)).count() as u64;
-    let disjoint = groups.iter().enumerate().all(|(a, ga)| {
-        groups[a + 1..]
-            .iter()
-            .all(|gb| gpsense_kernels::space::intersect_count(&ga.0, &gb.0) == 0)
-    });
-    if disjoint {
-        return groups
-            .iter()
-            .fold(1u64, |acc, g| acc.saturating_mul(falling(free(g), g.1)));
-    }
-    let Some(((first, k), rest)) = groups.split_first().map(|(f, r)| ((&f.0, f.1), r)) else {
-        return 1;
-    };
-    // One leaf of the first group takes each free node in turn.
-    let mut total = 0u64;
-    for &v in first {
-        if taken.contains(&v) {
-            continue;
-        }
-        taken.push(v);
-        let mut next: Vec<(Vec<u32>, u32)> = Vec::with_capacity(groups.len());
-        if k > 1 {
-            next.push((first.clone(), k - 1));
-        }
-        next.extend(rest.iter().cloned());
-        total = total.saturating_add(count_injective(&next, taken));
-        taken.pop();
-    }
-    total
-}
-
-/// `n (n - 1) ... (n - k + 1)`: ordered choices of `k` distinct nodes among `n`.
-fn falling(n: u64, k: u32) -> u64 {
-    if (k as u64) > n {
-        return 0;
-    }
-    (0..k as u64).fold(1u64, |a, j| a.saturating_mul(n - j))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn brute(groups: &[(Vec<u32>, u32)]) -> u64 {
-        let lists: Vec<&Vec<u32>> = groups
-            .iter()
-            .flat_map(|g| std::iter::repeat_n(&g.0, g.1 as usize))
-            .collect();
-        fn go(lists: &[&Vec<u32>], used: &mut Vec<u32>) -> u64 {
-            let Some((l, rest)) = lists.split_first() else {
-                return 1;
-            };
-            let mut n = 0;
-            for &v in l.iter() {
-                if !used.contains(&v) {
-                    used.push(v);
-                    n += go(rest, used);
-                    used.pop();
-                }
-            }
-            n
-        }
-        go(&lists, &mut Vec::new())
-    }
-
-    #[test]
-    fn leaf_counts_equal_enumeration() {
-        let cases: Vec<Vec<(Vec<u32>, u32)>> = vec![
-            vec![(vec![1, 2, 3], 2), (vec![4, 5], 1)],
-            vec![(vec![1, 2, 3], 2), (vec![3, 4], 2)],
-            vec![(vec![1, 2], 3)],
-            vec![(vec![1, 2, 3, 4], 1), (vec![2, 3], 1), (vec![3], 1)],
-            vec![(vec![], 1), (vec![1], 1)],
-            vec![
-                (vec![1, 2, 3, 4, 5], 3),
-                (vec![2, 4, 6], 2),
-                (vec![1, 6, 7], 1),
-            ],
-        ];
-        for groups in cases {
-            assert_eq!(
-                count_injective(&groups, &mut Vec::new()),
-                brute(&groups),
-                "{groups:?}"
-            );
-        }
     }
 }

@@ -1,0 +1,159 @@
+//! Counting the matches of the leaves left once every other query node is matched, without
+//! enumerating them: the injective assignments of groups of leaves (VEQ's equivalent query nodes:
+//! leaves with the very same free candidates) to data nodes.
+//!
+//! A data node in one group's list only is private to it; one in several is shared. Each assignment
+//! is one choice of which group uses each shared node (or none), then, in each group `g` of `k`
+//! leaves given `s` shared nodes, `k - s` of its `p` private nodes and an arrangement:
+//! `falling(p, k - s) * falling(k, s)` ways. A dynamic programme over the shared nodes, its state the
+//! vector of `s` per group, sums the products. With no shared node that is a product of falling
+//! factorials.
+
+/// Beyond this many (shared node, state) steps the caller enumerates instead.
+const MAX_STEPS: u64 = 1 << 20;
+
+/// The injective assignments of `groups` (`(free data nodes ascending, leaves)`), saturating at
+/// `u64::MAX`; `None` when counting would take more than `MAX_STEPS`.
+pub fn count_injective(groups: &[(Vec<u32>, u32)]) -> Option<u64> {
+    if groups.len() > 64 {
+        return None;
+    }
+    let mut owners: Vec<(u32, u8)> = groups
+        .iter()
+        .enumerate()
+        .flat_map(|(g, (list, _))| list.iter().map(move |&v| (v, g as u8)))
+        .collect();
+    owners.sort_unstable();
+    let mut private = vec![0u64; groups.len()];
+    let mut shared: Vec<u64> = Vec::new();
+    for run in owners.chunk_by(|a, b| a.0 == b.0) {
+        match run {
+            [(_, g)] => private[*g as usize] += 1,
+            _ => shared.push(run.iter().fold(0u64, |m, &(_, g)| m | 1 << g)),
+        }
+    }
+    // Mixed-radix states: digit g is the number of shared nodes group g uses (0..=k).
+    let mut stride = Vec::with_capacity(groups.len());
+    let mut states: u64 = 1;
+    for (_, k) in groups {
+        stride.push(states);
+        states = states.checked_mul(*k as u64 + 1)?;
+    }
+    if !shared.is_empty() && states.saturating_mul(shared.len() as u64) > MAX_STEPS {
+        return None;
+    }
+    let digit = |s: u64, g: usize| (s / stride[g]) % (groups[g].1 as u64 + 1);
+    let mut ways = vec![0u128; states as usize];
+    ways[0] = 1;
+    for &mask in &shared {
+        let mut next = ways.clone(); // the node stays unused
+        for s in 0..states {
+            let w = ways[s as usize];
+            if w == 0 {
+                continue;
+            }
+            let mut m = mask;
+            while m != 0 {
+                let g = m.trailing_zeros() as usize;
+                m &= m - 1;
+                if digit(s, g) < groups[g].1 as u64 {
+                    let t = (s + stride[g]) as usize;
+                    next[t] = next[t].saturating_add(w);
+                }
+            }
+        }
+        ways = next;
+    }
+    let mut total = 0u128;
+    for s in 0..states {
+        let w = ways[s as usize];
+        if w == 0 {
+            continue;
+        }
+        let arrangements = groups.iter().enumerate().fold(1u128, |a, (g, (_, k))| {
+            let used = digit(s, g);
+            let k = *k as u64;
+            a.saturating_mul(falling(private[g], k - used))
+                .saturating_mul(falling(k, used))
+        });
+        total = total.saturating_add(w.saturating_mul(arrangements));
+    }
+    Some(total.min(u64::MAX as u128) as u64)
+}
+
+/// `n (n - 1) ... (n - k + 1)`: ordered choices of `k` distinct items among `n`.
+fn falling(n: u64, k: u64) -> u128 {
+    if k > n {
+        return 0;
+    }
+    (0..k).fold(1u128, |a, j| a.saturating_mul((n - j) as u128))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn brute(groups: &[(Vec<u32>, u32)]) -> u64 {
+        let lists: Vec<&Vec<u32>> = groups
+            .iter()
+            .flat_map(|g| std::iter::repeat_n(&g.0, g.1 as usize))
+            .collect();
+        fn go(lists: &[&Vec<u32>], used: &mut Vec<u32>) -> u64 {
+            let Some((l, rest)) = lists.split_first() else {
+                return 1;
+            };
+            let mut n = 0;
+            for &v in l.iter() {
+                if !used.contains(&v) {
+                    used.push(v);
+                    n += go(rest, used);
+                    used.pop();
+                }
+            }
+            n
+        }
+        go(&lists, &mut Vec::new())
+    }
+
+    #[test]
+    fn counts_equal_enumeration() {
+        let mut cases: Vec<Vec<(Vec<u32>, u32)>> = vec![
+            vec![(vec![1, 2, 3], 2), (vec![4, 5], 1)],
+            vec![(vec![1, 2, 3], 2), (vec![3, 4], 2)],
+            vec![(vec![1, 2], 3)],
+            vec![(vec![1, 2, 3, 4], 1), (vec![2, 3], 1), (vec![3], 1)],
+            vec![(vec![], 1), (vec![1], 1)],
+            vec![
+                (vec![1, 2, 3, 4, 5], 3),
+                (vec![2, 4, 6], 2),
+                (vec![1, 6, 7], 1),
+            ],
+        ];
+        // And seeded random ones.
+        let mut seed = 7u64;
+        let mut next = |m: u64| {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
+            (seed >> 33) % m
+        };
+        for _ in 0..300 {
+            let groups = (0..1 + next(4))
+                .map(|_| {
+                    let mut l: Vec<u32> = (0..next(7)).map(|_| next(9) as u32).collect();
+                    l.sort_unstable();
+                    l.dedup();
+                    (l, 1 + next(3) as u32)
+                })
+                .collect();
+            cases.push(groups);
+        }
+        for groups in cases {
+            assert_eq!(count_injective(&groups), Some(brute(&groups)), "{groups:?}");
+        }
+    }
+
+    #[test]
+    fn too_many_states_is_left_to_enumeration() {
+        let groups: Vec<(Vec<u32>, u32)> = (0..40).map(|_| ((0..50).collect(), 3)).collect();
+        assert_eq!(count_injective(&groups), None);
+    }
+}
