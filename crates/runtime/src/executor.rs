@@ -19,6 +19,11 @@ impl Executor {
         self.parallel && items >= PARALLEL_FROM
     }
 
+    /// Whether `items` work-items touching adjacency lists run in parallel.
+    pub fn is_parallel_for(&self, items: usize) -> bool {
+        self.go_parallel(items)
+    }
+
     /// [`Executor::map`] for cheap bodies (one bitset word each).
     pub fn map_light<T: Send>(&self, out: &mut [T], body: impl Fn(usize) -> T + Sync + Send) {
         if self.parallel && out.len() >= PARALLEL_FROM_LIGHT {

@@ -9,19 +9,29 @@
 //! vector of `s` per group, sums the products. With no shared node that is a product of falling
 //! factorials.
 
+/// Leaves with the very same free candidates.
+#[derive(Clone, Debug, Default)]
+pub struct Group {
+    /// Free data nodes, ascending.
+    pub list: Vec<u32>,
+    pub leaves: u32,
+    /// Their ancestors and those of the nodes using their other candidates.
+    pub fail: u64,
+}
+
 /// Beyond this many (shared node, state) steps the caller enumerates instead.
 const MAX_STEPS: u64 = 1 << 20;
 
-/// The injective assignments of `groups` (`(free data nodes ascending, leaves)`), saturating at
-/// `u64::MAX`; `None` when counting would take more than `MAX_STEPS`.
-pub fn count_injective(groups: &[(Vec<u32>, u32)]) -> Option<u64> {
+/// The injective assignments of `groups`, saturating at `u64::MAX`; `None` when counting would take
+/// more than `MAX_STEPS`.
+pub fn count_injective(groups: &[Group]) -> Option<u64> {
     if groups.len() > 64 {
         return None;
     }
     let mut owners: Vec<(u32, u8)> = groups
         .iter()
         .enumerate()
-        .flat_map(|(g, (list, _))| list.iter().map(move |&v| (v, g as u8)))
+        .flat_map(|(g, group)| group.list.iter().map(move |&v| (v, g as u8)))
         .collect();
     owners.sort_unstable();
     let mut private = vec![0u64; groups.len()];
@@ -35,14 +45,14 @@ pub fn count_injective(groups: &[(Vec<u32>, u32)]) -> Option<u64> {
     // Mixed-radix states: digit g is the number of shared nodes group g uses (0..=k).
     let mut stride = Vec::with_capacity(groups.len());
     let mut states: u64 = 1;
-    for (_, k) in groups {
+    for g in groups {
         stride.push(states);
-        states = states.checked_mul(*k as u64 + 1)?;
+        states = states.checked_mul(g.leaves as u64 + 1)?;
     }
     if !shared.is_empty() && states.saturating_mul(shared.len() as u64) > MAX_STEPS {
         return None;
     }
-    let digit = |s: u64, g: usize| (s / stride[g]) % (groups[g].1 as u64 + 1);
+    let digit = |s: u64, g: usize| (s / stride[g]) % (groups[g].leaves as u64 + 1);
     let mut ways = vec![0u128; states as usize];
     ways[0] = 1;
     for &mask in &shared {
@@ -56,7 +66,7 @@ pub fn count_injective(groups: &[(Vec<u32>, u32)]) -> Option<u64> {
             while m != 0 {
                 let g = m.trailing_zeros() as usize;
                 m &= m - 1;
-                if digit(s, g) < groups[g].1 as u64 {
+                if digit(s, g) < groups[g].leaves as u64 {
                     let t = (s + stride[g]) as usize;
                     next[t] = next[t].saturating_add(w);
                 }
@@ -70,11 +80,11 @@ pub fn count_injective(groups: &[(Vec<u32>, u32)]) -> Option<u64> {
         if w == 0 {
             continue;
         }
-        let arrangements = groups.iter().enumerate().fold(1u128, |a, (g, (_, k))| {
+        let arrangements = groups.iter().enumerate().fold(1u128, |a, (g, group)| {
             let used = digit(s, g);
-            let k = *k as u64;
-            a.saturating_mul(falling(private[g], k - used))
-                .saturating_mul(falling(k, used))
+            let k = group.leaves as u64;
+            a.saturating_mul(falling_wide(private[g], k - used))
+                .saturating_mul(falling_wide(k, used))
         });
         total = total.saturating_add(w.saturating_mul(arrangements));
     }
@@ -82,7 +92,11 @@ pub fn count_injective(groups: &[(Vec<u32>, u32)]) -> Option<u64> {
 }
 
 /// `n (n - 1) ... (n - k + 1)`: ordered choices of `k` distinct items among `n`.
-fn falling(n: u64, k: u64) -> u128 {
+pub fn falling(n: u64, k: u64) -> u64 {
+    falling_wide(n, k).min(u64::MAX as u128) as u64
+}
+
+fn falling_wide(n: u64, k: u64) -> u128 {
     if k > n {
         return 0;
     }
@@ -147,13 +161,27 @@ mod tests {
             cases.push(groups);
         }
         for groups in cases {
-            assert_eq!(count_injective(&groups), Some(brute(&groups)), "{groups:?}");
+            let gs: Vec<Group> = groups
+                .iter()
+                .map(|(list, leaves)| Group {
+                    list: list.clone(),
+                    leaves: *leaves,
+                    fail: 0,
+                })
+                .collect();
+            assert_eq!(count_injective(&gs), Some(brute(&groups)), "{groups:?}");
         }
     }
 
     #[test]
     fn too_many_states_is_left_to_enumeration() {
-        let groups: Vec<(Vec<u32>, u32)> = (0..40).map(|_| ((0..50).collect(), 3)).collect();
+        let groups: Vec<Group> = (0..40)
+            .map(|_| Group {
+                list: (0..50).collect(),
+                leaves: 3,
+                fail: 0,
+            })
+            .collect();
         assert_eq!(count_injective(&groups), None);
     }
 }

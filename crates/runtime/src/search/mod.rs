@@ -107,8 +107,12 @@ pub struct Worker<'c, 'a, 'o> {
     parents_left: [u8; MAX_QUERY_NODES],
     matched: u64,
     all: u64,
-    /// Extendable candidates (indices) per query node, valid while all its parents are matched.
-    ext: Vec<Vec<u32>>,
+    /// Extendable candidates (indices) per query node, valid while all its parents are matched: a
+    /// list of the space itself when one list decides them (no copy), else `owned[u]`.
+    ext: Vec<&'a [u32]>,
+    owned: Vec<Vec<u32>>,
+    /// Whether `ext[u]` is `owned[u]` (then `ext[u]` is only a placeholder).
+    is_owned: u64,
     /// Under iso: per data node, the query node using it plus one (0: free).
     owner: Vec<u8>,
     frames: Vec<Frame>,
@@ -121,6 +125,20 @@ pub struct Worker<'c, 'a, 'o> {
     until_check: u32,
     stopped: bool,
     stats: Local,
+    /// Reused by leaf counting.
+    groups: Vec<leaves::Group>,
+    group_scratch: Vec<u32>,
+}
+
+/// The members of a bit set, ascending.
+fn bits_of(mut set: u64) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        (set != 0).then(|| {
+            let u = set.trailing_zeros() as usize;
+            set &= set - 1;
+            u
+        })
+    })
 }
 
 /// A worker's share of [`SearchStats`], added in at each flush.
@@ -148,7 +166,9 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
             parents_left: [0; MAX_QUERY_NODES],
             matched: 0,
             all: if n == 64 { ALL } else { bit(n) - 1 },
-            ext: vec![Vec::new(); n],
+            ext: vec![&[]; n],
+            owned: vec![Vec::new(); n],
+            is_owned: 0,
             owner,
             frames: Vec::new(),
             depth: 0,
@@ -159,6 +179,8 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
             until_check: cx.check_every.max(1),
             stopped: false,
             stats: Local::default(),
+            groups: Vec::new(),
+            group_scratch: Vec::new(),
         };
         w.reset();
         w
@@ -179,8 +201,9 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
         self.matched = 0;
         for &r in &dag.roots {
             let size = self.cx.space.cands[r].len() as u32;
-            self.ext[r].clear();
-            self.ext[r].extend(0..size);
+            self.owned[r].clear();
+            self.owned[r].extend(0..size);
+            self.is_owned |= bit(r);
         }
         self.depth = 0;
         self.prefix.clear();
@@ -201,8 +224,9 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
         }
         self.prefix = task.prefix;
         self.vars = task.vars;
-        self.ext[task.u] = task.cands;
-        let end = self.ext[task.u].len();
+        self.owned[task.u] = task.cands;
+        self.is_owned |= bit(task.u);
+        let end = self.ext(task.u).len();
         self.push_frame(task.u, end, true);
         self.run_frames(pool);
         self.flush();
@@ -237,7 +261,7 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
             Next::Embedding => self.embedding(),
             Next::Counted(n, _) => self.counted += n,
             Next::Extend(u) => {
-                let end = self.ext[u].len();
+                let end = self.ext(u).len();
                 self.push_frame(u, end, false);
                 self.run_frames(pool);
             }
@@ -305,7 +329,7 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
                         self.child_result(d, if n > 0 { ALL } else { fail });
                     }
                     Next::Extend(u) => {
-                        let end = self.ext[u].len();
+                        let end = self.ext(u).len();
                         self.push_frame(u, end, false);
                     }
                 },
@@ -345,13 +369,12 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
             return Some(None);
         }
         self.close_candidate_at(d);
-        let f = &mut self.frames[d];
-        if f.pos >= f.end {
+        let (u, pos) = (self.frames[d].u, self.frames[d].pos);
+        if pos >= self.frames[d].end {
             return None;
         }
-        let u = f.u;
-        let i = self.ext[u][f.pos];
-        f.pos += 1;
+        let i = self.ext(u)[pos];
+        self.frames[d].pos += 1;
         let v = self.cx.space.cands[u][i as usize];
         if self.cx.injective {
             let o = self.owner[v as usize];
@@ -465,31 +488,59 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
         }
     }
 
+    /// `u`'s extendable candidates.
+    #[inline]
+    fn ext(&self, u: usize) -> &[u32] {
+        if self.is_owned & bit(u) != 0 {
+            &self.owned[u]
+        } else {
+            self.ext[u]
+        }
+    }
+
     /// `ext[c]` = the intersection of its parents' lists; false when empty.
     fn extendable(&mut self, c: usize) -> bool {
         let cx = self.cx;
         let lists = &cx.dag.from_parents[c];
-        let list = |k: usize| {
+        let mi = &self.mi;
+        let list = |k: usize| -> &'a [u32] {
             let e = &cx.space.edges[k];
-            e.list(self.mi[e.from])
+            e.list(mi[e.from])
         };
-        let shortest = (0..lists.len())
-            .min_by_key(|&j| list(lists[j]).len())
-            .unwrap_or(0);
-        let mut ext = std::mem::take(&mut self.ext[c]);
-        ext.clear();
-        ext.extend_from_slice(list(lists[shortest]));
-        for (j, &k) in lists.iter().enumerate() {
-            if j == shortest || ext.is_empty() {
+        if lists.len() == 1 {
+            self.ext[c] = list(lists[0]);
+            self.is_owned &= !bit(c);
+            return !self.ext[c].is_empty();
+        }
+        // The two shortest first, then the others into the (shrinking) result.
+        let (mut a, mut b) = (lists[0], lists[1]);
+        if list(b).len() < list(a).len() {
+            std::mem::swap(&mut a, &mut b);
+        }
+        for &k in &lists[2..] {
+            if list(k).len() < list(a).len() {
+                b = a;
+                a = k;
+            } else if list(k).len() < list(b).len() {
+                b = k;
+            }
+        }
+        let mut ext = std::mem::take(&mut self.owned[c]);
+        ext.resize(list(a).len(), 0);
+        let n = intersect_into(list(b), list(a), &mut ext);
+        ext.truncate(n);
+        for &k in lists {
+            if k == a || k == b || ext.is_empty() {
                 continue;
             }
             self.scratch.resize(ext.len(), 0);
             let n = intersect_into(list(k), &ext, &mut self.scratch);
-            ext.clear();
-            ext.extend_from_slice(&self.scratch[..n]);
+            std::mem::swap(&mut ext, &mut self.scratch);
+            ext.truncate(n);
         }
         let ok = !ext.is_empty();
-        self.ext[c] = ext;
+        self.owned[c] = ext;
+        self.is_owned |= bit(c);
         ok
     }
 
@@ -528,9 +579,9 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
         while rest != 0 {
             let u = rest.trailing_zeros() as usize;
             rest &= rest - 1;
-            if self.parents_left[u] == 0 && self.ext[u].len() < best_size {
+            if self.parents_left[u] == 0 && self.ext(u).len() < best_size {
                 best = u;
-                best_size = self.ext[u].len();
+                best_size = self.ext(u).len();
             }
         }
         Next::Extend(best)
@@ -540,11 +591,11 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
     fn count_last(&self, u: usize) -> Next {
         let cx = self.cx;
         if !cx.injective {
-            return Next::Counted(self.ext[u].len() as u64, cx.dag.anc[u]);
+            return Next::Counted(self.ext(u).len() as u64, cx.dag.anc[u]);
         }
         let mut n = 0;
         let mut fail = cx.dag.anc[u];
-        for &i in &self.ext[u] {
+        for &i in self.ext(u) {
             let o = self.owner[cx.space.cands[u][i as usize] as usize];
             if o == 0 {
                 n += 1;
@@ -556,37 +607,102 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
     }
 
     /// The unmatched nodes, all leaves with their parent matched, counted without enumeration.
+    /// A leaf without a free candidate, or a group of leaves with fewer free candidates than leaves,
+    /// fails with just its own and its candidates' owners' ancestors.
     fn count_leaves(&mut self, leaves: u64) -> Next {
         let cx = self.cx;
-        let ids: Vec<usize> = (0..cx.dag.n).filter(|&u| leaves & bit(u) != 0).collect();
         if !cx.injective {
-            let n = ids
-                .iter()
-                .fold(1u64, |a, &u| a.saturating_mul(self.ext[u].len() as u64));
+            let n = bits_of(leaves).fold(1u64, |a, u| a.saturating_mul(self.ext(u).len() as u64));
             return Next::Counted(n, ALL);
         }
         // Free data nodes per leaf, grouped where leaves have the very same ones.
+        let mut groups = std::mem::take(&mut self.groups);
+        let mut used = 0;
         let mut fail = 0u64;
-        let mut groups: Vec<(Vec<u32>, u32)> = Vec::new();
-        for &u in &ids {
-            fail |= cx.dag.anc[u];
-            let mut free = Vec::with_capacity(self.ext[u].len());
-            for &i in &self.ext[u] {
-                let v = cx.space.cands[u][i as usize];
-                match self.owner[v as usize] {
-                    0 => free.push(v),
-                    o => fail |= cx.dag.anc[o as usize - 1],
+        for u in bits_of(leaves) {
+            let mut free = std::mem::take(&mut self.group_scratch);
+            let conflicts = self.free_candidates(u, &mut free);
+            self.group_scratch = free;
+            fail |= conflicts;
+            if self.group_scratch.is_empty() {
+                self.groups = groups;
+                return Next::Counted(0, conflicts);
+            }
+            match groups[..used]
+                .iter_mut()
+                .find(|g| g.list == self.group_scratch)
+            {
+                Some(g) => {
+                    g.leaves += 1;
+                    g.fail |= conflicts;
+                }
+                None => {
+                    if used == groups.len() {
+                        groups.push(leaves::Group::default());
+                    }
+                    let g = &mut groups[used];
+                    g.list.clear();
+                    g.list.extend_from_slice(&self.group_scratch);
+                    g.leaves = 1;
+                    g.fail = conflicts;
+                    used += 1;
                 }
             }
-            match groups.iter_mut().find(|g| g.0 == free) {
-                Some(g) => g.1 += 1,
-                None => groups.push((free, 1)),
+        }
+        let next = if let Some(g) = groups[..used]
+            .iter()
+            .find(|g| (g.list.len() as u32) < g.leaves)
+        {
+            Next::Counted(0, g.fail)
+        } else if self.disjoint(&groups[..used]) {
+            let n = groups[..used].iter().fold(1u64, |a, g| {
+                a.saturating_mul(leaves::falling(g.list.len() as u64, g.leaves as u64))
+            });
+            Next::Counted(n, fail)
+        } else {
+            match leaves::count_injective(&groups[..used]) {
+                Some(n) => Next::Counted(n, fail),
+                None => self.pick(leaves),
+            }
+        };
+        self.groups = groups;
+        next
+    }
+
+    /// Whether no data node is free for two groups, by marking them in `owner` (free nodes hold 0;
+    /// the mark is above any query node's entry) and clearing the marks again.
+    fn disjoint(&mut self, groups: &[leaves::Group]) -> bool {
+        const MARK: u8 = u8::MAX;
+        let mut clash = false;
+        for g in groups {
+            for &v in &g.list {
+                let o = &mut self.owner[v as usize];
+                clash |= *o == MARK;
+                *o = MARK;
             }
         }
-        match leaves::count_injective(&groups) {
-            Some(n) => Next::Counted(n, fail),
-            None => self.pick(leaves),
+        for g in groups {
+            for &v in &g.list {
+                self.owner[v as usize] = 0;
+            }
         }
+        !clash
+    }
+
+    /// `u`'s extendable candidates that no node uses, into `out`; returns `u`'s ancestors and those of
+    /// the nodes using the others (the failing set if none is free).
+    fn free_candidates(&self, u: usize, out: &mut Vec<u32>) -> u64 {
+        let cx = self.cx;
+        let mut fail = cx.dag.anc[u];
+        out.clear();
+        for &i in self.ext(u) {
+            let v = cx.space.cands[u][i as usize];
+            match self.owner[v as usize] {
+                0 => out.push(v),
+                o => fail |= cx.dag.anc[o as usize - 1],
+            }
+        }
+        fail
     }
 
     fn embedding(&mut self) {

@@ -185,7 +185,7 @@ impl Worker<'_, '_, '_> {
         let f = &self.frames[d];
         let mid = f.pos + (f.end - f.pos) / 2;
         let u = f.u;
-        let cands = self.ext[u][mid..f.end].to_vec();
+        let cands = self.ext(u)[mid..f.end].to_vec();
         let prefix = self
             .prefix
             .iter()
