@@ -130,6 +130,9 @@ pub struct Sources<'a> {
     pub patches: &'a Path,
 }
 
+/// Changes when the build steps below change, so that older builds are redone.
+const BUILD_RECIPE: &str = "recipe-2";
+
 /// Gets, patches and builds one peer under `root` (`target/bench/peers/<peer>/`), reusing a build
 /// of the same commit and patch. Errors are for the report.
 pub fn prepare(
@@ -148,7 +151,7 @@ pub fn prepare(
         None => None,
     };
     let stamp_text = format!(
-        "{} {}\n",
+        "{} {} {BUILD_RECIPE}\n",
         peer.commit,
         patch
             .as_ref()
@@ -170,6 +173,8 @@ pub fn prepare(
         });
     }
     let _ = std::fs::remove_file(&stamp);
+    // A fresh build: CMake refuses a cache made elsewhere (a moved target/).
+    let _ = std::fs::remove_dir_all(base.join("build"));
     let src = base.join("src");
     let origin = fetch_source(peer, sources, &base, &src, log)?;
     if let Some(p) = peer.patch {
@@ -406,7 +411,10 @@ fn build(peer: &Peer, src: &Path, base: &Path) -> Result<(), String> {
                 .arg(src)
                 .arg("-B")
                 .arg(&build_dir)
-                .arg("-DCMAKE_BUILD_TYPE=Release");
+                .arg("-DCMAKE_BUILD_TYPE=Release")
+                // RapidMatch links shared libraries of its own: find them relative to the binary,
+                // so that target/ can move.
+                .arg("-DCMAKE_BUILD_RPATH_USE_ORIGIN=ON");
             steps.push(c);
             let mut c = Command::new("make");
             c.arg("-C").arg(&build_dir).arg("-j").arg(jobs());
