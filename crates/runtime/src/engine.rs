@@ -17,7 +17,7 @@ use crate::gpu_pipeline::{DeviceGraph, Pipeline};
 use crate::kernel_join::KernelJoin;
 use crate::layout::Layout;
 use crate::output::{OnRows, Output, RowBatch};
-use crate::search::{Context, Dag, SearchStats};
+use crate::search::{Context, Dag, OwnerPool, SearchStats};
 use crate::space::SpaceBuilder;
 use crate::{EngineKind, MatchError, MatchOptions, Semantics};
 
@@ -26,6 +26,8 @@ pub struct Engine<'g> {
     graph: &'g KnowledgeGraph,
     stats: PlannerStats,
     labels: LabelIndex,
+    /// Scratch arrays of the dfs search, reused across queries.
+    owners: OwnerPool,
     /// The GPU and the graph on it, opened and uploaded on first use, then reused.
     gpu: OnceLock<Result<DeviceState<CudaDevice>, DeviceError>>,
     /// The host emulator of the GPU pipeline and its copy of the graph.
@@ -110,6 +112,7 @@ impl<'g> Engine<'g> {
             graph,
             stats: PlannerStats::new(graph),
             labels,
+            owners: OwnerPool::default(),
             gpu: OnceLock::new(),
             emulator: OnceLock::new(),
         }
@@ -396,6 +399,7 @@ impl<'g> Engine<'g> {
                 out: &out,
                 stats: &stats,
                 check_every: opts.check_every,
+                owners: &self.owners,
             };
             crate::search::run(&cx, parallel);
         }

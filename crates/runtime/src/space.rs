@@ -57,6 +57,8 @@ pub struct CandidateSpace {
     pub edges: Vec<SpaceEdge>,
     /// Per query node, the indexes into `edges` that start at it.
     pub from: Vec<Vec<usize>>,
+    /// `0, 1, 2, ...` as long as the longest candidate array: a root's list of candidate indices.
+    pub identity: Vec<u32>,
 }
 
 impl CandidateSpace {
@@ -87,6 +89,7 @@ impl SpaceBuilder<'_> {
             cands: vec![Vec::new(); n],
             edges: Vec::new(),
             from: vec![Vec::new(); n],
+            identity: Vec::new(),
         };
         let mut done = vec![false; n];
         for &u in &self.layout.order {
@@ -107,6 +110,8 @@ impl SpaceBuilder<'_> {
         }
         report.refine_time = start.elapsed();
         report.after_refine = space.cands.iter().map(Vec::len).collect();
+        let longest = space.cands.iter().map(Vec::len).max().unwrap_or(0);
+        space.identity = (0..longest as u32).collect();
         (space, report)
     }
 

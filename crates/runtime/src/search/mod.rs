@@ -58,6 +58,31 @@ pub struct Context<'a, 'o> {
     pub stats: &'a SearchStats,
     /// Search nodes between two looks at the stop flag, the clock and idle workers (at least 1).
     pub check_every: u32,
+    /// Zeroed `owner` arrays kept between searches (allocating `|V|` bytes per query would make an
+    /// anchored query's time grow with the graph).
+    pub owners: &'a OwnerPool,
+}
+
+/// Spare all-zero per-data-node arrays of a graph.
+#[derive(Debug, Default)]
+pub struct OwnerPool(std::sync::Mutex<Vec<Vec<u8>>>);
+
+impl OwnerPool {
+    fn take(&self, nodes: usize) -> Vec<u8> {
+        let spare = self.0.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        match spare {
+            Some(v) if v.len() == nodes => v,
+            _ => vec![0u8; nodes],
+        }
+    }
+
+    fn give(&self, v: Vec<u8>) {
+        let mut spare = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        // One per thread that may search at once is plenty.
+        if spare.len() < 64 {
+            spare.push(v);
+        }
+    }
 }
 
 /// One open level of the depth-first search: node `u` tries `ext[u][pos..end]`.
@@ -130,6 +155,16 @@ pub struct Worker<'c, 'a, 'o> {
     group_scratch: Vec<u32>,
 }
 
+impl Drop for Worker<'_, '_, '_> {
+    /// Gives the owner array back, all zero again.
+    fn drop(&mut self) {
+        if self.cx.injective && !std::thread::panicking() {
+            self.release();
+            self.cx.owners.give(std::mem::take(&mut self.owner));
+        }
+    }
+}
+
 /// The members of a bit set, ascending.
 fn bits_of(mut set: u64) -> impl Iterator<Item = usize> {
     std::iter::from_fn(move || {
@@ -154,7 +189,7 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
     pub fn new(cx: &'c Context<'a, 'o>) -> Self {
         let n = cx.dag.n;
         let owner = if cx.injective {
-            vec![0u8; cx.g.node_count()]
+            cx.owners.take(cx.g.node_count())
         } else {
             Vec::new()
         };
@@ -189,10 +224,8 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
     /// Back to the empty partial match.
     fn reset(&mut self) {
         let dag = self.cx.dag;
+        self.release();
         for u in 0..dag.n {
-            if self.m[u] != NONE && self.cx.injective {
-                self.owner[self.m[u] as usize] = 0;
-            }
             self.m[u] = NONE;
             self.mi[u] = NONE;
             self.parents_left[u] = dag.parents[u].len() as u8;
@@ -200,13 +233,22 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
         self.vars = [NONE; MAX_EDGE_VARIABLES];
         self.matched = 0;
         for &r in &dag.roots {
-            let size = self.cx.space.cands[r].len() as u32;
-            self.owned[r].clear();
-            self.owned[r].extend(0..size);
-            self.is_owned |= bit(r);
+            // A root may take any of its candidates.
+            let space = self.cx.space;
+            self.ext[r] = &space.identity[..space.cands[r].len()];
+            self.is_owned &= !bit(r);
         }
         self.depth = 0;
         self.prefix.clear();
+    }
+
+    /// Frees the data nodes of the current match in `owner`.
+    fn release(&mut self) {
+        if self.cx.injective {
+            for &v in self.m[..self.cx.dag.n].iter().filter(|&&v| v != NONE) {
+                self.owner[v as usize] = 0;
+            }
+        }
     }
 
     /// The whole search from the empty match.
