@@ -146,7 +146,9 @@ impl SpaceBuilder<'_> {
             })
             .min_by_key(|b| b.0);
         let pool: Vec<u32> = match best {
-            Some((cost, w, dir, label)) if cost < scan_cost => self.expand(&cands[w], dir, label),
+            Some((cost, w, dir, label)) if cost < scan_cost => {
+                self.expand(&cands[w], dir, label, f.label)
+            }
             _ if scan_cost < g.node_count() as u64 => scan.to_vec(),
             _ => (0..g.node_count() as u32).collect(),
         };
@@ -158,16 +160,24 @@ impl SpaceBuilder<'_> {
             .collect()
     }
 
-    /// The distinct neighbours of `from` over `dir`/`label`, ascending (two-step output, then sort).
-    fn expand(&self, from: &[u32], dir: Dir, label: u32) -> Vec<u32> {
+    /// The distinct neighbours of `from` over `dir`/`label` with node label `node_label`, ascending
+    /// (two-step output, then sort).
+    fn expand(&self, from: &[u32], dir: Dir, label: u32, node_label: u32) -> Vec<u32> {
         let g = self.g;
+        // The label test needs labels on the graph (an absent label matches no node anyway).
+        let node_label = if g.node_labels.is_empty() {
+            NONE
+        } else {
+            node_label
+        };
         let mut counts = vec![0u32; from.len()];
-        self.ex
-            .map(&mut counts, |i| count_expansion(i, from, dir, label, &g));
+        self.ex.map(&mut counts, |i| {
+            count_expansion(i, from, dir, label, node_label, &g)
+        });
         let offsets = offsets_of(&counts);
         let mut out = vec![0u32; *offsets.last().unwrap_or(&0) as usize];
         self.ex.scatter(&mut out, &offsets, 1, |i, region| {
-            write_expansion(i, from, dir, label, &g, region)
+            write_expansion(i, from, dir, label, node_label, &g, region)
         });
         out.sort_unstable();
         let n = dedup_sorted(&mut out);

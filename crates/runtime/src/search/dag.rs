@@ -42,6 +42,10 @@ pub struct Dag {
     /// Nodes with one fixed-relation edge and nothing else, not a root: matched last, and counted
     /// combinatorially when only a count is wanted.
     pub leaves: u64,
+    /// DAF's path-size weights: per node and candidate index, an estimate of the embeddings of the
+    /// node's path tree below that candidate (the search extends the node whose extendable
+    /// candidates weigh least).
+    pub weights: Vec<Vec<f64>>,
 }
 
 impl Dag {
@@ -144,6 +148,7 @@ impl Dag {
                 leaves |= bit(u);
             }
         }
+        let weights = path_weights(&order, &parents, &children, space);
         Dag {
             n,
             roots,
@@ -154,6 +159,7 @@ impl Dag {
             from_parents,
             var_edges,
             leaves,
+            weights,
         }
     }
 
@@ -188,7 +194,8 @@ impl Dag {
             }
         }
         rationale.push(
-            "search order: adaptive (the extendable node with the fewest candidates), leaves last"
+            "search order: adaptive, the extendable node whose candidates have the least path-size \
+             weight (the fewest candidates under a limit), leaves last"
                 .to_owned(),
         );
         let _ = plan;
@@ -198,4 +205,44 @@ impl Dag {
             rationale,
         }
     }
+}
+
+/// Bottom-up over the DAG: a candidate's weight is 1 at a node without single-parent children, else
+/// the least, over those children, of the summed weights of its list toward the child.
+fn path_weights(
+    order: &[usize],
+    parents: &[Vec<usize>],
+    children: &[Vec<usize>],
+    space: &CandidateSpace,
+) -> Vec<Vec<f64>> {
+    let mut w: Vec<Vec<f64>> = space.cands.iter().map(|c| vec![1.0; c.len()]).collect();
+    for &u in order.iter().rev() {
+        let tree: Vec<usize> = children[u]
+            .iter()
+            .copied()
+            .filter(|&c| parents[c].len() == 1)
+            .collect();
+        if tree.is_empty() {
+            continue;
+        }
+        let edges: Vec<usize> = tree
+            .iter()
+            .filter_map(|&c| {
+                space.from[u]
+                    .iter()
+                    .copied()
+                    .find(|&k| space.edges[k].to == c)
+            })
+            .collect();
+        for i in 0..space.cands[u].len() {
+            let mut best = f64::INFINITY;
+            for &k in &edges {
+                let e = &space.edges[k];
+                let sum: f64 = e.list(i as u32).iter().map(|&j| w[e.to][j as usize]).sum();
+                best = best.min(sum);
+            }
+            w[u][i] = best;
+        }
+    }
+    w
 }
