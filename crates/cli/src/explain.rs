@@ -32,7 +32,7 @@ pub fn report(q: &QueryGraph, g: &KnowledgeGraph, r: &MatchReport) -> String {
     if r.join_plan.order != r.plan.order {
         let _ = writeln!(
             out,
-            "join order (re-chosen from the candidate counts after filtering):"
+            "join order (re-chosen from the candidate counts after filtering; dfs: its query DAG):"
         );
         for why in &r.join_plan.rationale {
             let _ = writeln!(out, "  {why}");
@@ -54,6 +54,16 @@ pub fn report(q: &QueryGraph, g: &KnowledgeGraph, r: &MatchReport) -> String {
     }
     if let Some(n) = r.edge_candidates {
         let _ = writeln!(out, "edge candidates: {}", thousands(n));
+    }
+    if let Some(s) = &r.search {
+        let _ = writeln!(
+            out,
+            "search: {} partial matches grown, {} sibling loops cut by failing sets, {} leaf groups counted, {} pieces of work stolen",
+            thousands(s.nodes),
+            thousands(s.backjumps),
+            thousands(s.leaf_counts),
+            thousands(s.splits)
+        );
     }
     let t = &r.times;
     let ms = |d: std::time::Duration| format!("{:.3} ms", d.as_secs_f64() * 1e3);

@@ -122,7 +122,7 @@ struct MatchArgs {
     /// hom: homomorphism, as SPARQL (query nodes may share a data node).
     #[arg(long, default_value = "iso", value_parser = parse::<Semantics>)]
     semantics: Semantics,
-    /// Engine: auto (the GPU if present, else dfs), dfs (CPU-first set intersections), kernels (the
+    /// Engine: auto (the GPU if present, else dfs), dfs (candidate space and DAF-style search with failing sets, on every core), kernels (the
     /// GPU-shaped GpSense join on the CPU executor), gpu (NVIDIA GPU), emulated (the GPU pipeline with
     /// every kernel launch run on the CPU).
     #[arg(long, default_value = "auto", value_parser = parse::<EngineKind>)]

@@ -93,15 +93,6 @@ pub fn check_label(c: &Check, row: &[u32]) -> u32 {
     }
 }
 
-/// The list a step scans from the data graph: the pivot edge's neighbours of the earlier endpoint's
-/// data node (by its fixed or bound relation). Used by the depth-first CPU engine; the warp-centric
-/// one reads the same list from the collected edge candidates.
-pub fn pivot_list<'g>(step: &Step, row: &[u32], g: &GraphView<'g>) -> (&'g [u32], &'g [u16]) {
-    let c = &step.checks[step.pivot as usize];
-    g.adj(c.dir)
-        .by_label(row[c.slot as usize], check_label(c, row))
-}
-
 /// The edge candidates of a pivot edge from data node `x`: `from` is the earlier endpoint's sorted
 /// candidate array; `offsets` (one more than `from`), `targets` and `labels` the collected edge
 /// candidates, keyed by the index in `from`. The warp-centric join scans this list.

@@ -12,10 +12,24 @@ use crate::NONE;
 /// Below this ratio of list lengths a merge beats galloping (each galloping probe costs ~log steps).
 const GALLOP_RATIO: usize = 16;
 
-/// Expansion, count step: how many neighbours `from[i]` has over `dir`/`label` (`NONE`: any relation).
-/// The candidates a neighbouring query node gets from this list are at most that many.
-pub fn count_expansion(i: usize, from: &[u32], dir: Dir, label: u32, g: &GraphView) -> u32 {
-    g.adj(dir).by_label(from[i], label).0.len() as u32
+/// Expansion, count step: how many neighbours `from[i]` has over `dir`/`label` (`NONE`: any relation)
+/// with node label `node_label` (`NONE`: any). The candidates a neighbouring query node gets from
+/// this list are at most that many.
+pub fn count_expansion(
+    i: usize,
+    from: &[u32],
+    dir: Dir,
+    label: u32,
+    node_label: u32,
+    g: &GraphView,
+) -> u32 {
+    let list = g.adj(dir).by_label(from[i], label).0;
+    if node_label == NONE {
+        return list.len() as u32;
+    }
+    list.iter()
+        .filter(|&&w| g.node_label(w) == node_label)
+        .count() as u32
 }
 
 /// Expansion, write step: those neighbours into `out` (exactly the counted slots, at the scanned
@@ -25,11 +39,22 @@ pub fn write_expansion(
     from: &[u32],
     dir: Dir,
     label: u32,
+    node_label: u32,
     g: &GraphView,
     out: &mut [u32],
 ) {
     let list = g.adj(dir).by_label(from[i], label).0;
-    out[..list.len()].copy_from_slice(list);
+    if node_label == NONE {
+        out[..list.len()].copy_from_slice(list);
+        return;
+    }
+    let mut k = 0;
+    for &w in list {
+        if g.node_label(w) == node_label {
+            out[k] = w;
+            k += 1;
+        }
+    }
 }
 
 /// Candidate edges, count step: an upper bound on the list of candidate `i` of `from` toward the

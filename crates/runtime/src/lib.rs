@@ -1,12 +1,13 @@
 //! The gpsense matching engine: owns executing a query graph on a data graph.
 //!
-//! [`Engine`] plans a [`QueryGraph`](gpsense_planner::QueryGraph) (planner crate), runs the GpSense
-//! filtering phase (candidate bitsets, compaction, neighbour filtering over both CSR directions,
-//! refinement in reversed order) with the kernel bodies of `gpsense-kernels` on the CPU executor, then
-//! one of two joins: [`EngineKind::Dfs`] (CPU-first, depth-first set intersections) or
-//! [`EngineKind::Kernels`] (the GPU-shaped join: edge candidates and level-by-level combine with the
-//! two-step output, batched under a memory budget). Both give identical answers. Rows stream out in
-//! batches through a callback, with projection, DISTINCT and LIMIT applied here.
+//! [`Engine`] plans a [`QueryGraph`](gpsense_planner::QueryGraph) (planner crate), then either
+//! builds a candidate space (candidates per query node from its neighbours' adjacency, candidate edges
+//! per query edge, refined to a fixpoint; the per-candidate work is `gpsense-kernels` bodies) and
+//! searches it on the CPU ([`EngineKind::Dfs`]: DAF's DAG and adaptive order, failing sets, leaves
+//! counted combinatorially, work stealing), or runs the GpSense filtering phase (candidate bitsets,
+//! compaction, neighbour filtering over both CSR directions, refinement in reversed order) and the
+//! GPU-shaped join ([`EngineKind::Kernels`], the emulator, the GPU). All give identical answers. Rows
+//! stream out in batches through a callback, with projection, DISTINCT and LIMIT applied here.
 
 pub mod compressed;
 pub mod device;

@@ -49,8 +49,8 @@ pub enum EngineKind {
     /// The GPU when a driver and a device are found, else `dfs` (the fastest on a CPU).
     #[default]
     Auto,
-    /// CPU-first: depth-first, set intersections over the sorted adjacency lists, parallel over
-    /// partial matches; counts the last level without materialising it.
+    /// CPU-first: a candidate space searched depth-first (DAF's adaptive order and failing sets,
+    /// leaves counted without enumeration, work stealing across threads).
     Dfs,
     /// The GpSense join as a GPU runs it, on the CPU executor: edge candidates (count, scan, write),
     /// then level-by-level combine with the two-step output, batched under the memory budget.
