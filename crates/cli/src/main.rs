@@ -100,6 +100,10 @@ enum Command {
         /// Expected counts (`name:count` or `name count` lines) to check against.
         #[arg(long)]
         expected: Option<PathBuf>,
+        /// Only the queries whose expected count (in --expected) is at most N, e.g. yeast's queries
+        /// with a published count of at most 1e8.
+        #[arg(long, requires = "expected", value_name = "N")]
+        max_expected: Option<u64>,
         /// Accepted for symmetry with `query`: `match` always prints counts.
         #[arg(long)]
         count: bool,
@@ -244,12 +248,14 @@ fn main() -> ExitCode {
             data,
             queries,
             expected,
+            max_expected,
             count: _,
             matching,
         } => commands::match_cmd::run(commands::match_cmd::Args {
             data,
             queries,
             expected,
+            max_expected,
             options: matching.options(),
         }),
         Command::Trust(args) => commands::trust::run(args),

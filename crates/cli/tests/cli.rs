@@ -193,3 +193,28 @@ fn match_answers_the_hprd_suite() {
         "{err}"
     );
 }
+
+#[test]
+fn match_max_expected_keeps_the_queries_with_small_published_counts() {
+    let dir = dataset("subgraph-matching/hprd-study");
+    // query_dense_16_1 expects 3 matches, query_dense_16_2 expects 80.
+    let (out, err) = ok(&[
+        "match",
+        "--data",
+        &format!("{dir}/data_graph/HPRD.graph"),
+        "--query",
+        &format!("{dir}/query_graph/query_dense_16_1.graph"),
+        &format!("{dir}/query_graph/query_dense_16_2.graph"),
+        "--expected",
+        &format!("{dir}/expected_output.res"),
+        "--max-expected",
+        "10",
+    ]);
+    let names: Vec<&str> = out
+        .lines()
+        .map(|l| l.split('\t').next().unwrap_or(""))
+        .collect();
+    assert_eq!(names, ["query_dense_16_1"]);
+    assert!(err.contains("1 counts checked"), "{err}");
+    assert!(err.contains("1 counted exactly"), "{err}");
+}

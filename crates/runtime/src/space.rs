@@ -185,21 +185,33 @@ impl SpaceBuilder<'_> {
         out
     }
 
-    /// Both directions' lists of every non-loop query edge.
+    /// Both directions' lists of every non-loop query edge: one by intersections, from the endpoint
+    /// with fewer candidates, the other by transposing it (linear in the lists).
     fn collect_edges(&self, space: &mut CandidateSpace) {
         for u in 0..self.layout.nodes {
             for inc in &self.layout.incident[u] {
-                let e = SpaceEdge {
-                    from: u,
-                    to: inc.other as usize,
-                    dir: inc.dir,
-                    label: inc.label,
-                    offsets: Vec::new(),
-                    targets: Vec::new(),
-                };
-                let e = self.lists(e, &space.cands);
+                let w = inc.other as usize;
+                // Each edge once: from the endpoint with fewer candidates (ties: the lower id).
+                let (cu, cw) = (space.cands[u].len(), space.cands[w].len());
+                if (cw, w) < (cu, u) {
+                    continue;
+                }
+                let forward = self.lists(
+                    SpaceEdge {
+                        from: u,
+                        to: w,
+                        dir: inc.dir,
+                        label: inc.label,
+                        offsets: Vec::new(),
+                        targets: Vec::new(),
+                    },
+                    &space.cands,
+                );
+                let backward = transpose(&forward, cw);
                 space.from[u].push(space.edges.len());
-                space.edges.push(e);
+                space.edges.push(forward);
+                space.from[w].push(space.edges.len());
+                space.edges.push(backward);
             }
         }
     }
@@ -256,6 +268,34 @@ impl SpaceBuilder<'_> {
         }
         e.targets = out;
         e
+    }
+}
+
+/// The same edge's lists seen from its other endpoint (with `to_len` candidates): ascending, since
+/// the sources are visited in order.
+fn transpose(e: &SpaceEdge, to_len: usize) -> SpaceEdge {
+    let mut offsets = vec![0u32; to_len + 1];
+    for &j in &e.targets {
+        offsets[j as usize + 1] += 1;
+    }
+    for j in 0..to_len {
+        offsets[j + 1] += offsets[j];
+    }
+    let mut next = offsets.clone();
+    let mut targets = vec![0u32; e.targets.len()];
+    for i in 0..e.offsets.len() - 1 {
+        for &j in e.list(i as u32) {
+            targets[next[j as usize] as usize] = i as u32;
+            next[j as usize] += 1;
+        }
+    }
+    SpaceEdge {
+        from: e.to,
+        to: e.from,
+        dir: e.dir.reverse(),
+        label: e.label,
+        offsets,
+        targets,
     }
 }
 
