@@ -242,7 +242,10 @@ fn main() -> ExitCode {
             format,
             count,
             explain,
-            options: matching.options(),
+            options: MatchOptions {
+                explain,
+                ..matching.options()
+            },
         }),
         Command::Match {
             data,

@@ -368,7 +368,7 @@ impl<'g> Engine<'g> {
         report.filter = filter;
         report.edge_candidates = Some(space.edge_count());
         let dag = Dag::new(q, &space);
-        report.join_plan = dag.describe(q, &space, &report.plan);
+        report.join_plan = dag.describe(q, &space, opts.explain);
         let n = q.nodes.len();
         let columns = q
             .projection

@@ -114,6 +114,8 @@ pub struct MatchOptions {
     /// Search nodes (dfs) between two looks at the clock, the stop flag and idle workers. The default
     /// costs nothing measurable; tests set 1 to make work stealing split at every step.
     pub check_every: u32,
+    /// Fill the report's explanations (the join plan's reasons), for `--explain`.
+    pub explain: bool,
 }
 
 impl Default for MatchOptions {
@@ -129,6 +131,7 @@ impl Default for MatchOptions {
             single_thread: false,
             timeout: None,
             check_every: 1024,
+            explain: false,
         }
     }
 }

@@ -132,19 +132,25 @@ impl SpaceBuilder<'_> {
         } else {
             g.node_count() as u64
         };
-        let best = self.layout.incident[u]
+        // The cheapest earlier neighbour to expand from; a sum stops once it cannot win.
+        let mut best: Option<(u64, usize, Dir, u32)> = None;
+        for e in self.layout.incident[u]
             .iter()
             .filter(|e| done[e.other as usize])
-            .map(|e| {
-                let from = &cands[e.other as usize];
-                let dir = e.dir.reverse();
-                let cost: u64 = from
-                    .iter()
-                    .map(|&w| g.adj(dir).by_label(w, e.label).0.len() as u64)
-                    .sum();
-                (cost, e.other as usize, dir, e.label)
-            })
-            .min_by_key(|b| b.0);
+        {
+            let bound = best.map_or(scan_cost, |b| b.0.min(scan_cost));
+            let dir = e.dir.reverse();
+            let mut cost = 0u64;
+            for &w in &cands[e.other as usize] {
+                cost += g.adj(dir).by_label(w, e.label).0.len() as u64;
+                if cost >= bound {
+                    break;
+                }
+            }
+            if cost < bound {
+                best = Some((cost, e.other as usize, dir, e.label));
+            }
+        }
         let pool: Vec<u32> = match best {
             Some((cost, w, dir, label)) if cost < scan_cost => {
                 self.expand(&cands[w], dir, label, f.label)

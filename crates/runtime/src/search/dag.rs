@@ -163,11 +163,19 @@ impl Dag {
         }
     }
 
-    /// The DAG as a plan for `--explain`: its breadth-first order, with each node's parents.
-    pub fn describe(&self, q: &QueryGraph, space: &CandidateSpace, plan: &Plan) -> Plan {
+    /// The DAG as a plan: its breadth-first order, with each node's parents when `explain`.
+    pub fn describe(&self, q: &QueryGraph, space: &CandidateSpace, explain: bool) -> Plan {
         let mut components = Vec::new();
         let mut rationale = Vec::new();
         for (i, &u) in self.order.iter().enumerate() {
+            if !explain {
+                if self.roots.contains(&u) {
+                    components.push(i..i + 1);
+                } else if let Some(last) = components.last_mut() {
+                    last.end = i + 1;
+                }
+                continue;
+            }
             let name = &q.nodes[u].name;
             let size = space.cands[u].len();
             if self.roots.contains(&u) {
@@ -193,12 +201,13 @@ impl Dag {
                 last.end = i + 1;
             }
         }
-        rationale.push(
-            "search order: adaptive, the extendable node whose candidates have the least path-size \
-             weight (the fewest candidates under a limit), leaves last"
-                .to_owned(),
-        );
-        let _ = plan;
+        if explain {
+            rationale.push(
+                "search order: adaptive, the extendable node whose candidates have the least \
+                 path-size weight (the fewest candidates under a limit), leaves last"
+                    .to_owned(),
+            );
+        }
         Plan {
             order: self.order.clone(),
             components,
