@@ -51,9 +51,50 @@ pub fn node_matches(f: &NodeFilter, g: &GraphView, v: u32) -> bool {
             return false;
         }
     }
-    f.neighbour_labels
+    has_neighbour_labels(g, v, f.neighbour_labels, Dir::Out)
+        && has_neighbour_labels(g, v, f.neighbour_labels, Dir::In)
+}
+
+/// The neighbour-label needs of one direction, checked in one pass over `v`'s list (per need when
+/// there are more than fit the counters).
+fn has_neighbour_labels(g: &GraphView, v: u32, needs: &[Need], dir: Dir) -> bool {
+    const MAX: usize = 16;
+    let mut want = [0u32; MAX];
+    let mut labels = [0u32; MAX];
+    let mut n = 0;
+    for need in needs
         .iter()
-        .all(|need| has_labelled_neighbours(g, v, need))
+        .filter(|need| need.dir == dir && need.count > 0)
+    {
+        if n == MAX {
+            return needs
+                .iter()
+                .filter(|need| need.dir == dir)
+                .all(|need| has_labelled_neighbours(g, v, need));
+        }
+        labels[n] = need.label;
+        want[n] = need.count;
+        n += 1;
+    }
+    let mut open = n;
+    if open == 0 {
+        return true;
+    }
+    for &w in g.adj(dir).list(v).0 {
+        let l = g.node_label(w);
+        for k in 0..n {
+            if labels[k] == l && want[k] > 0 {
+                want[k] -= 1;
+                if want[k] == 0 {
+                    open -= 1;
+                    if open == 0 {
+                        return true;
+                    }
+                }
+            }
+        }
+    }
+    false
 }
 
 fn has_labelled_neighbours(g: &GraphView, v: u32, need: &Need) -> bool {

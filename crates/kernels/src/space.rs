@@ -32,8 +32,8 @@ pub fn count_expansion(
         .count() as u32
 }
 
-/// Expansion, write step: those neighbours into `out` (exactly the counted slots, at the scanned
-/// offset). The host sorts and deduplicates the concatenation, then filters it.
+/// Expansion, write step: those neighbours into `out` (at least the counted slots, at the scanned
+/// offset); returns how many. The host sorts and deduplicates the concatenation, then filters it.
 pub fn write_expansion(
     i: usize,
     from: &[u32],
@@ -42,11 +42,11 @@ pub fn write_expansion(
     node_label: u32,
     g: &GraphView,
     out: &mut [u32],
-) {
+) -> usize {
     let list = g.adj(dir).by_label(from[i], label).0;
     if node_label == NONE {
         out[..list.len()].copy_from_slice(list);
-        return;
+        return list.len();
     }
     let mut k = 0;
     for &w in list {
@@ -55,6 +55,7 @@ pub fn write_expansion(
             k += 1;
         }
     }
+    k
 }
 
 /// Candidate edges, count step: an upper bound on the list of candidate `i` of `from` toward the

@@ -205,13 +205,17 @@ impl<'g> Engine<'g> {
     ) -> Result<MatchReport, MatchError> {
         let start = Instant::now();
         let plan = plan_with(q, self.graph, &self.stats);
-        let layout = Layout::new(q, &plan, opts.semantics, self.graph.has_node_labels())?;
+        let (engine, fallback) = self.resolve(opts.engine);
+        let layout = if matches!(engine, EngineKind::Dfs | EngineKind::Auto) {
+            Layout::filters(q, &plan, opts.semantics, self.graph.has_node_labels())?
+        } else {
+            Layout::new(q, &plan, opts.semantics, self.graph.has_node_labels())?
+        };
         let mut times = Timings {
             plan: start.elapsed(),
             ..Default::default()
         };
         let limit = opts.limit_for(q.limit);
-        let (engine, fallback) = self.resolve(opts.engine);
         let mut report = MatchReport {
             fallback,
             device: None,

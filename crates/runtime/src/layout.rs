@@ -89,6 +89,27 @@ impl Layout {
         semantics: Semantics,
         node_labels: bool,
     ) -> Result<Self, MatchError> {
+        Self::build(q, plan, semantics, node_labels, true)
+    }
+
+    /// The filters and incident edges only, without the GPU-shaped engines' filtering and join
+    /// steps (the dfs engine's candidate space needs no more).
+    pub fn filters(
+        q: &QueryGraph,
+        plan: &Plan,
+        semantics: Semantics,
+        node_labels: bool,
+    ) -> Result<Self, MatchError> {
+        Self::build(q, plan, semantics, node_labels, false)
+    }
+
+    fn build(
+        q: &QueryGraph,
+        plan: &Plan,
+        semantics: Semantics,
+        node_labels: bool,
+        joins: bool,
+    ) -> Result<Self, MatchError> {
         check_size(q)?;
         let n = q.nodes.len();
         if n == 0 {
@@ -109,8 +130,11 @@ impl Layout {
             .map(|u| filter_spec(q, u, semantics, node_labels))
             .collect();
         let incident = (0..n).map(|u| incident(q, u)).collect();
-        let neighbour_steps = neighbour_steps(q, &slot_of);
-        let steps = join_steps(q, plan, &slot_of)?;
+        let (neighbour_steps, steps) = if joins {
+            (neighbour_steps(q, &slot_of), join_steps(q, plan, &slot_of)?)
+        } else {
+            (Vec::new(), Vec::new())
+        };
         Ok(Layout {
             order: plan.order.clone(),
             slot_of,

@@ -158,6 +158,11 @@ impl SpaceBuilder<'_> {
             _ if scan_cost < g.node_count() as u64 => scan.to_vec(),
             _ => (0..g.node_count() as u32).collect(),
         };
+        let mut pool = pool;
+        if !self.ex.is_parallel_for(pool.len()) {
+            pool.retain(|&v| node_matches(&f, &g, v));
+            return pool;
+        }
         let mut keep = vec![false; pool.len()];
         self.ex.map(&mut keep, |i| node_matches(&f, &g, pool[i]));
         pool.into_iter()
@@ -176,15 +181,28 @@ impl SpaceBuilder<'_> {
         } else {
             node_label
         };
-        let mut counts = vec![0u32; from.len()];
-        self.ex.map(&mut counts, |i| {
-            count_expansion(i, from, dir, label, node_label, &g)
-        });
-        let offsets = offsets_of(&counts);
-        let mut out = vec![0u32; *offsets.last().unwrap_or(&0) as usize];
-        self.ex.scatter(&mut out, &offsets, 1, |i, region| {
-            write_expansion(i, from, dir, label, node_label, &g, region)
-        });
+        let mut out = if self.ex.is_parallel_for(from.len()) {
+            let mut counts = vec![0u32; from.len()];
+            self.ex.map(&mut counts, |i| {
+                count_expansion(i, from, dir, label, node_label, &g)
+            });
+            let offsets = offsets_of(&counts);
+            let mut out = vec![0u32; *offsets.last().unwrap_or(&0) as usize];
+            self.ex.scatter(&mut out, &offsets, 1, |i, region| {
+                write_expansion(i, from, dir, label, node_label, &g, region);
+            });
+            out
+        } else {
+            // The same write body into a growing buffer: no count pass, no offsets.
+            let mut out = Vec::new();
+            for i in 0..from.len() {
+                let at = out.len();
+                out.resize(at + g.adj(dir).by_label(from[i], label).0.len(), 0);
+                let n = write_expansion(i, from, dir, label, node_label, &g, &mut out[at..]);
+                out.truncate(at + n);
+            }
+            out
+        };
         out.sort_unstable();
         let n = dedup_sorted(&mut out);
         out.truncate(n);
