@@ -32,8 +32,9 @@ enum Command {
     /// Build the kernels to PTX (target/ptx/gpsense_kernels.<arch>.ptx), check them with ptxas and
     /// print registers and memory per kernel.
     Ptx(PtxArgs),
-    /// Benchmark gpsense against peer engines (igraph, networkx, rustworkx, petgraph, oxigraph,
-    /// kuzu) on the shipped datasets: target/bench/report.md, CSVs and figures.
+    /// Benchmark gpsense against peer engines (the exact matchers DAF, VEQ, GuP and RapidMatch built
+    /// from source; igraph, networkx, rustworkx, petgraph, oxigraph, kuzu) on the shipped datasets:
+    /// target/bench/report.md, CSVs and figures.
     Bench(bench::BenchArgs),
 }
 
