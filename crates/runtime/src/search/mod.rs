@@ -442,9 +442,9 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
                 return Some(Some(dag.anc[u] | dag.anc[o as usize - 1]));
             }
         }
-        if let Err(empty) = self.assign(u, i) {
+        if let Err(fail) = self.assign(u, i) {
             self.frames[d].assigned = true;
-            return Some(Some(self.cx.dag.anc[empty]));
+            return Some(Some(fail));
         }
         self.frames[d].assigned = true;
         self.count_node();
@@ -512,8 +512,9 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
     }
 
     /// Matches `u` to candidate `i`; computes the extendable candidates of the children this makes
-    /// extendable. `Err(c)`: child `c` has none (the assignment stays; undo it with `unassign`).
-    fn assign(&mut self, u: usize, i: u32) -> Result<(), usize> {
+    /// extendable. `Err(failing set)`: a child has none, or none free (the assignment stays; undo it
+    /// with `unassign`).
+    fn assign(&mut self, u: usize, i: u32) -> Result<(), u64> {
         let cx = self.cx;
         let v = cx.space.cands[u][i as usize];
         self.m[u] = v;
@@ -522,17 +523,38 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
         if cx.injective {
             self.owner[v as usize] = u as u8 + 1;
         }
-        let mut empty = None;
+        let mut fail = None;
         for &c in &cx.dag.children[u] {
             self.parents_left[c] -= 1;
-            if self.parents_left[c] == 0 && empty.is_none() && !self.extendable(c) {
-                empty = Some(c);
+            if self.parents_left[c] == 0 && fail.is_none() {
+                fail = if !self.extendable(c) {
+                    Some(cx.dag.anc[c])
+                } else {
+                    self.all_taken(c)
+                };
             }
         }
-        match empty {
-            Some(c) => Err(c),
+        match fail {
+            Some(f) => Err(f),
             None => Ok(()),
         }
+    }
+
+    /// Under iso, when every extendable candidate of `c` is used by a matched node (DAF's forward
+    /// check): the failing set, `c`'s ancestors and those of the nodes using them.
+    fn all_taken(&self, c: usize) -> Option<u64> {
+        if !self.cx.injective {
+            return None;
+        }
+        let cx = self.cx;
+        let mut fail = cx.dag.anc[c];
+        for &i in self.ext(c) {
+            match self.owner[cx.space.cands[c][i as usize] as usize] {
+                0 => return None,
+                o => fail |= cx.dag.anc[o as usize - 1],
+            }
+        }
+        Some(fail)
     }
 
     fn unassign(&mut self, u: usize) {
