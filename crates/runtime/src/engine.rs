@@ -243,7 +243,16 @@ impl<'g> Engine<'g> {
             parallel: !opts.single_thread,
         };
         if matches!(engine, EngineKind::Dfs | EngineKind::Auto) {
-            self.search(q, &layout, opts, limit, count_only, on_rows, &mut report)?;
+            self.search(
+                q,
+                &layout,
+                opts,
+                limit,
+                count_only,
+                on_rows,
+                start,
+                &mut report,
+            )?;
             times.filter = report.filter.filter_time;
             times.refine = report.filter.refine_time;
             times.join = report.times.join;
@@ -285,15 +294,7 @@ impl<'g> Engine<'g> {
                 Projected::Edge(k) => layout.nodes + k,
             })
             .collect();
-        let out = Output::new(
-            columns,
-            q.distinct,
-            limit,
-            count_only,
-            opts.memory_budget / 2,
-            on_rows,
-        )
-        .with_deadline(opts.timeout.map(|t| start + t));
+        let out = output(q, columns, opts, limit, count_only, on_rows, start);
         let join_start = Instant::now();
         if !cands.any_empty() {
             match engine {
@@ -359,6 +360,7 @@ impl<'g> Engine<'g> {
         limit: Option<u64>,
         count_only: bool,
         on_rows: OnRows,
+        started: Instant,
         report: &mut MatchReport,
     ) -> Result<(), MatchError> {
         let parallel = !opts.single_thread;
@@ -382,16 +384,8 @@ impl<'g> Engine<'g> {
                 Projected::Edge(k) => n + k,
             })
             .collect();
+        let out = output(q, columns, opts, limit, count_only, on_rows, started);
         let start = Instant::now();
-        let out = Output::new(
-            columns,
-            q.distinct,
-            limit,
-            count_only,
-            opts.memory_budget / 2,
-            on_rows,
-        )
-        .with_deadline(opts.timeout.map(|t| start + t));
         let stats = SearchStats::default();
         if !space.any_empty() {
             let cx = Context {
@@ -475,6 +469,28 @@ impl<'g> Engine<'g> {
         }
         Ok(None)
     }
+}
+
+/// Where a match's rows go: projected `columns`, the query's DISTINCT, the limit, and the time limit
+/// counted from `started` (the whole query, planning and filtering included).
+fn output<'o>(
+    q: &QueryGraph,
+    columns: Vec<usize>,
+    opts: &MatchOptions,
+    limit: Option<u64>,
+    count_only: bool,
+    on_rows: OnRows<'o>,
+    started: Instant,
+) -> Output<'o> {
+    Output::new(
+        columns,
+        q.distinct,
+        limit,
+        count_only,
+        opts.memory_budget / 2,
+        on_rows,
+    )
+    .with_deadline(opts.timeout.map(|t| started + t))
 }
 
 /// The sub-query of one connected component (`nodes`), without projection or limit.
