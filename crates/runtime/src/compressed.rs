@@ -150,24 +150,15 @@ impl<'g> CompressedEngine<'g> {
                 });
             }
         }
-        let n = q.nodes.len();
-        let columns = q
-            .projection
-            .iter()
-            .map(|p| match *p {
-                Projected::Node(u) => u,
-                Projected::Edge(k) => n + k,
-            })
-            .collect();
-        let out = Output::new(
-            columns,
-            q.distinct,
+        let out = crate::engine::output(
+            q,
+            crate::engine::by_node(q),
+            opts,
             limit,
             count_only,
-            opts.memory_budget / 2,
             on_rows,
-        )
-        .with_deadline(opts.timeout.map(|t| start + t));
+            start,
+        );
         let expander = Expander::new(q, self.original, self.compressed, opts.semantics);
         let (inner, expansion) = self.match_and_expand(&qc, opts, &expander, &out)?;
         let timed_out = inner.timed_out || out.timed_out();

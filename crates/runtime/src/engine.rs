@@ -375,16 +375,7 @@ impl<'g> Engine<'g> {
         report.edge_candidates = Some(space.edge_count());
         let dag = Dag::new(q, &space);
         report.join_plan = dag.describe(q, &space, opts.explain);
-        let n = q.nodes.len();
-        let columns = q
-            .projection
-            .iter()
-            .map(|p| match *p {
-                Projected::Node(u) => u,
-                Projected::Edge(k) => n + k,
-            })
-            .collect();
-        let out = output(q, columns, opts, limit, count_only, on_rows, started);
+        let out = output(q, by_node(q), opts, limit, count_only, on_rows, started);
         let start = Instant::now();
         let stats = SearchStats::default();
         if !space.any_empty() {
@@ -471,9 +462,21 @@ impl<'g> Engine<'g> {
     }
 }
 
+/// The projected columns of rows laid out by query node (`n` node slots, then edge variables).
+pub(crate) fn by_node(q: &QueryGraph) -> Vec<usize> {
+    let n = q.nodes.len();
+    q.projection
+        .iter()
+        .map(|p| match *p {
+            Projected::Node(u) => u,
+            Projected::Edge(k) => n + k,
+        })
+        .collect()
+}
+
 /// Where a match's rows go: projected `columns`, the query's DISTINCT, the limit, and the time limit
 /// counted from `started` (the whole query, planning and filtering included).
-fn output<'o>(
+pub(crate) fn output<'o>(
     q: &QueryGraph,
     columns: Vec<usize>,
     opts: &MatchOptions,

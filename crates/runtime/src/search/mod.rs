@@ -455,7 +455,9 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
         // take the first.
         let mut combos = std::mem::take(&mut self.frames[d].combos);
         combos.clear();
-        let solutions = self.bindings(u, &self.frames[d].new_vars.clone(), &mut combos);
+        let new_vars = std::mem::take(&mut self.frames[d].new_vars);
+        let solutions = self.bindings(u, &new_vars, &mut combos);
+        self.frames[d].new_vars = new_vars;
         let f = &mut self.frames[d];
         f.combos = combos;
         f.combo_pos = 0;
