@@ -107,6 +107,10 @@ enum Command {
         /// Accepted for symmetry with `query`: `match` always prints counts.
         #[arg(long)]
         count: bool,
+        /// Add the dfs engine's search counters to each line (`nodes=N backjumps=N`) and their
+        /// totals: a machine-independent measure for comparing search variants.
+        #[arg(long)]
+        search_stats: bool,
         #[command(flatten)]
         matching: MatchArgs,
     },
@@ -253,12 +257,14 @@ fn main() -> ExitCode {
             expected,
             max_expected,
             count: _,
+            search_stats,
             matching,
         } => commands::match_cmd::run(commands::match_cmd::Args {
             data,
             queries,
             expected,
             max_expected,
+            search_stats,
             options: matching.options(),
         }),
         Command::Trust(args) => commands::trust::run(args),

@@ -17,7 +17,7 @@ use crate::gpu_pipeline::{DeviceGraph, Pipeline};
 use crate::kernel_join::KernelJoin;
 use crate::layout::Layout;
 use crate::output::{OnRows, Output, RowBatch};
-use crate::search::{Context, Dag, Order, OwnerPool, SearchStats};
+use crate::search::{Context, Dag, OwnerPool, SearchStats};
 use crate::space::SpaceBuilder;
 use crate::{EngineKind, MatchError, MatchOptions, Semantics};
 
@@ -389,11 +389,6 @@ impl<'g> Engine<'g> {
                 stats: &stats,
                 check_every: opts.check_every,
                 owners: &self.owners,
-                order: if limit.is_some() {
-                    Order::CandidateSize
-                } else {
-                    Order::PathSize
-                },
             };
             crate::search::run(&cx, parallel);
         }

@@ -20,6 +20,8 @@ pub struct Args {
     pub expected: Option<PathBuf>,
     /// Only the queries with an expected count of at most this.
     pub max_expected: Option<u64>,
+    /// Print the search counters.
+    pub search_stats: bool,
     pub options: MatchOptions,
 }
 
@@ -40,6 +42,7 @@ pub fn run(args: Args) -> Result<()> {
     let engine = Engine::new(data);
     graph_source::announce_engine(&engine, args.options.engine)?;
     let (mut total_ms, mut mismatches, mut checked, mut exact) = (0.0, 0usize, 0usize, 0usize);
+    let (mut nodes, mut backjumps) = (0u64, 0u64);
     for file in &files {
         let name = stem(file);
         let q = load_query(file, data)?;
@@ -55,6 +58,11 @@ pub fn run(args: Args) -> Result<()> {
         }
         if report.timed_out {
             line.push_str("\ttimed out");
+        }
+        if let (true, Some(s)) = (args.search_stats, &report.search) {
+            line.push_str(&format!("\tnodes={} backjumps={}", s.nodes, s.backjumps));
+            nodes += s.nodes;
+            backjumps += s.backjumps;
         }
         if let Some(want) = expected.as_ref().and_then(|e| lookup(e, &name)) {
             checked += 1;
@@ -75,6 +83,9 @@ pub fn run(args: Args) -> Result<()> {
         total_ms / files.len().max(1) as f64,
         millis(loaded.load_time)
     );
+    if args.search_stats {
+        eprintln!("search: {nodes} nodes, {backjumps} backjumps");
+    }
     if expected.is_some() {
         eprintln!(
             "{checked} counts checked against the expected answers, {mismatches} mismatches, \

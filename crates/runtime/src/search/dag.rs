@@ -1,6 +1,6 @@
-//! The query DAG the search runs over (DAF's): per connected component a root, edges directed from
-//! the earlier to the later node of a breadth-first order. A node's candidates at search time come
-//! from its parents' lists only, which is what makes its ancestors a valid failing set.
+//! The query's static shape for the search: per connected component a root (where the search enters
+//! it), breadth-first order from it (DAF's query DAG, shown by `--explain`), each node's neighbours
+//! with their candidate-space lists, its variable edges, and the leaves matched last.
 
 use gpsense_planner::{EdgeLabel, Plan, QueryGraph};
 
@@ -15,15 +15,24 @@ pub fn bit(u: usize) -> u64 {
     1u64 << u
 }
 
-/// A variable edge between a node and a parent (or a variable self-loop): bound when the node is.
+/// A variable edge seen from one endpoint (a self-loop is seen once): bound when the later of its
+/// endpoints is matched.
 #[derive(Clone, Copy, Debug)]
 pub struct VarEdge {
-    /// The parent (the node itself for a self-loop).
+    /// The other endpoint (the node itself for a self-loop).
     pub other: usize,
     /// Whether the node is the edge's source.
     pub outgoing: bool,
     /// The edge variable.
     pub var: usize,
+}
+
+/// A query neighbour and the candidate-space lists toward it (more than one for parallel edges).
+#[derive(Clone, Debug)]
+pub struct Neighbour {
+    pub node: usize,
+    /// Indexes into `CandidateSpace::edges`, all from the node to `node`.
+    pub edges: Vec<usize>,
 }
 
 #[derive(Clone, Debug)]
@@ -33,19 +42,14 @@ pub struct Dag {
     /// Breadth-first order, component after component (for `--explain`).
     pub order: Vec<usize>,
     pub parents: Vec<Vec<usize>>,
-    pub children: Vec<Vec<usize>>,
-    /// Each node and its ancestors, as a bit set.
-    pub anc: Vec<u64>,
-    /// Per node, the candidate-space lists (indexes into `CandidateSpace::edges`) from its parents.
-    pub from_parents: Vec<Vec<usize>>,
+    /// Per node, its variable edges.
     pub var_edges: Vec<Vec<VarEdge>>,
+    /// Per node, its query neighbours and the candidate-space lists toward each (the search
+    /// intersects them as neighbours are matched).
+    pub neighbours: Vec<Vec<Neighbour>>,
     /// Nodes with one fixed-relation edge and nothing else, not a root: matched last, and counted
     /// combinatorially when only a count is wanted.
     pub leaves: u64,
-    /// DAF's path-size weights: per node and candidate index, an estimate of the embeddings of the
-    /// node's path tree below that candidate (the search extends the node whose extendable
-    /// candidates weigh least).
-    pub weights: Vec<Vec<f64>>,
 }
 
 impl Dag {
@@ -100,45 +104,46 @@ impl Dag {
             }
         }
         let mut parents = vec![Vec::new(); n];
-        let mut children = vec![Vec::new(); n];
         for u in 0..n {
             for &w in &adjacent[u] {
                 if position[w] < position[u] {
                     parents[u].push(w);
-                    children[w].push(u);
                 }
             }
         }
-        let mut anc = vec![0u64; n];
-        for &u in &order {
-            anc[u] = parents[u].iter().fold(bit(u), |a, &p| a | anc[p]);
+        let mut var_edges = vec![Vec::new(); n];
+        for e in &q.edges {
+            if let EdgeLabel::Variable(var) = e.label {
+                let (a, b) = (e.source, e.target);
+                var_edges[a].push(VarEdge {
+                    other: b,
+                    outgoing: true,
+                    var,
+                });
+                if a != b {
+                    var_edges[b].push(VarEdge {
+                        other: a,
+                        outgoing: false,
+                        var,
+                    });
+                }
+            }
         }
-        let from_parents = (0..n)
+        let neighbours = (0..n)
             .map(|u| {
-                (0..space.edges.len())
-                    .filter(|&k| {
-                        space.edges[k].to == u && parents[u].contains(&space.edges[k].from)
+                adjacent[u]
+                    .iter()
+                    .map(|&w| Neighbour {
+                        node: w,
+                        edges: space.from[u]
+                            .iter()
+                            .copied()
+                            .filter(|&k| space.edges[k].to == w)
+                            .collect(),
                     })
                     .collect()
             })
             .collect();
-        let mut var_edges = vec![Vec::new(); n];
-        for e in &q.edges {
-            let EdgeLabel::Variable(var) = e.label else {
-                continue;
-            };
-            // The edge is bound with its later endpoint.
-            let (u, other, outgoing) = if position[e.source] >= position[e.target] {
-                (e.source, e.target, true)
-            } else {
-                (e.target, e.source, false)
-            };
-            var_edges[u].push(VarEdge {
-                other,
-                outgoing,
-                var,
-            });
-        }
         let mut leaves = 0u64;
         for u in 0..n {
             let fixed = q.edges.iter().all(|e| {
@@ -148,18 +153,14 @@ impl Dag {
                 leaves |= bit(u);
             }
         }
-        let weights = path_weights(&order, &parents, &children, space);
         Dag {
             n,
             roots,
             order,
             parents,
-            children,
-            anc,
-            from_parents,
             var_edges,
+            neighbours,
             leaves,
-            weights,
         }
     }
 
@@ -203,8 +204,8 @@ impl Dag {
         }
         if explain {
             rationale.push(
-                "search order: adaptive, the extendable node whose candidates have the least \
-                 path-size weight (the fewest candidates under a limit), leaves last"
+                "search order: adaptive, the extendable node (a neighbour matched) with the \
+                 fewest extendable candidates, leaves last"
                     .to_owned(),
             );
         }
@@ -214,44 +215,4 @@ impl Dag {
             rationale,
         }
     }
-}
-
-/// Bottom-up over the DAG: a candidate's weight is 1 at a node without single-parent children, else
-/// the least, over those children, of the summed weights of its list toward the child.
-fn path_weights(
-    order: &[usize],
-    parents: &[Vec<usize>],
-    children: &[Vec<usize>],
-    space: &CandidateSpace,
-) -> Vec<Vec<f64>> {
-    let mut w: Vec<Vec<f64>> = space.cands.iter().map(|c| vec![1.0; c.len()]).collect();
-    for &u in order.iter().rev() {
-        let tree: Vec<usize> = children[u]
-            .iter()
-            .copied()
-            .filter(|&c| parents[c].len() == 1)
-            .collect();
-        if tree.is_empty() {
-            continue;
-        }
-        let edges: Vec<usize> = tree
-            .iter()
-            .filter_map(|&c| {
-                space.from[u]
-                    .iter()
-                    .copied()
-                    .find(|&k| space.edges[k].to == c)
-            })
-            .collect();
-        for i in 0..space.cands[u].len() {
-            let mut best = f64::INFINITY;
-            for &k in &edges {
-                let e = &space.edges[k];
-                let sum: f64 = e.list(i as u32).iter().map(|&j| w[e.to][j as usize]).sum();
-                best = best.min(sum);
-            }
-            w[u][i] = best;
-        }
-    }
-    w
 }

@@ -181,7 +181,7 @@ impl Drop for Busy<'_> {
 impl Worker<'_, '_, '_> {
     /// Hands away the untried half of the shallowest level that has untried candidates.
     pub(super) fn split(&mut self) -> Option<Task> {
-        let d = (0..self.depth).find(|&d| self.frames[d].pos < self.frames[d].end)?;
+        let d = (0..self.top).find(|&d| self.frames[d].pos < self.frames[d].end)?;
         let f = &self.frames[d];
         let mid = f.pos + (f.end - f.pos) / 2;
         let u = f.u;
@@ -193,7 +193,7 @@ impl Worker<'_, '_, '_> {
             .chain(self.frames[..d].iter().map(|p| (p.u, self.mi[p.u])))
             .collect();
         let mut vars = self.vars;
-        for f in &self.frames[d..self.depth] {
+        for f in &self.frames[d..self.top] {
             for &k in &f.new_vars {
                 vars[k] = NONE;
             }
