@@ -111,6 +111,14 @@ impl<'a> Output<'a> {
         self.timed_out.load(Ordering::Relaxed)
     }
 
+    /// Count-only mode under a limit: the matches still to count before the limit is known to cut
+    /// the answer (one past it).
+    pub fn count_wanted(&self) -> Option<u64> {
+        let counted = self.counted.load(Ordering::Relaxed);
+        self.limit
+            .map(|l| l.saturating_add(1).saturating_sub(counted))
+    }
+
     /// Count-only mode: `n` more matches.
     pub fn add_count(&self, n: u64) {
         let total = self.counted.fetch_add(n, Ordering::Relaxed) + n;

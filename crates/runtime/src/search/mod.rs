@@ -170,6 +170,7 @@ pub struct Worker<'c, 'a, 'o> {
     /// Reused by leaf counting.
     groups: Vec<leaves::Group>,
     group_scratch: Vec<u32>,
+    group_order: Vec<usize>,
 }
 
 impl Drop for Worker<'_, '_, '_> {
@@ -241,6 +242,7 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
             stats: Local::default(),
             groups: Vec::new(),
             group_scratch: Vec::new(),
+            group_order: Vec::new(),
         };
         w.reset();
         w
@@ -787,6 +789,18 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
                 a.saturating_mul(leaves::falling(g.list.len() as u64, g.leaves as u64))
             });
             Next::Counted(n, fail)
+        } else if let Some(bound) = self
+            .wanted()
+            .map(|want| {
+                (
+                    want,
+                    leaves::lower_bound(&groups[..used], &mut self.group_order),
+                )
+            })
+            .and_then(|(want, bound)| (bound >= want).then_some(bound))
+        {
+            // A limit needs no more than this many.
+            Next::Counted(bound, fail)
         } else {
             match leaves::count_injective(&groups[..used]) {
                 Some(n) => Next::Counted(n, fail),
@@ -795,6 +809,15 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
         };
         self.groups = groups;
         next
+    }
+
+    /// Under a limit, the matches still wanted (those this worker holds back included): counting
+    /// past it changes nothing.
+    fn wanted(&self) -> Option<u64> {
+        self.cx
+            .out
+            .count_wanted()
+            .map(|w| w.saturating_sub(self.counted))
     }
 
     /// Whether no data node is free for two groups, by marking them in `owner` (free nodes hold 0;
