@@ -15,7 +15,7 @@ use crate::executor::Executor;
 use crate::filtering::{FilterReport, Filtering, LabelIndex};
 use crate::gpu_pipeline::{DeviceGraph, Pipeline};
 use crate::kernel_join::KernelJoin;
-use crate::layout::Layout;
+use crate::layout::{DataShape, Layout};
 use crate::output::{OnRows, Output, RowBatch};
 use crate::search::{Context, Dag, OwnerPool, SearchStats};
 use crate::space::SpaceBuilder;
@@ -25,6 +25,8 @@ use crate::{EngineKind, MatchError, MatchOptions, Semantics};
 pub struct Engine<'g> {
     graph: &'g KnowledgeGraph,
     stats: PlannerStats,
+    /// Node labels; whether every edge has its reverse (O(E) to find out, once).
+    shape: DataShape,
     labels: LabelIndex,
     /// Scratch arrays of the dfs search, reused across queries.
     owners: OwnerPool,
@@ -108,14 +110,17 @@ impl<'g> Engine<'g> {
         } else {
             LabelIndex::default()
         };
-        Engine {
+        let mut engine = Engine {
             graph,
             stats: PlannerStats::new(graph),
+            shape: DataShape::default(),
             labels,
             owners: OwnerPool::default(),
             gpu: OnceLock::new(),
             emulator: OnceLock::new(),
-        }
+        };
+        engine.shape = DataShape::of(&engine.view());
+        engine
     }
 
     /// The GPU, opened and given the graph on first call; an error says why there is none.
@@ -207,9 +212,9 @@ impl<'g> Engine<'g> {
         let plan = plan_with(q, self.graph, &self.stats);
         let (engine, fallback) = self.resolve(opts.engine);
         let layout = if matches!(engine, EngineKind::Dfs | EngineKind::Auto) {
-            Layout::filters(q, &plan, opts.semantics, self.graph.has_node_labels())?
+            Layout::filters(q, &plan, opts.semantics, self.shape)?
         } else {
-            Layout::new(q, &plan, opts.semantics, self.graph.has_node_labels())?
+            Layout::new(q, &plan, opts.semantics, self.shape)?
         };
         let mut times = Timings {
             plan: start.elapsed(),
@@ -284,7 +289,7 @@ impl<'g> Engine<'g> {
         report.filter = filter;
         // The join runs in its own order, chosen from the real candidate counts.
         let join_plan = crate::order::join_order(q, &report.plan, &cands);
-        let layout = Layout::new(q, &join_plan, opts.semantics, self.graph.has_node_labels())?;
+        let layout = Layout::new(q, &join_plan, opts.semantics, self.shape)?;
         report.join_plan = join_plan;
         let columns = q
             .projection

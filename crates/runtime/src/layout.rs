@@ -82,14 +82,35 @@ pub struct Layout {
     pub edge_count: usize,
 }
 
+/// What the data graph's shape lets the filters assume.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DataShape {
+    /// Nodes carry labels: neighbour-label needs apply.
+    pub node_labels: bool,
+    /// Every edge has its reverse with the same relation (the suites' undirected graphs, stored
+    /// both ways), so a node's out- and in-lists are equal: its needs are checked once, over its
+    /// query neighbours in both directions (half the reads, and under iso stronger counts).
+    pub symmetric: bool,
+}
+
+impl DataShape {
+    pub fn of(g: &gpsense_kernels::GraphView) -> Self {
+        let (o, i) = (&g.out, &g.inc);
+        DataShape {
+            node_labels: !g.node_labels.is_empty(),
+            symmetric: o.offsets == i.offsets && o.targets == i.targets && o.labels == i.labels,
+        }
+    }
+}
+
 impl Layout {
     pub fn new(
         q: &QueryGraph,
         plan: &Plan,
         semantics: Semantics,
-        node_labels: bool,
+        shape: DataShape,
     ) -> Result<Self, MatchError> {
-        Self::build(q, plan, semantics, node_labels, true)
+        Self::build(q, plan, semantics, shape, true)
     }
 
     /// The filters and incident edges only, without the GPU-shaped engines' filtering and join
@@ -98,16 +119,16 @@ impl Layout {
         q: &QueryGraph,
         plan: &Plan,
         semantics: Semantics,
-        node_labels: bool,
+        shape: DataShape,
     ) -> Result<Self, MatchError> {
-        Self::build(q, plan, semantics, node_labels, false)
+        Self::build(q, plan, semantics, shape, false)
     }
 
     fn build(
         q: &QueryGraph,
         plan: &Plan,
         semantics: Semantics,
-        node_labels: bool,
+        shape: DataShape,
         joins: bool,
     ) -> Result<Self, MatchError> {
         check_size(q)?;
@@ -127,7 +148,7 @@ impl Layout {
             slot_of[u] = slot as u32;
         }
         let filters = (0..n)
-            .map(|u| filter_spec(q, u, semantics, node_labels))
+            .map(|u| filter_spec(q, u, semantics, shape))
             .collect();
         let incident = (0..n).map(|u| incident(q, u)).collect();
         let (neighbour_steps, steps) = if joins {
@@ -191,7 +212,7 @@ fn check_size(q: &QueryGraph) -> Result<(), MatchError> {
 
 /// Necessary conditions on a candidate of `u`. Under iso, distinct query neighbours need distinct data
 /// neighbours, so counts are exact lower bounds; under hom they only need to exist.
-fn filter_spec(q: &QueryGraph, u: usize, semantics: Semantics, node_labels: bool) -> FilterSpec {
+fn filter_spec(q: &QueryGraph, u: usize, semantics: Semantics, shape: DataShape) -> FilterSpec {
     let cap = |count: usize| {
         if semantics == Semantics::Iso {
             count as u32
@@ -213,8 +234,16 @@ fn filter_spec(q: &QueryGraph, u: usize, semantics: Semantics, node_labels: bool
         },
         ..Default::default()
     };
-    for dir in [Dir::Out, Dir::In] {
+    let dirs: &[Dir] = if shape.symmetric {
+        &[Dir::Out]
+    } else {
+        &[Dir::Out, Dir::In]
+    };
+    for &dir in dirs {
         let ends = |e: &gpsense_planner::QueryEdge| match dir {
+            _ if shape.symmetric => (e.source == u)
+                .then_some(e.target)
+                .or((e.target == u).then_some(e.source)),
             Dir::Out => (e.source == u).then_some(e.target),
             Dir::In => (e.target == u).then_some(e.source),
         };
@@ -243,7 +272,7 @@ fn filter_spec(q: &QueryGraph, u: usize, semantics: Semantics, node_labels: bool
                 count: cap(group.len()),
             });
         }
-        if semantics == Semantics::Iso && node_labels {
+        if semantics == Semantics::Iso && shape.node_labels {
             let mut labels: Vec<u32> = any
                 .iter()
                 .filter_map(|&x| q.nodes[x].label)
