@@ -18,7 +18,7 @@ mod suggest;
 mod testutil;
 
 pub use parse::{parse, ParseError, Query};
-pub use plan::{plan, plan_with, InvalidPlan, Plan, PlannerStats};
+pub use plan::{plan, plan_brief, plan_with, InvalidPlan, Plan, PlannerStats};
 pub use query::{
     benchmark_query, compile, resolve, EdgeLabel, NodeKind, Projected, QueryEdge, QueryError,
     QueryGraph, QueryNode,

@@ -4,7 +4,9 @@ use std::time::{Duration, Instant};
 
 use gpsense_graph::KnowledgeGraph;
 use gpsense_kernels::{Adjacency, GraphView};
-use gpsense_planner::{plan_with, EdgeLabel, Plan, PlannerStats, Projected, QueryEdge, QueryGraph};
+use gpsense_planner::{
+    plan_brief, plan_with, EdgeLabel, Plan, PlannerStats, Projected, QueryEdge, QueryGraph,
+};
 
 use std::sync::OnceLock;
 
@@ -209,7 +211,11 @@ impl<'g> Engine<'g> {
         on_rows: OnRows,
     ) -> Result<MatchReport, MatchError> {
         let start = Instant::now();
-        let plan = plan_with(q, self.graph, &self.stats);
+        let plan = if opts.explain {
+            plan_with(q, self.graph, &self.stats)
+        } else {
+            plan_brief(q, self.graph, &self.stats)
+        };
         let (engine, fallback) = self.resolve(opts.engine);
         let layout = if matches!(engine, EngineKind::Dfs | EngineKind::Auto) {
             Layout::filters(q, &plan, opts.semantics, self.shape)?
