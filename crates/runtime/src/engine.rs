@@ -14,7 +14,7 @@ use crate::device::cuda::CudaDevice;
 use crate::device::host::HostDevice;
 use crate::device::{Device, DeviceError};
 use crate::executor::Executor;
-use crate::filtering::{FilterReport, Filtering, LabelIndex};
+use crate::filtering::{FilterReport, Filtering, LabelIndex, NeighbourLabels};
 use crate::gpu_pipeline::{DeviceGraph, Pipeline};
 use crate::kernel_join::KernelJoin;
 use crate::layout::{DataShape, Layout};
@@ -30,6 +30,7 @@ pub struct Engine<'g> {
     /// Node labels; whether every edge has its reverse (O(E) to find out, once).
     shape: DataShape,
     labels: LabelIndex,
+    neighbour_labels: Option<NeighbourLabels>,
     /// Scratch arrays of the dfs search, reused across queries.
     owners: OwnerPool,
     /// The GPU and the graph on it, opened and uploaded on first use, then reused.
@@ -117,11 +118,17 @@ impl<'g> Engine<'g> {
             stats: PlannerStats::new(graph),
             shape: DataShape::default(),
             labels,
+            neighbour_labels: None,
             owners: OwnerPool::default(),
             gpu: OnceLock::new(),
             emulator: OnceLock::new(),
         };
         engine.shape = DataShape::of(&engine.view());
+        engine.neighbour_labels = NeighbourLabels::new(
+            &engine.view(),
+            graph.node_label_names().len(),
+            engine.shape.symmetric,
+        );
         engine
     }
 
@@ -379,6 +386,7 @@ impl<'g> Engine<'g> {
             layout,
             g: self.view(),
             labels: &self.labels,
+            neighbour_labels: self.neighbour_labels.as_ref(),
             ex: Executor { parallel },
         }
         .build();

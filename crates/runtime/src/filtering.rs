@@ -6,9 +6,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use gpsense_kernels::filter::{
-    filter_neighbour_candidates, identify_node_candidates, node_matches, refine_candidate,
+    filter_neighbour_candidates, identify_node_candidates, node_matches, refine_candidate, Need,
 };
-use gpsense_kernels::{bits, scan, GraphView, NONE};
+use gpsense_kernels::{bits, scan, Dir, GraphView, NONE};
 
 use crate::executor::{offsets_of, Executor};
 use crate::layout::Layout;
@@ -46,6 +46,99 @@ impl LabelIndex {
             return None;
         }
         Some(&self.nodes[self.offsets[l] as usize..self.offsets[l + 1] as usize])
+    }
+}
+
+/// Per data node and direction, the set of its neighbours' node labels as a bit set (DAF keeps one
+/// per node for the same test): a query node's "a neighbour labelled l" needs are checked with a few
+/// word ANDs instead of a pass over the node's list. Built once per engine, O(E); absent on graphs
+/// without node labels or whose sets would be too large.
+#[derive(Clone, Debug)]
+pub struct NeighbourLabels {
+    words: usize,
+    out: Vec<u64>,
+    /// Empty when the graph is symmetric (the in-sets equal the out-sets).
+    inc: Vec<u64>,
+}
+
+/// A query node's neighbour-label needs of count one, as bit masks: `(word, bits)` per direction.
+#[derive(Clone, Debug, Default)]
+pub struct LabelMask {
+    out: Vec<(u32, u64)>,
+    inc: Vec<(u32, u64)>,
+    /// A needed label no data node has.
+    never: bool,
+}
+
+impl NeighbourLabels {
+    /// Words per node at most (4,096 labels), and bytes in all.
+    const MAX_WORDS: usize = 64;
+    const MAX_BYTES: usize = 256 << 20;
+
+    pub fn new(g: &GraphView, label_count: usize, symmetric: bool) -> Option<Self> {
+        let words = label_count.div_ceil(64);
+        let n = g.node_count();
+        let dirs = if symmetric { 1 } else { 2 };
+        if g.node_labels.is_empty()
+            || words == 0
+            || words > Self::MAX_WORDS
+            || n.saturating_mul(words * 8 * dirs) > Self::MAX_BYTES
+        {
+            return None;
+        }
+        let sets = |dir: Dir| {
+            let mut bits = vec![0u64; n * words];
+            for v in 0..n {
+                let row = &mut bits[v * words..(v + 1) * words];
+                for &w in g.adj(dir).list(v as u32).0 {
+                    let l = g.node_label(w) as usize;
+                    row[l / 64] |= 1 << (l % 64);
+                }
+            }
+            bits
+        };
+        Some(NeighbourLabels {
+            words,
+            out: sets(Dir::Out),
+            inc: if symmetric { Vec::new() } else { sets(Dir::In) },
+        })
+    }
+
+    /// The count-one needs of `needs` as masks.
+    pub fn mask(&self, needs: &[Need]) -> LabelMask {
+        let mut m = LabelMask::default();
+        for need in needs.iter().filter(|n| n.count == 1) {
+            let l = need.label as usize;
+            if l >= self.words * 64 {
+                m.never = true;
+                continue;
+            }
+            let side = match need.dir {
+                Dir::Out => &mut m.out,
+                Dir::In => &mut m.inc,
+            };
+            let word = (l / 64) as u32;
+            match side.iter_mut().find(|(w, _)| *w == word) {
+                Some((_, bits)) => *bits |= 1 << (l % 64),
+                None => side.push((word, 1 << (l % 64))),
+            }
+        }
+        m
+    }
+
+    /// Whether `v` has a neighbour of every label `m` needs.
+    #[inline]
+    pub fn covers(&self, v: u32, m: &LabelMask) -> bool {
+        let at = v as usize * self.words;
+        let inc = if self.inc.is_empty() {
+            &self.out
+        } else {
+            &self.inc
+        };
+        let has = |bits: &[u64], side: &[(u32, u64)]| {
+            side.iter().all(|&(w, b)| bits[at + w as usize] & b == b)
+        };
+        !m.never && has(&self.out, &m.out) && has(inc, &m.inc)
     }
 }
 

@@ -13,14 +13,14 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Instant;
 
-use gpsense_kernels::filter::node_matches;
+use gpsense_kernels::filter::{node_matches, NodeFilter};
 use gpsense_kernels::space::{
     count_expansion, count_space_edges, dedup_sorted, write_expansion, write_space_edges,
 };
 use gpsense_kernels::{Dir, GraphView, NONE};
 
 use crate::executor::{offsets_of, Executor};
-use crate::filtering::{FilterReport, LabelIndex};
+use crate::filtering::{FilterReport, LabelIndex, NeighbourLabels};
 use crate::layout::Layout;
 
 /// Refinement passes at most (each one is linear in the space; real queries settle in 2-4).
@@ -77,6 +77,8 @@ pub struct SpaceBuilder<'a> {
     pub layout: &'a Layout,
     pub g: GraphView<'a>,
     pub labels: &'a LabelIndex,
+    /// Neighbour-label sets, when the engine keeps them: they decide the count-one needs.
+    pub neighbour_labels: Option<&'a NeighbourLabels>,
     pub ex: Executor,
 }
 
@@ -159,12 +161,39 @@ impl SpaceBuilder<'_> {
             _ => (0..g.node_count() as u32).collect(),
         };
         let mut pool = pool;
+        // With neighbour-label sets, the count-one needs are a few word tests and the pass over a
+        // node's list is left to the needs of two or more.
+        let spec = &self.layout.filters[u];
+        let (mask, counted) = match self.neighbour_labels {
+            Some(nl) if !spec.neighbour_labels.is_empty() => (
+                Some(nl.mask(&spec.neighbour_labels)),
+                spec.neighbour_labels
+                    .iter()
+                    .copied()
+                    .filter(|n| n.count > 1)
+                    .collect(),
+            ),
+            _ => (None, Vec::new()),
+        };
+        let f = match mask {
+            Some(_) => NodeFilter {
+                neighbour_labels: &counted,
+                ..f
+            },
+            None => f,
+        };
+        let pass = |v: u32| {
+            mask.as_ref()
+                .zip(self.neighbour_labels)
+                .is_none_or(|(m, nl)| nl.covers(v, m))
+                && node_matches(&f, &g, v)
+        };
         if !self.ex.is_parallel_for(pool.len()) {
-            pool.retain(|&v| node_matches(&f, &g, v));
+            pool.retain(|&v| pass(v));
             return pool;
         }
         let mut keep = vec![false; pool.len()];
-        self.ex.map(&mut keep, |i| node_matches(&f, &g, pool[i]));
+        self.ex.map(&mut keep, |i| pass(pool[i]));
         pool.into_iter()
             .zip(keep)
             .filter_map(|(v, k)| k.then_some(v))
