@@ -25,6 +25,10 @@ use gpsense_runtime::{Engine, EngineKind, MatchOptions, Semantics};
 use petgraph::graph::{DiGraph, UnGraph};
 use serde_json::json;
 
+/// The allocator the `gpsense` binary uses, so the bench measures what users run.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
