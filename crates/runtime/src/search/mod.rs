@@ -148,7 +148,8 @@ pub struct Worker<'c, 'a, 'o> {
     /// Levels per node; level `k` of node `u` is entry `u * stride + k - 1` of the arrays below.
     depth: [u8; MAX_QUERY_NODES],
     stride: usize,
-    /// A list of the space itself when one list decides the level (no copy), else `buf[..len]`.
+    /// A list of the space itself when one list decides the level (no copy), else `buf[..len]`;
+    /// `len` holds the length either way.
     borrowed: Vec<&'a [u32]>,
     buf: Vec<Vec<u32>>,
     len: Vec<u32>,
@@ -161,7 +162,6 @@ pub struct Worker<'c, 'a, 'o> {
     /// The assignments below the frames: a task's prefix.
     prefix: Vec<(usize, u32)>,
     scratch: Vec<u32>,
-    narrowing: Vec<u32>,
     rows: Vec<u32>,
     counted: u64,
     until_check: u32,
@@ -234,7 +234,6 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
             top: 0,
             prefix: Vec::new(),
             scratch: Vec::new(),
-            narrowing: Vec::new(),
             rows: Vec::new(),
             counted: 0,
             until_check: cx.check_every.max(1),
@@ -288,10 +287,11 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
         self.vars = task.vars;
         // The task's share of `u`'s candidates, as a level of its own.
         let u = task.u;
-        let at = self.push_level(u, self.ancestors(u));
+        let at = u * self.stride + self.depth[u] as usize;
         self.len[at] = task.cands.len() as u32;
         self.buf[at] = task.cands;
         self.owned[at] = true;
+        self.push_level(u, self.ancestors(u));
         let end = self.ext(u).len();
         self.push_frame(u, end, true);
         self.run_frames(pool);
@@ -577,14 +577,13 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
         self.matched &= !bit(u);
     }
 
-    /// Opens a level on `w` with dynamic ancestors `anc` (the previous level's and the narrowing
-    /// node's); returns its index. The caller fills its list.
-    fn push_level(&mut self, w: usize, anc: u64) -> usize {
+    /// Opens the level the caller filled (`len`, and `buf` or `borrowed`) on `w`, with dynamic
+    /// ancestors `anc` (the previous level's and the narrowing node's).
+    fn push_level(&mut self, w: usize, anc: u64) {
         let at = w * self.stride + self.depth[w] as usize;
         self.depth[w] += 1;
         self.extendable |= bit(w);
         self.anc[at] = anc;
-        at
     }
 
     fn pop_level(&mut self, w: usize) {
@@ -595,42 +594,48 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
     }
 
     /// A new level on `w`: its extendable candidates intersected with the lists `edges` give at
-    /// `u`'s candidate `i`.
+    /// `u`'s candidate `i` (one list, before any other neighbour narrowed `w`: that list itself).
     fn narrow(&mut self, w: usize, edges: &[usize], i: u32, anc_u: u64) {
         let space = self.cx.space;
         let list = |k: usize| space.edges[k].list(i);
         let fresh = self.depth[w] == 0;
-        let prev: &'a [u32] = if fresh { list(edges[0]) } else { &[] };
         let anc = self.ancestors(w) | anc_u;
-        let rest = if fresh { &edges[1..] } else { edges };
-        if fresh && rest.is_empty() {
-            let at = self.push_level(w, anc);
-            self.borrowed[at] = prev;
+        let at = w * self.stride + self.depth[w] as usize;
+        if fresh && edges.len() == 1 {
+            let l = list(edges[0]);
+            self.borrowed[at] = l;
+            self.len[at] = l.len() as u32;
             self.owned[at] = false;
+            self.push_level(w, anc);
             return;
         }
-        // Intersect the current list (or the first one) with each of the others.
-        let mut out = std::mem::take(&mut self.scratch);
-        let mut cur = std::mem::take(&mut self.narrowing);
-        cur.clear();
-        cur.extend_from_slice(if fresh { prev } else { self.ext(w) });
-        for &k in rest {
-            let l = list(k);
-            if out.len() < cur.len().min(l.len()) {
-                out.resize(cur.len().min(l.len()), 0);
-            }
-            let n = intersect_into(l, &cur, &mut out);
-            cur.clear();
-            cur.extend_from_slice(&out[..n]);
+        // Intersect straight into the level's buffer; a second list (parallel query edges) goes
+        // through the scratch buffer.
+        let mut buf = std::mem::take(&mut self.buf[at]);
+        let (first, rest) = if fresh {
+            (list(edges[0]), &edges[1..])
+        } else {
+            (self.ext(w), edges)
+        };
+        let l = list(rest[0]);
+        let room = first.len().min(l.len());
+        if buf.len() < room {
+            buf.resize(room, 0);
         }
-        self.scratch = out;
-        let at = self.push_level(w, anc);
-        let buf = &mut self.buf[at];
-        buf.clear();
-        buf.extend_from_slice(&cur);
-        self.len[at] = cur.len() as u32;
+        let mut n = intersect_into(l, first, &mut buf);
+        for &k in &rest[1..] {
+            let l = list(k);
+            let room = n.min(l.len());
+            if self.scratch.len() < room {
+                self.scratch.resize(room, 0);
+            }
+            n = intersect_into(l, &buf[..n], &mut self.scratch);
+            std::mem::swap(&mut buf, &mut self.scratch);
+        }
+        self.buf[at] = buf;
+        self.len[at] = n as u32;
         self.owned[at] = true;
-        self.narrowing = cur;
+        self.push_level(w, anc);
     }
 
     /// The failing set when `w` has no extendable candidate, or under iso none that no matched node
@@ -658,6 +663,15 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
         match self.depth[u] as usize {
             0 => bit(u),
             d => self.anc[u * self.stride + d - 1],
+        }
+    }
+
+    /// How many extendable candidates `u` has.
+    #[inline]
+    fn size(&self, u: usize) -> usize {
+        match self.depth[u] as usize {
+            0 => self.cx.space.cands[u].len(),
+            d => self.len[u * self.stride + d - 1] as usize,
         }
     }
 
@@ -712,7 +726,7 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
     /// full counts, 6.7M against 22.7M on the first 10^5 of the 32-node queries).
     fn pick(&self, pool: u64) -> Next {
         let best = bits_of(pool)
-            .min_by_key(|&u| self.ext(u).len())
+            .min_by_key(|&u| self.size(u))
             .unwrap_or(NONE as usize);
         Next::Extend(best)
     }
