@@ -172,19 +172,33 @@ fn malformed_input_names_file_and_line() {
     assert!(err.contains("skipped 1 lines: wrong field count"), "{err}");
 }
 
-#[test]
-fn match_answers_the_hprd_suite() {
+/// `gpsense match` on HPRD's first two queries (expected 3 and 80 matches), checked against the
+/// published counts, with `extra` arguments.
+fn match_two_hprd_queries(extra: &[&str]) -> (String, String) {
     let dir = dataset("subgraph-matching/hprd-study");
-    let (out, err) = ok(&[
+    let (data, q1, q2, expected) = (
+        format!("{dir}/data_graph/HPRD.graph"),
+        format!("{dir}/query_graph/query_dense_16_1.graph"),
+        format!("{dir}/query_graph/query_dense_16_2.graph"),
+        format!("{dir}/expected_output.res"),
+    );
+    let mut args = vec![
         "match",
         "--data",
-        &format!("{dir}/data_graph/HPRD.graph"),
+        &data,
         "--query",
-        &format!("{dir}/query_graph/query_dense_16_1.graph"),
-        &format!("{dir}/query_graph/query_dense_16_2.graph"),
+        &q1,
+        &q2,
         "--expected",
-        &format!("{dir}/expected_output.res"),
-    ]);
+        &expected,
+    ];
+    args.extend_from_slice(extra);
+    ok(&args)
+}
+
+#[test]
+fn match_answers_the_hprd_suite() {
+    let (out, err) = match_two_hprd_queries(&[]);
     let lines: Vec<Vec<&str>> = out.lines().map(|l| l.split('\t').collect()).collect();
     assert_eq!(lines[0][..2], ["query_dense_16_1", "3"]);
     assert_eq!(lines[1][..2], ["query_dense_16_2", "80"]);
@@ -195,21 +209,31 @@ fn match_answers_the_hprd_suite() {
 }
 
 #[test]
+fn match_search_stats_adds_the_counters() {
+    let (out, err) = match_two_hprd_queries(&["--engine", "dfs", "--search-stats"]);
+    for line in out.lines() {
+        let nodes = line
+            .split('\t')
+            .find_map(|f| f.strip_prefix("nodes="))
+            .and_then(|f| f.split(' ').next())
+            .and_then(|n| n.parse::<u64>().ok());
+        assert!(nodes.is_some_and(|n| n > 0), "{line}");
+        assert!(line.contains(" backjumps="), "{line}");
+    }
+    assert!(
+        err.contains("search: ") && err.contains(" nodes, "),
+        "{err}"
+    );
+    // The kernels engine keeps no search counters, and says so.
+    let (out, err) = match_two_hprd_queries(&["--engine", "kernels", "--search-stats"]);
+    assert!(!out.contains("nodes="), "{out}");
+    assert!(err.contains("search: no counters"), "{err}");
+}
+
+#[test]
 fn match_max_expected_keeps_the_queries_with_small_published_counts() {
-    let dir = dataset("subgraph-matching/hprd-study");
     // query_dense_16_1 expects 3 matches, query_dense_16_2 expects 80.
-    let (out, err) = ok(&[
-        "match",
-        "--data",
-        &format!("{dir}/data_graph/HPRD.graph"),
-        "--query",
-        &format!("{dir}/query_graph/query_dense_16_1.graph"),
-        &format!("{dir}/query_graph/query_dense_16_2.graph"),
-        "--expected",
-        &format!("{dir}/expected_output.res"),
-        "--max-expected",
-        "10",
-    ]);
+    let (out, err) = match_two_hprd_queries(&["--max-expected", "10"]);
     let names: Vec<&str> = out
         .lines()
         .map(|l| l.split('\t').next().unwrap_or(""))

@@ -42,7 +42,7 @@ pub fn run(args: Args) -> Result<()> {
     let engine = Engine::new(data);
     graph_source::announce_engine(&engine, args.options.engine)?;
     let (mut total_ms, mut mismatches, mut checked, mut exact) = (0.0, 0usize, 0usize, 0usize);
-    let (mut nodes, mut backjumps) = (0u64, 0u64);
+    let (mut nodes, mut backjumps, mut with_stats) = (0u64, 0u64, 0usize);
     for file in &files {
         let name = stem(file);
         let q = load_query(file, data)?;
@@ -63,6 +63,7 @@ pub fn run(args: Args) -> Result<()> {
             line.push_str(&format!("\tnodes={} backjumps={}", s.nodes, s.backjumps));
             nodes += s.nodes;
             backjumps += s.backjumps;
+            with_stats += 1;
         }
         if let Some(want) = expected.as_ref().and_then(|e| lookup(e, &name)) {
             checked += 1;
@@ -84,7 +85,11 @@ pub fn run(args: Args) -> Result<()> {
         millis(loaded.load_time)
     );
     if args.search_stats {
-        eprintln!("search: {nodes} nodes, {backjumps} backjumps");
+        if with_stats == 0 {
+            eprintln!("search: no counters (only the dfs engine keeps them)");
+        } else {
+            eprintln!("search: {nodes} nodes, {backjumps} backjumps");
+        }
     }
     if expected.is_some() {
         eprintln!(

@@ -718,7 +718,10 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
         if let Some(&r) = dag.roots.iter().find(|&&r| remaining & bit(r) != 0) {
             return Next::Extend(r);
         }
-        self.pick(remaining & self.extendable)
+        // Only leaves are left, each with its neighbour matched. (Should none be extendable, any
+        // node may still start from all its candidates: its edges are checked from its neighbours.)
+        let leaves = remaining & self.extendable;
+        self.pick(if leaves != 0 { leaves } else { remaining })
     }
 
     /// The node of `pool` with the fewest extendable candidates (DAF's candidate-size order: on
