@@ -238,6 +238,27 @@ fn benchmark() {
 }
 
 #[test]
+fn a_benchmark_file_cut_short_is_not_a_smaller_graph() {
+    // The header declares 3 vertices and 2 edges; the last vertex and edge are missing. The error
+    // points at the last line.
+    check(
+        Format::Benchmark,
+        "t 3 2\nv 0 1 1\nv 1 1 1\ne 0 1\n",
+        4,
+        "the header declares 3 vertices and 2 edges, the file has 2 and 1",
+        2,
+    );
+    // Complete files still load.
+    let (g, _) = ingest_bytes(
+        b"t 2 1\nv 0 1 1\nv 1 1 1\ne 0 1\n",
+        Format::Benchmark,
+        &IngestOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(g.edge_count(), 2);
+}
+
+#[test]
 fn file_errors_name_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bad.tsv");

@@ -55,7 +55,14 @@ pub(super) fn read(
                 columns: columns.unwrap_or(Columns::RelHeadTail),
                 bench: Bench::default(),
             };
-            read_lines(input, &mut ctx, |line, ctx| parser.line(line, sink, ctx))?
+            read_lines(input, &mut ctx, |line, ctx| parser.line(line, sink, ctx))?;
+            // Skipped lines already explain a shortfall; otherwise the counts must hold.
+            if format == Format::Benchmark && ctx.file.skipped.is_empty() {
+                let last = ctx.file.lines;
+                ctx.record(last, parser.bench.finish())?;
+                // The end-of-file check is not a line.
+                ctx.file.lines = last;
+            }
         }
     }
     progress.position(counter.get());
@@ -160,10 +167,14 @@ struct LineParser {
     bench: Bench,
 }
 
-/// State of a benchmark-format file: its declared vertex count.
+/// State of a benchmark-format file: its declared vertex count, its declared edge count, and the
+/// vertices and edges read so far (a file cut short must not pass for a smaller graph).
 #[derive(Default)]
 struct Bench {
     declared: Option<u64>,
+    declared_edges: u64,
+    vertices: u64,
+    edges: u64,
 }
 
 impl LineParser {
@@ -322,6 +333,23 @@ fn wordnet_node(line: &str, sink: &mut Sink) -> Result<Outcome, LineError> {
 }
 
 impl Bench {
+    /// At the end of the file: whether it holds what its `t N M` header declares.
+    fn finish(&self) -> Result<Outcome, LineError> {
+        match self.declared {
+            Some(n) if (n, self.declared_edges) != (self.vertices, self.edges) => {
+                Err(LineError::new(
+                    "count mismatch",
+                    format!(
+                        "the header declares {n} vertices and {} edges, the file has {} and {} \
+                     (cut short?)",
+                        self.declared_edges, self.vertices, self.edges
+                    ),
+                ))
+            }
+            _ => Ok(Outcome::Nothing),
+        }
+    }
+
     /// One line of the benchmark format. Vertices are named by their id; edges are stored both ways.
     fn line(&mut self, line: &str, sink: &mut Sink) -> Result<Outcome, LineError> {
         let mut parts = line.split_ascii_whitespace();
@@ -338,7 +366,7 @@ impl Bench {
                     return Err(LineError::new("duplicate header", "a second `t` line"));
                 }
                 self.declared = Some(number(nums[0])?);
-                number(nums[1])?;
+                self.declared_edges = number(nums[1])?;
                 Ok(Outcome::Nothing)
             }
             "v" if (2..=3).contains(&nums.len()) => {
@@ -360,6 +388,7 @@ impl Bench {
                 }
                 let v = sink.builder.node(nums[0])?;
                 sink.builder.set_node_label(v, nums[1])?;
+                self.vertices += 1;
                 Ok(Outcome::Nothing)
             }
             "e" if (2..=3).contains(&nums.len()) => {
@@ -375,6 +404,7 @@ impl Bench {
                     .relation(nums.get(2).copied().unwrap_or("edge"))?;
                 sink.builder.add_edge(u, r, v, 1.0);
                 sink.builder.add_edge(v, r, u, 1.0);
+                self.edges += 1;
                 Ok(Outcome::Edges(1))
             }
             _ => Err(LineError::new(
