@@ -20,7 +20,7 @@ use crate::kernel_join::KernelJoin;
 use crate::layout::{DataShape, Layout};
 use crate::output::{OnRows, Output, RowBatch};
 use crate::search::{Context, Dag, OwnerPool, SearchStats};
-use crate::space::SpaceBuilder;
+use crate::space::{SpaceBuilder, SpacePool};
 use crate::{EngineKind, MatchError, MatchOptions, Semantics};
 
 /// A graph prepared for matching: planner statistics and the node-label index, computed once.
@@ -31,8 +31,9 @@ pub struct Engine<'g> {
     shape: DataShape,
     labels: LabelIndex,
     neighbour_labels: Option<NeighbourLabels>,
-    /// Scratch arrays of the dfs search, reused across queries.
+    /// Scratch arrays of the dfs search and candidate spaces, reused across queries.
     owners: OwnerPool,
+    spaces: SpacePool,
     /// The GPU and the graph on it, opened and uploaded on first use, then reused.
     gpu: OnceLock<Result<DeviceState<CudaDevice>, DeviceError>>,
     /// The host emulator of the GPU pipeline and its copy of the graph.
@@ -120,6 +121,7 @@ impl<'g> Engine<'g> {
             labels,
             neighbour_labels: None,
             owners: OwnerPool::default(),
+            spaces: SpacePool::default(),
             gpu: OnceLock::new(),
             emulator: OnceLock::new(),
         };
@@ -382,14 +384,15 @@ impl<'g> Engine<'g> {
         report: &mut MatchReport,
     ) -> Result<(), MatchError> {
         let parallel = !opts.single_thread;
-        let (space, filter) = SpaceBuilder {
+        let mut space = self.spaces.take();
+        let filter = SpaceBuilder {
             layout,
             g: self.view(),
             labels: &self.labels,
             neighbour_labels: self.neighbour_labels.as_ref(),
             ex: Executor { parallel },
         }
-        .build();
+        .build(&mut space);
         report.filter = filter;
         report.edge_candidates = Some(space.edge_count());
         let dag = Dag::new(q, &space);
@@ -414,6 +417,7 @@ impl<'g> Engine<'g> {
         report.times.join = start.elapsed();
         report.timed_out = out.timed_out();
         report.search = Some(SearchSummary::from(&stats));
+        self.spaces.give(space);
         let (rows, limit_reached, error) = out.finish();
         if let Some(e) = error {
             return Err(e);

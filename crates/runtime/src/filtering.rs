@@ -104,9 +104,11 @@ impl NeighbourLabels {
         })
     }
 
-    /// The count-one needs of `needs` as masks.
-    pub fn mask(&self, needs: &[Need]) -> LabelMask {
-        let mut m = LabelMask::default();
+    /// The count-one needs of `needs` as masks, into `m` (its room reused).
+    pub fn mask_into(&self, needs: &[Need], m: &mut LabelMask) {
+        m.out.clear();
+        m.inc.clear();
+        m.never = false;
         for need in needs.iter().filter(|n| n.count == 1) {
             let l = need.label as usize;
             if l >= self.words * 64 {
@@ -123,7 +125,6 @@ impl NeighbourLabels {
                 None => side.push((word, 1 << (l % 64))),
             }
         }
-        m
     }
 
     /// Whether `v` has a neighbour of every label `m` needs.

@@ -147,8 +147,9 @@ impl Layout {
         for (slot, &u) in plan.order.iter().enumerate() {
             slot_of[u] = slot as u32;
         }
+        let mut scratch = SpecScratch::default();
         let filters = (0..n)
-            .map(|u| filter_spec(q, u, semantics, shape))
+            .map(|u| filter_spec(q, u, semantics, shape, &mut scratch))
             .collect();
         let incident = (0..n).map(|u| incident(q, u)).collect();
         let (neighbour_steps, steps) = if joins {
@@ -210,9 +211,23 @@ fn check_size(q: &QueryGraph) -> Result<(), MatchError> {
     Ok(())
 }
 
+/// Room `filter_spec` reuses from node to node.
+#[derive(Default)]
+struct SpecScratch {
+    any: Vec<usize>,
+    fixed: Vec<(u32, usize)>,
+    labels: Vec<u32>,
+}
+
 /// Necessary conditions on a candidate of `u`. Under iso, distinct query neighbours need distinct data
 /// neighbours, so counts are exact lower bounds; under hom they only need to exist.
-fn filter_spec(q: &QueryGraph, u: usize, semantics: Semantics, shape: DataShape) -> FilterSpec {
+fn filter_spec(
+    q: &QueryGraph,
+    u: usize,
+    semantics: Semantics,
+    shape: DataShape,
+    scratch: &mut SpecScratch,
+) -> FilterSpec {
     let cap = |count: usize| {
         if semantics == Semantics::Iso {
             count as u32
@@ -247,7 +262,9 @@ fn filter_spec(q: &QueryGraph, u: usize, semantics: Semantics, shape: DataShape)
             Dir::Out => (e.source == u).then_some(e.target),
             Dir::In => (e.target == u).then_some(e.source),
         };
-        let mut any: Vec<usize> = q.edges.iter().filter_map(ends).collect();
+        let any = &mut scratch.any;
+        any.clear();
+        any.extend(q.edges.iter().filter_map(ends));
         any.sort_unstable();
         any.dedup();
         if !any.is_empty() {
@@ -257,12 +274,14 @@ fn filter_spec(q: &QueryGraph, u: usize, semantics: Semantics, shape: DataShape)
                 count: cap(any.len()),
             });
         }
-        let mut fixed: Vec<(u32, usize)> = q
-            .edges
-            .iter()
-            .filter_map(|e| Some((Layout::label_of(e.label), ends(e)?)))
-            .filter(|&(l, _)| l != NONE)
-            .collect();
+        let fixed = &mut scratch.fixed;
+        fixed.clear();
+        fixed.extend(
+            q.edges
+                .iter()
+                .filter_map(|e| Some((Layout::label_of(e.label), ends(e)?)))
+                .filter(|&(l, _)| l != NONE),
+        );
         fixed.sort_unstable();
         fixed.dedup();
         for group in fixed.chunk_by(|a, b| a.0 == b.0) {
@@ -273,11 +292,13 @@ fn filter_spec(q: &QueryGraph, u: usize, semantics: Semantics, shape: DataShape)
             });
         }
         if semantics == Semantics::Iso && shape.node_labels {
-            let mut labels: Vec<u32> = any
-                .iter()
-                .filter_map(|&x| q.nodes[x].label)
-                .filter(|&l| l != NONE)
-                .collect();
+            let labels = &mut scratch.labels;
+            labels.clear();
+            labels.extend(
+                any.iter()
+                    .filter_map(|&x| q.nodes[x].label)
+                    .filter(|&l| l != NONE),
+            );
             labels.sort_unstable();
             for group in labels.chunk_by(|a, b| a == b) {
                 spec.neighbour_labels.push(Need {

@@ -9,26 +9,30 @@
 //! same work a GPU launch does. Refinement drops candidates with an empty list toward some query
 //! neighbour (arc consistency over the query's edges, alternating reverse and forward plan order
 //! as DAF's dynamic programme over its query DAG does) until nothing changes or `MAX_PASSES`.
+//!
+//! The space lives in a few flat arrays that the engine keeps between queries
+//! ([`CandidateSpace::clear`] keeps their room): a small query allocates nothing here, which on
+//! HPRD-sized queries is a large part of the time.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Instant;
 
-use gpsense_kernels::filter::{node_matches, NodeFilter};
+use gpsense_kernels::filter::{node_matches, Need, NodeFilter};
 use gpsense_kernels::space::{
     count_expansion, count_space_edges, dedup_sorted, write_expansion, write_space_edges,
 };
 use gpsense_kernels::{Dir, GraphView, NONE};
 
 use crate::executor::{offsets_of, Executor};
-use crate::filtering::{FilterReport, LabelIndex, NeighbourLabels};
-use crate::layout::Layout;
+use crate::filtering::{FilterReport, LabelIndex, LabelMask, NeighbourLabels};
+use crate::layout::{Layout, MAX_QUERY_NODES};
 
 /// Refinement passes at most (each one is linear in the space; real queries settle in 2-4).
 const MAX_PASSES: usize = 8;
 
-/// The lists of one query edge seen from one endpoint: for candidate `i` of `from`, the indices of its
-/// data neighbours among `to`'s candidates, `targets[offsets[i]..offsets[i + 1]]`, ascending.
-#[derive(Clone, Debug)]
+/// One query edge seen from one endpoint: for candidate `i` of `from`, the indices of its data
+/// neighbours among `to`'s candidates, ascending ([`CandidateSpace::list`]).
+#[derive(Clone, Copy, Debug)]
 pub struct SpaceEdge {
     pub from: usize,
     pub to: usize,
@@ -36,39 +40,200 @@ pub struct SpaceEdge {
     pub dir: Dir,
     /// The fixed relation, or `NONE` for a variable edge.
     pub label: u32,
-    pub offsets: Vec<u32>,
-    pub targets: Vec<u32>,
+    /// Where its offsets start in `CandidateSpace::offsets` (one per candidate of `from`, plus
+    /// one), relative to `base`, where its lists start in `CandidateSpace::targets`.
+    at: usize,
+    base: usize,
 }
 
-impl SpaceEdge {
-    #[inline]
-    pub fn list(&self, i: u32) -> &[u32] {
-        let i = i as usize;
-        &self.targets[self.offsets[i] as usize..self.offsets[i + 1] as usize]
-    }
-}
-
-/// Candidates and candidate edges of every query node and non-loop query edge.
+/// Candidates and candidate edges of every query node and non-loop query edge, in flat arrays.
+/// Edges are stored in index order: an edge's offsets and lists follow those of the edge before.
 #[derive(Clone, Debug, Default)]
 pub struct CandidateSpace {
-    /// Per query node, its candidates (data nodes), ascending.
-    pub cands: Vec<Vec<u32>>,
+    cand: Vec<u32>,
+    /// Per query node, where its candidates start in `cand` and how many there are.
+    cand_at: Vec<(usize, usize)>,
     /// Two per non-loop query edge, one from each endpoint.
     pub edges: Vec<SpaceEdge>,
-    /// Per query node, the indexes into `edges` that start at it.
-    pub from: Vec<Vec<usize>>,
+    offsets: Vec<u32>,
+    targets: Vec<u32>,
+    /// Per query node `u`, the indexes of the edges that start at it:
+    /// `from_edges[from_at[u]..from_at[u + 1]]`, ascending.
+    from_at: Vec<u32>,
+    from_edges: Vec<u32>,
     /// `0, 1, 2, ...` as long as the longest candidate array: a root's list of candidate indices.
-    pub identity: Vec<u32>,
+    identity: Vec<u32>,
+    scratch: Scratch,
+}
+
+/// Room the build reuses from query to query.
+#[derive(Clone, Debug, Default)]
+struct Scratch {
+    pool: Vec<u32>,
+    alive: Vec<bool>,
+    renumber: Vec<u32>,
+    next: Vec<u32>,
+    counted: Vec<Need>,
+    mask: LabelMask,
 }
 
 impl CandidateSpace {
+    /// Empties the space, keeping its room for the next query.
+    pub fn clear(&mut self) {
+        self.cand.clear();
+        self.cand_at.clear();
+        self.edges.clear();
+        self.offsets.clear();
+        self.targets.clear();
+        self.from_at.clear();
+        self.from_edges.clear();
+    }
+
+    /// Bytes of room held (the engine drops a space whose room grew past its keep limit).
+    pub fn room_bytes(&self) -> usize {
+        let s = &self.scratch;
+        4 * (self.cand.capacity()
+            + self.offsets.capacity()
+            + self.targets.capacity()
+            + self.identity.capacity()
+            + s.pool.capacity()
+            + s.renumber.capacity()
+            + s.next.capacity())
+            + s.alive.capacity()
+    }
+
+    /// `u`'s candidates (data nodes), ascending.
+    #[inline]
+    pub fn cands(&self, u: usize) -> &[u32] {
+        let (s, n) = self.cand_at[u];
+        &self.cand[s..s + n]
+    }
+
+    /// How many candidates `u` has.
+    #[inline]
+    pub fn cand_count(&self, u: usize) -> usize {
+        self.cand_at[u].1
+    }
+
+    /// Edge `k`'s list at candidate `i` of its `from` node.
+    #[inline]
+    pub fn list(&self, k: usize, i: u32) -> &[u32] {
+        let e = &self.edges[k];
+        let at = e.at + i as usize;
+        &self.targets[e.base + self.offsets[at] as usize..e.base + self.offsets[at + 1] as usize]
+    }
+
+    /// The edges that start at `u`.
+    #[inline]
+    pub fn from(&self, u: usize) -> &[u32] {
+        &self.from_edges[self.from_at[u] as usize..self.from_at[u + 1] as usize]
+    }
+
+    /// `0..n` as a slice (`n` at most the longest candidate array).
+    #[inline]
+    pub fn identity(&self, n: usize) -> &[u32] {
+        &self.identity[..n]
+    }
+
     pub fn any_empty(&self) -> bool {
-        self.cands.iter().any(Vec::is_empty)
+        self.cand_at.iter().any(|&(_, n)| n == 0)
     }
 
     /// Candidate edges in all lists.
     pub fn edge_count(&self) -> u64 {
-        self.edges.iter().map(|e| e.targets.len() as u64).sum()
+        self.targets.len() as u64
+    }
+
+    fn push_cands(&mut self, u: usize, from: &[u32]) {
+        self.cand_at[u] = (self.cand.len(), from.len());
+        self.cand.extend_from_slice(from);
+    }
+
+    /// Appends the reverse of edge `k` (its lists seen from the other endpoint): ascending, since the
+    /// sources are visited in order. Linear in the lists.
+    fn push_transpose(&mut self, k: usize) {
+        let e = self.edges[k];
+        let (from_len, to_len) = (self.cand_at[e.from].1, self.cand_at[e.to].1);
+        let total = self.offsets[e.at + from_len] as usize;
+        let at = self.offsets.len();
+        self.offsets.resize(at + to_len + 1, 0);
+        let lists = &self.targets[e.base..e.base + total];
+        let counts = &mut self.offsets[at..];
+        for &j in lists {
+            counts[j as usize + 1] += 1;
+        }
+        for j in 0..to_len {
+            counts[j + 1] += counts[j];
+        }
+        let next = &mut self.scratch.next;
+        next.clear();
+        next.extend_from_slice(&counts[..to_len]);
+        let base = self.targets.len();
+        self.targets.resize(base + total, 0);
+        let (old, new) = self.targets.split_at_mut(base);
+        for i in 0..from_len {
+            let (s, t) = (self.offsets[e.at + i], self.offsets[e.at + i + 1]);
+            for &j in &old[e.base + s as usize..e.base + t as usize] {
+                new[next[j as usize] as usize] = i as u32;
+                next[j as usize] += 1;
+            }
+        }
+        self.edges.push(SpaceEdge {
+            from: e.to,
+            to: e.from,
+            dir: e.dir.reverse(),
+            label: e.label,
+            at,
+            base,
+        });
+    }
+
+    /// Builds `from_at`/`from_edges` (a counting sort of the edges by their start).
+    fn index_from(&mut self, n: usize) {
+        self.from_at.clear();
+        self.from_at.resize(n + 1, 0);
+        for e in &self.edges {
+            self.from_at[e.from + 1] += 1;
+        }
+        for u in 0..n {
+            self.from_at[u + 1] += self.from_at[u];
+        }
+        let next = &mut self.scratch.next;
+        next.clear();
+        next.extend_from_slice(&self.from_at[..n]);
+        self.from_edges.clear();
+        self.from_edges.resize(self.edges.len(), 0);
+        for (k, e) in self.edges.iter().enumerate() {
+            self.from_edges[next[e.from] as usize] = k as u32;
+            next[e.from] += 1;
+        }
+    }
+}
+
+/// Spaces kept between queries, so that their arrays are allocated once, not per query.
+#[derive(Debug, Default)]
+pub struct SpacePool(std::sync::Mutex<Vec<CandidateSpace>>);
+
+impl SpacePool {
+    /// A space is kept only while its room stays under this, so one huge query does not pin its
+    /// memory for the engine's life.
+    const KEEP_BYTES: usize = 64 << 20;
+    /// Spaces kept at most (one per query running at once is plenty).
+    const KEEP: usize = 8;
+
+    pub fn take(&self) -> CandidateSpace {
+        let spare = self.0.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        spare.unwrap_or_default()
+    }
+
+    pub fn give(&self, space: CandidateSpace) {
+        if space.room_bytes() > Self::KEEP_BYTES {
+            return;
+        }
+        let mut spare = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if spare.len() < Self::KEEP {
+            spare.push(space);
+        }
     }
 }
 
@@ -83,47 +248,49 @@ pub struct SpaceBuilder<'a> {
 }
 
 impl SpaceBuilder<'_> {
-    pub fn build(&self) -> (CandidateSpace, FilterReport) {
+    /// Fills `space` (emptied first; its room is reused).
+    pub fn build(&self, space: &mut CandidateSpace) -> FilterReport {
         let n = self.layout.nodes;
         let mut report = FilterReport::default();
         let start = Instant::now();
-        let mut space = CandidateSpace {
-            cands: vec![Vec::new(); n],
-            edges: Vec::new(),
-            from: vec![Vec::new(); n],
-            identity: Vec::new(),
-        };
-        let mut done = vec![false; n];
+        space.clear();
+        space.cand_at.resize(n, (0, 0));
+        let mut done = 0u64;
         for &u in &self.layout.order {
-            space.cands[u] = self.generate(u, &space.cands, &done);
-            done[u] = true;
-            if space.cands[u].is_empty() {
+            self.generate(u, space, done);
+            done |= 1 << u;
+            if space.cand_at[u].1 == 0 {
                 break;
             }
         }
-        report.after_filter = space.cands.iter().map(Vec::len).collect();
+        report.after_filter = space.cand_at.iter().map(|c| c.1).collect();
         if !space.any_empty() {
-            self.collect_edges(&mut space);
+            self.collect_edges(space);
         }
+        space.index_from(n);
         report.filter_time = start.elapsed();
         let start = Instant::now();
         if !space.any_empty() {
-            refine(&mut space, &self.layout.order);
+            refine(space, &self.layout.order);
         }
         report.refine_time = start.elapsed();
-        report.after_refine = space.cands.iter().map(Vec::len).collect();
-        let longest = space.cands.iter().map(Vec::len).max().unwrap_or(0);
-        space.identity = (0..longest as u32).collect();
-        (space, report)
+        report.after_refine = space.cand_at.iter().map(|c| c.1).collect();
+        let longest = space.cand_at.iter().map(|c| c.1).max().unwrap_or(0);
+        if space.identity.len() < longest {
+            space.identity = (0..longest as u32).collect();
+        }
+        report
     }
 
     /// The candidates of `u`: from the cheapest earlier neighbour's adjacency, or by a scan.
-    fn generate(&self, u: usize, cands: &[Vec<u32>], done: &[bool]) -> Vec<u32> {
+    fn generate(&self, u: usize, space: &mut CandidateSpace, done: u64) {
         let f = self.layout.filters[u].view();
         let g = self.g;
         if f.fixed != NONE {
             let ok = (f.fixed as usize) < g.node_count() && node_matches(&f, &g, f.fixed);
-            return if ok { vec![f.fixed] } else { Vec::new() };
+            let one = [f.fixed];
+            space.push_cands(u, if ok { &one } else { &[] });
+            return;
         }
         let scan: &[u32] = match (f.label != NONE).then(|| self.labels.nodes(f.label)) {
             Some(Some(nodes)) => nodes,
@@ -138,12 +305,12 @@ impl SpaceBuilder<'_> {
         let mut best: Option<(u64, usize, Dir, u32)> = None;
         for e in self.layout.incident[u]
             .iter()
-            .filter(|e| done[e.other as usize])
+            .filter(|e| done & (1 << e.other) != 0)
         {
             let bound = best.map_or(scan_cost, |b| b.0.min(scan_cost));
             let dir = e.dir.reverse();
             let mut cost = 0u64;
-            for &w in &cands[e.other as usize] {
+            for &w in space.cands(e.other as usize) {
                 cost += g.adj(dir).by_label(w, e.label).0.len() as u64;
                 if cost >= bound {
                     break;
@@ -153,56 +320,60 @@ impl SpaceBuilder<'_> {
                 best = Some((cost, e.other as usize, dir, e.label));
             }
         }
-        let pool: Vec<u32> = match best {
+        let mut pool = std::mem::take(&mut space.scratch.pool);
+        pool.clear();
+        match best {
             Some((cost, w, dir, label)) if cost < scan_cost => {
-                self.expand(&cands[w], dir, label, f.label)
+                self.expand(space.cands(w), dir, label, f.label, &mut pool)
             }
-            _ if scan_cost < g.node_count() as u64 => scan.to_vec(),
-            _ => (0..g.node_count() as u32).collect(),
-        };
-        let mut pool = pool;
+            _ if scan_cost < g.node_count() as u64 => pool.extend_from_slice(scan),
+            _ => pool.extend(0..g.node_count() as u32),
+        }
         // With neighbour-label sets, the count-one needs are a few word tests and the pass over a
         // node's list is left to the needs of two or more.
         let spec = &self.layout.filters[u];
-        let (mask, counted) = match self.neighbour_labels {
-            Some(nl) if !spec.neighbour_labels.is_empty() => (
-                Some(nl.mask(&spec.neighbour_labels)),
-                spec.neighbour_labels
-                    .iter()
-                    .copied()
-                    .filter(|n| n.count > 1)
-                    .collect(),
-            ),
-            _ => (None, Vec::new()),
+        let s = &mut space.scratch;
+        let masked = match self.neighbour_labels {
+            Some(nl) if !spec.neighbour_labels.is_empty() => {
+                nl.mask_into(&spec.neighbour_labels, &mut s.mask);
+                s.counted.clear();
+                s.counted.extend(
+                    spec.neighbour_labels
+                        .iter()
+                        .copied()
+                        .filter(|n| n.count > 1),
+                );
+                Some(nl)
+            }
+            _ => None,
         };
-        let f = match mask {
+        let (mask, counted) = (&s.mask, &s.counted);
+        let f = match masked {
             Some(_) => NodeFilter {
-                neighbour_labels: &counted,
+                neighbour_labels: counted,
                 ..f
             },
             None => f,
         };
-        let pass = |v: u32| {
-            mask.as_ref()
-                .zip(self.neighbour_labels)
-                .is_none_or(|(m, nl)| nl.covers(v, m))
-                && node_matches(&f, &g, v)
-        };
+        let pass = |v: u32| masked.is_none_or(|nl| nl.covers(v, mask)) && node_matches(&f, &g, v);
         if !self.ex.is_parallel_for(pool.len()) {
             pool.retain(|&v| pass(v));
-            return pool;
+        } else {
+            let mut keep = vec![false; pool.len()];
+            self.ex.map(&mut keep, |i| pass(pool[i]));
+            let mut k = 0;
+            pool.retain(|_| {
+                k += 1;
+                keep[k - 1]
+            });
         }
-        let mut keep = vec![false; pool.len()];
-        self.ex.map(&mut keep, |i| pass(pool[i]));
-        pool.into_iter()
-            .zip(keep)
-            .filter_map(|(v, k)| k.then_some(v))
-            .collect()
+        space.push_cands(u, &pool);
+        space.scratch.pool = pool;
     }
 
-    /// The distinct neighbours of `from` over `dir`/`label` with node label `node_label`, ascending
-    /// (two-step output, then sort).
-    fn expand(&self, from: &[u32], dir: Dir, label: u32, node_label: u32) -> Vec<u32> {
+    /// Appends to `out` the distinct neighbours of `from` over `dir`/`label` with node label
+    /// `node_label`, ascending (two-step output, then sort).
+    fn expand(&self, from: &[u32], dir: Dir, label: u32, node_label: u32, out: &mut Vec<u32>) {
         let g = self.g;
         // The label test needs labels on the graph (an absent label matches no node anyway).
         let node_label = if g.node_labels.is_empty() {
@@ -210,32 +381,28 @@ impl SpaceBuilder<'_> {
         } else {
             node_label
         };
-        let mut out = if self.ex.is_parallel_for(from.len()) {
+        if self.ex.is_parallel_for(from.len()) {
             let mut counts = vec![0u32; from.len()];
             self.ex.map(&mut counts, |i| {
                 count_expansion(i, from, dir, label, node_label, &g)
             });
             let offsets = offsets_of(&counts);
-            let mut out = vec![0u32; *offsets.last().unwrap_or(&0) as usize];
-            self.ex.scatter(&mut out, &offsets, 1, |i, region| {
+            out.resize(*offsets.last().unwrap_or(&0) as usize, 0);
+            self.ex.scatter(out, &offsets, 1, |i, region| {
                 write_expansion(i, from, dir, label, node_label, &g, region);
             });
-            out
         } else {
             // The same write body into a growing buffer: no count pass, no offsets.
-            let mut out = Vec::new();
             for i in 0..from.len() {
                 let at = out.len();
                 out.resize(at + g.adj(dir).by_label(from[i], label).0.len(), 0);
                 let n = write_expansion(i, from, dir, label, node_label, &g, &mut out[at..]);
                 out.truncate(at + n);
             }
-            out
-        };
+        }
         out.sort_unstable();
-        let n = dedup_sorted(&mut out);
+        let n = dedup_sorted(out);
         out.truncate(n);
-        out
     }
 
     /// Both directions' lists of every non-loop query edge: one by intersections, from the endpoint
@@ -245,110 +412,72 @@ impl SpaceBuilder<'_> {
             for inc in &self.layout.incident[u] {
                 let w = inc.other as usize;
                 // Each edge once: from the endpoint with fewer candidates (ties: the lower id).
-                let (cu, cw) = (space.cands[u].len(), space.cands[w].len());
-                if (cw, w) < (cu, u) {
+                if (space.cand_count(w), w) < (space.cand_count(u), u) {
                     continue;
                 }
-                let forward = self.lists(
-                    SpaceEdge {
-                        from: u,
-                        to: w,
-                        dir: inc.dir,
-                        label: inc.label,
-                        offsets: Vec::new(),
-                        targets: Vec::new(),
-                    },
-                    &space.cands,
-                );
-                let backward = transpose(&forward, cw);
-                space.from[u].push(space.edges.len());
-                space.edges.push(forward);
-                space.from[w].push(space.edges.len());
-                space.edges.push(backward);
+                let k = space.edges.len();
+                self.push_lists(space, u, w, inc.dir, inc.label);
+                space.push_transpose(k);
             }
         }
     }
 
-    /// Fills `e`'s lists: count (an upper bound), scan, write (sorted, distinct), compact. Below the
-    /// executor's parallel size, one pass writes into a growing buffer instead (each list's room is
-    /// its adjacency's length): the same write body, half the intersections.
-    fn lists(&self, mut e: SpaceEdge, cands: &[Vec<u32>]) -> SpaceEdge {
+    /// Appends edge `from`-`to`'s lists: count (an upper bound), scan, write (sorted, distinct),
+    /// compact. Below the executor's parallel size, one pass writes into the growing list array
+    /// instead (each list's room is its adjacency's length): the same write body, half the
+    /// intersections.
+    fn push_lists(&self, s: &mut CandidateSpace, from: usize, to: usize, dir: Dir, label: u32) {
         let g = self.g;
-        let (from, to) = (&cands[e.from], &cands[e.to]);
-        let (dir, label) = (e.dir, e.label);
+        let (at, base) = (s.offsets.len(), s.targets.len());
+        s.edges.push(SpaceEdge {
+            from,
+            to,
+            dir,
+            label,
+            at,
+            base,
+        });
+        let (fs, fl) = s.cand_at[from];
+        let (ts, tl) = s.cand_at[to];
+        let (from, to) = (&s.cand[fs..fs + fl], &s.cand[ts..ts + tl]);
+        let targets = &mut s.targets;
         if !self.ex.is_parallel_for(from.len()) {
-            let mut targets = Vec::new();
-            e.offsets = Vec::with_capacity(from.len() + 1);
-            e.offsets.push(0);
+            s.offsets.push(0);
             for (i, &v) in from.iter().enumerate() {
-                let at = targets.len();
-                targets.resize(at + g.adj(dir).by_label(v, label).0.len(), 0);
-                let n = write_space_edges(i, from, dir, label, to, &g, &mut targets[at..]);
-                targets.truncate(at + n);
-                e.offsets.push(targets.len() as u32);
+                let end = targets.len();
+                targets.resize(end + g.adj(dir).by_label(v, label).0.len(), 0);
+                let n = write_space_edges(i, from, dir, label, to, &g, &mut targets[end..]);
+                targets.truncate(end + n);
+                s.offsets.push((targets.len() - base) as u32);
             }
-            e.targets = targets;
-            return e;
+            return;
         }
         let mut counts = vec![0u32; from.len()];
         self.ex.map(&mut counts, |i| {
             count_space_edges(i, from, dir, label, to, &g)
         });
         let offsets = offsets_of(&counts);
-        let mut out = vec![0u32; *offsets.last().unwrap_or(&0) as usize];
+        targets.resize(base + *offsets.last().unwrap_or(&0) as usize, 0);
         let written: Vec<AtomicU32> = (0..from.len()).map(|_| AtomicU32::new(0)).collect();
-        self.ex.scatter(&mut out, &offsets, 1, |i, region| {
-            let n = write_space_edges(i, from, dir, label, to, &g, region);
-            written[i].store(n as u32, Ordering::Relaxed);
-        });
-        if label == NONE {
-            // Variable edges may have counted one neighbour more than once: close the gaps.
-            let mut w = 0usize;
-            e.offsets = Vec::with_capacity(from.len() + 1);
-            e.offsets.push(0);
-            for i in 0..from.len() {
-                let (s, n) = (
-                    offsets[i] as usize,
-                    written[i].load(Ordering::Relaxed) as usize,
-                );
-                out.copy_within(s..s + n, w);
-                w += n;
-                e.offsets.push(w as u32);
-            }
-            out.truncate(w);
-        } else {
-            e.offsets = offsets.iter().map(|&o| o as u32).collect();
+        self.ex
+            .scatter(&mut targets[base..], &offsets, 1, |i, region| {
+                let n = write_space_edges(i, from, dir, label, to, &g, region);
+                written[i].store(n as u32, Ordering::Relaxed);
+            });
+        // Variable edges may have counted one neighbour more than once: close the gaps (a no-op
+        // for fixed relations, whose counts are exact).
+        let mut w = 0usize;
+        s.offsets.push(0);
+        for i in 0..from.len() {
+            let (start, n) = (
+                base + offsets[i] as usize,
+                written[i].load(Ordering::Relaxed) as usize,
+            );
+            targets.copy_within(start..start + n, base + w);
+            w += n;
+            s.offsets.push(w as u32);
         }
-        e.targets = out;
-        e
-    }
-}
-
-/// The same edge's lists seen from its other endpoint (with `to_len` candidates): ascending, since
-/// the sources are visited in order.
-fn transpose(e: &SpaceEdge, to_len: usize) -> SpaceEdge {
-    let mut offsets = vec![0u32; to_len + 1];
-    for &j in &e.targets {
-        offsets[j as usize + 1] += 1;
-    }
-    for j in 0..to_len {
-        offsets[j + 1] += offsets[j];
-    }
-    let mut next = offsets.clone();
-    let mut targets = vec![0u32; e.targets.len()];
-    for i in 0..e.offsets.len() - 1 {
-        for &j in e.list(i as u32) {
-            targets[next[j as usize] as usize] = i as u32;
-            next[j as usize] += 1;
-        }
-    }
-    SpaceEdge {
-        from: e.to,
-        to: e.from,
-        dir: e.dir.reverse(),
-        label: e.label,
-        offsets,
-        targets,
+        targets.truncate(base + w);
     }
 }
 
@@ -356,26 +485,35 @@ fn transpose(e: &SpaceEdge, to_len: usize) -> SpaceEdge {
 /// live candidate. Passes alternate reverse and forward plan order; then dead candidates are removed
 /// and the lists renumbered.
 fn refine(space: &mut CandidateSpace, order: &[usize]) {
-    let mut alive: Vec<Vec<bool>> = space.cands.iter().map(|c| vec![true; c.len()]).collect();
-    let mut left: Vec<usize> = space.cands.iter().map(Vec::len).collect();
+    let mut alive = std::mem::take(&mut space.scratch.alive);
+    alive.clear();
+    alive.resize(space.cand.len(), true);
+    let mut left = [0usize; MAX_QUERY_NODES];
+    for (u, c) in space.cand_at.iter().enumerate() {
+        left[u] = c.1;
+    }
     for pass in 0..MAX_PASSES {
         let mut changed = false;
-        let nodes: Box<dyn Iterator<Item = &usize>> = if pass % 2 == 0 {
-            Box::new(order.iter().rev())
-        } else {
-            Box::new(order.iter())
-        };
-        for &u in nodes {
-            for i in 0..space.cands[u].len() {
-                if !alive[u][i] {
+        for step in 0..order.len() {
+            let u = if pass % 2 == 0 {
+                order[order.len() - 1 - step]
+            } else {
+                order[step]
+            };
+            let (start, count) = space.cand_at[u];
+            for i in 0..count {
+                if !alive[start + i] {
                     continue;
                 }
-                let supported = space.from[u].iter().all(|&k| {
-                    let e = &space.edges[k];
-                    e.list(i as u32).iter().any(|&j| alive[e.to][j as usize])
+                let supported = space.from(u).iter().all(|&k| {
+                    let to = space.cand_at[space.edges[k as usize].to].0;
+                    space
+                        .list(k as usize, i as u32)
+                        .iter()
+                        .any(|&j| alive[to + j as usize])
                 });
                 if !supported {
-                    alive[u][i] = false;
+                    alive[start + i] = false;
                     left[u] -= 1;
                     changed = true;
                 }
@@ -384,58 +522,71 @@ fn refine(space: &mut CandidateSpace, order: &[usize]) {
                 break;
             }
         }
-        if !changed || left.contains(&0) {
+        if !changed || left[..space.cand_at.len()].contains(&0) {
             break;
         }
     }
     compact(space, &alive);
+    space.scratch.alive = alive;
 }
 
-/// Keeps the live candidates and renumbers every list.
-fn compact(space: &mut CandidateSpace, alive: &[Vec<bool>]) {
-    if alive.iter().all(|a| a.iter().all(|&x| x)) {
+/// Keeps the live candidates and renumbers every list, in place: edges are stored in index order
+/// and only shrink, so every write lands at or before what is still to be read.
+fn compact(space: &mut CandidateSpace, alive: &[bool]) {
+    if alive.iter().all(|&x| x) {
         return;
     }
-    let renumber: Vec<Vec<u32>> = alive
-        .iter()
-        .map(|a| {
-            let mut next = 0;
-            a.iter()
-                .map(|&x| {
-                    if x {
-                        next += 1;
-                        next - 1
-                    } else {
-                        NONE
-                    }
-                })
-                .collect()
-        })
-        .collect();
-    for e in &mut space.edges {
-        let mut offsets = Vec::with_capacity(e.offsets.len());
-        let mut targets = Vec::with_capacity(e.targets.len());
-        offsets.push(0);
-        for (i, &keep) in alive[e.from].iter().enumerate() {
-            if !keep {
-                continue;
+    let renumber = &mut space.scratch.renumber;
+    renumber.clear();
+    renumber.resize(alive.len(), NONE);
+    for &(start, count) in &space.cand_at {
+        let mut next = 0;
+        for i in start..start + count {
+            if alive[i] {
+                renumber[i] = next;
+                next += 1;
             }
-            let old = &e.targets[e.offsets[i] as usize..e.offsets[i + 1] as usize];
-            targets.extend(
-                old.iter()
-                    .map(|&j| renumber[e.to][j as usize])
-                    .filter(|&j| j != NONE),
-            );
-            offsets.push(targets.len() as u32);
         }
-        e.offsets = offsets;
-        e.targets = targets;
     }
-    for (c, a) in space.cands.iter_mut().zip(alive) {
+    let (offsets, targets) = (&mut space.offsets, &mut space.targets);
+    let (mut wo, mut wt) = (0usize, 0usize);
+    for e in &mut space.edges {
+        let (fs, fl) = space.cand_at[e.from];
+        let ts = space.cand_at[e.to].0;
+        let (at, base) = (wo, wt);
+        let mut old_start = offsets[e.at];
+        offsets[wo] = 0;
+        wo += 1;
+        for i in 0..fl {
+            // Read before writing: the write may land on this very entry.
+            let old_end = offsets[e.at + i + 1];
+            if alive[fs + i] {
+                for r in e.base + old_start as usize..e.base + old_end as usize {
+                    let j = renumber[ts + targets[r] as usize];
+                    if j != NONE {
+                        targets[wt] = j;
+                        wt += 1;
+                    }
+                }
+                offsets[wo] = (wt - base) as u32;
+                wo += 1;
+            }
+            old_start = old_end;
+        }
+        e.at = at;
+        e.base = base;
+    }
+    offsets.truncate(wo);
+    targets.truncate(wt);
+    for c in &mut space.cand_at {
+        let (start, count) = *c;
         let mut k = 0;
-        c.retain(|_| {
-            k += 1;
-            a[k - 1]
-        });
+        for (i, &keep) in alive[start..start + count].iter().enumerate() {
+            if keep {
+                space.cand[start + k] = space.cand[start + i];
+                k += 1;
+            }
+        }
+        c.1 = k;
     }
 }

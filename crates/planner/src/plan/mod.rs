@@ -164,8 +164,10 @@ struct Planner<'a> {
     q: &'a QueryGraph,
     g: &'a KnowledgeGraph,
     stats: &'a PlannerStats,
-    /// Incident edges per query node; a self-loop appears once, as outgoing.
-    incidence: Vec<Vec<Incidence>>,
+    /// Incident edges per query node, `incident[incident_at[u]..incident_at[u + 1]]`; a self-loop
+    /// appears once, as outgoing.
+    incident_at: Vec<usize>,
+    incident: Vec<Incidence>,
     visited: Vec<bool>,
     /// Estimated candidates of each visited node, given the nodes visited before it.
     estimate: Vec<f64>,
@@ -182,35 +184,55 @@ impl<'a> Planner<'a> {
         explain: bool,
     ) -> Self {
         let n = q.nodes.len();
-        let mut incidence = vec![Vec::new(); n];
+        let mut incident: Vec<(usize, Incidence)> = Vec::with_capacity(2 * q.edges.len());
         for (i, e) in q.edges.iter().enumerate() {
-            incidence[e.source].push(Incidence {
-                edge: i,
-                other: e.target,
-                outgoing: true,
-            });
-            if e.target != e.source {
-                incidence[e.target].push(Incidence {
+            incident.push((
+                e.source,
+                Incidence {
                     edge: i,
-                    other: e.source,
-                    outgoing: false,
-                });
+                    other: e.target,
+                    outgoing: true,
+                },
+            ));
+            if e.target != e.source {
+                incident.push((
+                    e.target,
+                    Incidence {
+                        edge: i,
+                        other: e.source,
+                        outgoing: false,
+                    },
+                ));
             }
+        }
+        // Stable: each node's edges stay in query order.
+        incident.sort_by_key(|x| x.0);
+        let mut incident_at = vec![0; n + 1];
+        for x in &incident {
+            incident_at[x.0 + 1] += 1;
+        }
+        for u in 0..n {
+            incident_at[u + 1] += incident_at[u];
         }
         Planner {
             q,
             g,
             stats,
-            incidence,
+            incident_at,
+            incident: incident.into_iter().map(|x| x.1).collect(),
             visited: vec![false; n],
             estimate: vec![f64::INFINITY; n],
             explain,
             plan: Plan {
                 order: Vec::with_capacity(n),
                 components: Vec::new(),
-                rationale: Vec::with_capacity(n),
+                rationale: Vec::new(),
             },
         }
+    }
+
+    fn incidence(&self, u: usize) -> &[Incidence] {
+        &self.incident[self.incident_at[u]..self.incident_at[u + 1]]
     }
 
     fn name(&self, u: usize) -> &str {
@@ -234,17 +256,16 @@ impl<'a> Planner<'a> {
     }
 
     /// Unvisited nodes of `component` with an edge to a visited node.
-    fn frontier(&self, component: &[usize]) -> Vec<usize> {
+    fn frontier<'c>(&'c self, component: &'c [usize]) -> impl Iterator<Item = usize> + 'c {
         component
             .iter()
             .copied()
             .filter(|&u| !self.visited[u] && self.links(u) > 0)
-            .collect()
     }
 
     /// Edges from `u` to visited nodes other than `u`.
     fn links(&self, u: usize) -> usize {
-        self.incidence[u]
+        self.incidence(u)
             .iter()
             .filter(|i| i.other != u && self.visited[i.other])
             .count()
@@ -252,7 +273,7 @@ impl<'a> Planner<'a> {
 
     /// Edges from `u` to unvisited nodes other than `u`: what visiting `u` next would cover.
     fn cover(&self, u: usize) -> usize {
-        self.incidence[u]
+        self.incidence(u)
             .iter()
             .filter(|i| i.other != u && !self.visited[i.other])
             .count()
@@ -260,7 +281,7 @@ impl<'a> Planner<'a> {
 
     /// Query degree: incident edges, a self-loop once.
     fn degree(&self, u: usize) -> usize {
-        self.incidence[u].len()
+        self.incidence(u).len()
     }
 
     // ----- section 6: components with concepts -------------------------------------------------
@@ -293,7 +314,7 @@ impl<'a> Planner<'a> {
 
     /// For each incident query edge of concept `u`, its data degree along that edge.
     fn concept_degrees(&self, u: usize) -> Vec<usize> {
-        self.incidence[u]
+        self.incidence(u)
             .iter()
             .map(|i| self.data_degree(u, i))
             .collect()
@@ -320,7 +341,8 @@ impl<'a> Planner<'a> {
     }
 
     fn concept_start_reason(&self, u: usize) -> String {
-        let best = self.incidence[u]
+        let best = self
+            .incidence(u)
             .iter()
             .min_by_key(|i| self.data_degree(u, i))
             .map(|i| {
@@ -338,8 +360,7 @@ impl<'a> Planner<'a> {
     /// Concepts first (one candidate each), then most unvisited edges covered, then fewest
     /// estimated candidates, then most edges to visited nodes, then lowest index.
     fn next_common_sense(&self, component: &[usize]) -> Option<usize> {
-        let candidates = self.frontier(component);
-        candidates.into_iter().min_by(|&a, &b| {
+        self.frontier(component).min_by(|&a, &b| {
             let key = |u: usize| {
                 (
                     Reverse(self.q.nodes[u].is_concept()),
@@ -398,8 +419,7 @@ impl<'a> Planner<'a> {
     }
 
     fn next_ranked(&self, component: &[usize]) -> Option<usize> {
-        let candidates = self.frontier(component);
-        candidates.into_iter().min_by(|&a, &b| {
+        self.frontier(component).min_by(|&a, &b| {
             self.rank(b)
                 .total_cmp(&self.rank(a))
                 .then_with(|| self.links(b).cmp(&self.links(a)))
@@ -435,7 +455,8 @@ impl<'a> Planner<'a> {
     }
 
     fn edge_frequency(&self, u: usize) -> u64 {
-        let by_edges = self.incidence[u]
+        let by_edges = self
+            .incidence(u)
             .iter()
             .filter_map(|i| match self.q.edges[i.edge].label {
                 EdgeLabel::Fixed(r) => Some(self.stats.relation_endpoints(r, i.outgoing)),
@@ -454,7 +475,7 @@ impl<'a> Planner<'a> {
             return 1.0;
         }
         let mut best = self.frequency(u) as f64;
-        for i in &self.incidence[u] {
+        for i in self.incidence(u) {
             if i.other == u || !self.visited[i.other] {
                 continue;
             }

@@ -27,60 +27,115 @@ pub struct VarEdge {
     pub var: usize,
 }
 
-/// A query neighbour and the candidate-space lists toward it (more than one for parallel edges).
-#[derive(Clone, Debug)]
+/// A query neighbour and the candidate-space lists toward it (more than one for parallel edges):
+/// [`Dag::lists`].
+#[derive(Clone, Copy, Debug)]
 pub struct Neighbour {
     pub node: usize,
-    /// Indexes into `CandidateSpace::edges`, all from the node to `node`.
-    pub edges: Vec<usize>,
+    start: u32,
+    end: u32,
 }
 
+/// Per-node lists are flat arrays indexed by `*_at` (a query allocates a handful of arrays, not
+/// one per node).
 #[derive(Clone, Debug)]
 pub struct Dag {
     pub n: usize,
     pub roots: Vec<usize>,
     /// Breadth-first order, component after component (for `--explain`).
     pub order: Vec<usize>,
-    pub parents: Vec<Vec<usize>>,
-    /// Per node, its variable edges.
-    pub var_edges: Vec<Vec<VarEdge>>,
-    /// Per node, its query neighbours and the candidate-space lists toward each (the search
-    /// intersects them as neighbours are matched).
-    pub neighbours: Vec<Vec<Neighbour>>,
+    /// Per node, its query neighbours (ascending) and the candidate-space lists toward each (the
+    /// search intersects them as neighbours are matched): `nbs[nb_at[u]..nb_at[u + 1]]`.
+    nb_at: Vec<u32>,
+    nbs: Vec<Neighbour>,
+    /// Indexes into `CandidateSpace::edges`, by neighbour.
+    nb_edges: Vec<u32>,
+    /// Per node, its variable edges: `vars[var_at[u]..var_at[u + 1]]`.
+    var_at: Vec<u32>,
+    vars: Vec<VarEdge>,
+    /// The most neighbours any node has.
+    pub max_neighbours: usize,
     /// Nodes with one fixed-relation edge and nothing else, not a root: matched last, and counted
     /// combinatorially when only a count is wanted.
     pub leaves: u64,
 }
 
+/// `at` as offsets of groups sorted by key: `at[k]..at[k + 1]` is group `k`'s range.
+fn offsets(keys: impl Iterator<Item = usize>, n: usize) -> Vec<u32> {
+    let mut at = vec![0u32; n + 1];
+    for k in keys {
+        at[k + 1] += 1;
+    }
+    for k in 0..n {
+        at[k + 1] += at[k];
+    }
+    at
+}
+
 impl Dag {
+    #[inline]
+    pub fn neighbours(&self, u: usize) -> &[Neighbour] {
+        &self.nbs[self.nb_at[u] as usize..self.nb_at[u + 1] as usize]
+    }
+
+    /// The candidate-space edges from a node toward neighbour `nb`.
+    #[inline]
+    pub fn lists(&self, nb: &Neighbour) -> &[u32] {
+        &self.nb_edges[nb.start as usize..nb.end as usize]
+    }
+
+    #[inline]
+    pub fn var_edges(&self, u: usize) -> &[VarEdge] {
+        &self.vars[self.var_at[u] as usize..self.var_at[u + 1] as usize]
+    }
+
     /// Roots at the node with the fewest candidates per incident edge (DAF's choice), then breadth
     /// first, neighbours with fewer candidates first.
     pub fn new(q: &QueryGraph, space: &CandidateSpace) -> Dag {
         let n = q.nodes.len();
-        let mut adjacent = vec![Vec::new(); n];
         let mut incidence = vec![0usize; n];
+        let mut pairs: Vec<(usize, usize)> = Vec::with_capacity(2 * q.edges.len());
         for e in &q.edges {
             incidence[e.source] += 1;
             if e.source != e.target {
                 incidence[e.target] += 1;
-                adjacent[e.source].push(e.target);
-                adjacent[e.target].push(e.source);
+                pairs.push((e.source, e.target));
+                pairs.push((e.target, e.source));
             }
         }
-        for a in &mut adjacent {
-            a.sort_unstable();
-            a.dedup();
-        }
-        let size = |u: usize| space.cands[u].len() as f64;
+        pairs.sort_unstable();
+        pairs.dedup();
+        let nb_at = offsets(pairs.iter().map(|p| p.0), n);
+        let mut nb_edges = Vec::with_capacity(space.edges.len());
+        let nbs: Vec<Neighbour> = pairs
+            .iter()
+            .map(|&(u, w)| {
+                let start = nb_edges.len() as u32;
+                nb_edges.extend(
+                    space
+                        .from(u)
+                        .iter()
+                        .filter(|&&k| space.edges[k as usize].to == w),
+                );
+                Neighbour {
+                    node: w,
+                    start,
+                    end: nb_edges.len() as u32,
+                }
+            })
+            .collect();
+        let degree = |u: usize| (nb_at[u + 1] - nb_at[u]) as usize;
+        let size = |u: usize| space.cand_count(u) as f64;
         let mut position = vec![usize::MAX; n];
         let mut order = Vec::with_capacity(n);
         let mut roots = Vec::new();
+        let mut next = Vec::new();
         while order.len() < n {
             let root = (0..n)
                 .filter(|&u| position[u] == usize::MAX)
                 .min_by(|&a, &b| {
-                    let ka = size(a) / adjacent[a].len().max(1) as f64;
-                    let kb = size(b) / adjacent[b].len().max(1) as f64;
+                    let ka = size(a) / degree(a).max(1) as f64;
+                    let kb = size(b) / degree(b).max(1) as f64;
                     ka.total_cmp(&kb)
                 })
                 .unwrap_or(0);
@@ -91,65 +146,53 @@ impl Dag {
             while head < order.len() {
                 let u = order[head];
                 head += 1;
-                let mut next: Vec<usize> = adjacent[u]
-                    .iter()
-                    .copied()
-                    .filter(|&w| position[w] == usize::MAX)
-                    .collect();
-                next.sort_by_key(|&w| (space.cands[w].len(), w));
-                for w in next {
+                next.clear();
+                next.extend(
+                    nbs[nb_at[u] as usize..nb_at[u + 1] as usize]
+                        .iter()
+                        .map(|nb| nb.node)
+                        .filter(|&w| position[w] == usize::MAX),
+                );
+                next.sort_by_key(|&w| (space.cand_count(w), w));
+                for &w in &next {
                     position[w] = order.len();
                     order.push(w);
                 }
             }
         }
-        let mut parents = vec![Vec::new(); n];
-        for u in 0..n {
-            for &w in &adjacent[u] {
-                if position[w] < position[u] {
-                    parents[u].push(w);
-                }
-            }
-        }
-        let mut var_edges = vec![Vec::new(); n];
+        let mut vars: Vec<(usize, VarEdge)> = Vec::new();
         for e in &q.edges {
             if let EdgeLabel::Variable(var) = e.label {
                 let (a, b) = (e.source, e.target);
-                var_edges[a].push(VarEdge {
-                    other: b,
-                    outgoing: true,
-                    var,
-                });
-                if a != b {
-                    var_edges[b].push(VarEdge {
-                        other: a,
-                        outgoing: false,
+                vars.push((
+                    a,
+                    VarEdge {
+                        other: b,
+                        outgoing: true,
                         var,
-                    });
+                    },
+                ));
+                if a != b {
+                    vars.push((
+                        b,
+                        VarEdge {
+                            other: a,
+                            outgoing: false,
+                            var,
+                        },
+                    ));
                 }
             }
         }
-        let neighbours = (0..n)
-            .map(|u| {
-                adjacent[u]
-                    .iter()
-                    .map(|&w| Neighbour {
-                        node: w,
-                        edges: space.from[u]
-                            .iter()
-                            .copied()
-                            .filter(|&k| space.edges[k].to == w)
-                            .collect(),
-                    })
-                    .collect()
-            })
-            .collect();
+        // Stable: each node's variable edges keep the query's edge order.
+        vars.sort_by_key(|v| v.0);
+        let var_at = offsets(vars.iter().map(|v| v.0), n);
         let mut leaves = 0u64;
-        for u in 0..n {
+        for (u, &edges) in incidence.iter().enumerate() {
             let fixed = q.edges.iter().all(|e| {
                 (e.source != u && e.target != u) || matches!(e.label, EdgeLabel::Fixed(_))
             });
-            if incidence[u] == 1 && adjacent[u].len() == 1 && fixed && !roots.contains(&u) {
+            if edges == 1 && degree(u) == 1 && fixed && !roots.contains(&u) {
                 leaves |= bit(u);
             }
         }
@@ -157,9 +200,12 @@ impl Dag {
             n,
             roots,
             order,
-            parents,
-            var_edges,
-            neighbours,
+            max_neighbours: (0..n).map(degree).max().unwrap_or(0),
+            nb_at,
+            nbs,
+            nb_edges,
+            var_at,
+            vars: vars.into_iter().map(|v| v.1).collect(),
             leaves,
         }
     }
@@ -178,14 +224,18 @@ impl Dag {
                 continue;
             }
             let name = &q.nodes[u].name;
-            let size = space.cands[u].len();
+            let size = space.cand_count(u);
             if self.roots.contains(&u) {
                 components.push(i..i);
                 rationale.push(format!("{}. {name}: DAG root, {size} candidates", i + 1));
             } else {
-                let parents: Vec<&str> = self.parents[u]
+                // Its parents: the neighbours before it in the order.
+                let at = |w: usize| self.order.iter().position(|&x| x == w);
+                let parents: Vec<&str> = self
+                    .neighbours(u)
                     .iter()
-                    .map(|&p| q.nodes[p].name.as_str())
+                    .filter(|nb| at(nb.node) < at(u))
+                    .map(|nb| q.nodes[nb.node].name.as_str())
                     .collect();
                 let leaf = if self.leaves & bit(u) != 0 {
                     ", leaf (matched last)"

@@ -212,7 +212,7 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
             Vec::new()
         };
         // One level per neighbour, and one for a task's share of a node's candidates.
-        let stride = cx.dag.neighbours.iter().map(Vec::len).max().unwrap_or(0) + 1;
+        let stride = cx.dag.max_neighbours + 1;
         let levels = n * stride;
         let mut w = Worker {
             cx,
@@ -348,7 +348,7 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
         f.var_edges.clear();
         f.new_vars.clear();
         // The variable edges to matched nodes (and self-loops) are bound with `u`.
-        for e in &self.cx.dag.var_edges[u] {
+        for e in self.cx.dag.var_edges(u) {
             if e.other == u || self.matched & bit(e.other) != 0 {
                 f.var_edges.push(*e);
                 if self.vars[e.var] == NONE {
@@ -446,7 +446,7 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
         }
         let i = self.ext(u)[pos];
         self.frames[d].pos += 1;
-        let v = self.cx.space.cands[u][i as usize];
+        let v = self.cx.space.cands(u)[i as usize];
         if self.cx.injective {
             let o = self.owner[v as usize];
             if o != 0 {
@@ -531,7 +531,7 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
     /// none free: DAF's empty-set class.
     fn assign(&mut self, u: usize, i: u32) -> Result<(), u64> {
         let cx = self.cx;
-        let v = cx.space.cands[u][i as usize];
+        let v = cx.space.cands(u)[i as usize];
         self.m[u] = v;
         self.mi[u] = i;
         self.matched |= bit(u);
@@ -539,13 +539,13 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
             self.owner[v as usize] = u as u8 + 1;
         }
         let anc = self.ancestors(u);
-        let neighbours = &cx.dag.neighbours[u];
+        let neighbours = cx.dag.neighbours(u);
         for (j, nb) in neighbours.iter().enumerate() {
             let w = nb.node;
             if self.matched & bit(w) != 0 {
                 continue;
             }
-            self.narrow(w, &nb.edges, i, anc);
+            self.narrow(w, cx.dag.lists(nb), i, anc);
             if let Some(fail) = self.dead_end(w) {
                 for nb in neighbours[..=j].iter().rev() {
                     if self.matched & bit(nb.node) == 0 {
@@ -560,7 +560,7 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
     }
 
     fn unassign(&mut self, u: usize) {
-        for nb in &self.cx.dag.neighbours[u] {
+        for nb in self.cx.dag.neighbours(u) {
             if self.matched & bit(nb.node) == 0 {
                 self.pop_level(nb.node);
             }
@@ -595,9 +595,9 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
 
     /// A new level on `w`: its extendable candidates intersected with the lists `edges` give at
     /// `u`'s candidate `i` (one list, before any other neighbour narrowed `w`: that list itself).
-    fn narrow(&mut self, w: usize, edges: &[usize], i: u32, anc_u: u64) {
+    fn narrow(&mut self, w: usize, edges: &[u32], i: u32, anc_u: u64) {
         let space = self.cx.space;
-        let list = |k: usize| space.edges[k].list(i);
+        let list = |k: u32| space.list(k as usize, i);
         let fresh = self.depth[w] == 0;
         let anc = self.ancestors(w) | anc_u;
         let at = w * self.stride + self.depth[w] as usize;
@@ -646,7 +646,7 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
         if !cx.injective {
             return ext.is_empty().then(|| self.ancestors(w));
         }
-        let cands = &cx.space.cands[w];
+        let cands = cx.space.cands(w);
         let mut fail = self.ancestors(w);
         for &i in ext {
             match self.owner[cands[i as usize] as usize] {
@@ -670,7 +670,7 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
     #[inline]
     fn size(&self, u: usize) -> usize {
         match self.depth[u] as usize {
-            0 => self.cx.space.cands[u].len(),
+            0 => self.cx.space.cand_count(u),
             d => self.len[u * self.stride + d - 1] as usize,
         }
     }
@@ -679,7 +679,7 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
     #[inline]
     fn ext(&self, u: usize) -> &[u32] {
         match self.depth[u] as usize {
-            0 => &self.cx.space.identity[..self.cx.space.cands[u].len()],
+            0 => self.cx.space.identity(self.cx.space.cand_count(u)),
             d => {
                 let at = u * self.stride + d - 1;
                 if self.owned[at] {
@@ -701,7 +701,7 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
         if self.cx.out.count_only() {
             if remaining.count_ones() == 1 {
                 let u = remaining.trailing_zeros() as usize;
-                if dag.var_edges[u].is_empty() {
+                if dag.var_edges(u).is_empty() {
                     return self.count_last(u);
                 }
             }
@@ -743,7 +743,7 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
         let mut n = 0;
         let mut fail = self.ancestors(u);
         for &i in self.ext(u) {
-            let o = self.owner[cx.space.cands[u][i as usize] as usize];
+            let o = self.owner[cx.space.cands(u)[i as usize] as usize];
             if o == 0 {
                 n += 1;
             } else {
@@ -864,7 +864,7 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
         let mut fail = self.ancestors(u);
         out.clear();
         for &i in self.ext(u) {
-            let v = cx.space.cands[u][i as usize];
+            let v = cx.space.cands(u)[i as usize];
             match self.owner[v as usize] {
                 0 => out.push(v),
                 o => fail |= self.ancestors(o as usize - 1),
