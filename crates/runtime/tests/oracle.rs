@@ -352,3 +352,47 @@ fn an_edge_variable_shared_by_two_components() {
     check_everywhere(&tg, "SELECT ?x ?r ?z WHERE { ?x ?r ?y . ?z ?r ?w }");
     check_everywhere(&tg, "SELECT ?r WHERE { ?x ?r ?y . ?z ?r ?w . ?z IsA ?v }");
 }
+
+#[test]
+fn nodes_left_independent_are_counted_as_leaves_are() {
+    // Once `?a` and `?b` are matched, the other nodes have all their neighbours matched and none
+    // is another's neighbour: the search counts them without enumeration (pairs by one merge,
+    // more by the shared-node programme), exactly under iso and hom.
+    let mut triples = Vec::new();
+    let names: Vec<String> = (0..9).map(|i| format!("n{i}")).collect();
+    for i in 0..9 {
+        for j in 0..9 {
+            if i != j && (i + j + i * i) % 5 != 0 {
+                triples.push((names[i].as_str(), "r", names[j].as_str()));
+            }
+        }
+    }
+    triples.push(("n0", "s", "n1"));
+    triples.push(("n2", "s", "n1"));
+    let tg = graph_of(&triples);
+    // Concepts are matched first (one candidate each), so the rest is left independent (the graph
+    // is not symmetric, so the lists differ by direction). A 4-cycle: one pair.
+    check_everywhere(
+        &tg,
+        "SELECT ?x ?y WHERE { n0 r n1 . n0 r ?x . n1 r ?x . ?y r n1 . n0 r ?y }",
+    );
+    // K(2,3) and K(2,4): groups of equal lists and of overlapping ones.
+    check_everywhere(
+        &tg,
+        "SELECT ?x ?y ?z WHERE { n3 r n2 . n3 r ?x . n3 r ?y . n3 r ?z . n2 r ?x . ?y r n2 . n2 r ?z }",
+    );
+    check_everywhere(
+        &tg,
+        "SELECT ?x ?y ?z ?w WHERE { n1 r n2 . n1 r ?x . n1 r ?y . n1 r ?z . n1 r ?w . \
+         n2 r ?x . n2 r ?y . ?z r n2 . ?w r n2 }",
+    );
+    // The same shapes with variable hubs.
+    check_everywhere(
+        &tg,
+        "SELECT ?a ?b ?x ?y WHERE { ?a r ?x . ?b r ?x . ?b r ?y . ?a r ?y }",
+    );
+    check_everywhere(
+        &tg,
+        "SELECT ?a ?b ?x ?y ?z WHERE { ?a r ?x . ?a r ?y . ?a r ?z . ?b r ?x . ?y r ?b . ?b r ?z }",
+    );
+}

@@ -55,6 +55,10 @@ pub struct Dag {
     vars: Vec<VarEdge>,
     /// The most neighbours any node has.
     pub max_neighbours: usize,
+    /// Per node, its query neighbours as a bit set.
+    pub adjacent: Vec<u64>,
+    /// Nodes with a variable edge.
+    pub with_vars: u64,
     /// Nodes with one fixed-relation edge and nothing else, not a root: matched last, and counted
     /// combinatorially when only a count is wanted.
     pub leaves: u64,
@@ -196,10 +200,17 @@ impl Dag {
                 leaves |= bit(u);
             }
         }
+        let mut adjacent = vec![0u64; n];
+        for &(u, w) in &pairs {
+            adjacent[u] |= bit(w);
+        }
+        let with_vars = vars.iter().fold(0, |set, v| set | bit(v.0));
         Dag {
             n,
             roots,
             order,
+            adjacent,
+            with_vars,
             max_neighbours: (0..n).map(degree).max().unwrap_or(0),
             nb_at,
             nbs,

@@ -22,40 +22,62 @@ pub struct Group {
 /// Beyond this many (shared node, state) steps the caller enumerates instead.
 const MAX_STEPS: u64 = 1 << 20;
 
+/// Room [`count_injective`] reuses from call to call (it runs once per search node at the bottom of
+/// a count).
+#[derive(Clone, Debug, Default)]
+pub struct Counter {
+    owners: Vec<(u32, u8)>,
+    private: Vec<u64>,
+    shared: Vec<u64>,
+    stride: Vec<u64>,
+    ways: Vec<u128>,
+}
+
 /// The injective assignments of `groups`, saturating at `u64::MAX`; `None` when counting would take
 /// more than `MAX_STEPS`.
-pub fn count_injective(groups: &[Group]) -> Option<u64> {
+pub fn count_injective(groups: &[Group], c: &mut Counter) -> Option<u64> {
     if groups.len() > 64 {
         return None;
     }
-    let mut owners: Vec<(u32, u8)> = groups
-        .iter()
-        .enumerate()
-        .flat_map(|(g, group)| group.list.iter().map(move |&v| (v, g as u8)))
-        .collect();
-    owners.sort_unstable();
-    let mut private = vec![0u64; groups.len()];
-    let mut shared: Vec<u64> = Vec::new();
-    for run in owners.chunk_by(|a, b| a.0 == b.0) {
+    if let [a, b] = groups {
+        return Some(count_pair(a, b));
+    }
+    c.owners.clear();
+    c.owners.extend(
+        groups
+            .iter()
+            .enumerate()
+            .flat_map(|(g, group)| group.list.iter().map(move |&v| (v, g as u8))),
+    );
+    c.owners.sort_unstable();
+    c.private.clear();
+    c.private.resize(groups.len(), 0);
+    c.shared.clear();
+    for run in c.owners.chunk_by(|a, b| a.0 == b.0) {
         match run {
-            [(_, g)] => private[*g as usize] += 1,
-            _ => shared.push(run.iter().fold(0u64, |m, &(_, g)| m | 1 << g)),
+            [(_, g)] => c.private[*g as usize] += 1,
+            _ => c
+                .shared
+                .push(run.iter().fold(0u64, |m, &(_, g)| m | 1 << g)),
         }
     }
     // Mixed-radix states: digit g is the number of shared nodes group g uses (0..=k).
-    let mut stride = Vec::with_capacity(groups.len());
+    c.stride.clear();
     let mut states: u64 = 1;
     for g in groups {
-        stride.push(states);
+        c.stride.push(states);
         states = states.checked_mul(g.leaves as u64 + 1)?;
     }
-    if !shared.is_empty() && states.saturating_mul(shared.len() as u64) > MAX_STEPS {
+    if !c.shared.is_empty() && states.saturating_mul(c.shared.len() as u64) > MAX_STEPS {
         return None;
     }
+    let stride = &c.stride;
     let digit = |s: u64, g: usize| (s / stride[g]) % (groups[g].leaves as u64 + 1);
-    let mut ways = vec![0u128; states as usize];
+    let ways = &mut c.ways;
+    ways.clear();
+    ways.resize(states as usize, 0);
     ways[0] = 1;
-    for &mask in &shared {
+    for &mask in &c.shared {
         // In place, highest state first: a transition only raises the state, so each state is read
         // before anything this node contributes reaches it (0/1 knapsack order); the node may also
         // stay unused, which keeps `ways[s]`.
@@ -84,12 +106,58 @@ pub fn count_injective(groups: &[Group]) -> Option<u64> {
         let arrangements = groups.iter().enumerate().fold(1u128, |a, (g, group)| {
             let used = digit(s, g);
             let k = group.leaves as u64;
-            a.saturating_mul(falling_wide(private[g], k - used))
+            a.saturating_mul(falling_wide(c.private[g], k - used))
                 .saturating_mul(falling_wide(k, used))
         });
         total = total.saturating_add(w.saturating_mul(arrangements));
     }
     Some(total.min(u64::MAX as u128) as u64)
+}
+
+/// Two groups, by one merge: with `s` shared nodes, group `a` takes `j` of them and the rest from
+/// its own; group `b` then chooses among what is left of its list.
+pub fn count_pair(a: &Group, b: &Group) -> u64 {
+    let s = intersection_size(&a.list, &b.list) as u64;
+    let (pa, pb) = (a.list.len() as u64 - s, b.list.len() as u64 - s);
+    let (ka, kb) = (a.leaves as u64, b.leaves as u64);
+    let mut total = 0u128;
+    for j in 0..=ka.min(s) {
+        // Which `j` of the shared nodes `a` uses, in which of its leaves, and its private nodes for
+        // the others; `b` arranges its leaves among its private nodes and the `s - j` shared left.
+        let ways_a = binomial(s, j)
+            .saturating_mul(falling_wide(ka, j))
+            .saturating_mul(falling_wide(pa, ka - j));
+        let ways_b = falling_wide(pb + s - j, kb);
+        total = total.saturating_add(ways_a.saturating_mul(ways_b));
+    }
+    total.min(u64::MAX as u128) as u64
+}
+
+fn binomial(n: u64, k: u64) -> u128 {
+    if k > n {
+        return 0;
+    }
+    let k = k.min(n - k);
+    (0..k).fold(1u128, |acc, i| {
+        acc.saturating_mul((n - i) as u128) / (i + 1) as u128
+    })
+}
+
+/// How many values two ascending lists share.
+fn intersection_size(a: &[u32], b: &[u32]) -> usize {
+    let (mut i, mut j, mut n) = (0, 0, 0);
+    while i < a.len() && j < b.len() {
+        match a[i].cmp(&b[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                n += 1;
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    n
 }
 
 /// A lower bound on the injective assignments of `groups` (each list ascending), cheap next to
@@ -208,7 +276,11 @@ mod tests {
                 })
                 .collect();
             let exact = brute(&groups);
-            assert_eq!(count_injective(&gs), Some(exact), "{groups:?}");
+            assert_eq!(
+                count_injective(&gs, &mut Counter::default()),
+                Some(exact),
+                "{groups:?}"
+            );
             let bound = lower_bound(&gs, &mut Vec::new());
             assert!(bound <= exact, "bound {bound} > {exact}: {groups:?}");
             if gs.iter().all(|g| {
@@ -229,6 +301,6 @@ mod tests {
                 fail: 0,
             })
             .collect();
-        assert_eq!(count_injective(&groups), None);
+        assert_eq!(count_injective(&groups, &mut Counter::default()), None);
     }
 }
