@@ -113,7 +113,7 @@ enum Command {
         /// Accepted for symmetry with `query`: `match` always prints counts.
         #[arg(long)]
         count: bool,
-        /// Add the dfs engine's search counters to each line (`nodes=N backjumps=N`) and their
+        /// Add the dfs engine's search counters to each line (`nodes=N backjumps=N twins=N`) and their
         /// totals: a machine-independent measure for comparing search variants.
         #[arg(long)]
         search_stats: bool,

@@ -48,6 +48,8 @@ pub struct SearchSummary {
     pub backjumps: u64,
     pub leaf_counts: u64,
     pub splits: u64,
+    /// Candidates not searched because a twin's subtree stood for theirs.
+    pub twins: u64,
 }
 
 impl From<&SearchStats> for SearchSummary {
@@ -58,6 +60,7 @@ impl From<&SearchStats> for SearchSummary {
             backjumps: s.backjumps.load(Relaxed),
             leaf_counts: s.leaf_counts.load(Relaxed),
             splits: s.splits.load(Relaxed),
+            twins: s.twins.load(Relaxed),
         }
     }
 }
@@ -411,6 +414,7 @@ impl<'g> Engine<'g> {
                 stats: &stats,
                 check_every: opts.check_every,
                 owners: &self.owners,
+                twins: out.count_only() && q.edge_variables.is_empty(),
             };
             crate::search::run(&cx, parallel);
         }

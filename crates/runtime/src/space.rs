@@ -109,6 +109,12 @@ impl CandidateSpace {
         &self.cand[s..s + n]
     }
 
+    /// Where `u`'s candidates start among all candidate slots.
+    #[inline]
+    pub fn cand_start(&self, u: usize) -> usize {
+        self.cand_at[u].0
+    }
+
     /// How many candidates `u` has.
     #[inline]
     pub fn cand_count(&self, u: usize) -> usize {
@@ -142,6 +148,61 @@ impl CandidateSpace {
     /// Candidate edges in all lists.
     pub fn edge_count(&self) -> u64 {
         self.targets.len() as u64
+    }
+
+    /// Twin candidates of `u` (VEQ's equivalent data vertices, in their static form): for each of
+    /// its candidates `i`, into `out[i]`, the first candidate whose lists toward every query
+    /// neighbour are the very same as `i`'s, or `NONE` where nothing may be shared. Twins narrow
+    /// every neighbour alike, so their subtrees are the same search: the same count, the same
+    /// failing set. Under injective semantics that also needs both to be candidates of `u` alone (no
+    /// other query node can take either); `exclusive` asks for that. `keyed` is scratch.
+    pub fn twins_of(
+        &self,
+        u: usize,
+        exclusive: bool,
+        out: &mut [u32],
+        keyed: &mut Vec<(u64, u32)>,
+    ) {
+        let (start, count) = self.cand_at[u];
+        out[..count].fill(NONE);
+        keyed.clear();
+        for i in 0..count as u32 {
+            let v = self.cand[start + i as usize];
+            let alone = !exclusive
+                || (0..self.cand_at.len())
+                    .all(|w| w == u || self.cands(w).binary_search(&v).is_err());
+            if alone {
+                keyed.push((self.signature(u, i), i));
+            }
+        }
+        keyed.sort_unstable();
+        for run in keyed.chunk_by(|a, b| a.0 == b.0) {
+            for (at, &(_, i)) in run.iter().enumerate() {
+                // The first earlier one with the very same lists (a hash is only a hint).
+                let rep = run[..at]
+                    .iter()
+                    .map(|&(_, j)| j)
+                    .find(|&j| out[j as usize] == j && self.same_lists(u, i, j))
+                    .unwrap_or(i);
+                out[i as usize] = rep;
+            }
+        }
+    }
+
+    fn signature(&self, u: usize, i: u32) -> u64 {
+        let mut h = 0xcbf2_9ce4_8422_2325u64;
+        for &k in self.from(u) {
+            for &j in self.list(k as usize, i).iter().chain([&NONE]) {
+                h = (h ^ j as u64).wrapping_mul(0x0100_0000_01b3);
+            }
+        }
+        h
+    }
+
+    fn same_lists(&self, u: usize, i: u32, j: u32) -> bool {
+        self.from(u)
+            .iter()
+            .all(|&k| self.list(k as usize, i) == self.list(k as usize, j))
     }
 
     fn push_cands(&mut self, u: usize, from: &[u32]) {

@@ -396,3 +396,45 @@ fn nodes_left_independent_are_counted_as_leaves_are() {
         "SELECT ?a ?b ?x ?y ?z WHERE { ?a r ?x . ?a r ?y . ?a r ?z . ?b r ?x . ?y r ?b . ?b r ?z }",
     );
 }
+
+#[test]
+fn twin_candidates_stand_for_each_other() {
+    // x1..x4 have the very same lists toward ?a (the hub) and ?b (b1, b2), and no other query node
+    // can take them: one subtree is searched, the other three take its count (x5 differs).
+    let mut triples = vec![("hub", "s", "c1"), ("hub", "s", "c2"), ("hub", "p", "x5")];
+    for x in ["x1", "x2", "x3", "x4"] {
+        triples.extend([("hub", "p", x), (x, "q", "b1"), (x, "q", "b2")]);
+    }
+    triples.push(("x5", "q", "b1"));
+    let tg = graph_of(&triples);
+    let text = "SELECT ?a ?x ?b ?c WHERE { ?a p ?x . ?x q ?b . ?a s ?c }";
+    check_everywhere(&tg, text);
+    let q = gpsense_planner::compile(text, &tg.g).unwrap();
+    let engine = Engine::new(&tg.g);
+    for semantics in [Semantics::Iso, Semantics::Hom] {
+        let opts = MatchOptions {
+            semantics,
+            engine: EngineKind::Dfs,
+            single_thread: true,
+            ..MatchOptions::default()
+        };
+        let report = engine.count(&q, &opts).unwrap();
+        // 4 x (2 b's) x (2 c's) + x5 (1 b) x (2 c's).
+        assert_eq!(report.rows, 18, "{semantics:?}");
+        let twins = report.search.map(|s| s.twins);
+        assert_eq!(twins, Some(3), "{semantics:?}");
+    }
+    // Under iso a twin must be no other node's candidate: x2 is also ?y's (its r edge), so taking it
+    // for ?x leaves ?y one fewer, unlike x1, x3 and x4. (?y has more candidates than ?x, so ?x is
+    // searched first.)
+    triples.push(("x2", "r", "z"));
+    let others: Vec<String> = (0..8).map(|i| format!("w{i}")).collect();
+    for w in &others {
+        triples.extend([("hub", "p", w.as_str()), (w.as_str(), "r", "z")]);
+    }
+    let tg = graph_of(&triples);
+    check_everywhere(
+        &tg,
+        "SELECT ?a ?x ?b ?c WHERE { ?a p ?x . ?x q ?b . ?a s ?c . ?a p ?y . ?y r ?z }",
+    );
+}

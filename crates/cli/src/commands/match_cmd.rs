@@ -42,7 +42,7 @@ pub fn run(args: Args) -> Result<()> {
     let engine = Engine::new(data);
     graph_source::announce_engine(&engine, args.options.engine)?;
     let (mut total_ms, mut mismatches, mut checked, mut exact) = (0.0, 0usize, 0usize, 0usize);
-    let (mut nodes, mut backjumps, mut with_stats) = (0u64, 0u64, 0usize);
+    let (mut nodes, mut backjumps, mut twins, mut with_stats) = (0u64, 0u64, 0u64, 0usize);
     for file in &files {
         let name = stem(file);
         let q = load_query(file, data)?;
@@ -60,9 +60,13 @@ pub fn run(args: Args) -> Result<()> {
             line.push_str("\ttimed out");
         }
         if let (true, Some(s)) = (args.search_stats, &report.search) {
-            line.push_str(&format!("\tnodes={} backjumps={}", s.nodes, s.backjumps));
+            line.push_str(&format!(
+                "\tnodes={} backjumps={} twins={}",
+                s.nodes, s.backjumps, s.twins
+            ));
             nodes += s.nodes;
             backjumps += s.backjumps;
+            twins += s.twins;
             with_stats += 1;
         }
         if let Some(want) = expected.as_ref().and_then(|e| lookup(e, &name)) {
@@ -88,7 +92,7 @@ pub fn run(args: Args) -> Result<()> {
         if with_stats == 0 {
             eprintln!("search: no counters (only the dfs engine keeps them)");
         } else {
-            eprintln!("search: {nodes} nodes, {backjumps} backjumps");
+            eprintln!("search: {nodes} nodes, {backjumps} backjumps, {twins} twins");
         }
     }
     if expected.is_some() {

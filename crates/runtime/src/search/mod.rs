@@ -49,6 +49,8 @@ pub struct SearchStats {
     pub leaf_counts: AtomicU64,
     /// Pieces of work handed to an idle worker.
     pub splits: AtomicU64,
+    /// Candidates whose subtree a twin's stood for.
+    pub twins: AtomicU64,
 }
 
 /// Everything a worker reads and never writes.
@@ -65,6 +67,9 @@ pub struct Context<'a, 'o> {
     /// Zeroed `owner` arrays kept between searches (allocating `|V|` bytes per query would make an
     /// anchored query's time grow with the graph).
     pub owners: &'a OwnerPool,
+    /// Whether twin candidates stand for each other ([`CandidateSpace::twins_of`]): when counting,
+    /// without edge variables.
+    pub twins: bool,
 }
 
 /// Spare all-zero per-data-node arrays of a graph.
@@ -108,6 +113,14 @@ struct Frame {
     combo_pos: usize,
     /// Whether the current candidate is assigned.
     assigned: bool,
+    /// This frame's instance (twin results are kept per instance), the current candidate's twin
+    /// slot (`NONE`: none), and the worker's count and gifts when it was assigned.
+    epoch: u64,
+    twin: u32,
+    count_at: u64,
+    gave_at: u64,
+    /// The failing set the current candidate's subtree reported.
+    last_fail: u64,
 }
 
 /// A piece of work: the partial match (in assignment order, as candidate indices) and edge
@@ -172,6 +185,17 @@ pub struct Worker<'c, 'a, 'o> {
     group_scratch: Vec<u32>,
     group_order: Vec<usize>,
     counter: leaves::Counter,
+    /// Per candidate slot, its twin representative, for the nodes in `twins_known` (found the
+    /// first time a node branches); per slot, (frame instance, count, failing set) of a finished
+    /// subtree.
+    twins: Vec<u32>,
+    twins_known: u64,
+    twin_keys: Vec<(u64, u32)>,
+    memo: Vec<(u64, u64, u64)>,
+    epoch: u64,
+    /// Matches counted and pieces of work given away by this worker, ever (never reset).
+    total: u64,
+    gave: u64,
 }
 
 impl Drop for Worker<'_, '_, '_> {
@@ -202,6 +226,7 @@ struct Local {
     backjumps: u64,
     leaf_counts: u64,
     splits: u64,
+    twins: u64,
 }
 
 impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
@@ -244,6 +269,13 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
             group_scratch: Vec::new(),
             group_order: Vec::new(),
             counter: leaves::Counter::default(),
+            twins: Vec::new(),
+            twins_known: 0,
+            twin_keys: Vec::new(),
+            memo: Vec::new(),
+            epoch: 0,
+            total: 0,
+            gave: 0,
         };
         w.reset();
         w
@@ -310,6 +342,7 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
             .leaf_counts
             .fetch_add(s.leaf_counts, Ordering::Relaxed);
         total.splits.fetch_add(s.splits, Ordering::Relaxed);
+        total.twins.fetch_add(s.twins, Ordering::Relaxed);
         if self.counted > 0 {
             self.cx.out.add_count(self.counted);
             self.counted = 0;
@@ -327,7 +360,7 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
     fn descend(&mut self, pool: &pool::Pool) {
         match self.next() {
             Next::Embedding => self.embedding(),
-            Next::Counted(n, _) => self.counted += n,
+            Next::Counted(n, _) => self.add_count(n),
             Next::Extend(u) => {
                 let end = self.ext(u).len();
                 self.push_frame(u, end, false);
@@ -363,7 +396,13 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
         f.combos.clear();
         f.combo_pos = 0;
         f.assigned = false;
+        self.epoch += 1;
+        f.epoch = self.epoch;
+        f.twin = NONE;
         self.top += 1;
+        if self.cx.twins && end > 1 && self.twins_known & bit(u) == 0 {
+            self.find_twins(u);
+        }
     }
 
     /// The iterative depth-first loop over the frames above the current depth at entry.
@@ -398,7 +437,7 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
                         self.child_result(d, ALL);
                     }
                     Next::Counted(n, fail) => {
-                        self.counted += n;
+                        self.add_count(n);
                         self.child_result(d, if n > 0 { ALL } else { fail });
                     }
                     Next::Extend(u) => {
@@ -455,6 +494,21 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
                 return Some(Some(self.ancestors(u) | self.ancestors(o as usize - 1)));
             }
         }
+        if let Some(slot) = self.twin_slot(u, i) {
+            let (epoch, count, fail) = self.memo[slot];
+            if epoch == self.frames[d].epoch {
+                // A twin's subtree was searched under this very prefix: the same result.
+                self.stats.twins += 1;
+                self.add_count(count);
+                return Some(Some(if count > 0 { ALL } else { fail }));
+            }
+            let f = &mut self.frames[d];
+            f.twin = slot as u32;
+            f.count_at = self.total;
+            f.gave_at = self.gave;
+        } else {
+            self.frames[d].twin = NONE;
+        }
         if let Err(fail) = self.assign(u, i) {
             return Some(Some(fail));
         }
@@ -489,6 +543,12 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
     }
 
     #[inline]
+    fn add_count(&mut self, n: u64) {
+        self.counted += n;
+        self.total += n;
+    }
+
+    #[inline]
     fn count_node(&mut self) {
         self.stats.nodes += 1;
     }
@@ -505,6 +565,11 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
             self.vars[self.frames[d].new_vars[j]] = NONE;
         }
         self.frames[d].assigned = false;
+        let f = &self.frames[d];
+        // Kept only for a whole subtree: not cut short, no part of it given away.
+        if f.twin != NONE && !self.stopped && self.gave == f.gave_at {
+            self.memo[f.twin as usize] = (f.epoch, self.total - f.count_at, f.last_fail);
+        }
         self.unassign(u);
     }
 
@@ -515,6 +580,7 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
     /// A child of frame `d` ended with failing set `fail`.
     fn child_result(&mut self, d: usize, fail: u64) {
         let f = &mut self.frames[d];
+        f.last_fail = fail;
         if fail != ALL && fail & bit(f.u) == 0 && !f.split {
             // Nothing this level could still try changes the failure: skip its other candidates.
             f.fail = fail;
@@ -657,6 +723,41 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
             }
         }
         Some(fail)
+    }
+
+    /// The slot of candidate `i` of `u`'s twin representative, when twins are in use and it has one.
+    #[inline]
+    fn twin_slot(&self, u: usize, i: u32) -> Option<usize> {
+        if self.twins_known & bit(u) == 0 {
+            return None;
+        }
+        let start = self.cx.space.cand_start(u);
+        match self.twins[start + i as usize] {
+            NONE => None,
+            rep => Some(start + rep as usize),
+        }
+    }
+
+    /// Finds `u`'s twins, once per search, when it first branches (a node searched with one
+    /// candidate at a time never needs them).
+    fn find_twins(&mut self, u: usize) {
+        let space = self.cx.space;
+        if self.twins.is_empty() {
+            let slots = (0..self.cx.dag.n)
+                .map(|w| space.cand_start(w) + space.cand_count(w))
+                .max()
+                .unwrap_or(0);
+            self.twins.resize(slots, NONE);
+            self.memo.resize(slots, (0, 0, 0));
+        }
+        let (start, count) = (space.cand_start(u), space.cand_count(u));
+        space.twins_of(
+            u,
+            self.cx.injective,
+            &mut self.twins[start..start + count],
+            &mut self.twin_keys,
+        );
+        self.twins_known |= bit(u);
     }
 
     /// `u`'s dynamic ancestors: itself and, transitively, the matched neighbours that narrowed it.
@@ -901,7 +1002,7 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
     fn embedding(&mut self) {
         let cx = self.cx;
         if cx.out.count_only() {
-            self.counted += 1;
+            self.add_count(1);
             return;
         }
         let n = cx.dag.n;

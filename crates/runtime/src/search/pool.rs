@@ -202,6 +202,7 @@ impl Worker<'_, '_, '_> {
         f.end = mid;
         f.split = true;
         self.stats.splits += 1;
+        self.gave += 1;
         Some(Task {
             prefix,
             vars,
