@@ -101,6 +101,43 @@ pub fn write_space_edges(
     n
 }
 
+/// [`write_space_edges`] with `index_of`, per data node its index in `to` (`NONE` when it is not
+/// there): each neighbour is one lookup instead of a step of an intersection. A run much longer
+/// than `to` is still galloped through. Same output.
+#[allow(clippy::too_many_arguments)]
+pub fn write_space_edges_indexed(
+    i: usize,
+    from: &[u32],
+    dir: Dir,
+    label: u32,
+    to: &[u32],
+    index_of: &[u32],
+    g: &GraphView,
+    out: &mut [u32],
+) -> usize {
+    let mut n = 0;
+    let mut runs = 0;
+    for_each_run(g, dir, from[i], label, |run| {
+        if run.len() > to.len() * GALLOP_RATIO {
+            n += intersect_indices(run, to, &mut out[n..]);
+        } else {
+            for &x in run {
+                let j = index_of[x as usize];
+                if j != NONE {
+                    out[n] = j;
+                    n += 1;
+                }
+            }
+        }
+        runs += 1;
+    });
+    if runs > 1 {
+        out[..n].sort_unstable();
+        n = dedup_sorted(&mut out[..n]);
+    }
+    n
+}
+
 /// Calls `f` with each sorted run of `v`'s list over `dir`: the one relation's neighbours for a fixed
 /// `label`, else one run per relation.
 fn for_each_run<'g>(g: &GraphView<'g>, dir: Dir, v: u32, label: u32, mut f: impl FnMut(&'g [u32])) {

@@ -111,3 +111,39 @@ fn graph_kernel_variants_agree() {
         }
     }
 }
+
+/// The candidate-edge write body by lookups (`index_of`) gives what the intersecting one gives, for
+/// fixed and variable relations, both directions, and `to` sets from a handful of nodes (where long
+/// runs are galloped through instead) to most of the graph.
+#[test]
+fn indexed_candidate_edges_agree_with_intersections() {
+    use gpsense_kernels::space::{write_space_edges, write_space_edges_indexed};
+    let mut rng = Rng(9);
+    for case in 0..40 {
+        let nodes = 20 + rng.below(200);
+        let g = random_graph(&mut rng, nodes, nodes * (1 + case % 8));
+        let v = view(&g);
+        let mut pick = |keep: u64| -> Vec<u32> {
+            (0..nodes as u32)
+                .filter(|_| rng.below(100) < keep)
+                .collect()
+        };
+        let (from, to) = (pick(50), pick([2, 30, 90][case as usize % 3]));
+        let mut index_of = vec![NONE; nodes as usize];
+        for (j, &w) in to.iter().enumerate() {
+            index_of[w as usize] = j as u32;
+        }
+        for dir in [Dir::Out, Dir::In] {
+            for label in [0, 1, NONE] {
+                for i in 0..from.len() {
+                    let room = g.node_count() * 3;
+                    let (mut a, mut b) = (vec![0u32; room], vec![0u32; room]);
+                    let n = write_space_edges(i, &from, dir, label, &to, &v, &mut a);
+                    let m =
+                        write_space_edges_indexed(i, &from, dir, label, &to, &index_of, &v, &mut b);
+                    assert_eq!(a[..n], b[..m], "case {case}, {dir:?}, label {label}, i {i}");
+                }
+            }
+        }
+    }
+}

@@ -20,6 +20,7 @@ use std::time::Instant;
 use gpsense_kernels::filter::{node_matches, Need, NodeFilter};
 use gpsense_kernels::space::{
     count_expansion, count_space_edges, dedup_sorted, write_expansion, write_space_edges,
+    write_space_edges_indexed,
 };
 use gpsense_kernels::{Dir, GraphView, NONE};
 
@@ -75,6 +76,10 @@ struct Scratch {
     next: Vec<u32>,
     counted: Vec<Need>,
     mask: LabelMask,
+    /// Per data node, its index among the candidates of the edge's far end being listed, else
+    /// `NONE` (all `NONE` between edges). `|V|` entries, kept with the space so that no query
+    /// allocates or fills them again (not counted in `room_bytes`).
+    index_of: Vec<u32>,
 }
 
 impl CandidateSpace {
@@ -503,13 +508,33 @@ impl SpaceBuilder<'_> {
         let (from, to) = (&s.cand[fs..fs + fl], &s.cand[ts..ts + tl]);
         let targets = &mut s.targets;
         if !self.ex.is_parallel_for(from.len()) {
+            let index_of = &mut s.scratch.index_of;
+            if index_of.len() != g.node_count() {
+                index_of.clear();
+                index_of.resize(g.node_count(), NONE);
+            }
+            for (j, &w) in to.iter().enumerate() {
+                index_of[w as usize] = j as u32;
+            }
             s.offsets.push(0);
             for (i, &v) in from.iter().enumerate() {
                 let end = targets.len();
                 targets.resize(end + g.adj(dir).by_label(v, label).0.len(), 0);
-                let n = write_space_edges(i, from, dir, label, to, &g, &mut targets[end..]);
+                let n = write_space_edges_indexed(
+                    i,
+                    from,
+                    dir,
+                    label,
+                    to,
+                    index_of,
+                    &g,
+                    &mut targets[end..],
+                );
                 targets.truncate(end + n);
                 s.offsets.push((targets.len() - base) as u32);
+            }
+            for &w in to {
+                index_of[w as usize] = NONE;
             }
             return;
         }
