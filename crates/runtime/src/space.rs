@@ -7,8 +7,8 @@
 //! body (`node_matches`, `count_expansion`/`write_expansion`, `count_space_edges`/
 //! `write_space_edges`) run by the CPU executor with the two-step output (count, scan, write): the
 //! same work a GPU launch does. Refinement drops candidates with an empty list toward some query
-//! neighbour (arc consistency over the query's edges, alternating reverse and forward plan order
-//! as DAF's dynamic programme over its query DAG does) until nothing changes or `MAX_PASSES`.
+//! neighbour, to the fixpoint (arc consistency over the query's edges, by AC-4's support counts:
+//! what DAF's dynamic programme over its query DAG and its reverse approximates in three passes).
 //!
 //! The space lives in a few flat arrays that the engine keeps between queries
 //! ([`CandidateSpace::clear`] keeps their room): a small query allocates nothing here, which on
@@ -27,9 +27,6 @@ use gpsense_kernels::{Dir, GraphView, NONE};
 use crate::executor::{offsets_of, Executor};
 use crate::filtering::{FilterReport, LabelIndex, LabelMask, NeighbourLabels};
 use crate::layout::{Layout, MAX_QUERY_NODES};
-
-/// Refinement passes at most (each one is linear in the space; real queries settle in 2-4).
-const MAX_PASSES: usize = 8;
 
 /// One query edge seen from one endpoint: for candidate `i` of `from`, the indices of its data
 /// neighbours among `to`'s candidates, ascending ([`CandidateSpace::list`]).
@@ -76,6 +73,8 @@ struct Scratch {
     next: Vec<u32>,
     counted: Vec<Need>,
     mask: LabelMask,
+    /// Candidates refinement removed, in the order it found them.
+    dead: Vec<(u32, u32)>,
     /// Per data node, its index among the candidates of the edge's far end being listed, else
     /// `NONE` (all `NONE` between edges). `|V|` entries, kept with the space so that no query
     /// allocates or fills them again (not counted in `room_bytes`).
@@ -337,7 +336,7 @@ impl SpaceBuilder<'_> {
         report.filter_time = start.elapsed();
         let start = Instant::now();
         if !space.any_empty() {
-            refine(space, &self.layout.order);
+            refine(space);
         }
         report.refine_time = start.elapsed();
         report.after_refine = space.cand_at.iter().map(|c| c.1).collect();
@@ -567,51 +566,61 @@ impl SpaceBuilder<'_> {
     }
 }
 
-/// Arc consistency over the candidate space: a candidate stays while each of its lists holds a
-/// live candidate. Passes alternate reverse and forward plan order; then dead candidates are removed
-/// and the lists renumbered.
-fn refine(space: &mut CandidateSpace, order: &[usize]) {
+/// Arc consistency over the candidate space, to its fixpoint (AC-4's counting): each (edge,
+/// candidate) keeps how many live candidates its list holds; a candidate with an empty list dies,
+/// and its death lowers the counts of the lists that hold it (the reverse edge's: edges come in
+/// pairs, `k` and `k ^ 1`). Linear in the lists of the candidates that die, so a space that is
+/// already consistent costs one look per list. Then dead candidates are removed and the lists
+/// renumbered.
+fn refine(space: &mut CandidateSpace) {
     let mut alive = std::mem::take(&mut space.scratch.alive);
     alive.clear();
     alive.resize(space.cand.len(), true);
+    // One count per offsets entry (the last of each edge unused).
+    let mut support = std::mem::take(&mut space.scratch.renumber);
+    support.clear();
+    support.extend(space.offsets.windows(2).map(|w| w[1].wrapping_sub(w[0])));
+    let mut dead = std::mem::take(&mut space.scratch.dead);
+    dead.clear();
     let mut left = [0usize; MAX_QUERY_NODES];
     for (u, c) in space.cand_at.iter().enumerate() {
         left[u] = c.1;
     }
-    for pass in 0..MAX_PASSES {
-        let mut changed = false;
-        for step in 0..order.len() {
-            let u = if pass % 2 == 0 {
-                order[order.len() - 1 - step]
-            } else {
-                order[step]
-            };
-            let (start, count) = space.cand_at[u];
-            for i in 0..count {
-                if !alive[start + i] {
-                    continue;
-                }
-                let supported = space.from(u).iter().all(|&k| {
-                    let to = space.cand_at[space.edges[k as usize].to].0;
-                    space
-                        .list(k as usize, i as u32)
-                        .iter()
-                        .any(|&j| alive[to + j as usize])
-                });
-                if !supported {
-                    alive[start + i] = false;
-                    left[u] -= 1;
-                    changed = true;
-                }
-            }
-            if left[u] == 0 {
-                break;
-            }
+    let mut kill = |u: usize, i: usize, alive: &mut [bool], dead: &mut Vec<(u32, u32)>| {
+        let at = space.cand_at[u].0 + i;
+        if alive[at] {
+            alive[at] = false;
+            left[u] -= 1;
+            dead.push((u as u32, i as u32));
         }
-        if !changed || left[..space.cand_at.len()].contains(&0) {
-            break;
+        left[u] == 0
+    };
+    let mut emptied = false;
+    for e in &space.edges {
+        for i in 0..space.cand_at[e.from].1 {
+            if support[e.at + i] == 0 {
+                emptied |= kill(e.from, i, &mut alive, &mut dead);
+            }
         }
     }
+    let mut next = 0;
+    while next < dead.len() && !emptied {
+        let (u, i) = (dead[next].0 as usize, dead[next].1);
+        next += 1;
+        for &k in space.from(u) {
+            let back = space.edges[k as usize ^ 1];
+            debug_assert!(back.from == space.edges[k as usize].to && back.to == u);
+            for &j in space.list(k as usize, i) {
+                let c = &mut support[back.at + j as usize];
+                *c -= 1;
+                if *c == 0 {
+                    emptied |= kill(back.from, j as usize, &mut alive, &mut dead);
+                }
+            }
+        }
+    }
+    space.scratch.renumber = support;
+    space.scratch.dead = dead;
     compact(space, &alive);
     space.scratch.alive = alive;
 }

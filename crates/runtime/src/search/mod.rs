@@ -937,7 +937,7 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
             .map(|want| {
                 (
                     want,
-                    leaves::lower_bound(&groups[..used], &mut self.group_order),
+                    leaves::lower_bound(&groups[..used], &mut self.group_order, want),
                 )
             })
             .and_then(|(want, bound)| (bound >= want).then_some(bound))
