@@ -3,9 +3,9 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::{anyhow, Context, Result};
 use gpsense_compress::CompressedGraph;
-use gpsense_graph::ingest::{ingest, IngestOptions};
+use gpsense_graph::ingest::{ingest, IngestError, IngestOptions};
 use gpsense_graph::{snapshot, KnowledgeGraph};
 
 use crate::progress::Bar;
@@ -50,7 +50,15 @@ pub fn load(path: Option<&Path>) -> Result<Loaded> {
                 &[PathBuf::from(p)],
                 &IngestOptions::default(),
                 &Bar::default(),
-            )?;
+            )
+            .map_err(|e| match e {
+                IngestError::Malformed { .. } => anyhow!(
+                    "{e} (fix the line, or keep the good lines in a snapshot and query that: \
+                     gpsense ingest {} -o graph.gps --on-error skip)",
+                    p.display()
+                ),
+                e => e.into(),
+            })?;
             (
                 graph,
                 format!(

@@ -196,6 +196,64 @@ fn match_two_hprd_queries(extra: &[&str]) -> (String, String) {
     ok(&args)
 }
 
+/// An expected-answers file that names none of the queries checks nothing: that is an error, not
+/// a pass; one that misses some says which.
+#[test]
+fn match_expected_file_naming_no_query_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let none = dir.path().join("none.res");
+    std::fs::write(&none, "query_dense_4_1:3\nsomething_else 7\n").unwrap();
+    let hprd = dataset("subgraph-matching/hprd-study");
+    let (data, q1, q2) = (
+        format!("{hprd}/data_graph/HPRD.graph"),
+        format!("{hprd}/query_graph/query_dense_16_1.graph"),
+        format!("{hprd}/query_graph/query_dense_16_2.graph"),
+    );
+    let none = none.to_str().unwrap();
+    let base = ["match", "--data", &data, "--query", &q1, &q2, "--expected"];
+    let err = fails(&[&base[..], &[none]].concat());
+    assert!(err.contains("no count was checked"), "{err}");
+    assert!(err.contains("names none of the 2 queries"), "{err}");
+    let one = dir.path().join("one.res");
+    std::fs::write(&one, "query_dense_16_1:3\n").unwrap();
+    let (_, err) = ok(&[&base[..], &[one.to_str().unwrap()]].concat());
+    assert!(
+        err.contains("1 of 2 queries have no expected count") && err.contains("query_dense_16_2"),
+        "{err}"
+    );
+    assert!(err.contains("1 counts checked"), "{err}");
+}
+
+/// A malformed line's error names the remedy of the command at hand: `ingest` has `--on-error`,
+/// `query` and `match` do not.
+#[test]
+fn a_malformed_line_suggests_what_the_command_can_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.tsv");
+    std::fs::write(&bad, "IsA\tcat\tanimal\nIsA\tdog\n").unwrap();
+    let bad = bad.to_str().unwrap();
+    let err = fails(&["query", "--graph", bad, "SELECT ?x WHERE { cat IsA ?x }"]);
+    assert!(err.contains(":2: wrong field count"), "{err}");
+    assert!(!err.contains("use --on-error skip"), "{err}");
+    assert!(
+        err.contains("gpsense ingest") && err.contains("--on-error skip"),
+        "{err}"
+    );
+    let out = dir.path().join("out.gps");
+    let err = fails(&["ingest", bad, "-o", out.to_str().unwrap()]);
+    assert!(
+        err.contains("use --on-error skip to skip such lines"),
+        "{err}"
+    );
+    let query = dir.path().join("q.graph");
+    std::fs::write(&query, "t 2 1\nv 0 0 1\nv 1 0 1\ne 0 x 0\n").unwrap();
+    let hprd = dataset("subgraph-matching/hprd-study");
+    let data = format!("{hprd}/data_graph/HPRD.graph");
+    let err = fails(&["match", "--data", &data, "--query", query.to_str().unwrap()]);
+    assert!(err.contains("q.graph:4"), "{err}");
+    assert!(!err.contains("--on-error"), "{err}");
+}
+
 #[test]
 fn match_answers_the_hprd_suite() {
     let (out, err) = match_two_hprd_queries(&[]);

@@ -3,8 +3,10 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use anyhow::{Context, Result};
-use gpsense_graph::ingest::{ingest, Columns, Format, IngestOptions, IngestReport, OnError};
+use anyhow::{anyhow, Context, Result};
+use gpsense_graph::ingest::{
+    ingest, Columns, Format, IngestError, IngestOptions, IngestReport, OnError,
+};
 
 use crate::fmt::{bytes, millis, thousands};
 use crate::progress::Bar;
@@ -28,7 +30,10 @@ pub fn run(args: Args) -> Result<()> {
         on_error: args.on_error,
     };
     let start = Instant::now();
-    let (graph, report) = ingest(&args.inputs, &opts, &Bar::default())?;
+    let (graph, report) = ingest(&args.inputs, &opts, &Bar::default()).map_err(|e| match e {
+        IngestError::Malformed { .. } => anyhow!("{e} (use --on-error skip to skip such lines)"),
+        e => e.into(),
+    })?;
     let ingest_time = start.elapsed();
     let start = Instant::now();
     graph

@@ -43,6 +43,8 @@ pub fn run(args: Args) -> Result<()> {
     graph_source::announce_engine(&engine, args.options.engine)?;
     let (mut total_ms, mut mismatches, mut checked, mut exact) = (0.0, 0usize, 0usize, 0usize);
     let (mut nodes, mut backjumps, mut twins, mut with_stats) = (0u64, 0u64, 0u64, 0usize);
+    // Queries the expected-answers file does not name.
+    let mut unnamed: Vec<String> = Vec::new();
     for file in &files {
         let name = stem(file);
         let q = load_query(file, data)?;
@@ -68,6 +70,12 @@ pub fn run(args: Args) -> Result<()> {
             backjumps += s.backjumps;
             twins += s.twins;
             with_stats += 1;
+        }
+        if expected
+            .as_ref()
+            .is_some_and(|e| lookup(e, &name).is_none())
+        {
+            unnamed.push(name.clone());
         }
         if let Some(want) = expected.as_ref().and_then(|e| lookup(e, &name)) {
             checked += 1;
@@ -95,7 +103,26 @@ pub fn run(args: Args) -> Result<()> {
             eprintln!("search: {nodes} nodes, {backjumps} backjumps, {twins} twins");
         }
     }
-    if expected.is_some() {
+    if let (Some(path), true) = (&args.expected, expected.is_some()) {
+        if !unnamed.is_empty() {
+            let shown: Vec<&str> = unnamed.iter().take(5).map(String::as_str).collect();
+            let more = if unnamed.len() > 5 { ", ..." } else { "" };
+            eprintln!(
+                "{} of {} queries have no expected count in {}: {}{more}",
+                unnamed.len(),
+                files.len(),
+                path.display(),
+                shown.join(", ")
+            );
+        }
+        if checked == 0 {
+            bail!(
+                "no count was checked: {} names none of the {} queries (its lines are `name count` \
+                 or `name:count`, the name being the query file's name without `.graph`)",
+                path.display(),
+                files.len()
+            );
+        }
         eprintln!(
             "{checked} counts checked against the expected answers, {mismatches} mismatches, \
              {exact} counted exactly (the others stopped at a limit or the time limit)"

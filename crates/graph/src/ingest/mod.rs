@@ -169,7 +169,8 @@ pub enum IngestError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("{path}:{line}: {reason} (use --on-error skip to skip such lines)")]
+    /// (No hint at a remedy here: what the caller can do depends on the caller.)
+    #[error("{path}:{line}: {reason}")]
     Malformed {
         path: PathBuf,
         line: u64,
