@@ -151,8 +151,8 @@ struct MatchArgs {
     /// Refinement rounds after filtering (the paper's best: 1).
     #[arg(long, default_value_t = 1)]
     refine_rounds: u32,
-    /// Worker threads (default: all cores).
-    #[arg(long)]
+    /// Worker threads (default: all cores; at most 4 per core).
+    #[arg(long, value_parser = parse_threads)]
     threads: Option<usize>,
     /// Stop each query after this many milliseconds, reporting what was found by then as timed out.
     #[arg(long)]
@@ -200,6 +200,20 @@ fn render(e: &anyhow::Error) -> String {
 
 fn parse<T: std::str::FromStr<Err = String>>(s: &str) -> Result<T, String> {
     s.parse()
+}
+
+/// `--threads`: 1 to 4 per core. Beyond that threads only wait on each other (5,000 made a
+/// millisecond query take a minute).
+pub fn parse_threads(s: &str) -> Result<usize, String> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let max = 4 * cores;
+    match s.parse::<usize>() {
+        Ok(n) if (1..=max).contains(&n) => Ok(n),
+        Ok(n) => Err(format!(
+            "{n} threads: between 1 and {max} (4 per core, {cores} cores here)"
+        )),
+        Err(e) => Err(format!("{s:?}: {e}")),
+    }
 }
 
 fn main() -> ExitCode {

@@ -254,6 +254,28 @@ fn a_malformed_line_suggests_what_the_command_can_do() {
     assert!(!err.contains("--on-error"), "{err}");
 }
 
+/// `--threads` is bounded (4 per core): more only made a small query slow.
+#[test]
+fn too_many_threads_is_refused_with_the_bound() {
+    for command in [&["query", "--threads"][..], &["trust", "--threads"][..]] {
+        let args = [command, &["5000", "SELECT ?x WHERE { cat IsA ?x }"]].concat();
+        let out = common::gpsense(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}");
+        assert!(err.contains("5000 threads: between 1 and"), "{err}");
+    }
+    let out = common::gpsense(&["query", "--threads", "0", "SELECT ?x WHERE { cat IsA ?x }"]);
+    assert!(!out.status.success());
+    let (out, _) = ok(&[
+        "query",
+        "--count",
+        "--threads",
+        "2",
+        "SELECT ?x WHERE { cat IsA ?x }",
+    ]);
+    assert!(!out.trim().is_empty());
+}
+
 #[test]
 fn match_answers_the_hprd_suite() {
     let (out, err) = match_two_hprd_queries(&[]);

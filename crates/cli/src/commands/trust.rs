@@ -63,8 +63,8 @@ pub struct TrustArgs {
     /// per phase.
     #[arg(long)]
     explain: bool,
-    /// Worker threads (default: all cores).
-    #[arg(long)]
+    /// Worker threads (default: all cores; at most 4 per core).
+    #[arg(long, value_parser = crate::parse_threads)]
     threads: Option<usize>,
 }
 
