@@ -88,22 +88,12 @@ pub fn write_space_edges(
     g: &GraphView,
     out: &mut [u32],
 ) -> usize {
-    let mut n = 0;
-    let mut runs = 0;
-    for_each_run(g, dir, from[i], label, |run| {
-        n += intersect_indices(run, to, &mut out[n..]);
-        runs += 1;
-    });
-    if runs > 1 {
-        out[..n].sort_unstable();
-        n = dedup_sorted(&mut out[..n]);
-    }
-    n
+    write_space_edges_indexed(i, from, dir, label, to, &[], g, out)
 }
 
 /// [`write_space_edges`] with `index_of`, per data node its index in `to` (`NONE` when it is not
 /// there): each neighbour is one lookup instead of a step of an intersection. A run much longer
-/// than `to` is still galloped through. Same output.
+/// than `to` is still galloped through; an empty `index_of` intersects every run. Same output.
 #[allow(clippy::too_many_arguments)]
 pub fn write_space_edges_indexed(
     i: usize,
@@ -118,7 +108,7 @@ pub fn write_space_edges_indexed(
     let mut n = 0;
     let mut runs = 0;
     for_each_run(g, dir, from[i], label, |run| {
-        if run.len() > to.len() * GALLOP_RATIO {
+        if index_of.is_empty() || run.len() > to.len() * GALLOP_RATIO {
             n += intersect_indices(run, to, &mut out[n..]);
         } else {
             for &x in run {

@@ -119,6 +119,12 @@ impl CandidateSpace {
         self.cand_at[u].0
     }
 
+    /// Candidate slots of all nodes (`cand_start(u) + i` is below this).
+    #[inline]
+    pub fn slot_count(&self) -> usize {
+        self.cand.len()
+    }
+
     /// How many candidates `u` has.
     #[inline]
     pub fn cand_count(&self, u: usize) -> usize {

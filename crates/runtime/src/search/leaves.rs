@@ -9,6 +9,8 @@
 //! vector of `s` per group, sums the products. With no shared node that is a product of falling
 //! factorials.
 
+use gpsense_kernels::space::intersect_count;
+
 /// Leaves with the very same free candidates.
 #[derive(Clone, Debug, Default)]
 pub struct Group {
@@ -117,7 +119,7 @@ pub fn count_injective(groups: &[Group], c: &mut Counter) -> Option<u64> {
 /// Two groups, by one merge: with `s` shared nodes, group `a` takes `j` of them and the rest from
 /// its own; group `b` then chooses among what is left of its list.
 pub fn count_pair(a: &Group, b: &Group) -> u64 {
-    let s = intersection_size(&a.list, &b.list) as u64;
+    let s = intersect_count(&a.list, &b.list) as u64;
     let (pa, pb) = (a.list.len() as u64 - s, b.list.len() as u64 - s);
     let (ka, kb) = (a.leaves as u64, b.leaves as u64);
     let mut total = 0u128;
@@ -141,23 +143,6 @@ fn binomial(n: u64, k: u64) -> u128 {
     (0..k).fold(1u128, |acc, i| {
         acc.saturating_mul((n - i) as u128) / (i + 1) as u128
     })
-}
-
-/// How many values two ascending lists share.
-fn intersection_size(a: &[u32], b: &[u32]) -> usize {
-    let (mut i, mut j, mut n) = (0, 0, 0);
-    while i < a.len() && j < b.len() {
-        match a[i].cmp(&b[j]) {
-            std::cmp::Ordering::Less => i += 1,
-            std::cmp::Ordering::Greater => j += 1,
-            std::cmp::Ordering::Equal => {
-                n += 1;
-                i += 1;
-                j += 1;
-            }
-        }
-    }
-    n
 }
 
 /// A lower bound on the injective assignments of `groups` (each list ascending), cheap next to

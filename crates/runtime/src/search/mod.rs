@@ -743,12 +743,8 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
     fn find_twins(&mut self, u: usize) {
         let space = self.cx.space;
         if self.twins.is_empty() {
-            let slots = (0..self.cx.dag.n)
-                .map(|w| space.cand_start(w) + space.cand_count(w))
-                .max()
-                .unwrap_or(0);
-            self.twins.resize(slots, NONE);
-            self.memo.resize(slots, (0, 0, 0));
+            self.twins.resize(space.slot_count(), NONE);
+            self.memo.resize(space.slot_count(), (0, 0, 0));
         }
         let (start, count) = (space.cand_start(u), space.cand_count(u));
         space.twins_of(
@@ -801,6 +797,7 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
         if remaining == 0 {
             return Next::Embedding;
         }
+        let mut inner = remaining & self.extendable & !dag.leaves;
         if self.cx.out.count_only() {
             if remaining.count_ones() == 1 {
                 let u = remaining.trailing_zeros() as usize;
@@ -808,23 +805,23 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
                     return self.count_last(u);
                 }
             }
-            if remaining & !dag.leaves == 0 || self.independent(remaining) {
+            // The unmatched nodes with an unmatched neighbour. With none (and no variable edge),
+            // each one's neighbours are all matched and its extendable candidates final: the rest
+            // is counted as leaves are.
+            let open = bits_of(remaining)
+                .filter(|&u| dag.adjacent[u] & remaining != 0)
+                .fold(0, |set, u| set | bit(u));
+            if remaining & !dag.leaves == 0 || (open == 0 && remaining & dag.with_vars == 0) {
                 self.stats.leaf_counts += 1;
                 return self.count_leaves(remaining);
             }
-        }
-        // Non-leaves first; a component's root once nothing of the current one is extendable.
-        let mut inner = remaining & self.extendable & !dag.leaves;
-        if self.cx.out.count_only() {
-            // Counting: a node whose neighbours are all matched waits like a leaf, so that what is
+            // Otherwise a node whose neighbours are all matched waits like a leaf, so that what is
             // left turns independent (and is counted) as early as possible.
-            let open = bits_of(inner)
-                .filter(|&u| dag.adjacent[u] & remaining != 0)
-                .fold(0, |set, u| set | bit(u));
-            if open != 0 {
-                inner = open;
+            if inner & open != 0 {
+                inner &= open;
             }
         }
+        // Non-leaves first; a component's root once nothing of the current one is extendable.
         if inner != 0 {
             return self.pick(inner);
         }
@@ -835,15 +832,6 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
         // node may still start from all its candidates: its edges are checked from its neighbours.)
         let leaves = remaining & self.extendable;
         self.pick(if leaves != 0 { leaves } else { remaining })
-    }
-
-    /// Whether no two of `set` are query neighbours and none has a variable edge: then each one's
-    /// neighbours are all matched, its extendable candidates are final, and the rest can be counted
-    /// as leaves are.
-    #[inline]
-    fn independent(&self, set: u64) -> bool {
-        let dag = self.cx.dag;
-        set & dag.with_vars == 0 && bits_of(set).all(|u| dag.adjacent[u] & set == 0)
     }
 
     /// The node of `pool` with the fewest extendable candidates (DAF's candidate-size order: on
