@@ -6,6 +6,7 @@ use core::arch::nvptx::{_block_dim_x, _block_idx_x, _thread_idx_x};
 
 use gpsense_kernels::abi::*;
 use gpsense_kernels::entry;
+use gpsense_kernels::warp::DeviceWarp;
 
 #[inline]
 unsafe fn gid() -> usize {
@@ -21,18 +22,36 @@ macro_rules! kernels {
     )*};
 }
 
+/// Warp kernels: the work-item is the global warp, and the body gets this thread's lane.
+macro_rules! warp_kernels {
+    ($($name:ident($args:ty);)*) => {$(
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $name(a: $args) {
+            let t = unsafe { gid() };
+            let warp = DeviceWarp { lane: (t % 32) as u32 };
+            unsafe { entry::$name(&a, t / 32, &warp) }
+        }
+    )*};
+}
+
 kernels! {
     identify_node_candidates(IdentifyArgs);
     count_words(CountWordsArgs);
     write_words(WriteWordsArgs);
+    node_totals(NodeTotalsArgs);
+    adjacency_bounds(AdjacencyBoundsArgs);
     scan_chunks(ScanArgs);
     add_chunk_offsets(ScanArgs);
-    filter_neighbour_candidates(FilterNeighboursArgs);
-    refine_candidates(RefineArgs);
+    refine_words(RefineWordsArgs);
     count_edge_candidates(EdgeCandidatesArgs);
     write_edge_candidates(EdgeCandidatesArgs);
     count_extensions(ExtendArgs);
     write_extensions(ExtendArgs);
     trust_similarity(TrustSimilarityArgs);
     trust_one_hop(TrustOneHopArgs);
+}
+
+warp_kernels! {
+    mark_neighbours(MarkArgs);
+    extend_warp(ExtendWarpArgs);
 }

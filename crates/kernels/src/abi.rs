@@ -43,6 +43,11 @@ impl DevSlice {
         if start == end {
             return &mut [];
         }
+        shadow::wrote(
+            self.ptr + (start * size_of::<T>()) as u64,
+            (end - start) as u64,
+            size_of::<T>() as u64,
+        );
         unsafe { core::slice::from_raw_parts_mut((self.ptr as *mut T).add(start), end - start) }
     }
 
@@ -52,7 +57,45 @@ impl DevSlice {
     /// As [`DevSlice::region_mut`] for `i..i + 1`.
     pub unsafe fn write<T>(self, i: usize, value: T) {
         assert!((i as u64) < self.len);
+        shadow::wrote(
+            self.ptr + (i * size_of::<T>()) as u64,
+            1,
+            size_of::<T>() as u64,
+        );
         unsafe { (self.ptr as *mut T).add(i).write(value) }
+    }
+}
+
+/// Plain (non-atomic) writes through a [`DevSlice`], reported to a hook the host emulator installs:
+/// it keeps a shadow map of which thread wrote each element during a launch and fails the launch
+/// when two threads write one element without an atomic. Nothing on the GPU.
+pub mod shadow {
+    #[cfg(not(target_arch = "nvptx64"))]
+    use core::sync::atomic::{AtomicUsize, Ordering};
+
+    /// `hook(address, elements, element bytes)`.
+    pub type Hook = fn(u64, u64, u64);
+
+    #[cfg(not(target_arch = "nvptx64"))]
+    static HOOK: AtomicUsize = AtomicUsize::new(0);
+
+    /// Installs the hook (once per process; later calls replace it).
+    #[cfg(not(target_arch = "nvptx64"))]
+    pub fn install(hook: Hook) {
+        HOOK.store(hook as usize, Ordering::Release);
+    }
+
+    #[inline]
+    pub fn wrote(_addr: u64, _elements: u64, _bytes: u64) {
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            let h = HOOK.load(Ordering::Acquire);
+            if h != 0 {
+                // Sound: only `install` stores here, and it stores a `Hook`.
+                let hook = unsafe { core::mem::transmute::<usize, Hook>(h) };
+                hook(_addr, _elements, _bytes);
+            }
+        }
     }
 }
 
@@ -113,7 +156,8 @@ pub struct IdentifyArgs {
     pub out: DevSlice,
 }
 
-/// `count_words`: one thread per word; `words` and `counts` are `u32`.
+/// `count_words`: one thread per word of `words` (`u32`, the bitsets of all query nodes, `stride`
+/// words each); `counts` are `u64`, one per word (the scan turns them into offsets).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct CountWordsArgs {
@@ -121,13 +165,48 @@ pub struct CountWordsArgs {
     pub counts: DevSlice,
 }
 
-/// `write_words`: one thread per word; `offsets` are `u32` (exclusive scan of the counts), `out` `u32`.
+/// `write_words`: one thread per word; `offsets` are `u64` (exclusive scan of the counts), `out`
+/// `u32`; word `w` holds data nodes `(w % stride) * 32 ..`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct WriteWordsArgs {
     pub words: DevSlice,
     pub offsets: DevSlice,
     pub out: DevSlice,
+    pub stride: u64,
+}
+
+/// `node_totals`: one thread per query node `u`: `out[u]` (`u64`) is its number of candidates, from
+/// the scanned word counts `offsets` (`u64`, `stride` per node, plus one).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NodeTotalsArgs {
+    pub offsets: DevSlice,
+    pub stride: u64,
+    pub out: DevSlice,
+}
+
+/// A query edge seen from one endpoint, for [`AdjacencyBoundsArgs`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DirectedEdge {
+    pub from: u32,
+    pub dir: u32,
+    pub label: u32,
+    pub _pad: u32,
+}
+
+/// `adjacency_bounds`: one thread per (directed edge `j`, word `w`), item `j * stride + w`: adds the
+/// adjacency lengths of `from`'s candidates in word `w` to `bounds[j]` (`u64`, atomically). `sets`
+/// are the `u32` bitsets of all query nodes; `edges` holds [`DirectedEdge`]s.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AdjacencyBoundsArgs {
+    pub graph: GraphArgs,
+    pub sets: DevSlice,
+    pub stride: u64,
+    pub edges: DevSlice,
+    pub bounds: DevSlice,
 }
 
 /// `scan_chunks` (one thread per chunk of `chunk` values: exclusive scan in place, chunk total into
@@ -141,33 +220,33 @@ pub struct ScanArgs {
     pub chunk: u64,
 }
 
-/// `filter_neighbour_candidates`: one warp per candidate. `candidates`, `allowed`, `mark` are `u32`;
-/// `dir` is 0 (out) or 1 (in); `label` a relation or `NONE`.
+/// `mark_neighbours`: one warp per word of `from` (`u32` bitset). `allowed` (`u32` bitset, empty:
+/// all) and `mark` (`u32` bitset, set atomically); `dir` is 0 (out) or 1 (in); `label` a relation
+/// or `NONE`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
-pub struct FilterNeighboursArgs {
+pub struct MarkArgs {
     pub graph: GraphArgs,
-    pub candidates: DevSlice,
+    pub from: DevSlice,
     pub dir: u32,
     pub label: u32,
     pub allowed: DevSlice,
     pub mark: DevSlice,
 }
 
-/// `refine_candidate`: one thread per candidate. `incident` holds [`Incident`]s, `sets` the `u32`
-/// bitsets of all query nodes (`stride` words each), `keep` one `u32` (0/1) per candidate.
+/// `refine_words`: one thread per word of query node `node`'s bitset, refined in place. `incident`
+/// holds [`Incident`]s, `sets` the `u32` bitsets of all query nodes (`stride` words each).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
-pub struct RefineArgs {
+pub struct RefineWordsArgs {
     pub graph: GraphArgs,
-    pub candidates: DevSlice,
     pub incident: DevSlice,
     pub sets: DevSlice,
     pub stride: u64,
-    pub keep: DevSlice,
+    pub node: u64,
 }
 
-/// `count_edge_candidates` (`counts`: `u32` per source candidate) and `write_edge_candidates`
+/// `count_edge_candidates` (`counts`: `u64` per source candidate) and `write_edge_candidates`
 /// (`offsets`: `u64`, scanned counts; `out_targets` `u32`, `out_labels` `u16`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
@@ -216,6 +295,39 @@ pub struct ExtendArgs {
     pub counts: DevSlice,
     pub offsets: DevSlice,
     pub out: DevSlice,
+}
+
+/// One query edge's candidate-edge lists from its earlier endpoint: `from` (`u32`, that endpoint's
+/// sorted candidates), `offsets` (`u64`, one more than `from`, positions in `targets`), `targets`
+/// (`u32`, each list sorted for a fixed relation), `labels` (`u16`, beside `targets`; empty for a
+/// fixed relation).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ListsArgs {
+    pub from: DevSlice,
+    pub offsets: DevSlice,
+    pub targets: DevSlice,
+    pub labels: DevSlice,
+}
+
+/// `extend_warp`: one warp per parent row (`rows`: `parents` rows of `width` `u32`s). `lists`: one
+/// [`ListsArgs`] per check of `step` (unused for self-loops); `all`: the new node's `u32`
+/// candidates; `claimed`: one `u64` counter of rows claimed; `out`: `capacity` rows; warps stop once
+/// `stop_at` rows are claimed.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ExtendWarpArgs {
+    pub graph: GraphArgs,
+    pub step: StepArgs,
+    pub rows: DevSlice,
+    pub parents: u64,
+    pub width: u64,
+    pub lists: DevSlice,
+    pub all: DevSlice,
+    pub claimed: DevSlice,
+    pub out: DevSlice,
+    pub capacity: u64,
+    pub stop_at: u64,
 }
 
 /// `trust_similarity`: one thread per data name, items `first..first + out.len`. `query` holds the
@@ -298,13 +410,23 @@ pub const KERNELS: &[KernelSig] = &[
         threads_per_item: 1,
     },
     KernelSig {
-        name: "filter_neighbour_candidates",
-        param_bytes: size_of::<FilterNeighboursArgs>(),
+        name: "node_totals",
+        param_bytes: size_of::<NodeTotalsArgs>(),
+        threads_per_item: 1,
+    },
+    KernelSig {
+        name: "adjacency_bounds",
+        param_bytes: size_of::<AdjacencyBoundsArgs>(),
+        threads_per_item: 1,
+    },
+    KernelSig {
+        name: "mark_neighbours",
+        param_bytes: size_of::<MarkArgs>(),
         threads_per_item: 32,
     },
     KernelSig {
-        name: "refine_candidates",
-        param_bytes: size_of::<RefineArgs>(),
+        name: "refine_words",
+        param_bytes: size_of::<RefineWordsArgs>(),
         threads_per_item: 1,
     },
     KernelSig {
@@ -326,6 +448,11 @@ pub const KERNELS: &[KernelSig] = &[
         name: "write_extensions",
         param_bytes: size_of::<ExtendArgs>(),
         threads_per_item: 1,
+    },
+    KernelSig {
+        name: "extend_warp",
+        param_bytes: size_of::<ExtendWarpArgs>(),
+        threads_per_item: 32,
     },
 ];
 

@@ -9,11 +9,12 @@
 // The contract is the same for every function here and stated once above.
 #![allow(clippy::missing_safety_doc)]
 
-use core::sync::atomic::AtomicU32;
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use crate::abi::*;
 use crate::filter::{self, Incident, Need, NodeFilter};
 use crate::join::{self, Check, Step};
+use crate::warp::Warp;
 use crate::{scan, Dir, NONE};
 
 fn dir(d: u32) -> Dir {
@@ -54,10 +55,12 @@ pub unsafe fn identify_node_candidates(a: &IdentifyArgs, w: usize) {
 }
 
 pub unsafe fn count_words(a: &CountWordsArgs, w: usize) {
-    if w as u64 >= a.counts.len {
-        return;
+    unsafe {
+        let words = a.words.get::<u32>();
+        if w < words.len() {
+            a.counts.write(w, scan::count_word(words[w]) as u64);
+        }
     }
-    unsafe { a.counts.write(w, scan::count_word(a.words.get::<u32>()[w])) }
 }
 
 pub unsafe fn write_words(a: &WriteWordsArgs, w: usize) {
@@ -66,9 +69,39 @@ pub unsafe fn write_words(a: &WriteWordsArgs, w: usize) {
         if w >= words.len() {
             return;
         }
-        let start = a.offsets.get::<u32>()[w] as usize;
+        let start = a.offsets.get::<u64>()[w] as usize;
         let n = words[w].count_ones() as usize;
-        scan::write_word(w, words[w], a.out.region_mut::<u32>(start, start + n));
+        let local = w % a.stride as usize;
+        scan::write_word(local, words[w], a.out.region_mut::<u32>(start, start + n));
+    }
+}
+
+pub unsafe fn node_totals(a: &NodeTotalsArgs, u: usize) {
+    unsafe {
+        if u as u64 >= a.out.len {
+            return;
+        }
+        let offsets = a.offsets.get::<u64>();
+        let s = a.stride as usize;
+        a.out.write(u, offsets[(u + 1) * s] - offsets[u * s]);
+    }
+}
+
+pub unsafe fn adjacency_bounds(a: &AdjacencyBoundsArgs, item: usize) {
+    unsafe {
+        let stride = a.stride as usize;
+        let edges = a.edges.get::<DirectedEdge>();
+        let (j, w) = (item / stride.max(1), item % stride.max(1));
+        if j >= edges.len() {
+            return;
+        }
+        let e = edges[j];
+        let word = a.sets.get::<u32>()[e.from as usize * stride + w];
+        if word == 0 {
+            return;
+        }
+        let total = crate::space::adjacency_total(w, word, dir(e.dir), e.label, &a.graph.view());
+        a.bounds.get::<AtomicU64>()[j].fetch_add(total, Ordering::Relaxed);
     }
 }
 
@@ -100,43 +133,43 @@ fn chunk_range(a: &ScanArgs, t: usize) -> (usize, usize) {
     (start as usize, end as usize)
 }
 
-pub unsafe fn filter_neighbour_candidates(a: &FilterNeighboursArgs, t: usize) {
+/// One warp per word of `from`.
+pub unsafe fn mark_neighbours(a: &MarkArgs, w: usize, warp: &impl Warp) {
     unsafe {
-        let candidates = a.candidates.get::<u32>();
-        let (i, lane) = (t / crate::WARP, t % crate::WARP);
-        if i >= candidates.len() {
+        let from = a.from.get::<u32>();
+        if w >= from.len() {
             return;
         }
-        let mark = a.mark.get::<AtomicU32>();
-        let g = a.graph.view();
-        filter::filter_neighbour_candidates(
-            i,
-            lane,
-            crate::WARP,
-            candidates,
+        filter::mark_neighbours(
+            warp,
+            w,
+            from,
             dir(a.dir),
             a.label,
             a.allowed.get::<u32>(),
-            mark,
-            &g,
+            a.mark.get::<AtomicU32>(),
+            &a.graph.view(),
         );
     }
 }
 
-pub unsafe fn refine_candidates(a: &RefineArgs, i: usize) {
+pub unsafe fn refine_words(a: &RefineWordsArgs, w: usize) {
     unsafe {
-        let candidates = a.candidates.get::<u32>();
-        if i >= candidates.len() {
+        let stride = a.stride as usize;
+        if w >= stride {
             return;
         }
-        let keep = filter::refine_candidate(
-            candidates[i],
+        let sets = a.sets.get::<AtomicU32>();
+        let u = a.node as usize;
+        let word = filter::refine_word(
+            u,
+            w,
             a.incident.get::<Incident>(),
-            a.sets.get::<u32>(),
-            a.stride as usize,
+            sets,
+            stride,
             &a.graph.view(),
         );
-        a.keep.write(i, keep as u32);
+        sets[u * stride + w].store(word, Ordering::Relaxed);
     }
 }
 
@@ -154,7 +187,7 @@ pub unsafe fn count_edge_candidates(a: &EdgeCandidatesArgs, i: usize) {
             a.to_set.get::<u32>(),
             &a.graph.view(),
         );
-        a.counts.write(i, n);
+        a.counts.write(i, n as u64);
     }
 }
 
@@ -267,10 +300,15 @@ pub unsafe fn write_extensions(a: &ExtendArgs, item: usize) {
         {
             let offsets = a.offsets.get::<u64>();
             let width = a.width as usize;
-            let out = a.out.region_mut::<u32>(
+            let (s, e) = (
                 offsets[item] as usize * width,
                 offsets[item + 1] as usize * width,
             );
+            // Past the output's room: the host sees the level's total and runs it in parts.
+            if e as u64 > a.out.len {
+                return;
+            }
+            let out = a.out.region_mut::<u32>(s, e);
             join::write_extensions(
                 row,
                 lane,
@@ -282,6 +320,37 @@ pub unsafe fn write_extensions(a: &ExtendArgs, item: usize) {
                 out,
             );
         }
+    }
+}
+
+/// One warp per parent row.
+pub unsafe fn extend_warp(a: &ExtendWarpArgs, p: usize, warp: &impl Warp) {
+    unsafe {
+        if p as u64 >= a.parents {
+            return;
+        }
+        let width = a.width as usize;
+        let row = &a.rows.get::<u32>()[p * width..(p + 1) * width];
+        let step = Step {
+            slot: a.step.slot,
+            nodes: a.step.nodes,
+            injective: a.step.injective != 0,
+            checks: a.step.checks.get::<Check>(),
+            pivot: a.step.pivot,
+            candidates: &[],
+        };
+        let lists = a.lists.get::<ListsArgs>();
+        let list = |k: usize, x: u32| {
+            let l = &lists[k];
+            join::list_of(x, l.from.get(), l.offsets.get(), l.targets.get())
+        };
+        let out = join::Claims {
+            claimed: &a.claimed.get::<AtomicU64>()[0],
+            capacity: a.capacity,
+            stop_at: a.stop_at,
+            write: (a.out.len > 0).then_some(|i: u64, v: u32| a.out.write(i as usize, v)),
+        };
+        join::extend_warp(warp, row, &step, &list, a.all.get(), &a.graph.view(), &out);
     }
 }
 

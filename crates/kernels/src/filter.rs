@@ -1,9 +1,10 @@
 //! Filtering phase kernels: identify node candidates, filter neighbour candidates, refine.
 
-use core::sync::atomic::AtomicU32;
+use core::sync::atomic::{AtomicU32, Ordering};
 
 use crate::bits;
 use crate::view::{Dir, GraphView};
+use crate::warp::{Warp, LANES};
 use crate::NONE;
 
 /// A lower bound a candidate's adjacency must meet: at least `count` entries in direction `dir`
@@ -193,4 +194,72 @@ pub fn refine_candidate(
             .iter()
             .any(|&w| bits::test(other, w))
     })
+}
+
+/// Kernel (one warp per bitset word of the candidates `from`): [`filter_neighbour_candidates`] for
+/// every candidate in word `w`, the warp's lanes striding each adjacency list. The paper's warp per
+/// candidate, over the bitset itself, so no compaction is needed between filtering steps.
+#[allow(clippy::too_many_arguments)]
+pub fn mark_neighbours(
+    warp: &impl Warp,
+    w: usize,
+    from: &[u32],
+    dir: Dir,
+    label: u32,
+    allowed: &[u32],
+    mark: &[AtomicU32],
+    g: &GraphView,
+) {
+    let mut word = from[w];
+    while word != 0 {
+        let v = (w as u32) << 5 | word.trailing_zeros();
+        word &= word - 1;
+        let one = [v];
+        warp.each(|lane| {
+            filter_neighbour_candidates(
+                0,
+                lane as usize,
+                LANES as usize,
+                &one,
+                dir,
+                label,
+                allowed,
+                mark,
+                g,
+            )
+        });
+    }
+}
+
+/// Kernel (one work-item per bitset word): word `w` of query node `u`'s candidates after one
+/// refinement: the candidates that keep, for every incident query edge, a neighbour among the other
+/// endpoint's candidates. `sets` holds every query node's bitset (`stride` words each), read
+/// atomically because other work-items refine their own words of the same node meanwhile.
+pub fn refine_word(
+    u: usize,
+    w: usize,
+    incident: &[Incident],
+    sets: &[AtomicU32],
+    stride: usize,
+    g: &GraphView,
+) -> u32 {
+    let mut word = sets[u * stride + w].load(Ordering::Relaxed);
+    let mut todo = word;
+    while todo != 0 {
+        let bit = todo.trailing_zeros();
+        todo &= todo - 1;
+        let v = (w as u32) << 5 | bit;
+        let supported = incident.iter().all(|e| {
+            let other = &sets[e.other as usize * stride..][..stride];
+            g.adj(e.dir)
+                .by_label(v, e.label)
+                .0
+                .iter()
+                .any(|&x| bits::test_atomic(other, x))
+        });
+        if !supported {
+            word &= !(1 << bit);
+        }
+    }
+    word
 }

@@ -4,8 +4,11 @@
 //! A partial match is a row of `width` `u32`s: one slot per query node (in plan order) holding its data
 //! node, then one slot per edge variable holding its relation; unbound slots hold `NONE`.
 
+use core::sync::atomic::{AtomicU64, Ordering};
+
 use crate::bits;
 use crate::view::{Dir, GraphView};
+use crate::warp::{rank_below, Warp, LANES};
 use crate::NONE;
 
 /// The most edge variables a query may have, and the most backward edges one query node may have:
@@ -321,4 +324,99 @@ pub fn write_extensions(
             true
         },
     );
+}
+
+/// Where [`extend_warp`] puts what it finds: a shared counter of rows claimed (every extension is
+/// claimed, written or not, so the host learns the level's size), and, when rows are wanted, a
+/// writer of slot values.
+pub struct Claims<'a, W: Fn(u64, u32)> {
+    pub claimed: &'a AtomicU64,
+    /// Rows the output holds; claims past it are counted, not written.
+    pub capacity: u64,
+    /// Stop once this many rows are claimed (LIMIT on the last level; `u64::MAX`: never).
+    pub stop_at: u64,
+    /// `write(element index, value)` into the output rows; `None` when only counting.
+    pub write: Option<W>,
+}
+
+/// Kernel body of the warp-centric combine (one warp per parent row, every check a fixed relation
+/// or a fixed self-loop): the candidates of `y` for `row` are the shortest of its backward edges'
+/// candidate-edge lists (`list(check, x)`, sorted), filtered by membership in every other one; with
+/// no backward edge, `all` (`y`'s candidates). The lanes take 32 entries at a time, a ballot says
+/// which pass, one atomic add per warp claims their rows, and each lane writes its row at its rank:
+/// one pass, no count-then-write.
+pub fn extend_warp<'l, W: Fn(u64, u32)>(
+    warp: &impl Warp,
+    row: &[u32],
+    step: &Step,
+    list: &impl Fn(usize, u32) -> &'l [u32],
+    all: &'l [u32],
+    g: &GraphView,
+    out: &Claims<W>,
+) {
+    let slot = step.slot as usize;
+    // The pivot: the shortest list among the backward edges.
+    let mut pivot = NONE as usize;
+    let mut scan = all;
+    for (k, c) in step.checks.iter().enumerate() {
+        if c.slot != NONE {
+            let l = list(k, row[c.slot as usize]);
+            if pivot == NONE as usize || l.len() < scan.len() {
+                pivot = k;
+                scan = l;
+            }
+        }
+    }
+    let accepts = |b: u32| {
+        if step.injective && row[..slot].contains(&b) {
+            return false;
+        }
+        step.checks.iter().enumerate().all(|(k, c)| {
+            k == pivot
+                || if c.slot == NONE {
+                    g.has_edge(b, c.label, b)
+                } else {
+                    list(k, row[c.slot as usize]).binary_search(&b).is_ok()
+                }
+        })
+    };
+    let width = row.len() as u64;
+    let mut base = 0;
+    while base < scan.len() {
+        let mask = warp.ballot(|l| {
+            let j = base + l as usize;
+            j < scan.len() && accepts(scan[j])
+        });
+        if mask != 0 {
+            let n = mask.count_ones() as u64;
+            let at = warp.leader(|| out.claimed.fetch_add(n, Ordering::Relaxed));
+            if let Some(write) = &out.write {
+                let chunk = &scan[base..];
+                warp.each(|l| {
+                    if mask >> l & 1 == 1 {
+                        let r = at + rank_below(mask, l) as u64;
+                        if r < out.capacity {
+                            for (i, &x) in row.iter().enumerate() {
+                                write(r * width + i as u64, x);
+                            }
+                            write(r * width + slot as u64, chunk[l as usize]);
+                        }
+                    }
+                });
+            }
+            if at + n >= out.stop_at {
+                return;
+            }
+        }
+        base += LANES as usize;
+    }
+}
+
+/// The candidate-edge list of `x` (a candidate of the earlier endpoint, in `from`), without labels.
+#[inline]
+pub fn list_of<'a>(x: u32, from: &[u32], offsets: &[u64], targets: &'a [u32]) -> &'a [u32] {
+    match from.binary_search(&x) {
+        Ok(i) => &targets[offsets[i] as usize..offsets[i + 1] as usize],
+        Err(_) => &[],
+    }
 }

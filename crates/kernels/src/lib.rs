@@ -11,6 +11,8 @@
 //! [`join::count_edge_candidates`] / [`join::write_edge_candidates`] collect edge candidates with the
 //! two-step output scheme; [`join::extend`] combines: it grows one partial match by one query node.
 #![no_std]
+// Warp primitives (`shfl.sync`, `vote.sync`) are inline PTX: `core::arch::nvptx` has none.
+#![cfg_attr(target_arch = "nvptx64", feature(asm_experimental_arch))]
 
 pub mod abi;
 pub mod bits;
@@ -22,6 +24,7 @@ pub mod space;
 pub mod trust;
 pub mod variants;
 pub mod view;
+pub mod warp;
 
 pub use view::{Adjacency, Dir, GraphView};
 

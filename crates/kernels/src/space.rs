@@ -128,6 +128,21 @@ pub fn write_space_edges_indexed(
     n
 }
 
+/// Kernel (one work-item per bitset word): the total length of the adjacency lists over
+/// `dir`/`label` of the candidates in word `w`. Summed over the words, it bounds the candidate-edge
+/// lists of a query edge from these candidates before they are counted, so their room can be
+/// reserved with the candidate counts, in one read.
+pub fn adjacency_total(w: usize, word: u32, dir: Dir, label: u32, g: &GraphView) -> u64 {
+    let mut todo = word;
+    let mut total = 0u64;
+    while todo != 0 {
+        let v = (w as u32) << 5 | todo.trailing_zeros();
+        todo &= todo - 1;
+        total += g.adj(dir).by_label(v, label).0.len() as u64;
+    }
+    total
+}
+
 /// Calls `f` with each sorted run of `v`'s list over `dir`: the one relation's neighbours for a fixed
 /// `label`, else one run per relation.
 fn for_each_run<'g>(g: &GraphView<'g>, dir: Dir, v: u32, label: u32, mut f: impl FnMut(&'g [u32])) {

@@ -342,6 +342,7 @@ impl<'g> CompressedEngine<'g> {
     fn base_report(&self, qc: &QueryGraph, opts: &MatchOptions) -> MatchReport {
         let plan = plan_with(qc, self.compressed.top(), &self.top_stats);
         MatchReport {
+            device_report: None,
             rows: 0,
             limit_reached: false,
             timed_out: false,

@@ -8,14 +8,14 @@ use gpsense_planner::{
     plan_brief, plan_with, EdgeLabel, Plan, PlannerStats, Projected, QueryEdge, QueryGraph,
 };
 
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use crate::device::cuda::CudaDevice;
 use crate::device::host::HostDevice;
 use crate::device::{Device, DeviceError};
 use crate::executor::Executor;
 use crate::filtering::{FilterReport, Filtering, LabelIndex, NeighbourLabels};
-use crate::gpu_pipeline::{DeviceGraph, Pipeline};
+use crate::gpu_pipeline::{Arena, DeviceGraph, DeviceReport, Pipeline};
 use crate::kernel_join::KernelJoin;
 use crate::layout::{DataShape, Layout};
 use crate::output::{OnRows, Output, RowBatch};
@@ -65,10 +65,11 @@ impl From<&SearchStats> for SearchSummary {
     }
 }
 
-/// A device with the data graph on it.
+/// A device with the data graph on it, and the buffers its queries reuse.
 pub struct DeviceState<D: Device> {
     dev: D,
     graph: DeviceGraph<D>,
+    arena: Mutex<Arena<D>>,
 }
 
 /// Time per phase of one match.
@@ -106,6 +107,8 @@ pub struct MatchReport {
     pub edge_candidates: Option<u64>,
     /// What the search did (dfs only).
     pub search: Option<SearchSummary>,
+    /// Launches, reads, allocations and bytes each way (the device pipeline only).
+    pub device_report: Option<DeviceReport>,
     pub times: Timings,
 }
 
@@ -141,18 +144,15 @@ impl<'g> Engine<'g> {
     pub fn gpu(&self) -> Result<&DeviceState<CudaDevice>, DeviceError> {
         let state = self.gpu.get_or_init(|| {
             let dev = CudaDevice::open()?;
-            let graph = DeviceGraph::new(&dev, self.graph)?;
-            Ok(DeviceState { dev, graph })
+            DeviceState::new(dev, self.graph)
         });
         state.as_ref().map_err(Clone::clone)
     }
 
     fn emulator(&self) -> Result<&DeviceState<HostDevice>, DeviceError> {
-        let state = self.emulator.get_or_init(|| {
-            let dev = HostDevice::default();
-            let graph = DeviceGraph::new(&dev, self.graph)?;
-            Ok(DeviceState { dev, graph })
-        });
+        let state = self
+            .emulator
+            .get_or_init(|| DeviceState::new(HostDevice::from_env(), self.graph));
         state.as_ref().map_err(Clone::clone)
     }
 
@@ -252,6 +252,7 @@ impl<'g> Engine<'g> {
             filter: FilterReport::default(),
             edge_candidates: None,
             search: None,
+            device_report: None,
             times: Timings::default(),
         };
         if report.plan.components.len() > 1 && limit.is_none() {
@@ -283,30 +284,46 @@ impl<'g> Engine<'g> {
             report.times = times;
             return Ok(report);
         }
+        if matches!(engine, EngineKind::Gpu | EngineKind::Emulated) {
+            let out = output(q, by_node(q), opts, limit, count_only, on_rows, start);
+            match engine {
+                EngineKind::Gpu => {
+                    self.gpu()?
+                        .run(q, &layout, self.shape, opts, limit, &out, &mut report)?
+                }
+                _ => {
+                    self.emulator()?
+                        .run(q, &layout, self.shape, opts, limit, &out, &mut report)?
+                }
+            }
+            times.filter = report.filter.filter_time;
+            times.join = report.times.join;
+            report.timed_out = out.timed_out();
+            let (rows, limit_reached, error) = out.finish();
+            if let Some(e) = error {
+                return Err(e);
+            }
+            report.rows = rows;
+            report.limit_reached = limit_reached;
+            times.total = start.elapsed();
+            report.times = times;
+            return Ok(report);
+        }
         let g = self.view();
         let injective = opts.semantics == Semantics::Iso;
-        let (cands, filter) = match engine {
-            EngineKind::Gpu => self
-                .gpu()?
-                .pipeline(injective, opts)
-                .filter(&layout, opts.refine_rounds)?,
-            EngineKind::Emulated => self
-                .emulator()?
-                .pipeline(injective, opts)
-                .filter(&layout, opts.refine_rounds)?,
-            _ => Filtering {
-                layout: &layout,
-                g,
-                labels: &self.labels,
-                ex,
-            }
-            .run(opts.refine_rounds),
-        };
+        let (cands, filter) = Filtering {
+            layout: &layout,
+            g,
+            labels: &self.labels,
+            ex,
+        }
+        .run(opts.refine_rounds);
         times.filter = filter.filter_time;
         times.refine = filter.refine_time;
         report.filter = filter;
         // The join runs in its own order, chosen from the real candidate counts.
-        let join_plan = crate::order::join_order(q, &report.plan, &cands);
+        let counts: Vec<usize> = cands.arrays.iter().map(Vec::len).collect();
+        let join_plan = crate::order::join_order(q, &report.plan, &counts);
         let layout = Layout::new(q, &join_plan, opts.semantics, self.shape)?;
         report.join_plan = join_plan;
         let columns = q
@@ -321,24 +338,6 @@ impl<'g> Engine<'g> {
         let join_start = Instant::now();
         if !cands.any_empty() {
             match engine {
-                EngineKind::Gpu => {
-                    let state = self.gpu()?;
-                    report.device = Some(state.dev.describe());
-                    report.edge_candidates = Some(
-                        state
-                            .pipeline(injective, opts)
-                            .join(&layout, &cands, &out)?,
-                    );
-                }
-                EngineKind::Emulated => {
-                    let state = self.emulator()?;
-                    report.device = Some(state.dev.describe());
-                    report.edge_candidates = Some(
-                        state
-                            .pipeline(injective, opts)
-                            .join(&layout, &cands, &out)?,
-                    );
-                }
                 EngineKind::Kernels => {
                     let kj = KernelJoin {
                         layout: &layout,
@@ -356,8 +355,8 @@ impl<'g> Engine<'g> {
                         Some(ecs.iter().flatten().map(|e| e.targets.len() as u64).sum());
                     kj.run(&ecs, &out)?;
                 }
-                // Answered by `search` above.
-                EngineKind::Dfs | EngineKind::Auto => {}
+                // Answered above.
+                _ => {}
             }
         }
         times.join = join_start.elapsed() - times.edge_candidates;
@@ -553,14 +552,48 @@ pub(crate) fn component_query(q: &QueryGraph, nodes: &[usize]) -> QueryGraph {
 }
 
 impl<D: Device> DeviceState<D> {
-    fn pipeline(&self, injective: bool, opts: &MatchOptions) -> Pipeline<'_, D> {
-        Pipeline {
+    fn new(dev: D, g: &KnowledgeGraph) -> Result<Self, DeviceError> {
+        let graph = DeviceGraph::new(&dev, g)?;
+        Ok(DeviceState {
+            dev,
+            graph,
+            arena: Mutex::new(Arena::default()),
+        })
+    }
+
+    /// The device pipeline for one query, into `out`; fills `report`'s filter, join plan, device
+    /// counters and join time.
+    #[allow(clippy::too_many_arguments)]
+    fn run(
+        &self,
+        q: &QueryGraph,
+        layout: &Layout,
+        shape: DataShape,
+        opts: &MatchOptions,
+        limit: Option<u64>,
+        out: &Output,
+        report: &mut MatchReport,
+    ) -> Result<(), MatchError> {
+        // One query at a time per device: they share the arena (and, on a GPU, the stream).
+        let mut arena = self.arena.lock().unwrap_or_else(|e| e.into_inner());
+        let start = Instant::now();
+        let (join_plan, filter, device) = Pipeline {
             dev: &self.dev,
             graph: &self.graph,
-            injective,
-            lanes: opts.lanes.max(1),
+            arena: &mut arena,
+            semantics: opts.semantics,
+            shape,
             memory_budget: opts.memory_budget,
+            refine_rounds: opts.refine_rounds,
+            limit,
         }
+        .run(q, &report.plan, layout, out)?;
+        report.times.join = start.elapsed().saturating_sub(filter.filter_time);
+        report.filter = filter;
+        report.join_plan = join_plan;
+        report.device = Some(self.dev.describe());
+        report.device_report = Some(device);
+        Ok(())
     }
 
     /// What the device is.

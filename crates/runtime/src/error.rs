@@ -24,6 +24,11 @@ pub enum MatchError {
          raise --memory-budget or use --engine dfs"
     )]
     MemoryBudget { rows: u64, budget_rows: u64 },
+    #[error(
+        "the query's candidate space on the device needs {bytes} bytes, more than the memory budget \
+         of {budget} bytes; raise --memory-budget or use --engine dfs"
+    )]
+    DeviceBudget { bytes: u64, budget: u64 },
     #[error("DISTINCT needs more than the memory budget ({bytes} bytes) to remember the rows seen; raise --memory-budget or drop DISTINCT")]
     DistinctTooLarge { bytes: u64 },
     #[error("invalid plan: {0}")]

@@ -1,25 +1,42 @@
-//! The GpSense pipeline on a [`Device`]: the filtering phase and the warp-centric join as sequences
-//! of kernel launches, orchestrated from the host. It runs on a CUDA device, and on the host emulator,
-//! which executes every launch's threads on the CPU through the same entry functions as the PTX: the
-//! tests run this exact launch sequence without a GPU.
+//! The GpSense pipeline on a [`Device`], device-resident: the graph, the query's candidate space and
+//! every intermediate array live on the device, in buffers kept from query to query ([`Arena`]);
+//! scans run on the device; the host queues launches and reads back only what it must decide on.
 //!
-//! Host-orchestrated, launch by launch: the host keeps the candidate arrays and scans the counts
-//! between a count launch and its write launch (the two-step output scheme). Fusing launches and
-//! scanning on the device are later optimisations; correctness comes first.
+//! Per query (n query nodes, a "level" per node in join order):
+//! 1. one upload of the query (filters, incident edges, the edges seen from each endpoint);
+//! 2. filtering on candidate bitsets in plan order (identify, mark neighbours: a warp per bitset
+//!    word), `refine_rounds` refinements in reverse order, per-word counts and their scan (the rank
+//!    of every candidate), and per query edge and endpoint the total adjacency of its candidates;
+//! 3. **read 1**: candidates per query node and those adjacency totals (O(query) words);
+//! 4. the join order from the counts; the candidate arrays (compaction) and the candidate-edge
+//!    lists of every query edge toward the later endpoint (count, device scan, write), their room
+//!    reserved from the totals of step 2;
+//! 5. per level one launch of the warp-centric join (`extend_warp`: one pass, rows claimed by one
+//!    atomic add per warp; or, for a level with an edge variable, count, device scan and write) and
+//!    **one read** of its total; the last level's rows are read once more.
+//!
+//! So a query whose levels fit their buffers makes at most n + 2 reads. A level that outgrows its
+//! buffer is run again into a larger one (within the memory budget) or in halves of its parents.
+
+use std::time::Instant;
 
 use gpsense_graph::KnowledgeGraph;
 use gpsense_kernels::abi::{
-    CountWordsArgs, DevSlice, EdgeCandidatesArgs, ExtendArgs, FilterArgs, FilterNeighboursArgs,
-    GraphArgs, IdentifyArgs, RefineArgs, StepArgs, WriteWordsArgs,
+    AdjacencyBoundsArgs, CountWordsArgs, DevSlice, DirectedEdge, EdgeCandidatesArgs, ExtendArgs,
+    ExtendWarpArgs, FilterArgs, GraphArgs, IdentifyArgs, ListsArgs, MarkArgs, NodeTotalsArgs,
+    RefineWordsArgs, ScanArgs, StepArgs, WriteWordsArgs,
 };
 use gpsense_kernels::{bits, Dir, NONE};
+use gpsense_planner::{Plan, QueryGraph};
 
-use crate::device::memory::{graph_bytes, place_graph, rows_per_level, Placement};
-use crate::device::{download, map_host, upload, zeros, Buf, Device, DeviceError, Launch, Pod};
-use crate::filtering::{Candidates, FilterReport};
-use crate::layout::{FilterSpec, Layout};
+use crate::device::memory::{graph_bytes, place_graph, Placement};
+use crate::device::{
+    as_bytes, map_host, read, upload, Buf, Device, DeviceCounters, DeviceError, Launch, Pod,
+};
+use crate::filtering::FilterReport;
+use crate::layout::{DataShape, Layout};
 use crate::output::Output;
-use crate::MatchError;
+use crate::{MatchError, Semantics};
 
 /// The data graph on a device, uploaded once and reused across queries.
 pub struct DeviceGraph<D: Device> {
@@ -39,22 +56,27 @@ impl<D: Device> DeviceGraph<D> {
             g.has_node_labels(),
         );
         let placement = place_graph(need, dev.free_memory()?);
-        let put32 = |data: &[u32]| match placement {
-            Placement::Device => upload(dev, data),
-            Placement::HostMapped => map_host(dev, data),
-        };
-        let put16 = |data: &[u16]| match placement {
-            Placement::Device => upload(dev, data),
-            Placement::HostMapped => map_host(dev, data),
-        };
+        fn put<D: Device, T: Pod>(
+            dev: &D,
+            placement: Placement,
+            data: &[T],
+        ) -> Result<Buf<D, T>, DeviceError> {
+            match placement {
+                Placement::Device => upload(dev, data),
+                Placement::HostMapped => map_host(dev, data),
+            }
+        }
         let parts = [
-            put32(g.out().offsets())?,
-            put32(g.out().targets())?,
-            put32(g.inc().offsets())?,
-            put32(g.inc().targets())?,
-            put32(g.node_labels())?,
+            put(dev, placement, g.out().offsets())?,
+            put(dev, placement, g.out().targets())?,
+            put(dev, placement, g.inc().offsets())?,
+            put(dev, placement, g.inc().targets())?,
+            put(dev, placement, g.node_labels())?,
         ];
-        let labels = [put16(g.out().labels())?, put16(g.inc().labels())?];
+        let labels = [
+            put(dev, placement, g.out().labels())?,
+            put(dev, placement, g.inc().labels())?,
+        ];
         Ok(DeviceGraph {
             parts,
             labels,
@@ -76,60 +98,172 @@ impl<D: Device> DeviceGraph<D> {
     }
 }
 
-/// A query node's filter on the device (its buffers must outlive the launches that use them).
-struct DeviceFilter<D: Device> {
-    degrees: Buf<D, gpsense_kernels::filter::Need>,
-    neighbour_labels: Buf<D, gpsense_kernels::filter::Need>,
-    self_loops: Buf<D, u32>,
-    fixed: u32,
-    label: u32,
+/// A device buffer that only grows.
+struct Slab<D: Device> {
+    buf: Option<D::Buffer>,
+    cap: usize,
 }
 
-impl<D: Device> DeviceFilter<D> {
-    fn new(dev: &D, f: &FilterSpec) -> Result<Self, DeviceError> {
-        Ok(DeviceFilter {
-            degrees: upload(dev, &f.degrees)?,
-            neighbour_labels: upload(dev, &f.neighbour_labels)?,
-            self_loops: upload(dev, &f.self_loops)?,
-            fixed: f.fixed,
-            label: f.label,
-        })
+impl<D: Device> Default for Slab<D> {
+    fn default() -> Self {
+        Slab { buf: None, cap: 0 }
+    }
+}
+
+impl<D: Device> Slab<D> {
+    /// The buffer, reallocated (contents lost) when smaller than `bytes`. It grows to what a query
+    /// needs (in 4 KiB steps), not more: the memory budget counts it.
+    fn ensure(&mut self, dev: &D, bytes: usize) -> Result<&D::Buffer, DeviceError> {
+        if self.buf.is_none() || self.cap < bytes {
+            self.buf = None;
+            let cap = bytes.max(1).next_multiple_of(4096);
+            self.buf = Some(dev.alloc_zeroed(cap)?);
+            self.cap = cap;
+        }
+        Ok(self.buf.as_ref().expect("allocated above"))
     }
 
-    fn args(&self, dev: &D) -> FilterArgs {
-        FilterArgs {
-            fixed: self.fixed,
-            label: self.label,
-            degrees: self.degrees.slice(dev),
-            neighbour_labels: self.neighbour_labels.slice(dev),
-            self_loops: self.self_loops.slice(dev),
+    fn get(&self) -> &D::Buffer {
+        self.buf.as_ref().expect("ensured before use")
+    }
+}
+
+/// Device memory kept between queries: after warm-up, a query allocates nothing.
+pub struct Arena<D: Device> {
+    filter: Slab<D>,
+    space: Slab<D>,
+    /// One per join level: a level's output stays while the levels below it run in parts.
+    levels: Vec<Slab<D>>,
+    /// Count and scan room of the count-then-write join.
+    scratch: Slab<D>,
+}
+
+impl<D: Device> Default for Arena<D> {
+    fn default() -> Self {
+        Arena {
+            filter: Slab::default(),
+            space: Slab::default(),
+            levels: Vec::new(),
+            scratch: Slab::default(),
         }
     }
 }
 
-/// Candidates during device filtering: a bitset and a sorted array per query node, on the host.
-struct HostCandidates {
-    stride: usize,
-    sets: Vec<Vec<u32>>,
-    arrays: Vec<Vec<u32>>,
+impl<D: Device> Arena<D> {
+    fn bytes(&self) -> u64 {
+        (self.filter.cap + self.space.cap + self.scratch.cap) as u64
+            + self.levels.iter().map(|s| s.cap as u64).sum::<u64>()
+    }
 }
 
-impl HostCandidates {
-    fn into_candidates(self) -> Candidates {
-        Candidates {
-            stride: self.stride,
-            sets: self.sets.concat(),
-            arrays: self.arrays,
+/// Carves typed regions out of one buffer, 16-byte aligned. Run once at address 0 to size a
+/// buffer, then at its address.
+struct Carver {
+    base: u64,
+    at: usize,
+}
+
+/// A carved region: its byte offset in the buffer and its kernel-side slice.
+#[derive(Clone, Copy, Debug, Default)]
+struct Region {
+    offset: usize,
+    slice: DevSlice,
+}
+
+impl Region {
+    fn bytes(&self, elem: usize) -> usize {
+        self.slice.len as usize * elem
+    }
+
+    /// Elements `start..end` (of `elem` bytes each).
+    fn part(&self, elem: usize, start: usize, end: usize) -> Region {
+        Region {
+            offset: self.offset + start * elem,
+            slice: DevSlice {
+                ptr: self.slice.ptr + (start * elem) as u64,
+                len: (end - start) as u64,
+            },
         }
     }
 }
 
-pub struct Pipeline<'a, D: Device> {
-    pub dev: &'a D,
-    pub graph: &'a DeviceGraph<D>,
-    pub injective: bool,
-    pub lanes: usize,
-    pub memory_budget: u64,
+impl Carver {
+    fn new(base: u64) -> Self {
+        Carver { base, at: 0 }
+    }
+
+    fn take<T>(&mut self, len: usize) -> Region {
+        let offset = self.at.next_multiple_of(16);
+        self.at = offset + len * size_of::<T>();
+        Region {
+            offset,
+            slice: DevSlice {
+                ptr: self.base + offset as u64,
+                len: len as u64,
+            },
+        }
+    }
+}
+
+/// Values per chunk of the device scan.
+const SCAN_CHUNK: usize = 256;
+
+fn scan_sums(len: usize) -> usize {
+    len.div_ceil(SCAN_CHUNK) + 1
+}
+
+/// A query's part of the filtering arena.
+struct FilterRegions {
+    sets: Region,
+    marks: Region,
+    offsets: Region,
+    sums: Region,
+    summary: Region,
+    params: Region,
+}
+
+/// The query as the device reads it: filters, incident edges, the directed edges, in one upload.
+struct Params {
+    bytes: Vec<u8>,
+    /// Per query node: degrees, neighbour labels, self-loops, incident edges (byte ranges).
+    nodes: Vec<[(usize, usize); 4]>,
+    edges: (usize, usize),
+}
+
+impl Params {
+    fn new(layout: &Layout, directed: &[DirectedEdge]) -> Self {
+        let mut bytes = Vec::new();
+        let mut put = |data: &[u8]| {
+            let at = bytes.len().next_multiple_of(16);
+            bytes.resize(at, 0);
+            bytes.extend_from_slice(data);
+            (at, data.len())
+        };
+        let nodes = (0..layout.nodes)
+            .map(|u| {
+                let f = &layout.filters[u];
+                [
+                    put(as_bytes(&f.degrees)),
+                    put(as_bytes(&f.neighbour_labels)),
+                    put(as_bytes(&f.self_loops)),
+                    put(as_bytes(&layout.incident[u])),
+                ]
+            })
+            .collect();
+        let edges = put(as_bytes(directed));
+        Params {
+            bytes,
+            nodes,
+            edges,
+        }
+    }
+}
+
+fn slice_at(region: &Region, (at, len): (usize, usize), elem: usize) -> DevSlice {
+    DevSlice {
+        ptr: region.slice.ptr + at as u64,
+        len: (len / elem) as u64,
+    }
 }
 
 fn dir_code(d: Dir) -> u32 {
@@ -139,453 +273,701 @@ fn dir_code(d: Dir) -> u32 {
     }
 }
 
+/// Each query edge seen from its source (`2e`) and from its target (`2e + 1`).
+fn directed_edges(layout: &Layout, q: &QueryGraph) -> Vec<DirectedEdge> {
+    let _ = layout;
+    q.edges
+        .iter()
+        .flat_map(|e| {
+            let label = match e.label {
+                gpsense_planner::EdgeLabel::Fixed(r) => r as u32,
+                gpsense_planner::EdgeLabel::Variable(_) => NONE,
+            };
+            [
+                DirectedEdge {
+                    from: e.source as u32,
+                    dir: 0,
+                    label,
+                    _pad: 0,
+                },
+                DirectedEdge {
+                    from: e.target as u32,
+                    dir: 1,
+                    label,
+                    _pad: 0,
+                },
+            ]
+        })
+        .collect()
+}
+
+/// What the pipeline did, for `--explain` and the tests.
+#[derive(Clone, Debug, Default)]
+pub struct DeviceReport {
+    pub counters: DeviceCounters,
+    /// Join levels run (a level run in parts counts once per part).
+    pub levels: u64,
+    /// Device memory the query's buffers hold (the arena after the query).
+    pub arena_bytes: u64,
+}
+
+pub struct Pipeline<'a, D: Device> {
+    pub dev: &'a D,
+    pub graph: &'a DeviceGraph<D>,
+    pub arena: &'a mut Arena<D>,
+    pub semantics: Semantics,
+    pub shape: DataShape,
+    pub memory_budget: u64,
+    pub refine_rounds: u32,
+    pub limit: Option<u64>,
+}
+
+/// The device-side candidate space of a query, after read 1.
+struct Space {
+    stride: usize,
+    /// Bytes the filtering regions take.
+    filter_bytes: u64,
+    counts: Vec<usize>,
+    bounds: Vec<u64>,
+    filter: FilterRegions,
+}
+
 impl<D: Device> Pipeline<'_, D> {
     fn g(&self) -> GraphArgs {
         self.graph.args(self.dev)
     }
 
-    /// The filtering phase in the filtering layout's order, then `rounds` refinement rounds.
-    pub fn filter(
-        &self,
+    /// Filters, joins, and hands rows or counts to `out`. Returns the join plan and the filter
+    /// report.
+    pub fn run(
+        &mut self,
+        q: &QueryGraph,
+        plan: &Plan,
         layout: &Layout,
-        rounds: u32,
-    ) -> Result<(Candidates, FilterReport), MatchError> {
-        let n = layout.nodes;
-        let stride = bits::words_for(self.graph.nodes);
-        let mut c = HostCandidates {
-            stride,
-            sets: vec![vec![0; stride]; n],
-            arrays: vec![Vec::new(); n],
-        };
-        let filters: Vec<DeviceFilter<D>> = layout
-            .filters
-            .iter()
-            .map(|f| DeviceFilter::new(self.dev, f))
-            .collect::<Result<_, _>>()?;
-        let mut has = vec![false; n];
-        let mut report = FilterReport::default();
-        let start = std::time::Instant::now();
-        'forward: for &u in &layout.order {
-            if !has[u] {
-                c.sets[u] = self.identify(&filters[u], None)?;
-                has[u] = true;
-            }
-            c.arrays[u] = self.compact(&c.sets[u])?;
-            if c.arrays[u].is_empty() {
-                break 'forward;
-            }
-            for step in layout.neighbour_steps.iter().filter(|s| s.from == u) {
-                let allowed = has[step.to].then(|| c.sets[step.to].clone());
-                let mark = self.mark_neighbours(
-                    &c.arrays[u],
-                    step.dir,
-                    step.label,
-                    allowed.as_deref(),
-                    stride,
-                )?;
-                c.sets[step.to] = if has[step.to] {
-                    mark
-                } else {
-                    self.identify(&filters[step.to], Some(&mark))?
-                };
-                has[step.to] = true;
-            }
-        }
-        report.filter_time = start.elapsed();
-        report.after_filter = c.arrays.iter().map(Vec::len).collect();
-        let start = std::time::Instant::now();
-        let complete = c.arrays.iter().all(|a| !a.is_empty());
-        if complete {
-            'rounds: for _ in 0..rounds {
-                for &u in layout.order.iter().rev() {
-                    if !layout.incident[u].is_empty() && !self.refine(layout, u, &mut c)? {
-                        break 'rounds;
-                    }
-                }
-            }
-        }
-        report.refine_time = start.elapsed();
-        report.after_refine = c.arrays.iter().map(Vec::len).collect();
-        Ok((c.into_candidates(), report))
-    }
-
-    fn identify(
-        &self,
-        f: &DeviceFilter<D>,
-        within: Option<&[u32]>,
-    ) -> Result<Vec<u32>, DeviceError> {
-        let stride = bits::words_for(self.graph.nodes);
-        let within_buf = upload(self.dev, within.unwrap_or(&[]))?;
-        let out: Buf<D, u32> = zeros(self.dev, stride)?;
-        let args = IdentifyArgs {
-            graph: self.g(),
-            filter: f.args(self.dev),
-            within: within_buf.slice(self.dev),
-            out: out.slice(self.dev),
-        };
-        self.dev.launch(&Launch::Identify(args), stride as u64)?;
-        download(self.dev, &out)
-    }
-
-    /// Compaction: count launch, host scan, write launch.
-    fn compact(&self, set: &[u32]) -> Result<Vec<u32>, DeviceError> {
-        let words = upload(self.dev, set)?;
-        let counts: Buf<D, u32> = zeros(self.dev, set.len())?;
-        self.dev.launch(
-            &Launch::CountWords(CountWordsArgs {
-                words: words.slice(self.dev),
-                counts: counts.slice(self.dev),
-            }),
-            set.len() as u64,
-        )?;
-        let mut offsets = download(self.dev, &counts)?;
-        let total = gpsense_kernels::scan::exclusive_scan(&mut offsets) as usize;
-        let offsets = upload(self.dev, &offsets)?;
-        let out: Buf<D, u32> = zeros(self.dev, total)?;
-        let args = WriteWordsArgs {
-            words: words.slice(self.dev),
-            offsets: offsets.slice(self.dev),
-            out: out.slice(self.dev),
-        };
-        self.dev
-            .launch(&Launch::WriteWords(args), set.len() as u64)?;
-        download(self.dev, &out)
-    }
-
-    fn mark_neighbours(
-        &self,
-        candidates: &[u32],
-        dir: Dir,
-        label: u32,
-        allowed: Option<&[u32]>,
-        stride: usize,
-    ) -> Result<Vec<u32>, DeviceError> {
-        let cands = upload(self.dev, candidates)?;
-        let allowed = upload(self.dev, allowed.unwrap_or(&[]))?;
-        let mark: Buf<D, u32> = zeros(self.dev, stride)?;
-        let args = FilterNeighboursArgs {
-            graph: self.g(),
-            candidates: cands.slice(self.dev),
-            dir: dir_code(dir),
-            label,
-            allowed: allowed.slice(self.dev),
-            mark: mark.slice(self.dev),
-        };
-        self.dev
-            .launch(&Launch::FilterNeighbours(args), candidates.len() as u64)?;
-        download(self.dev, &mark)
-    }
-
-    /// One refinement of `u`; false when its candidates ran out.
-    fn refine(
-        &self,
-        layout: &Layout,
-        u: usize,
-        c: &mut HostCandidates,
-    ) -> Result<bool, DeviceError> {
-        let all_sets: Vec<u32> = c.sets.concat();
-        let sets = upload(self.dev, &all_sets)?;
-        let cands = upload(self.dev, &c.arrays[u])?;
-        let incident = upload(self.dev, &layout.incident[u])?;
-        let keep: Buf<D, u32> = zeros(self.dev, c.arrays[u].len())?;
-        let args = RefineArgs {
-            graph: self.g(),
-            candidates: cands.slice(self.dev),
-            incident: incident.slice(self.dev),
-            sets: sets.slice(self.dev),
-            stride: c.stride as u64,
-            keep: keep.slice(self.dev),
-        };
-        self.dev
-            .launch(&Launch::Refine(args), c.arrays[u].len() as u64)?;
-        let keep = download(self.dev, &keep)?;
-        let mut kept = Vec::with_capacity(keep.len());
-        for (&v, k) in c.arrays[u].iter().zip(keep) {
-            if k != 0 {
-                kept.push(v);
-            } else {
-                c.sets[u][(v >> 5) as usize] &= !(1 << (v & 31));
-            }
-        }
-        c.arrays[u] = kept;
-        Ok(!c.arrays[u].is_empty())
-    }
-}
-
-/// Edge candidates of one query edge on the device.
-struct DeviceEdgeCandidates<D: Device> {
-    from: usize,
-    offsets_host: Vec<u64>,
-    offsets: Buf<D, u64>,
-    targets: Buf<D, u32>,
-    labels: Buf<D, u16>,
-}
-
-/// A join level on the device.
-struct DeviceLevel<'l, D: Device> {
-    step: StepArgs,
-    slot: u32,
-    checks: Buf<D, gpsense_kernels::join::Check>,
-    pivot: Option<&'l DeviceEdgeCandidates<D>>,
-    from: Option<&'l Buf<D, u32>>,
-}
-
-/// Device copies of the candidates, for the join.
-struct DeviceCandidates<D: Device> {
-    sets: Vec<Buf<D, u32>>,
-    arrays: Vec<Buf<D, u32>>,
-}
-
-impl<D: Device> Pipeline<'_, D> {
-    /// The join on the device in `layout`'s order; rows go to `out`.
-    pub fn join(&self, layout: &Layout, c: &Candidates, out: &Output) -> Result<u64, MatchError> {
-        let dc = DeviceCandidates {
-            sets: (0..layout.nodes)
-                .map(|u| upload(self.dev, c.set(u)))
-                .collect::<Result<_, _>>()?,
-            arrays: c
-                .arrays
-                .iter()
-                .map(|a| upload(self.dev, a))
-                .collect::<Result<_, _>>()?,
-        };
-        let ecs = self.edge_candidates(layout, c, &dc)?;
-        let edge_candidates = ecs.iter().flatten().map(|e| e.targets.len() as u64).sum();
-        let levels = self.levels(layout, &dc, &ecs)?;
-        let root: Buf<D, u32> = upload(self.dev, &vec![NONE; layout.width])?;
-        self.level(layout, &dc, &levels, 0, root.slice(self.dev), 1, out)?;
-        Ok(edge_candidates)
-    }
-
-    fn edge_candidates(
-        &self,
-        layout: &Layout,
-        c: &Candidates,
-        dc: &DeviceCandidates<D>,
-    ) -> Result<Vec<Option<DeviceEdgeCandidates<D>>>, DeviceError> {
-        let mut out: Vec<Option<DeviceEdgeCandidates<D>>> =
-            (0..layout.edge_count).map(|_| None).collect();
-        for ns in &layout.neighbour_steps {
-            let n = c.arrays[ns.from].len();
-            let counts: Buf<D, u32> = zeros(self.dev, n)?;
-            let mut args = EdgeCandidatesArgs {
-                graph: self.g(),
-                from: dc.arrays[ns.from].slice(self.dev),
-                dir: dir_code(ns.dir),
-                label: ns.label,
-                to_set: dc.sets[ns.to].slice(self.dev),
-                counts: counts.slice(self.dev),
-                ..Default::default()
-            };
-            self.dev
-                .launch(&Launch::CountEdgeCandidates(args), n as u64)?;
-            let offsets_host = crate::executor::offsets_of(&download(self.dev, &counts)?);
-            let total = *offsets_host.last().unwrap_or(&0) as usize;
-            let offsets = upload(self.dev, &offsets_host)?;
-            let targets: Buf<D, u32> = zeros(self.dev, total)?;
-            let labels: Buf<D, u16> = zeros(self.dev, total)?;
-            args.offsets = offsets.slice(self.dev);
-            args.out_targets = targets.slice(self.dev);
-            args.out_labels = labels.slice(self.dev);
-            self.dev
-                .launch(&Launch::WriteEdgeCandidates(args), n as u64)?;
-            out[ns.edge] = Some(DeviceEdgeCandidates {
-                from: ns.from,
-                offsets_host,
-                offsets,
-                targets,
-                labels,
-            });
-        }
-        Ok(out)
-    }
-
-    /// Static pivots, as the CPU kernels join chooses them: the fewest edge candidates per source.
-    fn levels<'l>(
-        &self,
-        layout: &Layout,
-        dc: &'l DeviceCandidates<D>,
-        ecs: &'l [Option<DeviceEdgeCandidates<D>>],
-    ) -> Result<Vec<DeviceLevel<'l, D>>, DeviceError> {
-        let mut levels = Vec::with_capacity(layout.steps.len());
-        for js in &layout.steps {
-            let avg = |p: &u32| {
-                ecs[js.edge_of_check[*p as usize]]
-                    .as_ref()
-                    .map_or(f64::MAX, |ec| {
-                        ec.offsets_host.last().copied().unwrap_or(0) as f64
-                            / (ec.offsets_host.len().max(2) - 1) as f64
-                    })
-            };
-            let pivot = js
-                .fixed_pivots
-                .iter()
-                .min_by(|a, b| avg(a).total_cmp(&avg(b)))
-                .copied()
-                .unwrap_or(js.variable_pivot);
-            let pivot_ec = (pivot != NONE)
-                .then(|| ecs[js.edge_of_check[pivot as usize]].as_ref())
-                .flatten();
-            let checks = upload(self.dev, &js.checks)?;
-            let step = StepArgs {
-                slot: js.slot,
-                nodes: layout.nodes as u32,
-                injective: self.injective as u32,
-                pivot,
-                checks: checks.slice(self.dev),
-                candidates: dc.sets[js.node].slice(self.dev),
-            };
-            let from = pivot_ec.map(|ec| &dc.arrays[ec.from]);
-            levels.push(DeviceLevel {
-                step,
-                slot: js.slot,
-                checks,
-                pivot: pivot_ec,
-                from,
-            });
-        }
-        Ok(levels)
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn level(
-        &self,
-        layout: &Layout,
-        dc: &DeviceCandidates<D>,
-        levels: &[DeviceLevel<D>],
-        depth: usize,
-        parents: DevSlice,
-        n_parents: u64,
         out: &Output,
-    ) -> Result<(), MatchError> {
-        let width = layout.width;
-        let lanes = self.lanes as u64;
-        let last = depth + 1 == levels.len();
-        let level = &levels[depth];
-        let items = n_parents * lanes;
-        let counts: Buf<D, u64> = zeros(self.dev, items as usize)?;
-        let node = layout.steps[depth].node;
-        let mut args = ExtendArgs {
-            graph: self.g(),
-            step: StepArgs {
-                checks: level.checks.slice(self.dev),
-                ..level.step
-            },
-            rows: parents,
-            width: width as u64,
-            lanes,
-            all: dc.arrays[node].slice(self.dev),
-            counts: counts.slice(self.dev),
+    ) -> Result<(Plan, FilterReport, DeviceReport), MatchError> {
+        let before = self.dev.counters();
+        let start = Instant::now();
+        let space = self.filter(q, layout)?;
+        // Filtering and refinement are one queue of launches: their time is known only together.
+        let report = FilterReport {
+            after_refine: space.counts.clone(),
+            filter_time: start.elapsed(),
             ..Default::default()
         };
-        if let (Some(ec), Some(from)) = (level.pivot, level.from) {
-            args.from = from.slice(self.dev);
-            args.ec_offsets = ec.offsets.slice(self.dev);
-            args.ec_targets = ec.targets.slice(self.dev);
-            args.ec_labels = ec.labels.slice(self.dev);
+        let join_plan = crate::order::join_order(q, plan, &space.counts);
+        let mut device = DeviceReport::default();
+        if space.counts.iter().all(|&c| c > 0) {
+            let join = Layout::new(q, &join_plan, self.semantics, self.shape)?;
+            device.levels = self.join(&join, &space, out)?;
         }
-        debug_assert_eq!(level.slot as usize, depth);
-        self.dev.launch(&Launch::CountExtensions(args), items)?;
-        let counts_host = download(self.dev, &counts)?;
-        let total: u64 = counts_host.iter().sum();
-        if last && out.count_only() {
-            out.add_count(total);
-            return Ok(());
-        }
-        let budget = rows_per_level(
-            self.memory_budget,
-            self.dev.free_memory()?,
-            width,
-            self.lanes,
-        );
-        if total > budget {
-            return self.split(
-                layout,
-                dc,
-                levels,
-                depth,
-                parents,
-                &counts_host,
-                budget,
-                out,
-            );
-        }
-        let offsets_host = offsets_u64(&counts_host);
-        let offsets = upload(self.dev, &offsets_host)?;
-        let children: Buf<D, u32> = zeros(self.dev, total as usize * width)?;
-        args.offsets = offsets.slice(self.dev);
-        args.out = children.slice(self.dev);
-        self.dev.launch(&Launch::WriteExtensions(args), items)?;
-        if last {
-            out.rows(&download(self.dev, &children)?, width);
-            return Ok(());
-        }
-        if total == 0 || out.stopped() {
-            return Ok(());
-        }
-        self.level(
-            layout,
-            dc,
-            levels,
-            depth + 1,
-            children.slice(self.dev),
-            total,
-            out,
-        )
+        device.counters = self.dev.counters() - before;
+        device.arena_bytes = self.arena.bytes();
+        Ok((join_plan, report, device))
     }
 
-    /// Runs `parents` in consecutive batches whose extensions fit `budget` rows.
-    #[allow(clippy::too_many_arguments)]
-    fn split(
-        &self,
-        layout: &Layout,
-        dc: &DeviceCandidates<D>,
-        levels: &[DeviceLevel<D>],
-        depth: usize,
-        parents: DevSlice,
-        counts: &[u64],
-        budget: u64,
-        out: &Output,
-    ) -> Result<(), MatchError> {
-        let width = layout.width as u64;
-        let per_row: Vec<u64> = counts.chunks(self.lanes).map(|c| c.iter().sum()).collect();
-        if let Some(&c) = per_row.iter().find(|&&c| c > budget) {
-            return Err(MatchError::MemoryBudget {
-                rows: c,
-                budget_rows: budget,
-            });
+    /// Steps 1-3: filtering and refinement on bitsets, counts, read 1.
+    fn filter(&mut self, q: &QueryGraph, layout: &Layout) -> Result<Space, MatchError> {
+        let n = layout.nodes;
+        let stride = bits::words_for(self.graph.nodes);
+        let directed = directed_edges(layout, q);
+        let params = Params::new(layout, &directed);
+        let words = n * stride;
+        let carve = |c: &mut Carver| FilterRegions {
+            sets: c.take::<u32>(words),
+            marks: c.take::<u32>(words),
+            offsets: c.take::<u64>(words + 1),
+            sums: c.take::<u64>(scan_sums(words + 1)),
+            summary: c.take::<u64>(n + directed.len()),
+            params: c.take::<u8>(params.bytes.len()),
+        };
+        let mut sizing = Carver::new(0);
+        carve(&mut sizing);
+        self.budget_check(sizing.at as u64)?;
+        let (dev, g, rounds) = (self.dev, self.g(), self.refine_rounds);
+        let buf = self.arena.filter.ensure(dev, sizing.at)?;
+        let r = carve(&mut Carver::new(dev.address(buf)));
+        dev.write_bytes(buf, r.params.offset, &params.bytes)?;
+        dev.zero_bytes(buf, r.marks.offset, r.marks.bytes(4))?;
+        let set = |u: usize| r.sets.part(4, u * stride, (u + 1) * stride);
+        let mark = |u: usize| r.marks.part(4, u * stride, (u + 1) * stride);
+        let filter_args = |u: usize| {
+            let f = &layout.filters[u];
+            let p = &params.nodes[u];
+            FilterArgs {
+                fixed: f.fixed,
+                label: f.label,
+                degrees: slice_at(&r.params, p[0], 12),
+                neighbour_labels: slice_at(&r.params, p[1], 12),
+                self_loops: slice_at(&r.params, p[2], 4),
+            }
+        };
+        let identify = |u: usize, within: DevSlice| {
+            dev.launch(
+                &Launch::Identify(IdentifyArgs {
+                    graph: g,
+                    filter: filter_args(u),
+                    within,
+                    out: set(u).slice,
+                }),
+                stride as u64,
+            )
+        };
+        let mut has = vec![false; n];
+        for &u in &layout.order {
+            if !has[u] {
+                identify(u, DevSlice::default())?;
+                has[u] = true;
+            }
+            for step in layout.neighbour_steps.iter().filter(|s| s.from == u) {
+                let t = step.to;
+                dev.zero_bytes(buf, mark(t).offset, stride * 4)?;
+                let allowed = if has[t] {
+                    set(t).slice
+                } else {
+                    DevSlice::default()
+                };
+                dev.launch(
+                    &Launch::MarkNeighbours(MarkArgs {
+                        graph: g,
+                        from: set(u).slice,
+                        dir: dir_code(step.dir),
+                        label: step.label,
+                        allowed,
+                        mark: mark(t).slice,
+                    }),
+                    stride as u64,
+                )?;
+                identify(t, mark(t).slice)?;
+                has[t] = true;
+            }
         }
-        let mut start = 0usize;
-        while start < per_row.len() {
-            let (mut end, mut sum) = (start + 1, per_row[start]);
-            while end < per_row.len() && sum + per_row[end] <= budget {
-                sum += per_row[end];
-                end += 1;
+        for _ in 0..rounds {
+            for &u in layout.order.iter().rev() {
+                if layout.incident[u].is_empty() {
+                    continue;
+                }
+                dev.launch(
+                    &Launch::RefineWords(RefineWordsArgs {
+                        graph: g,
+                        incident: slice_at(&r.params, params.nodes[u][3], 12),
+                        sets: r.sets.slice,
+                        stride: stride as u64,
+                        node: u as u64,
+                    }),
+                    stride as u64,
+                )?;
             }
-            let part = DevSlice {
-                ptr: parents.ptr + start as u64 * width * 4,
-                len: (end - start) as u64 * width,
-            };
-            self.level(layout, dc, levels, depth, part, (end - start) as u64, out)?;
-            if out.stopped() {
-                return Ok(());
-            }
-            start = end;
+        }
+        // Ranks: per-word counts, scanned; the node totals and the adjacency totals beside them.
+        dev.zero_bytes(buf, r.offsets.offset, r.offsets.bytes(8))?;
+        dev.launch(
+            &Launch::CountWords(CountWordsArgs {
+                words: r.sets.slice,
+                counts: r.offsets.slice,
+            }),
+            words as u64,
+        )?;
+        scan(dev, r.offsets, r.sums)?;
+        dev.zero_bytes(buf, r.summary.offset, r.summary.bytes(8))?;
+        dev.launch(
+            &Launch::NodeTotals(NodeTotalsArgs {
+                offsets: r.offsets.slice,
+                stride: stride as u64,
+                out: r.summary.part(8, 0, n).slice,
+            }),
+            n as u64,
+        )?;
+        dev.launch(
+            &Launch::AdjacencyBounds(AdjacencyBoundsArgs {
+                graph: g,
+                sets: r.sets.slice,
+                stride: stride as u64,
+                edges: slice_at(&r.params, params.edges, 16),
+                bounds: r.summary.part(8, n, n + directed.len()).slice,
+            }),
+            (directed.len() * stride) as u64,
+        )?;
+        let summary: Vec<u64> = read(dev, buf, r.summary.offset, n + directed.len())?;
+        Ok(Space {
+            stride,
+            filter_bytes: sizing.at as u64,
+            counts: summary[..n].iter().map(|&c| c as usize).collect(),
+            bounds: summary[n..].to_vec(),
+            filter: r,
+        })
+    }
+
+    fn budget_check(&self, bytes: u64) -> Result<(), MatchError> {
+        if bytes > self.memory_budget {
+            return Err(MatchError::DeviceBudget {
+                bytes,
+                budget: self.memory_budget,
+            });
         }
         Ok(())
     }
-}
 
-fn offsets_u64(counts: &[u64]) -> Vec<u64> {
-    let mut offsets = vec![0u64; counts.len() + 1];
-    for (i, &c) in counts.iter().enumerate() {
-        offsets[i + 1] = offsets[i] + c;
+    /// Steps 4-5: candidate arrays, candidate-edge lists, the levels. Returns the levels run.
+    fn join(&mut self, layout: &Layout, s: &Space, out: &Output) -> Result<u64, MatchError> {
+        let n = layout.nodes;
+        let stride = s.stride;
+        let mut cand_start = vec![0usize; n + 1];
+        for u in 0..n {
+            cand_start[u + 1] = cand_start[u] + s.counts[u];
+        }
+        // The lists of each query edge from its earlier endpoint in join order.
+        let lists = &layout.neighbour_steps;
+        let mut slot_base = vec![0usize; lists.len() + 1];
+        let mut room = 0u64;
+        for (j, ns) in lists.iter().enumerate() {
+            slot_base[j + 1] = slot_base[j] + s.counts[ns.from] + 1;
+            room += s.bounds[2 * ns.edge + (ns.dir == Dir::In) as usize];
+        }
+        let slots = slot_base[lists.len()];
+        let checks: Vec<gpsense_kernels::join::Check> = layout
+            .steps
+            .iter()
+            .flat_map(|js| js.checks.clone())
+            .collect();
+        let carve = |c: &mut Carver| SpaceRegions {
+            cand: c.take::<u32>(cand_start[n]),
+            ec_offsets: c.take::<u64>(slots),
+            ec_sums: c.take::<u64>(scan_sums(slots)),
+            targets: c.take::<u32>(room as usize),
+            labels: c.take::<u16>(room as usize),
+            checks: c.take::<gpsense_kernels::join::Check>(checks.len()),
+            lists: c.take::<ListsArgs>(checks.len()),
+            root: c.take::<u32>(layout.width),
+            claimed: c.take::<u64>(1),
+        };
+        let mut sizing = Carver::new(0);
+        carve(&mut sizing);
+        let filter_bytes = s.filter_bytes;
+        self.budget_check(filter_bytes + sizing.at as u64)?;
+        let (dev, g, injective) = (self.dev, self.g(), self.semantics == Semantics::Iso);
+        let buf = self.arena.space.ensure(dev, sizing.at)?;
+        let r = carve(&mut Carver::new(dev.address(buf)));
+        let f = &s.filter;
+        // Candidate arrays: every node's set bits at their scanned offsets.
+        dev.launch(
+            &Launch::WriteWords(WriteWordsArgs {
+                words: f.sets.slice,
+                offsets: f.offsets.slice,
+                out: r.cand.slice,
+                stride: stride as u64,
+            }),
+            (n * stride) as u64,
+        )?;
+        let cand = |u: usize| r.cand.part(4, cand_start[u], cand_start[u + 1]);
+        let set = |u: usize| f.sets.part(4, u * stride, (u + 1) * stride);
+        // Candidate-edge lists: count, scan (one for all edges), write.
+        dev.zero_bytes(buf, r.ec_offsets.offset, r.ec_offsets.bytes(8))?;
+        let edge_args = |j: usize| {
+            let ns = &lists[j];
+            EdgeCandidatesArgs {
+                graph: g,
+                from: cand(ns.from).slice,
+                dir: dir_code(ns.dir),
+                label: ns.label,
+                to_set: set(ns.to).slice,
+                counts: r
+                    .ec_offsets
+                    .part(8, slot_base[j], slot_base[j + 1] - 1)
+                    .slice,
+                offsets: r.ec_offsets.part(8, slot_base[j], slot_base[j + 1]).slice,
+                out_targets: r.targets.slice,
+                out_labels: r.labels.slice,
+            }
+        };
+        for (j, ns) in lists.iter().enumerate() {
+            dev.launch(
+                &Launch::CountEdgeCandidates(edge_args(j)),
+                s.counts[ns.from] as u64,
+            )?;
+        }
+        scan(dev, r.ec_offsets, r.ec_sums)?;
+        for (j, ns) in lists.iter().enumerate() {
+            dev.launch(
+                &Launch::WriteEdgeCandidates(edge_args(j)),
+                s.counts[ns.from] as u64,
+            )?;
+        }
+        // Per check, its edge's lists.
+        let list_of_edge = |edge: usize| {
+            lists
+                .iter()
+                .position(|ns| ns.edge == edge)
+                .map(|j| ListsArgs {
+                    from: cand(lists[j].from).slice,
+                    offsets: r.ec_offsets.part(8, slot_base[j], slot_base[j + 1]).slice,
+                    targets: r.targets.slice,
+                    labels: r.labels.slice,
+                })
+        };
+        let mut table = Vec::with_capacity(checks.len());
+        for js in &layout.steps {
+            for (k, c) in js.checks.iter().enumerate() {
+                let l = if c.slot == NONE {
+                    None
+                } else {
+                    list_of_edge(js.edge_of_check[k])
+                };
+                table.push(l.unwrap_or_default());
+            }
+        }
+        dev.write_bytes(buf, r.checks.offset, as_bytes(&checks))?;
+        dev.write_bytes(buf, r.lists.offset, as_bytes(&table))?;
+        dev.write_bytes(buf, r.root.offset, as_bytes(&vec![NONE; layout.width]))?;
+        let mut at = 0;
+        let levels: Vec<LevelPlan> = layout
+            .steps
+            .iter()
+            .map(|js| {
+                let k = js.checks.len();
+                let plan = LevelPlan {
+                    checks: r.checks.part(16, at, at + k).slice,
+                    lists: r.lists.part(64, at, at + k).slice,
+                    warp: js.checks.iter().all(|c| c.label != NONE),
+                    general: general_level(
+                        js,
+                        layout.nodes,
+                        injective,
+                        g,
+                        &list_of_edge,
+                        &cand,
+                        &set,
+                    ),
+                    all: cand(js.node).slice,
+                    slot: js.slot,
+                };
+                at += k;
+                plan
+            })
+            .collect();
+        let space_bytes = filter_bytes + sizing.at as u64;
+        let budget = self.memory_budget.saturating_sub(space_bytes);
+        let mut run = Levels {
+            p: self,
+            layout,
+            levels: &levels,
+            claimed: r.claimed,
+            out,
+            emitted: 0,
+            budget,
+            runs: 0,
+        };
+        run.level(0, r.root.slice, 1)?;
+        Ok(run.runs)
     }
-    offsets
 }
 
-// Buffers of these element types cross to the device.
-const _: fn() = || {
-    fn pod<T: Pod>() {}
-    pod::<u64>();
-};
+/// The count-then-write join's arguments for a level with an edge variable: its pivot list (a
+/// fixed relation if there is one, else the variable edge), the new node's candidates.
+fn general_level(
+    js: &crate::layout::JoinStep,
+    nodes: usize,
+    injective: bool,
+    graph: GraphArgs,
+    list_of_edge: &impl Fn(usize) -> Option<ListsArgs>,
+    cand: &impl Fn(usize) -> Region,
+    set: &impl Fn(usize) -> Region,
+) -> ExtendArgs {
+    let pivot = js
+        .fixed_pivots
+        .first()
+        .copied()
+        .unwrap_or(js.variable_pivot);
+    let mut args = ExtendArgs {
+        graph,
+        step: StepArgs {
+            slot: js.slot,
+            nodes: nodes as u32,
+            injective: injective as u32,
+            pivot,
+            checks: DevSlice::default(),
+            candidates: set(js.node).slice,
+        },
+        lanes: 1,
+        all: cand(js.node).slice,
+        ..Default::default()
+    };
+    if pivot != NONE {
+        if let Some(l) = list_of_edge(js.edge_of_check[pivot as usize]) {
+            args.from = l.from;
+            args.ec_offsets = l.offsets;
+            args.ec_targets = l.targets;
+            args.ec_labels = l.labels;
+        }
+    }
+    args
+}
+
+/// The space-phase regions.
+struct SpaceRegions {
+    cand: Region,
+    ec_offsets: Region,
+    ec_sums: Region,
+    targets: Region,
+    labels: Region,
+    checks: Region,
+    lists: Region,
+    root: Region,
+    claimed: Region,
+}
+
+/// What one level launches.
+struct LevelPlan {
+    slot: u32,
+    checks: DevSlice,
+    lists: DevSlice,
+    /// Every check a fixed relation: the one-pass warp join.
+    warp: bool,
+    general: ExtendArgs,
+    all: DevSlice,
+}
+
+/// The levels of one query, run depth first over parts of a level when it outgrows its buffer.
+struct Levels<'p, 'a, 'o, D: Device> {
+    p: &'p mut Pipeline<'a, D>,
+    layout: &'p Layout,
+    levels: &'p [LevelPlan],
+    claimed: Region,
+    out: &'p Output<'o>,
+    emitted: u64,
+    /// Bytes the level buffers may take together.
+    budget: u64,
+    runs: u64,
+}
+
+/// Parents one launch takes at most: between launches the time limit is checked.
+const MAX_PARENTS: u64 = 1 << 20;
+
+impl<D: Device> Levels<'_, '_, '_, D> {
+    fn level(&mut self, d: usize, parents: DevSlice, n: u64) -> Result<(), MatchError> {
+        if self.out.stopped() {
+            return Ok(());
+        }
+        let width = self.layout.width as u64;
+        if n > MAX_PARENTS {
+            let mut start = 0;
+            while start < n && !self.out.stopped() {
+                let end = (start + MAX_PARENTS).min(n);
+                self.level(d, rows_part(parents, width, start, end), end - start)?;
+                start = end;
+            }
+            return Ok(());
+        }
+        let last = d + 1 == self.levels.len();
+        let count_only = last && self.out.count_only();
+        let stop_at = if last { self.wanted() } else { u64::MAX };
+        let row_bytes = width as usize * 4;
+        while self.p.arena.levels.len() <= d {
+            self.p.arena.levels.push(Slab::default());
+        }
+        let mut capacity = if count_only {
+            0
+        } else {
+            (self.p.arena.levels[d].cap / row_bytes) as u64
+        };
+        loop {
+            let (total, written) = self.run(d, parents, n, capacity, count_only, stop_at)?;
+            self.runs += 1;
+            if count_only || total <= capacity || written >= stop_at {
+                return self.next(d, written, count_only, total);
+            }
+            let used: u64 = self.p.arena.levels[..d].iter().map(|s| s.cap as u64).sum();
+            let room = self.budget.saturating_sub(used) / 2 / row_bytes as u64;
+            if total <= room {
+                self.p.arena.levels[d].ensure(self.p.dev, (total as usize) * row_bytes)?;
+                capacity = (self.p.arena.levels[d].cap / row_bytes) as u64;
+                continue;
+            }
+            if n == 1 {
+                return Err(MatchError::MemoryBudget {
+                    rows: total,
+                    budget_rows: room,
+                });
+            }
+            let half = n / 2;
+            self.level(d, rows_part(parents, width, 0, half), half)?;
+            return self.level(d, rows_part(parents, width, half, n), n - half);
+        }
+    }
+
+    /// Rows (or matches) the last level still needs: LIMIT stops it early.
+    fn wanted(&self) -> u64 {
+        if self.out.count_only() {
+            return self.out.count_wanted().unwrap_or(u64::MAX);
+        }
+        self.p
+            .limit
+            .map_or(u64::MAX, |l| l.saturating_sub(self.emitted).max(1))
+    }
+
+    /// After level `d` wrote `rows` rows (of `total` found): the next level, or the answer.
+    fn next(
+        &mut self,
+        d: usize,
+        rows: u64,
+        count_only: bool,
+        total: u64,
+    ) -> Result<(), MatchError> {
+        let width = self.layout.width;
+        if count_only {
+            self.out.add_count(total);
+            return Ok(());
+        }
+        if rows == 0 {
+            return Ok(());
+        }
+        let slab = self.p.arena.levels[d].get();
+        if d + 1 == self.levels.len() {
+            let data: Vec<u32> = read(self.p.dev, slab, 0, rows as usize * width)?;
+            self.emitted += rows;
+            self.out.rows(&by_node(&data, self.layout), width);
+            return Ok(());
+        }
+        let parents = DevSlice {
+            ptr: self.p.dev.address(slab),
+            len: rows * width as u64,
+        };
+        self.level(d + 1, parents, rows)
+    }
+
+    /// One launch of level `d` over `n` parents into room for `capacity` rows: the level's total,
+    /// and how many of its rows are in the buffer (all of them when they fit; some, in the order
+    /// they were claimed, when a warp-join level overflows).
+    fn run(
+        &mut self,
+        d: usize,
+        parents: DevSlice,
+        n: u64,
+        capacity: u64,
+        count_only: bool,
+        stop_at: u64,
+    ) -> Result<(u64, u64), MatchError> {
+        let width = self.layout.width;
+        let lp = &self.levels[d];
+        let dev = self.p.dev;
+        let out_slice = if count_only {
+            DevSlice::default()
+        } else {
+            let bytes = (capacity as usize).max(1) * width * 4;
+            let slab = self.p.arena.levels[d].ensure(dev, bytes)?;
+            DevSlice {
+                ptr: dev.address(slab),
+                len: capacity * width as u64,
+            }
+        };
+        let space = self.p.arena.space.get();
+        if lp.warp {
+            dev.zero_bytes(space, self.claimed.offset, 8)?;
+            dev.launch(
+                &Launch::ExtendWarp(ExtendWarpArgs {
+                    graph: self.p.g(),
+                    step: StepArgs {
+                        slot: lp.slot,
+                        nodes: self.layout.nodes as u32,
+                        injective: (self.p.semantics == Semantics::Iso) as u32,
+                        pivot: NONE,
+                        checks: lp.checks,
+                        candidates: DevSlice::default(),
+                    },
+                    rows: parents,
+                    parents: n,
+                    width: width as u64,
+                    lists: lp.lists,
+                    all: lp.all,
+                    claimed: self.claimed.slice,
+                    out: out_slice,
+                    capacity,
+                    stop_at,
+                }),
+                n,
+            )?;
+            let total: Vec<u64> = read(dev, space, self.claimed.offset, 1)?;
+            return Ok((total[0], total[0].min(capacity)));
+        }
+        // Count, scan on the device, read the total, write.
+        let items = n as usize;
+        let mut c = Carver::new(0);
+        let counts = c.take::<u64>(items + 1);
+        let sums = c.take::<u64>(scan_sums(items + 1));
+        let scratch = self.p.arena.scratch.ensure(dev, c.at)?;
+        let base = dev.address(scratch);
+        let at = |r: Region| Region {
+            offset: r.offset,
+            slice: DevSlice {
+                ptr: base + r.offset as u64,
+                len: r.slice.len,
+            },
+        };
+        let (counts, sums) = (at(counts), at(sums));
+        dev.zero_bytes(scratch, counts.offset, counts.bytes(8))?;
+        let mut args = ExtendArgs {
+            step: StepArgs {
+                checks: lp.checks,
+                nodes: self.layout.nodes as u32,
+                ..lp.general.step
+            },
+            rows: parents,
+            width: width as u64,
+            counts: counts.part(8, 0, items).slice,
+            ..lp.general
+        };
+        dev.launch(&Launch::CountExtensions(args), n)?;
+        scan(dev, counts, sums)?;
+        let total = read::<D, u64>(dev, scratch, counts.offset + items * 8, 1)?[0];
+        if count_only || total == 0 || total > capacity {
+            return Ok((total, 0));
+        }
+        args.offsets = counts.slice;
+        args.out = out_slice;
+        dev.launch(&Launch::WriteExtensions(args), n)?;
+        Ok((total, total))
+    }
+}
+
+/// Exclusive scan of `values` in place on the device (three launches, no read).
+fn scan<D: Device>(dev: &D, values: Region, sums: Region) -> Result<(), DeviceError> {
+    let chunks = values.slice.len.div_ceil(SCAN_CHUNK as u64);
+    let first = sums.part(8, 0, chunks as usize);
+    let total = sums.part(8, chunks as usize, chunks as usize + 1);
+    let args = ScanArgs {
+        values: values.slice,
+        sums: first.slice,
+        chunk: SCAN_CHUNK as u64,
+    };
+    dev.launch(&Launch::ScanChunks(args), chunks)?;
+    dev.launch(
+        &Launch::ScanChunks(ScanArgs {
+            values: first.slice,
+            sums: total.slice,
+            chunk: chunks.max(1),
+        }),
+        1,
+    )?;
+    dev.launch(&Launch::AddChunkOffsets(args), chunks)
+}
+
+/// Rows in the join's slot order rearranged by query node (slot `u` for query node `u`; edge
+/// variables keep their slots), as the output expects.
+fn by_node(rows: &[u32], layout: &Layout) -> Vec<u32> {
+    let width = layout.width;
+    let mut out = rows.to_vec();
+    for (row, dst) in rows.chunks_exact(width).zip(out.chunks_exact_mut(width)) {
+        for (u, &slot) in layout.slot_of.iter().enumerate() {
+            dst[u] = row[slot as usize];
+        }
+    }
+    out
+}
+
+/// Rows `start..end` of `rows` (rows of `width` `u32`s).
+fn rows_part(rows: DevSlice, width: u64, start: u64, end: u64) -> DevSlice {
+    DevSlice {
+        ptr: rows.ptr + start * width * 4,
+        len: (end - start) * width,
+    }
+}

@@ -5,17 +5,16 @@
 
 use gpsense_planner::{Plan, QueryGraph};
 
-use crate::filtering::Candidates;
-
-/// A plan with the same components as `plan`, reordered for the join. O(V_q^2 + V_q * E_q).
-pub fn join_order(q: &QueryGraph, plan: &Plan, cands: &Candidates) -> Plan {
+/// A plan with the same components as `plan`, reordered for the join, from the number of candidates
+/// of each query node. O(V_q^2 + V_q * E_q).
+pub fn join_order(q: &QueryGraph, plan: &Plan, counts: &[usize]) -> Plan {
     let n = q.nodes.len();
     let mut adjacent = vec![Vec::new(); n];
     for e in q.edges.iter().filter(|e| e.source != e.target) {
         adjacent[e.source].push(e.target);
         adjacent[e.target].push(e.source);
     }
-    let size = |u: usize| cands.arrays[u].len();
+    let size = |u: usize| counts[u];
     let mut order = Vec::with_capacity(n);
     let mut rationale = Vec::with_capacity(n);
     let mut visited = vec![false; n];

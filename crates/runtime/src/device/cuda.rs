@@ -31,11 +31,10 @@ mod imp {
         PinnedHostSlice, PushKernelArg,
     };
 
-    use super::super::{Device, DeviceError, Launch};
-    use super::{arch_for, ptx_file_name, PTX_DIR};
+    use cudarc::driver::result;
 
-    /// Threads per block for every kernel.
-    const BLOCK: u32 = 256;
+    use super::super::{Counting, Device, DeviceError, Launch, BLOCK};
+    use super::{arch_for, ptx_file_name, PTX_DIR};
 
     /// A kernel argument struct passed by value (they are `repr(C)` plain data, see `abi`).
     #[repr(transparent)]
@@ -53,6 +52,7 @@ mod imp {
         stream: Arc<CudaStream>,
         functions: HashMap<&'static str, CudaFunction>,
         name: String,
+        counting: Counting,
     }
 
     fn driver(during: &str) -> impl Fn(cudarc::driver::DriverError) -> DeviceError + '_ {
@@ -93,6 +93,7 @@ mod imp {
                 stream,
                 functions,
                 name: format!("{name} (sm_{major}{minor})"),
+                counting: Counting::default(),
             })
         }
     }
@@ -149,21 +150,11 @@ mod imp {
         }
 
         fn alloc_zeroed(&self, bytes: usize) -> Result<CudaBuffer, DeviceError> {
+            self.counting.alloc();
             let slice = self
                 .stream
-                .alloc_zeros::<u8>(bytes.max(1))
+                .alloc_zeros::<u8>(bytes.max(16).next_multiple_of(16))
                 .map_err(driver("allocating device memory"))?;
-            Ok(CudaBuffer::Device(slice))
-        }
-
-        fn upload_bytes(&self, bytes: &[u8]) -> Result<CudaBuffer, DeviceError> {
-            if bytes.is_empty() {
-                return self.alloc_zeroed(1);
-            }
-            let slice = self
-                .stream
-                .clone_htod(bytes)
-                .map_err(driver("copying to the device"))?;
             Ok(CudaBuffer::Device(slice))
         }
 
@@ -193,24 +184,66 @@ mod imp {
             Ok(CudaBuffer::Mapped(pinned, dptr))
         }
 
-        fn download_bytes(&self, buf: &CudaBuffer, bytes: usize) -> Result<Vec<u8>, DeviceError> {
+        fn write_bytes(
+            &self,
+            buf: &CudaBuffer,
+            offset: usize,
+            bytes: &[u8],
+        ) -> Result<(), DeviceError> {
+            self.counting.up(bytes.len());
             match buf {
-                CudaBuffer::Device(slice) => {
-                    let mut all = self
-                        .stream
-                        .clone_dtoh(slice)
-                        .map_err(driver("copying from the device"))?;
-                    all.truncate(bytes);
-                    Ok(all)
-                }
-                CudaBuffer::Mapped(pinned, _) => {
-                    self.stream.synchronize().map_err(driver("synchronising"))?;
-                    Ok(
-                        pinned.as_slice().map_err(driver("reading pinned memory"))?[..bytes]
-                            .to_vec(),
+                CudaBuffer::Device(_) => unsafe {
+                    // A pageable source is staged before the call returns.
+                    result::memcpy_htod_async(
+                        self.address(buf) + offset as u64,
+                        bytes,
+                        self.stream.cu_stream(),
                     )
                 }
+                .map_err(driver("copying to the device")),
+                CudaBuffer::Mapped(..) => Err(DeviceError::Memory(
+                    "host-mapped memory is written only when mapped".into(),
+                )),
             }
+        }
+
+        fn zero_bytes(
+            &self,
+            buf: &CudaBuffer,
+            offset: usize,
+            len: usize,
+        ) -> Result<(), DeviceError> {
+            unsafe {
+                result::memset_d8_async(
+                    self.address(buf) + offset as u64,
+                    0,
+                    len,
+                    self.stream.cu_stream(),
+                )
+            }
+            .map_err(driver("zeroing device memory"))
+        }
+
+        fn read_bytes(
+            &self,
+            buf: &CudaBuffer,
+            offset: usize,
+            out: &mut [u8],
+        ) -> Result<(), DeviceError> {
+            self.counting.down(out.len());
+            unsafe {
+                result::memcpy_dtoh_async(
+                    out,
+                    self.address(buf) + offset as u64,
+                    self.stream.cu_stream(),
+                )
+            }
+            .map_err(driver("copying from the device"))?;
+            self.stream.synchronize().map_err(driver("synchronising"))
+        }
+
+        fn counters(&self) -> crate::device::DeviceCounters {
+            self.counting.snapshot()
         }
 
         fn address(&self, buf: &CudaBuffer) -> u64 {
@@ -221,6 +254,7 @@ mod imp {
         }
 
         fn launch(&self, launch: &Launch, items: u64) -> Result<(), DeviceError> {
+            self.counting.launch();
             let threads = launch.threads(items);
             if threads == 0 {
                 return Ok(());
@@ -249,13 +283,16 @@ mod imp {
                 Launch::Identify(a) => go!(a),
                 Launch::CountWords(a) => go!(a),
                 Launch::WriteWords(a) => go!(a),
+                Launch::NodeTotals(a) => go!(a),
+                Launch::AdjacencyBounds(a) => go!(a),
                 Launch::ScanChunks(a) | Launch::AddChunkOffsets(a) => go!(a),
-                Launch::FilterNeighbours(a) => go!(a),
-                Launch::Refine(a) => go!(a),
+                Launch::MarkNeighbours(a) => go!(a),
+                Launch::RefineWords(a) => go!(a),
                 Launch::CountEdgeCandidates(a) | Launch::WriteEdgeCandidates(a) => go!(a),
                 Launch::CountExtensions(a) | Launch::WriteExtensions(a) => go!(a),
+                Launch::ExtendWarp(a) => go!(a),
             }
-            self.stream.synchronize().map_err(driver(sig.name))
+            Ok(())
         }
     }
 }
@@ -286,21 +323,32 @@ impl Device for CudaDevice {
         Ok(0)
     }
     fn alloc_zeroed(&self, _: usize) -> Result<(), DeviceError> {
-        Err(DeviceError::Unavailable("no CUDA support".into()))
-    }
-    fn upload_bytes(&self, _: &[u8]) -> Result<(), DeviceError> {
-        Err(DeviceError::Unavailable("no CUDA support".into()))
+        Err(none())
     }
     fn map_host_bytes(&self, _: &[u8]) -> Result<(), DeviceError> {
-        Err(DeviceError::Unavailable("no CUDA support".into()))
+        Err(none())
     }
-    fn download_bytes(&self, _: &(), _: usize) -> Result<Vec<u8>, DeviceError> {
-        Err(DeviceError::Unavailable("no CUDA support".into()))
+    fn write_bytes(&self, _: &(), _: usize, _: &[u8]) -> Result<(), DeviceError> {
+        Err(none())
+    }
+    fn zero_bytes(&self, _: &(), _: usize, _: usize) -> Result<(), DeviceError> {
+        Err(none())
+    }
+    fn read_bytes(&self, _: &(), _: usize, _: &mut [u8]) -> Result<(), DeviceError> {
+        Err(none())
     }
     fn address(&self, _: &()) -> u64 {
         0
     }
     fn launch(&self, _: &Launch, _: u64) -> Result<(), DeviceError> {
-        Err(DeviceError::Unavailable("no CUDA support".into()))
+        Err(none())
     }
+    fn counters(&self) -> super::DeviceCounters {
+        super::DeviceCounters::default()
+    }
+}
+
+#[cfg(not(feature = "cuda"))]
+fn none() -> DeviceError {
+    DeviceError::Unavailable("no CUDA support".into())
 }

@@ -1,24 +1,91 @@
 //! The host emulator: a [`Device`] whose memory is host memory and whose launches run every thread
-//! of the grid on the CPU (in parallel with rayon), calling `gpsense_kernels::entry`, the functions
-//! the PTX entry points call. It proves the GPU pipeline, the argument structs and the kernels'
-//! index math on machines without a GPU.
+//! of the grid on the CPU, calling `gpsense_kernels::entry`, the functions the PTX entry points
+//! call. It proves the GPU pipeline, the argument structs and the kernels' index math on machines
+//! without a GPU, and is built to catch what would break on one:
+//! - a launch is shaped as a GPU's, blocks of [`BLOCK`] threads, and the extra threads of the last
+//!   block run too (a kernel must ignore them);
+//! - blocks run in parallel and in a shuffled order that changes from launch to launch, so a kernel
+//!   that depends on an order of threads fails;
+//! - with `check_writes`, a shadow map records which thread wrote each element in a launch and the
+//!   launch fails when two threads write one element without an atomic;
+//! - with `force_mapped`, the graph takes the host-mapped placement;
+//! - allocation is fallible: running out of memory is an error, not an abort;
+//! - every call is counted ([`DeviceCounters`]), as on the GPU.
+
+use std::alloc::Layout;
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Once};
 
 use gpsense_kernels::entry;
+use gpsense_kernels::warp::HostWarp;
 use rayon::prelude::*;
 
-use super::{Device, DeviceError, Launch};
+use super::{Counting, Device, DeviceCounters, DeviceError, Launch, BLOCK};
 
-/// Threads below which a launch runs on the calling thread.
-const PARALLEL_FROM: u64 = 4096;
-
-#[derive(Clone, Debug, Default)]
+#[derive(Debug, Default)]
 pub struct HostDevice {
     /// Memory it pretends to have free (for tests of the memory planner); `None`: the budget rules.
     pub free_memory: Option<u64>,
+    /// Keep the shadow map of writes and fail a launch on two plain writes to one element.
+    pub check_writes: bool,
+    /// Place the graph in "host-mapped" memory whatever its size.
+    pub force_mapped: bool,
+    counting: Counting,
+    /// Seeds the block order of each launch.
+    launches: AtomicU64,
 }
 
-/// 8-byte aligned storage, so any `Pod` view of it is aligned.
-pub struct HostBuffer(Box<[u64]>);
+impl HostDevice {
+    /// The emulator as tests and the CLI use it: writes checked in debug builds or with
+    /// `GPSENSE_EMULATOR_CHECK=1`, the host-mapped placement with `GPSENSE_EMULATOR_MAPPED=1`.
+    pub fn from_env() -> Self {
+        let on = |k: &str| std::env::var(k).is_ok_and(|v| v == "1");
+        HostDevice {
+            check_writes: cfg!(debug_assertions) || on("GPSENSE_EMULATOR_CHECK"),
+            force_mapped: on("GPSENSE_EMULATOR_MAPPED"),
+            ..Default::default()
+        }
+    }
+}
+
+/// Host memory, 16-byte aligned, written through raw pointers (as a device's would be).
+pub struct HostBuffer {
+    ptr: *mut u8,
+    layout: Layout,
+}
+
+// The emulator hands the buffer's address to kernels that synchronise their own accesses.
+unsafe impl Send for HostBuffer {}
+unsafe impl Sync for HostBuffer {}
+
+impl Drop for HostBuffer {
+    fn drop(&mut self) {
+        // Sound: allocated with this layout by `alloc_zeroed`.
+        unsafe { std::alloc::dealloc(self.ptr, self.layout) }
+    }
+}
+
+impl HostBuffer {
+    fn check(&self, offset: usize, len: usize) -> Result<(), DeviceError> {
+        if offset
+            .checked_add(len)
+            .is_some_and(|e| e <= self.layout.size())
+        {
+            Ok(())
+        } else {
+            Err(DeviceError::Driver {
+                during: "a copy".into(),
+                message: format!(
+                    "bytes {offset}..{} outside a buffer of {}",
+                    offset.saturating_add(len),
+                    self.layout.size()
+                ),
+            })
+        }
+    }
+}
 
 impl Device for HostDevice {
     type Buffer = HostBuffer;
@@ -28,47 +95,193 @@ impl Device for HostDevice {
     }
 
     fn free_memory(&self) -> Result<u64, DeviceError> {
-        Ok(self.free_memory.unwrap_or(u64::MAX))
+        Ok(match (self.force_mapped, self.free_memory) {
+            (true, _) => 0,
+            (false, free) => free.unwrap_or(u64::MAX),
+        })
     }
 
     fn alloc_zeroed(&self, bytes: usize) -> Result<HostBuffer, DeviceError> {
-        Ok(HostBuffer(
-            vec![0u64; bytes.div_ceil(8).max(1)].into_boxed_slice(),
-        ))
-    }
-
-    fn upload_bytes(&self, bytes: &[u8]) -> Result<HostBuffer, DeviceError> {
-        let buf = self.alloc_zeroed(bytes.len())?;
-        // Sound: the buffer holds at least `bytes.len()` bytes.
-        unsafe {
-            std::ptr::copy_nonoverlapping(bytes.as_ptr(), buf.0.as_ptr() as *mut u8, bytes.len())
-        };
-        Ok(buf)
+        self.counting.alloc();
+        let layout = Layout::from_size_align(bytes.max(16).next_multiple_of(16), 16)
+            .map_err(|e| DeviceError::Memory(format!("{bytes} bytes: {e}")))?;
+        // Sound: the layout has a non-zero size.
+        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+        if ptr.is_null() {
+            return Err(DeviceError::Memory(format!(
+                "cannot allocate {bytes} bytes for the emulated device"
+            )));
+        }
+        Ok(HostBuffer { ptr, layout })
     }
 
     fn map_host_bytes(&self, bytes: &[u8]) -> Result<HostBuffer, DeviceError> {
-        self.upload_bytes(bytes)
+        let buf = self.alloc_zeroed(bytes.len())?;
+        // Sound: the buffer holds at least `bytes.len()` bytes.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), buf.ptr, bytes.len()) };
+        Ok(buf)
     }
 
-    fn download_bytes(&self, buf: &HostBuffer, bytes: usize) -> Result<Vec<u8>, DeviceError> {
-        let all =
-            unsafe { std::slice::from_raw_parts(buf.0.as_ptr() as *const u8, buf.0.len() * 8) };
-        Ok(all[..bytes].to_vec())
+    fn write_bytes(
+        &self,
+        buf: &HostBuffer,
+        offset: usize,
+        bytes: &[u8],
+    ) -> Result<(), DeviceError> {
+        buf.check(offset, bytes.len())?;
+        self.counting.up(bytes.len());
+        // Sound: checked to lie inside the buffer; launches run to completion before this.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), buf.ptr.add(offset), bytes.len()) };
+        Ok(())
+    }
+
+    fn zero_bytes(&self, buf: &HostBuffer, offset: usize, len: usize) -> Result<(), DeviceError> {
+        buf.check(offset, len)?;
+        // Sound: as in `write_bytes`.
+        unsafe { std::ptr::write_bytes(buf.ptr.add(offset), 0, len) };
+        Ok(())
+    }
+
+    fn read_bytes(
+        &self,
+        buf: &HostBuffer,
+        offset: usize,
+        out: &mut [u8],
+    ) -> Result<(), DeviceError> {
+        buf.check(offset, out.len())?;
+        self.counting.down(out.len());
+        // Sound: as in `write_bytes`.
+        unsafe { std::ptr::copy_nonoverlapping(buf.ptr.add(offset), out.as_mut_ptr(), out.len()) };
+        Ok(())
     }
 
     fn address(&self, buf: &HostBuffer) -> u64 {
-        buf.0.as_ptr() as u64
+        buf.ptr as u64
     }
 
     fn launch(&self, launch: &Launch, items: u64) -> Result<(), DeviceError> {
+        self.counting.launch();
         let threads = launch.threads(items);
-        let run = |gid: u64| unsafe { run_thread(launch, gid as usize) };
-        if threads >= PARALLEL_FROM {
-            (0..threads).into_par_iter().for_each(run);
-        } else {
-            (0..threads).for_each(run);
+        if threads == 0 {
+            return Ok(());
+        }
+        let blocks = threads.div_ceil(BLOCK as u64);
+        let seed = self.launches.fetch_add(1, Ordering::Relaxed);
+        let order = shuffled(blocks, seed);
+        let shadow = self.check_writes.then(|| Arc::new(Shadow::default()));
+        if shadow.is_some() {
+            HOOK.call_once(|| gpsense_kernels::abi::shadow::install(record_write));
+        }
+        let warp_kernel = launch.sig().threads_per_item == 32;
+        order.par_iter().for_each(|&b| {
+            let first = b * BLOCK as u64;
+            let _context = Context::enter(shadow.clone());
+            if warp_kernel {
+                for warp in (first / 32)..((first + BLOCK as u64) / 32) {
+                    let on_lane = |l: u32| Context::set_thread(warp * 32 + l as u64);
+                    let host_warp = HostWarp { on_lane: &on_lane };
+                    on_lane(0);
+                    // Sound: the pipeline builds launches over live buffers.
+                    unsafe { run_warp(launch, warp as usize, &host_warp) };
+                }
+            } else {
+                for t in first..first + BLOCK as u64 {
+                    Context::set_thread(t);
+                    // Sound: as above.
+                    unsafe { run_thread(launch, t as usize) };
+                }
+            }
+        });
+        if let Some(conflict) = shadow.and_then(|s| s.conflict.lock().ok()?.take()) {
+            return Err(DeviceError::Race(format!(
+                "{}: {conflict}",
+                launch.sig().name
+            )));
         }
         Ok(())
+    }
+
+    fn counters(&self) -> DeviceCounters {
+        self.counting.snapshot()
+    }
+}
+
+/// `0..blocks` in an order drawn from `seed` (a Fisher-Yates shuffle with a small LCG).
+fn shuffled(blocks: u64, seed: u64) -> Vec<u64> {
+    let mut order: Vec<u64> = (0..blocks).collect();
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    for i in (1..order.len()).rev() {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        order.swap(i, (state >> 33) as usize % (i + 1));
+    }
+    order
+}
+
+/// One launch's shadow map: element address to the thread that wrote it.
+#[derive(Default)]
+struct Shadow {
+    shards: [Mutex<HashMap<u64, u64>>; 16],
+    conflict: Mutex<Option<String>>,
+}
+
+static HOOK: Once = Once::new();
+
+thread_local! {
+    /// The shadow map of the launch this host thread is running, and the GPU thread it runs.
+    static CURRENT: Cell<Option<(*const Shadow, u64)>> = const { Cell::new(None) };
+}
+
+/// The launch context of a host thread, cleared when dropped.
+struct Context(Option<Arc<Shadow>>);
+
+impl Context {
+    fn enter(shadow: Option<Arc<Shadow>>) -> Self {
+        if let Some(s) = &shadow {
+            CURRENT.set(Some((Arc::as_ptr(s), 0)));
+        }
+        Context(shadow)
+    }
+
+    fn set_thread(t: u64) {
+        if let Some((s, _)) = CURRENT.get() {
+            CURRENT.set(Some((s, t)));
+        }
+    }
+}
+
+impl Drop for Context {
+    fn drop(&mut self) {
+        if self.0.is_some() {
+            CURRENT.set(None);
+        }
+    }
+}
+
+/// The write hook: records `elements` elements of `bytes` bytes at `addr` for the current thread.
+fn record_write(addr: u64, elements: u64, bytes: u64) {
+    let Some((shadow, thread)) = CURRENT.get() else {
+        return;
+    };
+    // Sound: the `Context` holding this shadow map outlives the thread's kernel calls.
+    let shadow = unsafe { &*shadow };
+    for i in 0..elements {
+        let a = addr + i * bytes;
+        let shard = &shadow.shards[(a as usize >> 2) % 16];
+        let Ok(mut map) = shard.lock() else {
+            return;
+        };
+        match map.insert(a, thread) {
+            Some(other) if other != thread => {
+                if let Ok(mut c) = shadow.conflict.lock() {
+                    c.get_or_insert_with(|| {
+                        format!("threads {other} and {thread} both wrote the element at {a:#x} without an atomic")
+                    });
+                }
+            }
+            _ => {}
+        }
     }
 }
 
@@ -82,14 +295,88 @@ unsafe fn run_thread(launch: &Launch, gid: usize) {
             Launch::Identify(a) => entry::identify_node_candidates(a, gid),
             Launch::CountWords(a) => entry::count_words(a, gid),
             Launch::WriteWords(a) => entry::write_words(a, gid),
+            Launch::NodeTotals(a) => entry::node_totals(a, gid),
+            Launch::AdjacencyBounds(a) => entry::adjacency_bounds(a, gid),
             Launch::ScanChunks(a) => entry::scan_chunks(a, gid),
             Launch::AddChunkOffsets(a) => entry::add_chunk_offsets(a, gid),
-            Launch::FilterNeighbours(a) => entry::filter_neighbour_candidates(a, gid),
-            Launch::Refine(a) => entry::refine_candidates(a, gid),
+            Launch::RefineWords(a) => entry::refine_words(a, gid),
             Launch::CountEdgeCandidates(a) => entry::count_edge_candidates(a, gid),
             Launch::WriteEdgeCandidates(a) => entry::write_edge_candidates(a, gid),
             Launch::CountExtensions(a) => entry::count_extensions(a, gid),
             Launch::WriteExtensions(a) => entry::write_extensions(a, gid),
+            Launch::MarkNeighbours(_) | Launch::ExtendWarp(_) => {
+                unreachable!("warp kernels run per warp")
+            }
         }
+    }
+}
+
+/// One GPU warp.
+///
+/// # Safety
+/// As [`run_thread`].
+unsafe fn run_warp(launch: &Launch, warp: usize, w: &HostWarp) {
+    unsafe {
+        match launch {
+            Launch::MarkNeighbours(a) => entry::mark_neighbours(a, warp, w),
+            Launch::ExtendWarp(a) => entry::extend_warp(a, warp, w),
+            _ => unreachable!("thread kernels run per thread"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gpsense_kernels::abi::{CountWordsArgs, DevSlice, WriteWordsArgs};
+
+    #[test]
+    fn a_shuffle_is_a_permutation_that_changes_with_the_seed() {
+        let a = shuffled(100, 1);
+        let b = shuffled(100, 2);
+        let mut sorted = a.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..100).collect::<Vec<_>>());
+        assert_ne!(a, b);
+    }
+
+    #[test]
+    fn two_threads_writing_one_element_fail_the_launch() {
+        let dev = HostDevice {
+            check_writes: true,
+            ..Default::default()
+        };
+        let words = super::super::upload(&dev, &[0b1011u32, 0b1]).unwrap();
+        let out = dev.alloc_zeroed(64).unwrap();
+        let offsets = super::super::upload(&dev, &[0u64, 3]).unwrap();
+        let good = WriteWordsArgs {
+            words: words.slice(&dev),
+            offsets: offsets.slice(&dev),
+            out: DevSlice {
+                ptr: dev.address(&out),
+                len: 4,
+            },
+            stride: 2,
+        };
+        dev.launch(&Launch::WriteWords(good), 2).unwrap();
+        // Both words written at offset 0: word 1's thread overwrites word 0's first element.
+        let zeros = super::super::upload(&dev, &[0u64, 0]).unwrap();
+        let bad = WriteWordsArgs {
+            offsets: zeros.slice(&dev),
+            ..good
+        };
+        let err = dev.launch(&Launch::WriteWords(bad), 2).unwrap_err();
+        assert!(err.to_string().contains("both wrote"), "{err}");
+        // Atomic counters are not plain writes.
+        let counts = dev.alloc_zeroed(24).unwrap();
+        let count = CountWordsArgs {
+            words: words.slice(&dev),
+            counts: DevSlice {
+                ptr: dev.address(&counts),
+                len: 3,
+            },
+        };
+        dev.launch(&Launch::CountWords(count), 2).unwrap();
+        assert_eq!(dev.counters().launches, 3);
     }
 }

@@ -10,6 +10,7 @@ pub mod host;
 pub mod memory;
 
 use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use gpsense_kernels::abi::{self, DevSlice, KernelSig};
 use thiserror::Error;
@@ -24,6 +25,8 @@ pub enum DeviceError {
     Ptx(String),
     #[error("device memory: {0}")]
     Memory(String),
+    #[error("emulator: {0}")]
+    Race(String),
 }
 
 /// Plain data that may be copied to and from a device byte for byte.
@@ -38,6 +41,8 @@ unsafe impl Pod for u64 {}
 unsafe impl Pod for gpsense_kernels::filter::Need {}
 unsafe impl Pod for gpsense_kernels::filter::Incident {}
 unsafe impl Pod for gpsense_kernels::join::Check {}
+unsafe impl Pod for abi::ListsArgs {}
+unsafe impl Pod for abi::DirectedEdge {}
 
 /// One kernel launch: the kernel and its argument struct.
 #[derive(Clone, Copy, Debug)]
@@ -45,14 +50,17 @@ pub enum Launch {
     Identify(abi::IdentifyArgs),
     CountWords(abi::CountWordsArgs),
     WriteWords(abi::WriteWordsArgs),
+    NodeTotals(abi::NodeTotalsArgs),
+    AdjacencyBounds(abi::AdjacencyBoundsArgs),
     ScanChunks(abi::ScanArgs),
     AddChunkOffsets(abi::ScanArgs),
-    FilterNeighbours(abi::FilterNeighboursArgs),
-    Refine(abi::RefineArgs),
+    MarkNeighbours(abi::MarkArgs),
+    RefineWords(abi::RefineWordsArgs),
     CountEdgeCandidates(abi::EdgeCandidatesArgs),
     WriteEdgeCandidates(abi::EdgeCandidatesArgs),
     CountExtensions(abi::ExtendArgs),
     WriteExtensions(abi::ExtendArgs),
+    ExtendWarp(abi::ExtendWarpArgs),
 }
 
 impl Launch {
@@ -62,14 +70,17 @@ impl Launch {
             Launch::Identify(_) => "identify_node_candidates",
             Launch::CountWords(_) => "count_words",
             Launch::WriteWords(_) => "write_words",
+            Launch::NodeTotals(_) => "node_totals",
+            Launch::AdjacencyBounds(_) => "adjacency_bounds",
             Launch::ScanChunks(_) => "scan_chunks",
             Launch::AddChunkOffsets(_) => "add_chunk_offsets",
-            Launch::FilterNeighbours(_) => "filter_neighbour_candidates",
-            Launch::Refine(_) => "refine_candidates",
+            Launch::MarkNeighbours(_) => "mark_neighbours",
+            Launch::RefineWords(_) => "refine_words",
             Launch::CountEdgeCandidates(_) => "count_edge_candidates",
             Launch::WriteEdgeCandidates(_) => "write_edge_candidates",
             Launch::CountExtensions(_) => "count_extensions",
             Launch::WriteExtensions(_) => "write_extensions",
+            Launch::ExtendWarp(_) => "extend_warp",
         };
         abi::KERNELS
             .iter()
@@ -83,7 +94,71 @@ impl Launch {
     }
 }
 
-/// A device: buffers of bytes, copies, launches.
+/// Threads per block for every kernel, on the GPU and in the emulator.
+pub const BLOCK: u32 = 256;
+
+/// What a device was asked to do, counted since it was opened: the measure of a GPU program's
+/// overheads that needs no GPU (the emulator counts the same calls).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DeviceCounters {
+    pub launches: u64,
+    /// Waits for the device (every read back is one).
+    pub syncs: u64,
+    pub allocations: u64,
+    pub bytes_up: u64,
+    pub bytes_down: u64,
+}
+
+impl std::ops::Sub for DeviceCounters {
+    type Output = DeviceCounters;
+    fn sub(self, o: DeviceCounters) -> DeviceCounters {
+        DeviceCounters {
+            launches: self.launches - o.launches,
+            syncs: self.syncs - o.syncs,
+            allocations: self.allocations - o.allocations,
+            bytes_up: self.bytes_up - o.bytes_up,
+            bytes_down: self.bytes_down - o.bytes_down,
+        }
+    }
+}
+
+/// The counters as atomics, kept by each device.
+#[derive(Debug, Default)]
+pub struct Counting {
+    launches: AtomicU64,
+    syncs: AtomicU64,
+    allocations: AtomicU64,
+    bytes_up: AtomicU64,
+    bytes_down: AtomicU64,
+}
+
+impl Counting {
+    pub fn launch(&self) {
+        self.launches.fetch_add(1, Relaxed);
+    }
+    pub fn alloc(&self) {
+        self.allocations.fetch_add(1, Relaxed);
+    }
+    pub fn up(&self, bytes: usize) {
+        self.bytes_up.fetch_add(bytes as u64, Relaxed);
+    }
+    pub fn down(&self, bytes: usize) {
+        self.syncs.fetch_add(1, Relaxed);
+        self.bytes_down.fetch_add(bytes as u64, Relaxed);
+    }
+    pub fn snapshot(&self) -> DeviceCounters {
+        DeviceCounters {
+            launches: self.launches.load(Relaxed),
+            syncs: self.syncs.load(Relaxed),
+            allocations: self.allocations.load(Relaxed),
+            bytes_up: self.bytes_up.load(Relaxed),
+            bytes_down: self.bytes_down.load(Relaxed),
+        }
+    }
+}
+
+/// A device: buffers of bytes, copies, launches, all queued in one stream in order. Only reads
+/// wait for the device.
 pub trait Device: Sync {
     type Buffer: Send + Sync;
 
@@ -91,16 +166,33 @@ pub trait Device: Sync {
     fn describe(&self) -> String;
     /// Free device memory in bytes.
     fn free_memory(&self) -> Result<u64, DeviceError>;
+    /// A zeroed buffer of at least `bytes` bytes, 16-byte aligned.
     fn alloc_zeroed(&self, bytes: usize) -> Result<Self::Buffer, DeviceError>;
-    fn upload_bytes(&self, bytes: &[u8]) -> Result<Self::Buffer, DeviceError>;
     /// Host memory the device reads directly (pinned and mapped): the paper's "CPU memory" mode for
     /// a graph larger than device memory.
     fn map_host_bytes(&self, bytes: &[u8]) -> Result<Self::Buffer, DeviceError>;
-    fn download_bytes(&self, buf: &Self::Buffer, bytes: usize) -> Result<Vec<u8>, DeviceError>;
+    /// Queues a copy of `bytes` into `buf` at byte `offset`.
+    fn write_bytes(
+        &self,
+        buf: &Self::Buffer,
+        offset: usize,
+        bytes: &[u8],
+    ) -> Result<(), DeviceError>;
+    /// Queues zeroing `len` bytes of `buf` at `offset`.
+    fn zero_bytes(&self, buf: &Self::Buffer, offset: usize, len: usize) -> Result<(), DeviceError>;
+    /// Waits for everything queued, then copies `out.len()` bytes of `buf` at `offset` into `out`.
+    fn read_bytes(
+        &self,
+        buf: &Self::Buffer,
+        offset: usize,
+        out: &mut [u8],
+    ) -> Result<(), DeviceError>;
     /// The buffer's device address.
     fn address(&self, buf: &Self::Buffer) -> u64;
-    /// Runs `launch` over `items` work-items and waits for it.
+    /// Queues `launch` over `items` work-items.
     fn launch(&self, launch: &Launch, items: u64) -> Result<(), DeviceError>;
+    /// Calls made so far.
+    fn counters(&self) -> DeviceCounters;
 }
 
 /// A typed device buffer of `len` elements.
@@ -133,14 +225,17 @@ impl<D: Device, T: Pod> Buf<D, T> {
     }
 }
 
-fn as_bytes<T: Pod>(data: &[T]) -> &[u8] {
+pub fn as_bytes<T: Pod>(data: &[T]) -> &[u8] {
     // Sound for Pod: no padding, no pointers.
     unsafe { std::slice::from_raw_parts(data.as_ptr() as *const u8, std::mem::size_of_val(data)) }
 }
 
 pub fn upload<D: Device, T: Pod>(dev: &D, data: &[T]) -> Result<Buf<D, T>, DeviceError> {
+    let bytes = as_bytes(data);
+    let raw = dev.alloc_zeroed(bytes.len())?;
+    dev.write_bytes(&raw, 0, bytes)?;
     Ok(Buf {
-        raw: dev.upload_bytes(as_bytes(data))?,
+        raw,
         len: data.len(),
         marker: PhantomData,
     })
@@ -154,21 +249,18 @@ pub fn map_host<D: Device, T: Pod>(dev: &D, data: &[T]) -> Result<Buf<D, T>, Dev
     })
 }
 
-pub fn zeros<D: Device, T: Pod>(dev: &D, len: usize) -> Result<Buf<D, T>, DeviceError> {
-    Ok(Buf {
-        raw: dev.alloc_zeroed(len * size_of::<T>())?,
-        len,
-        marker: PhantomData,
-    })
-}
-
-pub fn download<D: Device, T: Pod>(dev: &D, buf: &Buf<D, T>) -> Result<Vec<T>, DeviceError> {
-    let bytes = dev.download_bytes(&buf.raw, buf.len * size_of::<T>())?;
-    let mut out: Vec<T> = Vec::with_capacity(buf.len);
-    // Sound for Pod: every bit pattern is valid; the copy fills exactly `len` elements.
-    unsafe {
-        std::ptr::copy_nonoverlapping(bytes.as_ptr(), out.as_mut_ptr() as *mut u8, bytes.len());
-        out.set_len(buf.len);
-    }
+/// Reads `len` elements of type `T` at byte `offset` of `buf` (one synchronisation).
+pub fn read<D: Device, T: Pod + Default>(
+    dev: &D,
+    buf: &D::Buffer,
+    offset: usize,
+    len: usize,
+) -> Result<Vec<T>, DeviceError> {
+    let mut out = vec![T::default(); len];
+    // Sound for Pod: every bit pattern is valid.
+    let bytes = unsafe {
+        std::slice::from_raw_parts_mut(out.as_mut_ptr() as *mut u8, std::mem::size_of_val(&out[..]))
+    };
+    dev.read_bytes(buf, offset, bytes)?;
     Ok(out)
 }
