@@ -55,6 +55,20 @@ pub fn report(q: &QueryGraph, g: &KnowledgeGraph, r: &MatchReport) -> String {
     if let Some(n) = r.edge_candidates {
         let _ = writeln!(out, "edge candidates: {}", thousands(n));
     }
+    if let Some(d) = &r.device_report {
+        let c = &d.counters;
+        let _ = writeln!(
+            out,
+            "device: {} launches, {} reads (each waits for the device), {} allocations, {} bytes up, {} bytes down; {} join level runs; {} bytes of buffers kept for the next query",
+            thousands(c.launches),
+            thousands(c.syncs),
+            thousands(c.allocations),
+            thousands(c.bytes_up),
+            thousands(c.bytes_down),
+            thousands(d.levels),
+            thousands(d.arena_bytes)
+        );
+    }
     if let Some(s) = &r.search {
         let _ = writeln!(
             out,

@@ -740,6 +740,9 @@ struct Levels<'p, 'a, 'o, D: Device> {
     runs: u64,
 }
 
+/// Rows a cold level's buffer starts with.
+const FIRST_ROWS: u64 = 1 << 14;
+
 /// Parents one launch takes at most: between launches the time limit is checked.
 const MAX_PARENTS: u64 = 1 << 20;
 
@@ -768,6 +771,12 @@ impl<D: Device> Levels<'_, '_, '_, D> {
         let mut capacity = if count_only {
             0
         } else {
+            // A first guess, so that a cold level is not run twice: room for a few extensions
+            // per parent, within the budget.
+            let guess = (4 * n).max(FIRST_ROWS).min(self.room(d, row_bytes));
+            if (self.p.arena.levels[d].cap / row_bytes) < guess as usize {
+                self.p.arena.levels[d].ensure(self.p.dev, guess as usize * row_bytes)?;
+            }
             (self.p.arena.levels[d].cap / row_bytes) as u64
         };
         loop {
@@ -776,8 +785,7 @@ impl<D: Device> Levels<'_, '_, '_, D> {
             if count_only || total <= capacity || written >= stop_at {
                 return self.next(d, written, count_only, total);
             }
-            let used: u64 = self.p.arena.levels[..d].iter().map(|s| s.cap as u64).sum();
-            let room = self.budget.saturating_sub(used) / 2 / row_bytes as u64;
+            let room = self.room(d, row_bytes);
             if total <= room {
                 self.p.arena.levels[d].ensure(self.p.dev, (total as usize) * row_bytes)?;
                 capacity = (self.p.arena.levels[d].cap / row_bytes) as u64;
@@ -793,6 +801,12 @@ impl<D: Device> Levels<'_, '_, '_, D> {
             self.level(d, rows_part(parents, width, 0, half), half)?;
             return self.level(d, rows_part(parents, width, half, n), n - half);
         }
+    }
+
+    /// Rows level `d` may hold: half of what the levels above it leave of the budget.
+    fn room(&self, d: usize, row_bytes: usize) -> u64 {
+        let used: u64 = self.p.arena.levels[..d].iter().map(|s| s.cap as u64).sum();
+        self.budget.saturating_sub(used) / 2 / row_bytes as u64
     }
 
     /// Rows (or matches) the last level still needs: LIMIT stops it early.

@@ -25,9 +25,11 @@ mod search;
 mod space;
 
 pub use compressed::{CompressedEngine, CompressedReport, ExpansionStats};
+pub use device::DeviceCounters;
 pub use engine::{Engine, MatchReport, SearchSummary, Timings};
 pub use error::MatchError;
 pub use filtering::FilterReport;
+pub use gpu_pipeline::DeviceReport;
 pub use layout::MAX_QUERY_NODES;
 pub use options::{default_memory_budget, parse_bytes, EngineKind, MatchOptions, Semantics};
 pub use output::RowBatch;

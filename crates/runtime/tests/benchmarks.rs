@@ -140,6 +140,80 @@ fn hprd_all_queries_emulated_gpu_pipeline() {
         start.elapsed()
     );
     assert!(bad.is_empty(), "{}", bad.join("\n"));
+    // That budget made some level run in parts (more level runs than levels): the path above
+    // covered it.
+    let small = MatchOptions {
+        memory_budget: 256 << 10,
+        ..options(EngineKind::Emulated, 1)
+    };
+    let split = every_tenth
+        .iter()
+        .filter(|(_, q, _)| {
+            let r = engine.collect(q, &small).unwrap().1;
+            r.device_report.unwrap().levels > q.nodes.len() as u64
+        })
+        .count();
+    assert!(split > 0, "no level ran in parts under a 256 KiB budget");
+}
+
+/// The device pipeline's overheads, counted by the emulator over HPRD-200 (the same calls a GPU
+/// gets): per query at most (levels + 2) reads, no device allocation once the buffers have grown
+/// to the largest query, at most 128 bytes up per query node and edge (filters, incident edges,
+/// checks, the table of their lists), and down only the counts, one
+/// total per level run and the rows.
+#[test]
+fn hprd_emulated_pipeline_reads_allocations_and_bytes() {
+    let cases = hprd_cases();
+    let engine = Engine::new(hprd());
+    let opts = options(EngineKind::Emulated, 1);
+    for (_, q, _) in cases {
+        engine.collect(q, &opts).unwrap();
+    }
+    let mut sums = [0u64; 4];
+    for (name, q, expected) in cases {
+        let n = q.nodes.len() as u64;
+        let m = q.edges.len() as u64;
+        for rows in [false, true] {
+            let report = if rows {
+                engine.collect(q, &opts).unwrap().1
+            } else {
+                engine.count(q, &opts).unwrap()
+            };
+            assert_eq!(report.rows, *expected, "{name}");
+            let d = report
+                .device_report
+                .expect("the device pipeline reports its counters");
+            let c = d.counters;
+            assert!(c.syncs <= n + 2, "{name}: {} reads for {n} levels", c.syncs);
+            assert_eq!(c.allocations, 0, "{name}: device allocations after warm-up");
+            assert!(
+                c.bytes_up <= 128 * (n + m),
+                "{name}: {} bytes up for {n} nodes and {m} edges",
+                c.bytes_up
+            );
+            let row_bytes = if rows { expected * n * 4 } else { 0 };
+            let words = n + 2 * m + d.levels;
+            assert!(
+                c.bytes_down <= 8 * words + row_bytes,
+                "{name}: {} bytes down",
+                c.bytes_down
+            );
+            if rows {
+                sums[0] += c.syncs;
+                sums[1] += c.launches;
+                sums[2] += c.bytes_up;
+                sums[3] += c.bytes_down;
+            }
+        }
+    }
+    let per = |x: u64| x as f64 / cases.len() as f64;
+    println!(
+        "HPRD-200, rows: per query {:.1} reads, {:.1} launches, {:.0} bytes up, {:.0} bytes down",
+        per(sums[0]),
+        per(sums[1]),
+        per(sums[2]),
+        per(sums[3])
+    );
 }
 
 #[test]
