@@ -18,6 +18,19 @@ use gpsense_kernels::abi::KERNELS;
 /// Architectures built by default: A100 and H100.
 pub const DEFAULT_ARCHS: &[&str] = &["sm_80", "sm_90"];
 
+/// Resource limits on sm_90 that `cargo xtask ptx` enforces (the build fails above them): the hot
+/// join kernel runs at full occupancy only with at most 64 registers per thread (a 256-thread
+/// block then needs a quarter of an SM's 64K registers) and no local-memory stack.
+pub const LIMITS: &[(&str, &str, Usage)] = &[(
+    "sm_90",
+    "extend_warp",
+    Usage {
+        registers: 64,
+        stack: 0,
+        shared: 0,
+    },
+)];
+
 pub struct Options {
     pub archs: Vec<String>,
     /// Use rustup's nightly toolchain instead of the Debian route.
@@ -55,6 +68,7 @@ pub fn run(root: &Path, opts: &Options) -> Result<()> {
         check_entries(&text).with_context(|| format!("{}", dest.display()))?;
         let usage = assemble(&ptxas, arch, &dest)?;
         print_usage(arch, &dest, &usage);
+        check_limits(arch, &usage)?;
     }
     Ok(())
 }
@@ -304,6 +318,30 @@ fn number_after(line: &str, prefix: &str, suffix: &str) -> Option<u32> {
         .ok()
 }
 
+/// Fails when a kernel of [`LIMITS`] uses more registers, stack or shared memory than allowed.
+pub fn check_limits(arch: &str, usage: &BTreeMap<String, Usage>) -> Result<()> {
+    for (a, kernel, limit) in LIMITS.iter().filter(|(a, ..)| *a == arch) {
+        let Some(u) = usage.get(*kernel) else {
+            bail!("{a}: ptxas reported nothing for {kernel}");
+        };
+        ensure!(
+            u.registers <= limit.registers && u.stack <= limit.stack && u.shared <= limit.shared,
+            "{a}: {kernel} uses {} registers, {} stack bytes and {} shared bytes; the limit is {}, {} and {} (full occupancy on the hot join kernel)",
+            u.registers,
+            u.stack,
+            u.shared,
+            limit.registers,
+            limit.stack,
+            limit.shared
+        );
+        println!(
+            "  {kernel}: within the limit of {} registers and {} stack bytes",
+            limit.registers, limit.stack
+        );
+    }
+    Ok(())
+}
+
 fn print_usage(arch: &str, ptx: &Path, usage: &BTreeMap<String, Usage>) {
     println!("{arch}: {} accepted by ptxas", ptx.display());
     println!(
@@ -323,6 +361,29 @@ mod tests {
     use super::*;
 
     const PTX: &str = ".version 7.8\n.target sm_90\n.visible .entry count_words(\n\t.param .align 8 .b8 count_words_param_0[32]\n)\n{\n}\n.visible .entry two(\n\t.param .u64 two_param_0,\n\t.param .u32 two_param_1\n)\n";
+
+    #[test]
+    fn a_kernel_over_its_limit_fails_the_build() {
+        let usage = |registers, stack| {
+            BTreeMap::from([(
+                "extend_warp".to_owned(),
+                Usage {
+                    registers,
+                    stack,
+                    shared: 0,
+                },
+            )])
+        };
+        assert!(check_limits("sm_90", &usage(64, 0)).is_ok());
+        let err = check_limits("sm_90", &usage(72, 0))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("72 registers"), "{err}");
+        assert!(check_limits("sm_90", &usage(40, 16)).is_err());
+        assert!(check_limits("sm_90", &BTreeMap::new()).is_err());
+        // Other architectures have no limit.
+        assert!(check_limits("sm_80", &usage(100, 100)).is_ok());
+    }
 
     #[test]
     fn reads_entry_parameters() {

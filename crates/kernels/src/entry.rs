@@ -348,7 +348,10 @@ pub unsafe fn extend_warp(a: &ExtendWarpArgs, p: usize, warp: &impl Warp) {
             claimed: &a.claimed.get::<AtomicU64>()[0],
             capacity: a.capacity,
             stop_at: a.stop_at,
-            write: (a.out.len > 0).then_some(|i: u64, v: u32| a.out.write(i as usize, v)),
+            row: (a.out.len > 0).then_some(|r: u64| {
+                let r = r as usize;
+                a.out.region_mut::<u32>(r * width, (r + 1) * width)
+            }),
         };
         join::extend_warp(warp, row, &step, &list, a.all.get(), &a.graph.view(), &out);
     }

@@ -329,14 +329,14 @@ pub fn write_extensions(
 /// Where [`extend_warp`] puts what it finds: a shared counter of rows claimed (every extension is
 /// claimed, written or not, so the host learns the level's size), and, when rows are wanted, a
 /// writer of slot values.
-pub struct Claims<'a, W: Fn(u64, u32)> {
+pub struct Claims<'a, W: Fn(u64) -> &'a mut [u32]> {
     pub claimed: &'a AtomicU64,
     /// Rows the output holds; claims past it are counted, not written.
     pub capacity: u64,
     /// Stop once this many rows are claimed (LIMIT on the last level; `u64::MAX`: never).
     pub stop_at: u64,
-    /// `write(element index, value)` into the output rows; `None` when only counting.
-    pub write: Option<W>,
+    /// `row(r)`: output row `r` to write; `None` when only counting.
+    pub row: Option<W>,
 }
 
 /// Kernel body of the warp-centric combine (one warp per parent row, every check a fixed relation
@@ -345,14 +345,14 @@ pub struct Claims<'a, W: Fn(u64, u32)> {
 /// no backward edge, `all` (`y`'s candidates). The lanes take 32 entries at a time, a ballot says
 /// which pass, one atomic add per warp claims their rows, and each lane writes its row at its rank:
 /// one pass, no count-then-write.
-pub fn extend_warp<'l, W: Fn(u64, u32)>(
+pub fn extend_warp<'l, 'o, W: Fn(u64) -> &'o mut [u32]>(
     warp: &impl Warp,
     row: &[u32],
     step: &Step,
     list: &impl Fn(usize, u32) -> &'l [u32],
     all: &'l [u32],
     g: &GraphView,
-    out: &Claims<W>,
+    out: &Claims<'o, W>,
 ) {
     let slot = step.slot as usize;
     // The pivot: the shortest list among the backward edges.
@@ -380,7 +380,6 @@ pub fn extend_warp<'l, W: Fn(u64, u32)>(
                 }
         })
     };
-    let width = row.len() as u64;
     let mut base = 0;
     while base < scan.len() {
         let mask = warp.ballot(|l| {
@@ -390,16 +389,15 @@ pub fn extend_warp<'l, W: Fn(u64, u32)>(
         if mask != 0 {
             let n = mask.count_ones() as u64;
             let at = warp.leader(|| out.claimed.fetch_add(n, Ordering::Relaxed));
-            if let Some(write) = &out.write {
+            if let Some(out_row) = &out.row {
                 let chunk = &scan[base..];
                 warp.each(|l| {
                     if mask >> l & 1 == 1 {
                         let r = at + rank_below(mask, l) as u64;
                         if r < out.capacity {
-                            for (i, &x) in row.iter().enumerate() {
-                                write(r * width + i as u64, x);
-                            }
-                            write(r * width + slot as u64, chunk[l as usize]);
+                            let dst = out_row(r);
+                            dst.copy_from_slice(row);
+                            dst[slot] = chunk[l as usize];
                         }
                     }
                 });
