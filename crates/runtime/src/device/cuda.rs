@@ -53,6 +53,8 @@ mod imp {
         functions: HashMap<&'static str, CudaFunction>,
         name: String,
         counting: Counting,
+        /// Device address of the kernels' fault flag.
+        fault: u64,
     }
 
     fn driver(during: &str) -> impl Fn(cudarc::driver::DriverError) -> DeviceError + '_ {
@@ -88,13 +90,39 @@ mod imp {
             }
             let name = ctx.name().unwrap_or_else(|_| "CUDA device".into());
             let stream = ctx.default_stream();
+            let fault = {
+                use cudarc::driver::DevicePtr;
+                let flag = module
+                    .get_global("gpsense_fault", &stream)
+                    .map_err(driver("finding the kernels' fault flag"))?;
+                let (ptr, _sync) = flag.device_ptr(&stream);
+                ptr
+            };
             Ok(CudaDevice {
                 ctx,
                 stream,
                 functions,
                 name: format!("{name} (sm_{major}{minor})"),
                 counting: Counting::default(),
+                fault,
             })
+        }
+    }
+
+    impl CudaDevice {
+        /// After a wait: whether a kernel raised the fault flag (then it is cleared and reported).
+        fn check_fault(&self) -> Result<(), DeviceError> {
+            let mut flag = [0u32];
+            unsafe { result::memcpy_dtoh_sync(&mut flag, self.fault) }
+                .map_err(driver("reading the kernels' fault flag"))?;
+            if flag[0] == 0 {
+                return Ok(());
+            }
+            unsafe { result::memset_d8_sync(self.fault, 0, 4) }
+                .map_err(driver("clearing the kernels' fault flag"))?;
+            Err(DeviceError::Fault(
+                "a kernel failed a bounds check on the device".into(),
+            ))
         }
     }
 
@@ -239,7 +267,8 @@ mod imp {
                 )
             }
             .map_err(driver("copying from the device"))?;
-            self.stream.synchronize().map_err(driver("synchronising"))
+            self.stream.synchronize().map_err(driver("synchronising"))?;
+            self.check_fault()
         }
 
         fn counters(&self) -> crate::device::DeviceCounters {

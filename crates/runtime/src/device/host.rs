@@ -173,25 +173,40 @@ impl Device for HostDevice {
             HOOK.call_once(|| gpsense_kernels::abi::shadow::install(record_write));
         }
         let warp_kernel = launch.sig().threads_per_item == 32;
-        order.par_iter().for_each(|&b| {
-            let first = b * BLOCK as u64;
-            let _context = Context::enter(shadow.clone());
-            if warp_kernel {
-                for warp in (first / 32)..((first + BLOCK as u64) / 32) {
-                    let on_lane = |l: u32| Context::set_thread(warp * 32 + l as u64);
-                    let host_warp = HostWarp { on_lane: &on_lane };
-                    on_lane(0);
-                    // Sound: the pipeline builds launches over live buffers.
-                    unsafe { run_warp(launch, warp as usize, &host_warp) };
+        // A failed check in a kernel body is a panic here; on a GPU, a raised fault flag. Both
+        // become the same error.
+        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            order.par_iter().for_each(|&b| {
+                let first = b * BLOCK as u64;
+                let _context = Context::enter(shadow.clone());
+                if warp_kernel {
+                    for warp in (first / 32)..((first + BLOCK as u64) / 32) {
+                        let on_lane = |l: u32| Context::set_thread(warp * 32 + l as u64);
+                        let host_warp = HostWarp { on_lane: &on_lane };
+                        on_lane(0);
+                        // Sound: the pipeline builds launches over live buffers.
+                        unsafe { run_warp(launch, warp as usize, &host_warp) };
+                    }
+                } else {
+                    for t in first..first + BLOCK as u64 {
+                        Context::set_thread(t);
+                        // Sound: as above.
+                        unsafe { run_thread(launch, t as usize) };
+                    }
                 }
-            } else {
-                for t in first..first + BLOCK as u64 {
-                    Context::set_thread(t);
-                    // Sound: as above.
-                    unsafe { run_thread(launch, t as usize) };
-                }
-            }
-        });
+            });
+        }));
+        if let Err(panic) = ran {
+            let what = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            return Err(DeviceError::Fault(format!(
+                "kernel {} failed a check: {what}",
+                launch.sig().name
+            )));
+        }
         if let Some(conflict) = shadow.and_then(|s| s.conflict.lock().ok()?.take()) {
             return Err(DeviceError::Race(format!(
                 "{}: {conflict}",
@@ -378,5 +393,15 @@ mod tests {
         };
         dev.launch(&Launch::CountWords(count), 2).unwrap();
         assert_eq!(dev.counters().launches, 3);
+        // A body that fails a check (offsets for one word only) is an error, not a crash.
+        let short = WriteWordsArgs {
+            offsets: DevSlice {
+                len: 1,
+                ..offsets.slice(&dev)
+            },
+            ..good
+        };
+        let err = dev.launch(&Launch::WriteWords(short), 2).unwrap_err();
+        assert!(matches!(err, DeviceError::Fault(_)), "{err}");
     }
 }

@@ -27,6 +27,8 @@ pub enum DeviceError {
     Memory(String),
     #[error("emulator: {0}")]
     Race(String),
+    #[error("{0} (a bug in gpsense: please report it; the device stays usable)")]
+    Fault(String),
 }
 
 /// Plain data that may be copied to and from a device byte for byte.
