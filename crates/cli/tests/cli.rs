@@ -322,3 +322,36 @@ fn match_max_expected_keeps_the_queries_with_small_published_counts() {
     assert!(err.contains("1 counts checked"), "{err}");
     assert!(err.contains("1 counted exactly"), "{err}");
 }
+
+/// The time limit stops the GPU pipeline inside a long join level (its warps read a clock), not
+/// only between levels: a count that takes seconds ends near a 300 ms limit, marked incomplete.
+/// Without the clock in the kernel the last level ran on to 600-950 ms here.
+#[test]
+fn the_time_limit_stops_a_long_level_of_the_device_pipeline() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gpsense"))
+        // The write-ownership check would make the filtering phase alone take the 300 ms.
+        .env("GPSENSE_EMULATOR_CHECK", "0")
+        .args([
+            "query",
+            "--engine",
+            "emulated",
+            "--count",
+            "--semantics",
+            "hom",
+            "--timeout-ms",
+            "300",
+            "SELECT ?a WHERE { ?a IsA ?b . ?c IsA ?b . ?d IsA ?b . ?e IsA ?b . ?f IsA ?b }",
+        ])
+        .output()
+        .expect("run gpsense");
+    let text =
+        String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("timed out"), "{text}");
+    let ms: f64 = text
+        .split(" in ")
+        .nth(1)
+        .and_then(|t| t.split(" ms").next())
+        .and_then(|t| t.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no time in {text}"));
+    assert!(ms < 450.0, "{ms} ms for a 300 ms limit: {text}");
+}

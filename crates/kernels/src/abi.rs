@@ -312,8 +312,9 @@ pub struct ListsArgs {
 
 /// `extend_warp`: one warp per parent row (`rows`: `parents` rows of `width` `u32`s). `lists`: one
 /// [`ListsArgs`] per check of `step` (unused for self-loops); `all`: the new node's `u32`
-/// candidates; `claimed`: one `u64` counter of rows claimed; `out`: `capacity` rows; warps stop once
-/// `stop_at` rows are claimed.
+/// candidates; `claimed`: three `u64`s, the counter of rows claimed, the launch's start time and
+/// the timed-out flag (see `join::Claims`); `out`: `capacity` rows; warps stop once `stop_at` rows
+/// are claimed, or `budget_ns` after the launch started.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ExtendWarpArgs {
@@ -328,6 +329,7 @@ pub struct ExtendWarpArgs {
     pub out: DevSlice,
     pub capacity: u64,
     pub stop_at: u64,
+    pub budget_ns: u64,
 }
 
 /// `trust_similarity`: one thread per data name, items `first..first + out.len`. `query` holds the

@@ -344,8 +344,11 @@ pub unsafe fn extend_warp(a: &ExtendWarpArgs, p: usize, warp: &impl Warp) {
             let l = &lists[k];
             join::list_of(x, l.from.get(), l.offsets.get(), l.targets.get())
         };
+        let counters = a.claimed.get::<AtomicU64>();
         let out = join::Claims {
-            claimed: &a.claimed.get::<AtomicU64>()[0],
+            claimed: &counters[0],
+            clock: &counters[1..],
+            budget_ns: a.budget_ns,
             capacity: a.capacity,
             stop_at: a.stop_at,
             row: (a.out.len > 0).then_some(|r: u64| {

@@ -337,6 +337,30 @@ pub struct Claims<'a, W: Fn(u64) -> &'a mut [u32]> {
     pub stop_at: u64,
     /// `row(r)`: output row `r` to write; `None` when only counting.
     pub row: Option<W>,
+    /// The time limit: `clock[0]` is the launch's start (set by the first warp to look),
+    /// `clock[1]` is set to 1 by a warp that stopped on it; `budget_ns` is `u64::MAX` without one.
+    pub clock: &'a [AtomicU64],
+    pub budget_ns: u64,
+}
+
+impl<'a, W: Fn(u64) -> &'a mut [u32]> Claims<'a, W> {
+    /// Whether the launch has run past its time budget (then the stop is recorded).
+    fn expired(&self) -> bool {
+        if self.budget_ns == u64::MAX || self.clock.len() < 2 {
+            return false;
+        }
+        let now = crate::warp::clock::now_ns();
+        let start =
+            match self.clock[0].compare_exchange(0, now, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => now,
+                Err(t) => t,
+            };
+        if now.saturating_sub(start) <= self.budget_ns {
+            return false;
+        }
+        self.clock[1].store(1, Ordering::Relaxed);
+        true
+    }
 }
 
 /// Kernel body of the warp-centric combine (one warp per parent row, every check a fixed relation
@@ -382,6 +406,9 @@ pub fn extend_warp<'l, 'o, W: Fn(u64) -> &'o mut [u32]>(
     };
     let mut base = 0;
     while base < scan.len() {
+        if warp.leader(|| out.expired() as u64) != 0 {
+            return;
+        }
         let mask = warp.ballot(|l| {
             let j = base + l as usize;
             j < scan.len() && accepts(scan[j])

@@ -12,6 +12,42 @@
 /// Lanes per warp.
 pub const LANES: u32 = 32;
 
+/// A clock in nanoseconds: the GPU's `%globaltimer`; on the host, a hook the emulator installs
+/// (0 without one).
+pub mod clock {
+    #[cfg(not(target_arch = "nvptx64"))]
+    use core::sync::atomic::{AtomicUsize, Ordering};
+
+    #[cfg(not(target_arch = "nvptx64"))]
+    static HOOK: AtomicUsize = AtomicUsize::new(0);
+
+    /// Installs the host's clock.
+    #[cfg(not(target_arch = "nvptx64"))]
+    pub fn install(now: fn() -> u64) {
+        HOOK.store(now as usize, Ordering::Release);
+    }
+
+    #[inline]
+    pub fn now_ns() -> u64 {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            let t: u64;
+            unsafe { core::arch::asm!("mov.u64 {t}, %globaltimer;", t = out(reg64) t) };
+            t
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            let h = HOOK.load(Ordering::Acquire);
+            if h == 0 {
+                return 0;
+            }
+            // Sound: only `install` stores here, and it stores a `fn() -> u64`.
+            let now = unsafe { core::mem::transmute::<usize, fn() -> u64>(h) };
+            now()
+        }
+    }
+}
+
 /// The warp primitives a kernel body may use.
 pub trait Warp {
     /// The mask of lanes `l` for which `pred(l)` holds.

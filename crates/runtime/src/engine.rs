@@ -8,7 +8,7 @@ use gpsense_planner::{
     plan_brief, plan_with, EdgeLabel, Plan, PlannerStats, Projected, QueryEdge, QueryGraph,
 };
 
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::device::cuda::CudaDevice;
 use crate::device::host::HostDevice;
@@ -35,7 +35,7 @@ pub struct Engine<'g> {
     owners: OwnerPool,
     spaces: SpacePool,
     /// The GPU and the graph on it, opened and uploaded on first use, then reused.
-    gpu: OnceLock<Result<DeviceState<CudaDevice>, DeviceError>>,
+    gpu: Mutex<Option<Result<Arc<DeviceState<CudaDevice>>, DeviceError>>>,
     /// The host emulator of the GPU pipeline and its copy of the graph.
     emulator: OnceLock<Result<DeviceState<HostDevice>, DeviceError>>,
 }
@@ -128,7 +128,7 @@ impl<'g> Engine<'g> {
             neighbour_labels: None,
             owners: OwnerPool::default(),
             spaces: SpacePool::default(),
-            gpu: OnceLock::new(),
+            gpu: Mutex::new(None),
             emulator: OnceLock::new(),
         };
         engine.shape = DataShape::of(&engine.view());
@@ -140,13 +140,20 @@ impl<'g> Engine<'g> {
         engine
     }
 
-    /// The GPU, opened and given the graph on first call; an error says why there is none.
-    pub fn gpu(&self) -> Result<&DeviceState<CudaDevice>, DeviceError> {
-        let state = self.gpu.get_or_init(|| {
-            let dev = CudaDevice::open()?;
-            DeviceState::new(dev, self.graph)
-        });
-        state.as_ref().map_err(Clone::clone)
+    /// The GPU, opened, checked ([`self_check`]) and given the graph on first call; an error says
+    /// why there is none. After a GPU failure mid-query it is opened afresh on the next call.
+    pub fn gpu(&self) -> Result<Arc<DeviceState<CudaDevice>>, DeviceError> {
+        let mut slot = self.gpu.lock().unwrap_or_else(|e| e.into_inner());
+        slot.get_or_insert_with(|| {
+            let dev = self_check(CudaDevice::open()?)?;
+            Ok(Arc::new(DeviceState::new(dev, self.graph)?))
+        })
+        .clone()
+    }
+
+    /// Drops the GPU state (its context and buffers) after a failure, so the next query reopens it.
+    fn forget_gpu(&self) {
+        *self.gpu.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }
 
     fn emulator(&self) -> Result<&DeviceState<HostDevice>, DeviceError> {
@@ -222,13 +229,68 @@ impl<'g> Engine<'g> {
         count_only: bool,
         on_rows: OnRows,
     ) -> Result<MatchReport, MatchError> {
+        if opts.engine != EngineKind::Auto {
+            return self.execute_on(
+                q,
+                opts,
+                count_only,
+                on_rows,
+                None::<&DeviceState<HostDevice>>,
+            );
+        }
+        // `auto`: a GPU that fails mid-query, before any row was handed out, is dropped (the next
+        // query opens it afresh) and the query is answered on the CPU.
+        let mut handed_out = 0u64;
+        let first = self.execute_on(
+            q,
+            opts,
+            count_only,
+            &mut |b: RowBatch| {
+                handed_out += b.rows as u64;
+                on_rows(b)
+            },
+            None::<&DeviceState<HostDevice>>,
+        );
+        match first {
+            Err(MatchError::Device(e)) if handed_out == 0 => {
+                self.forget_gpu();
+                let cpu = MatchOptions {
+                    engine: EngineKind::Dfs,
+                    ..opts.clone()
+                };
+                let mut report = self.execute_on(
+                    q,
+                    &cpu,
+                    count_only,
+                    on_rows,
+                    None::<&DeviceState<HostDevice>>,
+                )?;
+                report.fallback = Some(format!("the GPU failed during the query ({e})"));
+                Ok(report)
+            }
+            other => other,
+        }
+    }
+
+    /// [`Engine::execute`] with the engine `opts` names, or on `device` when given (the self-check).
+    fn execute_on<D: Device>(
+        &self,
+        q: &QueryGraph,
+        opts: &MatchOptions,
+        count_only: bool,
+        on_rows: OnRows,
+        device: Option<&DeviceState<D>>,
+    ) -> Result<MatchReport, MatchError> {
         let start = Instant::now();
         let plan = if opts.explain {
             plan_with(q, self.graph, &self.stats)
         } else {
             plan_brief(q, self.graph, &self.stats)
         };
-        let (engine, fallback) = self.resolve(opts.engine);
+        let (engine, fallback) = match device {
+            Some(_) => (EngineKind::Gpu, None),
+            None => self.resolve(opts.engine),
+        };
         let layout = if matches!(engine, EngineKind::Dfs | EngineKind::Auto) {
             Layout::filters(q, &plan, opts.semantics, self.shape)?
         } else {
@@ -286,15 +348,16 @@ impl<'g> Engine<'g> {
         }
         if matches!(engine, EngineKind::Gpu | EngineKind::Emulated) {
             let out = output(q, by_node(q), opts, limit, count_only, on_rows, start);
-            match engine {
-                EngineKind::Gpu => {
+            let shape = self.shape;
+            match (device, engine) {
+                (Some(d), _) => d.run(q, &layout, shape, opts, limit, &out, &mut report)?,
+                (None, EngineKind::Gpu) => {
                     self.gpu()?
-                        .run(q, &layout, self.shape, opts, limit, &out, &mut report)?
+                        .run(q, &layout, shape, opts, limit, &out, &mut report)?
                 }
-                _ => {
-                    self.emulator()?
-                        .run(q, &layout, self.shape, opts, limit, &out, &mut report)?
-                }
+                _ => self
+                    .emulator()?
+                    .run(q, &layout, shape, opts, limit, &out, &mut report)?,
             }
             times.filter = report.filter.filter_time;
             times.join = report.times.join;
@@ -336,28 +399,23 @@ impl<'g> Engine<'g> {
             .collect();
         let out = output(q, columns, opts, limit, count_only, on_rows, start);
         let join_start = Instant::now();
+        // Only the kernels engine is left here: the others returned above.
         if !cands.any_empty() {
-            match engine {
-                EngineKind::Kernels => {
-                    let kj = KernelJoin {
-                        layout: &layout,
-                        cands: &cands,
-                        g,
-                        injective,
-                        ex,
-                        lanes: opts.lanes.max(1),
-                        memory_budget: opts.memory_budget,
-                    };
-                    let ec_start = Instant::now();
-                    let ecs = kj.collect_edge_candidates();
-                    times.edge_candidates = ec_start.elapsed();
-                    report.edge_candidates =
-                        Some(ecs.iter().flatten().map(|e| e.targets.len() as u64).sum());
-                    kj.run(&ecs, &out)?;
-                }
-                // Answered above.
-                _ => {}
-            }
+            let kj = KernelJoin {
+                layout: &layout,
+                cands: &cands,
+                g,
+                injective,
+                ex,
+                lanes: opts.lanes.max(1),
+                memory_budget: opts.memory_budget,
+            };
+            let ec_start = Instant::now();
+            let ecs = kj.collect_edge_candidates();
+            times.edge_candidates = ec_start.elapsed();
+            report.edge_candidates =
+                Some(ecs.iter().flatten().map(|e| e.targets.len() as u64).sum());
+            kj.run(&ecs, &out)?;
         }
         times.join = join_start.elapsed() - times.edge_candidates;
         report.timed_out = out.timed_out();
@@ -551,6 +609,73 @@ pub(crate) fn component_query(q: &QueryGraph, nodes: &[usize]) -> QueryGraph {
     }
 }
 
+/// The queries of the self-check, run under both semantics: a triangle and a path over fixed
+/// relations (the warp join), an edge variable (the count-then-write join), a concept.
+const CHECK_QUERIES: &[&str] = &[
+    "SELECT ?x ?y ?z WHERE { ?x r ?y . ?y r ?z . ?z r ?x }",
+    "SELECT ?x ?y ?z WHERE { ?x r ?y . ?y s ?z }",
+    "SELECT ?x ?p ?y WHERE { ?x ?p ?y . ?y r ?x }",
+    "SELECT ?x WHERE { ?x r a }",
+];
+
+/// A small graph for the self-check.
+fn check_graph() -> Result<KnowledgeGraph, gpsense_graph::GraphError> {
+    let mut b = gpsense_graph::GraphBuilder::new();
+    let triples = [
+        ("a", "r", "b"),
+        ("b", "r", "c"),
+        ("c", "r", "a"),
+        ("a", "s", "c"),
+        ("c", "s", "d"),
+        ("d", "r", "a"),
+        ("b", "s", "a"),
+        ("a", "r", "d"),
+        ("e", "r", "a"),
+        ("d", "s", "b"),
+    ];
+    for (h, r, t) in triples {
+        b.add_triple(h, r, t, 1.0)?;
+    }
+    Ok(b.build()?.0)
+}
+
+/// Runs [`CHECK_QUERIES`] on `dev` and on the CPU and compares the rows: a device (a driver, a
+/// PTX build) that gives a wrong answer or fails is not used. Returns the device when it passed.
+pub fn self_check<D: Device>(dev: D) -> Result<D, DeviceError> {
+    let failed = |what: String| DeviceError::SelfCheck(what);
+    let g = check_graph().map_err(|e| failed(e.to_string()))?;
+    let cpu = Engine::new(&g);
+    let state = DeviceState::new(dev, &g)?;
+    for text in CHECK_QUERIES {
+        let q = gpsense_planner::compile(text, &g).map_err(|e| failed(e.to_string()))?;
+        for semantics in [Semantics::Iso, Semantics::Hom] {
+            let opts = MatchOptions {
+                engine: EngineKind::Dfs,
+                semantics,
+                ..MatchOptions::default()
+            };
+            let (mut want, _) = cpu.collect(&q, &opts).map_err(|e| failed(e.to_string()))?;
+            let mut got = Vec::new();
+            let sink = &mut |b: RowBatch| {
+                got.extend(b.iter().map(<[u32]>::to_vec));
+                true
+            };
+            cpu.execute_on(&q, &opts, false, sink, Some(&state))
+                .map_err(|e| failed(format!("{text} ({semantics}): {e}")))?;
+            want.sort_unstable();
+            got.sort_unstable();
+            if want != got {
+                return Err(failed(format!(
+                    "{text} ({semantics}): {} rows on the device, {} on the CPU",
+                    got.len(),
+                    want.len()
+                )));
+            }
+        }
+    }
+    Ok(state.dev)
+}
+
 impl<D: Device> DeviceState<D> {
     fn new(dev: D, g: &KnowledgeGraph) -> Result<Self, DeviceError> {
         let graph = DeviceGraph::new(&dev, g)?;
@@ -604,5 +729,88 @@ impl<D: Device> DeviceState<D> {
     /// Where the graph lives on it.
     pub fn placement(&self) -> crate::device::memory::Placement {
         self.graph.placement
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::DeviceCounters;
+
+    /// The emulator with every launch of one kernel skipped: a device that answers wrongly.
+    struct Skipping {
+        inner: HostDevice,
+        skip: &'static str,
+    }
+
+    impl Device for Skipping {
+        type Buffer = <HostDevice as Device>::Buffer;
+        fn describe(&self) -> String {
+            self.inner.describe()
+        }
+        fn free_memory(&self) -> Result<u64, DeviceError> {
+            self.inner.free_memory()
+        }
+        fn alloc_zeroed(&self, bytes: usize) -> Result<Self::Buffer, DeviceError> {
+            self.inner.alloc_zeroed(bytes)
+        }
+        fn map_host_bytes(&self, bytes: &[u8]) -> Result<Self::Buffer, DeviceError> {
+            self.inner.map_host_bytes(bytes)
+        }
+        fn write_bytes(
+            &self,
+            b: &Self::Buffer,
+            at: usize,
+            bytes: &[u8],
+        ) -> Result<(), DeviceError> {
+            self.inner.write_bytes(b, at, bytes)
+        }
+        fn zero_bytes(&self, b: &Self::Buffer, at: usize, len: usize) -> Result<(), DeviceError> {
+            self.inner.zero_bytes(b, at, len)
+        }
+        fn read_bytes(
+            &self,
+            b: &Self::Buffer,
+            at: usize,
+            out: &mut [u8],
+        ) -> Result<(), DeviceError> {
+            self.inner.read_bytes(b, at, out)
+        }
+        fn address(&self, b: &Self::Buffer) -> u64 {
+            self.inner.address(b)
+        }
+        fn launch(&self, launch: &crate::device::Launch, items: u64) -> Result<(), DeviceError> {
+            if launch.sig().name == self.skip {
+                return Ok(());
+            }
+            self.inner.launch(launch, items)
+        }
+        fn counters(&self) -> DeviceCounters {
+            self.inner.counters()
+        }
+    }
+
+    #[test]
+    fn the_self_check_passes_on_the_emulator_and_fails_on_a_device_that_answers_wrongly() {
+        assert!(self_check(HostDevice::from_env()).is_ok());
+        for skip in [
+            "extend_warp",
+            "write_extensions",
+            "refine_words",
+            "mark_neighbours",
+        ] {
+            let bad = Skipping {
+                inner: HostDevice::from_env(),
+                skip,
+            };
+            let err = self_check(bad).err().map(|e| e.to_string());
+            // Skipping refinement loses no answer: the join checks every edge.
+            if skip == "refine_words" {
+                assert_eq!(err, None);
+            } else {
+                let err = err.unwrap_or_else(|| panic!("skipping {skip} went unnoticed"));
+                assert!(err.contains("self-check"), "{err}");
+            }
+        }
     }
 }

@@ -539,7 +539,7 @@ impl<D: Device> Pipeline<'_, D> {
             checks: c.take::<gpsense_kernels::join::Check>(checks.len()),
             lists: c.take::<ListsArgs>(checks.len()),
             root: c.take::<u32>(layout.width),
-            claimed: c.take::<u64>(1),
+            claimed: c.take::<u64>(3),
         };
         let mut sizing = Carver::new(0);
         carve(&mut sizing);
@@ -782,7 +782,8 @@ impl<D: Device> Levels<'_, '_, '_, D> {
         loop {
             let (total, written) = self.run(d, parents, n, capacity, count_only, stop_at)?;
             self.runs += 1;
-            if count_only || total <= capacity || written >= stop_at {
+            // A run the time limit stopped is not run again: the answer is incomplete anyway.
+            if count_only || total <= capacity || written >= stop_at || self.out.stopped() {
                 return self.next(d, written, count_only, total);
             }
             let room = self.room(d, row_bytes);
@@ -876,7 +877,11 @@ impl<D: Device> Levels<'_, '_, '_, D> {
         };
         let space = self.p.arena.space.get();
         if lp.warp {
-            dev.zero_bytes(space, self.claimed.offset, 8)?;
+            dev.zero_bytes(space, self.claimed.offset, 24)?;
+            let budget_ns = self
+                .out
+                .remaining()
+                .map_or(u64::MAX, |d| d.as_nanos().min(u64::MAX as u128 - 1) as u64);
             dev.launch(
                 &Launch::ExtendWarp(ExtendWarpArgs {
                     graph: self.p.g(),
@@ -897,11 +902,13 @@ impl<D: Device> Levels<'_, '_, '_, D> {
                     out: out_slice,
                     capacity,
                     stop_at,
+                    budget_ns,
                 }),
                 n,
             )?;
-            let total: Vec<u64> = read(dev, space, self.claimed.offset, 1)?;
-            return Ok((total[0], total[0].min(capacity)));
+            // The total, the start time, whether the time limit stopped it: one read.
+            let c: Vec<u64> = read(dev, space, self.claimed.offset, 3)?;
+            return Ok((c[0], c[0].min(capacity)));
         }
         // Count, scan on the device, read the total, write.
         let items = n as usize;

@@ -106,6 +106,12 @@ impl<'a> Output<'a> {
         false
     }
 
+    /// Time left before the deadline (`None`: no deadline).
+    pub fn remaining(&self) -> Option<std::time::Duration> {
+        self.deadline
+            .map(|d| d.saturating_duration_since(Instant::now()))
+    }
+
     /// Whether the deadline cut the match short.
     pub fn timed_out(&self) -> bool {
         self.timed_out.load(Ordering::Relaxed)

@@ -39,11 +39,17 @@ pub struct HostDevice {
 
 impl HostDevice {
     /// The emulator as tests and the CLI use it: writes checked in debug builds or with
-    /// `GPSENSE_EMULATOR_CHECK=1`, the host-mapped placement with `GPSENSE_EMULATOR_MAPPED=1`.
+    /// `GPSENSE_EMULATOR_CHECK=1` (`=0`: never), the host-mapped placement with
+    /// `GPSENSE_EMULATOR_MAPPED=1`.
     pub fn from_env() -> Self {
-        let on = |k: &str| std::env::var(k).is_ok_and(|v| v == "1");
+        let var = |k: &str| std::env::var(k).ok();
+        let on = |k: &str| var(k).is_some_and(|v| v == "1");
         HostDevice {
-            check_writes: cfg!(debug_assertions) || on("GPSENSE_EMULATOR_CHECK"),
+            check_writes: match var("GPSENSE_EMULATOR_CHECK").as_deref() {
+                Some("0") => false,
+                Some("1") => true,
+                _ => cfg!(debug_assertions),
+            },
             force_mapped: on("GPSENSE_EMULATOR_MAPPED"),
             ..Default::default()
         }
@@ -169,6 +175,7 @@ impl Device for HostDevice {
         let seed = self.launches.fetch_add(1, Ordering::Relaxed);
         let order = shuffled(blocks, seed);
         let shadow = self.check_writes.then(|| Arc::new(Shadow::default()));
+        CLOCK.call_once(|| gpsense_kernels::warp::clock::install(now_ns));
         if shadow.is_some() {
             HOOK.call_once(|| gpsense_kernels::abi::shadow::install(record_write));
         }
@@ -242,6 +249,18 @@ struct Shadow {
 }
 
 static HOOK: Once = Once::new();
+static CLOCK: Once = Once::new();
+
+/// The kernels' clock on the host: nanoseconds since the first launch (never 0, which the time
+/// limit reads as "not started").
+fn now_ns() -> u64 {
+    static EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    EPOCH
+        .get_or_init(std::time::Instant::now)
+        .elapsed()
+        .as_nanos() as u64
+        + 1
+}
 
 thread_local! {
     /// The shadow map of the launch this host thread is running, and the GPU thread it runs.

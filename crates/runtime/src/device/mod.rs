@@ -29,6 +29,8 @@ pub enum DeviceError {
     Race(String),
     #[error("{0} (a bug in gpsense: please report it; the device stays usable)")]
     Fault(String),
+    #[error("the GPU failed its self-check, so it is not used: {0}")]
+    SelfCheck(String),
 }
 
 /// Plain data that may be copied to and from a device byte for byte.
