@@ -791,6 +791,20 @@ mod tests {
     }
 
     #[test]
+    fn the_host_mapped_placement_gives_the_same_answers() {
+        let g = check_graph().unwrap();
+        let mut dev = HostDevice::from_env();
+        dev.force_mapped = true;
+        dev.check_writes = true;
+        let state = DeviceState::new(dev, &g).unwrap();
+        assert_eq!(
+            state.placement(),
+            crate::device::memory::Placement::HostMapped
+        );
+        assert!(self_check(state.dev).is_ok());
+    }
+
+    #[test]
     fn the_self_check_passes_on_the_emulator_and_fails_on_a_device_that_answers_wrongly() {
         assert!(self_check(HostDevice::from_env()).is_ok());
         for skip in [
