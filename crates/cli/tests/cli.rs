@@ -355,3 +355,28 @@ fn the_time_limit_stops_a_long_level_of_the_device_pipeline() {
         .unwrap_or_else(|| panic!("no time in {text}"));
     assert!(ms < 450.0, "{ms} ms for a 300 ms limit: {text}");
 }
+
+/// The warp join with every pivot list cut into 16-entry segments that warps take in turn (as on a
+/// graph with hubs): all 200 HPRD counts, under the emulator's shuffled blocks and write checks.
+#[test]
+fn hprd_with_segmented_pivot_lists_on_the_emulated_gpu() {
+    let dir = dataset("subgraph-matching/hprd-study");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gpsense"))
+        .env("GPSENSE_SEGMENT", "16")
+        .args([
+            "match",
+            "--engine",
+            "emulated",
+            "--data",
+            &format!("{dir}/data_graph/HPRD.graph"),
+            "--query",
+            &format!("{dir}/query_graph"),
+            "--expected",
+            &format!("{dir}/expected_output.res"),
+        ])
+        .output()
+        .expect("run gpsense");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("200 counts checked"), "{err}");
+}

@@ -43,6 +43,7 @@ kernels! {
     scan_chunks(ScanArgs);
     add_chunk_offsets(ScanArgs);
     refine_words(RefineWordsArgs);
+    pivot_segments(PivotSegmentsArgs);
     count_edge_candidates(EdgeCandidatesArgs);
     write_edge_candidates(EdgeCandidatesArgs);
     count_extensions(ExtendArgs);

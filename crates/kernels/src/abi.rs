@@ -314,7 +314,10 @@ pub struct ListsArgs {
 /// [`ListsArgs`] per check of `step` (unused for self-loops); `all`: the new node's `u32`
 /// candidates; `claimed`: three `u64`s, the counter of rows claimed, the launch's start time and
 /// the timed-out flag (see `join::Claims`); `out`: `capacity` rows; warps stop once `stop_at` rows
-/// are claimed, or `budget_ns` after the launch started.
+/// are claimed, or `budget_ns` after the launch started. With `segments` (`u64`, one more than the
+/// parents: the scanned number of `segment`-entry segments of each parent's pivot list, see
+/// `pivot_segments`), the launch's `warps` warps take segments in turn (a long list is shared by
+/// many warps); without, warp `p` takes parent `p`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ExtendWarpArgs {
@@ -330,6 +333,18 @@ pub struct ExtendWarpArgs {
     pub capacity: u64,
     pub stop_at: u64,
     pub budget_ns: u64,
+    pub segments: DevSlice,
+    pub segment: u64,
+    pub warps: u64,
+}
+
+/// `pivot_segments`: one thread per parent row of an [`ExtendWarpArgs`] (`a`): `out[p]` (`u64`) is
+/// the number of `a.segment`-entry segments of its pivot list.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PivotSegmentsArgs {
+    pub a: ExtendWarpArgs,
+    pub out: DevSlice,
 }
 
 /// `trust_similarity`: one thread per data name, items `first..first + out.len`. `query` holds the
@@ -449,6 +464,11 @@ pub const KERNELS: &[KernelSig] = &[
     KernelSig {
         name: "write_extensions",
         param_bytes: size_of::<ExtendArgs>(),
+        threads_per_item: 1,
+    },
+    KernelSig {
+        name: "pivot_segments",
+        param_bytes: size_of::<PivotSegmentsArgs>(),
         threads_per_item: 1,
     },
     KernelSig {

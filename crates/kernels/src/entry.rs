@@ -323,12 +323,12 @@ pub unsafe fn write_extensions(a: &ExtendArgs, item: usize) {
     }
 }
 
-/// One warp per parent row.
-pub unsafe fn extend_warp(a: &ExtendWarpArgs, p: usize, warp: &impl Warp) {
+/// The row, step and list lookup of parent `p` of an [`ExtendWarpArgs`].
+unsafe fn warp_item<'a>(
+    a: &ExtendWarpArgs,
+    p: usize,
+) -> (&'a [u32], Step<'a>, impl Fn(usize, u32) -> &'a [u32]) {
     unsafe {
-        if p as u64 >= a.parents {
-            return;
-        }
         let width = a.width as usize;
         let row = &a.rows.get::<u32>()[p * width..(p + 1) * width];
         let step = Step {
@@ -340,10 +340,29 @@ pub unsafe fn extend_warp(a: &ExtendWarpArgs, p: usize, warp: &impl Warp) {
             candidates: &[],
         };
         let lists = a.lists.get::<ListsArgs>();
-        let list = |k: usize, x: u32| {
+        let list = move |k: usize, x: u32| {
             let l = &lists[k];
             join::list_of(x, l.from.get(), l.offsets.get(), l.targets.get())
         };
+        (row, step, list)
+    }
+}
+
+pub unsafe fn pivot_segments(a: &PivotSegmentsArgs, p: usize) {
+    unsafe {
+        if p as u64 >= a.a.parents {
+            return;
+        }
+        let (row, step, list) = warp_item(&a.a, p);
+        let len = join::pivot(row, &step, &list, a.a.all.get()).1.len() as u64;
+        a.out.write(p, len.div_ceil(a.a.segment.max(1)));
+    }
+}
+
+/// One warp per parent row, or per segment of a pivot list (grid-stride).
+pub unsafe fn extend_warp(a: &ExtendWarpArgs, w: usize, warp: &impl Warp) {
+    unsafe {
+        let width = a.width as usize;
         let counters = a.claimed.get::<AtomicU64>();
         let out = join::Claims {
             claimed: &counters[0],
@@ -356,7 +375,31 @@ pub unsafe fn extend_warp(a: &ExtendWarpArgs, p: usize, warp: &impl Warp) {
                 a.out.region_mut::<u32>(r * width, (r + 1) * width)
             }),
         };
-        join::extend_warp(warp, row, &step, &list, a.all.get(), &a.graph.view(), &out);
+        let g = a.graph.view();
+        // Work-items: parents (one each), or segments of pivot lists (in turn).
+        let segmented = a.segments.len > 0;
+        let offsets = a.segments.get::<u64>();
+        let total = if segmented {
+            offsets[a.parents as usize]
+        } else {
+            a.parents
+        };
+        let stride = if segmented { a.warps } else { u64::MAX };
+        let seg = a.segment as usize;
+        let mut s = w as u64;
+        while s < total {
+            let (p, part) = if segmented {
+                // The parent whose segments include `s`.
+                let p = offsets[..a.parents as usize].partition_point(|&o| o <= s) - 1;
+                let k = (s - offsets[p]) as usize;
+                (p, (k * seg, (k + 1) * seg))
+            } else {
+                (s as usize, (0, usize::MAX))
+            };
+            let (row, step, list) = warp_item(a, p);
+            join::extend_warp(warp, row, &step, &list, a.all.get(), &g, &out, part);
+            s = s.saturating_add(stride);
+        }
     }
 }
 

@@ -369,6 +369,7 @@ impl<'a, W: Fn(u64) -> &'a mut [u32]> Claims<'a, W> {
 /// no backward edge, `all` (`y`'s candidates). The lanes take 32 entries at a time, a ballot says
 /// which pass, one atomic add per warp claims their rows, and each lane writes its row at its rank:
 /// one pass, no count-then-write.
+#[allow(clippy::too_many_arguments)]
 pub fn extend_warp<'l, 'o, W: Fn(u64) -> &'o mut [u32]>(
     warp: &impl Warp,
     row: &[u32],
@@ -377,20 +378,12 @@ pub fn extend_warp<'l, 'o, W: Fn(u64) -> &'o mut [u32]>(
     all: &'l [u32],
     g: &GraphView,
     out: &Claims<'o, W>,
+    part: (usize, usize),
 ) {
     let slot = step.slot as usize;
-    // The pivot: the shortest list among the backward edges.
-    let mut pivot = NONE as usize;
-    let mut scan = all;
-    for (k, c) in step.checks.iter().enumerate() {
-        if c.slot != NONE {
-            let l = list(k, row[c.slot as usize]);
-            if pivot == NONE as usize || l.len() < scan.len() {
-                pivot = k;
-                scan = l;
-            }
-        }
-    }
+    let (pivot, scan) = pivot(row, step, list, all);
+    // This warp's part of the list: all of it, or one segment of a long one.
+    let scan = &scan[part.0.min(scan.len())..part.1.min(scan.len())];
     let accepts = |b: u32| {
         if step.injective && row[..slot].contains(&b) {
             return false;
@@ -435,6 +428,29 @@ pub fn extend_warp<'l, 'o, W: Fn(u64) -> &'o mut [u32]>(
         }
         base += LANES as usize;
     }
+}
+
+/// The list [`extend_warp`] scans for `row`: the shortest of its backward edges' candidate-edge lists
+/// (the check's index), or `all` with no backward edge (`NONE`).
+#[inline]
+pub fn pivot<'l>(
+    row: &[u32],
+    step: &Step,
+    list: &impl Fn(usize, u32) -> &'l [u32],
+    all: &'l [u32],
+) -> (usize, &'l [u32]) {
+    let mut pivot = NONE as usize;
+    let mut scan = all;
+    for (k, c) in step.checks.iter().enumerate() {
+        if c.slot != NONE {
+            let l = list(k, row[c.slot as usize]);
+            if pivot == NONE as usize || l.len() < scan.len() {
+                pivot = k;
+                scan = l;
+            }
+        }
+    }
+    (pivot, scan)
 }
 
 /// The candidate-edge list of `x` (a candidate of the earlier endpoint, in `from`), without labels.

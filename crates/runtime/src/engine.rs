@@ -70,6 +70,8 @@ pub struct DeviceState<D: Device> {
     dev: D,
     graph: DeviceGraph<D>,
     arena: Mutex<Arena<D>>,
+    /// Entries per segment of a long pivot list in the warp join (0: a warp per partial match).
+    segment: u64,
 }
 
 /// Time per phase of one match.
@@ -609,6 +611,31 @@ pub(crate) fn component_query(q: &QueryGraph, nodes: &[usize]) -> QueryGraph {
     }
 }
 
+/// Entries per segment of a pivot list in the warp join: on a graph with nodes of degree above
+/// 4,096 (a hub's list would keep one warp busy while the others idle), lists are cut into segments
+/// of 1,024 entries that warps take in turn; else 0, a warp per partial match (no extra launches).
+/// `GPSENSE_SEGMENT=N` sets it (tests use it to cut every list).
+fn segment_for(g: &KnowledgeGraph) -> u64 {
+    if let Some(n) = std::env::var("GPSENSE_SEGMENT")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        return n;
+    }
+    let max_degree = |c: &gpsense_graph::Csr| {
+        c.offsets()
+            .windows(2)
+            .map(|w| w[1] - w[0])
+            .max()
+            .unwrap_or(0)
+    };
+    if max_degree(g.out()).max(max_degree(g.inc())) > 4096 {
+        1024
+    } else {
+        0
+    }
+}
+
 /// The queries of the self-check, run under both semantics: a triangle and a path over fixed
 /// relations (the warp join), an edge variable (the count-then-write join), a concept.
 const CHECK_QUERIES: &[&str] = &[
@@ -683,6 +710,7 @@ impl<D: Device> DeviceState<D> {
             dev,
             graph,
             arena: Mutex::new(Arena::default()),
+            segment: segment_for(g),
         })
     }
 
@@ -711,6 +739,7 @@ impl<D: Device> DeviceState<D> {
             memory_budget: opts.memory_budget,
             refine_rounds: opts.refine_rounds,
             limit,
+            segment: self.segment,
         }
         .run(q, &report.plan, layout, out)?;
         report.times.join = start.elapsed().saturating_sub(filter.filter_time);

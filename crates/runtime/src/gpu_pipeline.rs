@@ -24,7 +24,7 @@ use gpsense_graph::KnowledgeGraph;
 use gpsense_kernels::abi::{
     AdjacencyBoundsArgs, CountWordsArgs, DevSlice, DirectedEdge, EdgeCandidatesArgs, ExtendArgs,
     ExtendWarpArgs, FilterArgs, GraphArgs, IdentifyArgs, ListsArgs, MarkArgs, NodeTotalsArgs,
-    RefineWordsArgs, ScanArgs, StepArgs, WriteWordsArgs,
+    PivotSegmentsArgs, RefineWordsArgs, ScanArgs, StepArgs, WriteWordsArgs,
 };
 use gpsense_kernels::{bits, Dir, NONE};
 use gpsense_planner::{Plan, QueryGraph};
@@ -320,6 +320,8 @@ pub struct Pipeline<'a, D: Device> {
     pub memory_budget: u64,
     pub refine_rounds: u32,
     pub limit: Option<u64>,
+    /// Entries per segment of a long pivot list (0: a warp per partial match).
+    pub segment: u64,
 }
 
 /// The device-side candidate space of a query, after read 1.
@@ -740,6 +742,9 @@ struct Levels<'p, 'a, 'o, D: Device> {
     runs: u64,
 }
 
+/// Warps a segmented level launches at least (a few per SM of a large GPU).
+const SEGMENT_WARPS: u64 = 4096;
+
 /// Rows a cold level's buffer starts with.
 const FIRST_ROWS: u64 = 1 << 14;
 
@@ -802,6 +807,16 @@ impl<D: Device> Levels<'_, '_, '_, D> {
             self.level(d, rows_part(parents, width, 0, half), half)?;
             return self.level(d, rows_part(parents, width, half, n), n - half);
         }
+    }
+
+    /// Count and scan room for `n` items in the scratch buffer.
+    fn scratch(&mut self, n: usize) -> Result<(Region, Region), DeviceError> {
+        let mut c = Carver::new(0);
+        c.take::<u64>(n + 1);
+        c.take::<u64>(scan_sums(n + 1));
+        let buf = self.p.arena.scratch.ensure(self.p.dev, c.at)?;
+        let mut c = Carver::new(self.p.dev.address(buf));
+        Ok((c.take::<u64>(n + 1), c.take::<u64>(scan_sums(n + 1))))
     }
 
     /// Rows level `d` may hold: half of what the levels above it leave of the budget.
@@ -875,6 +890,9 @@ impl<D: Device> Levels<'_, '_, '_, D> {
                 len: capacity * width as u64,
             }
         };
+        let injective = (self.p.semantics == Semantics::Iso) as u32;
+        let (counts, sums) = self.scratch(n as usize)?;
+        let scratch = self.p.arena.scratch.get();
         let space = self.p.arena.space.get();
         if lp.warp {
             dev.zero_bytes(space, self.claimed.offset, 24)?;
@@ -882,49 +900,51 @@ impl<D: Device> Levels<'_, '_, '_, D> {
                 .out
                 .remaining()
                 .map_or(u64::MAX, |d| d.as_nanos().min(u64::MAX as u128 - 1) as u64);
-            dev.launch(
-                &Launch::ExtendWarp(ExtendWarpArgs {
-                    graph: self.p.g(),
-                    step: StepArgs {
-                        slot: lp.slot,
-                        nodes: self.layout.nodes as u32,
-                        injective: (self.p.semantics == Semantics::Iso) as u32,
-                        pivot: NONE,
-                        checks: lp.checks,
-                        candidates: DevSlice::default(),
-                    },
-                    rows: parents,
-                    parents: n,
-                    width: width as u64,
-                    lists: lp.lists,
-                    all: lp.all,
-                    claimed: self.claimed.slice,
-                    out: out_slice,
-                    capacity,
-                    stop_at,
-                    budget_ns,
-                }),
-                n,
-            )?;
+            let mut args = ExtendWarpArgs {
+                graph: self.p.g(),
+                step: StepArgs {
+                    slot: lp.slot,
+                    nodes: self.layout.nodes as u32,
+                    injective,
+                    pivot: NONE,
+                    checks: lp.checks,
+                    candidates: DevSlice::default(),
+                },
+                rows: parents,
+                parents: n,
+                width: width as u64,
+                lists: lp.lists,
+                all: lp.all,
+                claimed: self.claimed.slice,
+                out: out_slice,
+                capacity,
+                stop_at,
+                budget_ns,
+                segment: self.p.segment,
+                ..Default::default()
+            };
+            let mut warps = n;
+            if self.p.segment > 0 {
+                // Long lists are cut into segments that warps take in turn.
+                dev.launch(
+                    &Launch::PivotSegments(PivotSegmentsArgs {
+                        a: args,
+                        out: counts.part(8, 0, n as usize).slice,
+                    }),
+                    n,
+                )?;
+                scan(dev, counts, sums)?;
+                warps = n.clamp(SEGMENT_WARPS, MAX_PARENTS);
+                args.segments = counts.slice;
+                args.warps = warps;
+            }
+            dev.launch(&Launch::ExtendWarp(args), warps)?;
             // The total, the start time, whether the time limit stopped it: one read.
             let c: Vec<u64> = read(dev, space, self.claimed.offset, 3)?;
             return Ok((c[0], c[0].min(capacity)));
         }
         // Count, scan on the device, read the total, write.
         let items = n as usize;
-        let mut c = Carver::new(0);
-        let counts = c.take::<u64>(items + 1);
-        let sums = c.take::<u64>(scan_sums(items + 1));
-        let scratch = self.p.arena.scratch.ensure(dev, c.at)?;
-        let base = dev.address(scratch);
-        let at = |r: Region| Region {
-            offset: r.offset,
-            slice: DevSlice {
-                ptr: base + r.offset as u64,
-                len: r.slice.len,
-            },
-        };
-        let (counts, sums) = (at(counts), at(sums));
         dev.zero_bytes(scratch, counts.offset, counts.bytes(8))?;
         let mut args = ExtendArgs {
             step: StepArgs {

@@ -320,6 +320,7 @@ mod imp {
                 Launch::CountEdgeCandidates(a) | Launch::WriteEdgeCandidates(a) => go!(a),
                 Launch::CountExtensions(a) | Launch::WriteExtensions(a) => go!(a),
                 Launch::ExtendWarp(a) => go!(a),
+                Launch::PivotSegments(a) => go!(a),
             }
             Ok(())
         }

@@ -338,6 +338,7 @@ unsafe fn run_thread(launch: &Launch, gid: usize) {
             Launch::WriteEdgeCandidates(a) => entry::write_edge_candidates(a, gid),
             Launch::CountExtensions(a) => entry::count_extensions(a, gid),
             Launch::WriteExtensions(a) => entry::write_extensions(a, gid),
+            Launch::PivotSegments(a) => entry::pivot_segments(a, gid),
             Launch::MarkNeighbours(_) | Launch::ExtendWarp(_) => {
                 unreachable!("warp kernels run per warp")
             }

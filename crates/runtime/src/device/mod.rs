@@ -65,6 +65,7 @@ pub enum Launch {
     CountExtensions(abi::ExtendArgs),
     WriteExtensions(abi::ExtendArgs),
     ExtendWarp(abi::ExtendWarpArgs),
+    PivotSegments(abi::PivotSegmentsArgs),
 }
 
 impl Launch {
@@ -85,6 +86,7 @@ impl Launch {
             Launch::CountExtensions(_) => "count_extensions",
             Launch::WriteExtensions(_) => "write_extensions",
             Launch::ExtendWarp(_) => "extend_warp",
+            Launch::PivotSegments(_) => "pivot_segments",
         };
         abi::KERNELS
             .iter()
