@@ -324,8 +324,10 @@ fn match_max_expected_keeps_the_queries_with_small_published_counts() {
 }
 
 /// The time limit stops the GPU pipeline inside a long join level (its warps read a clock), not
-/// only between levels: a count that takes seconds ends near a 300 ms limit, marked incomplete.
-/// Without the clock in the kernel the last level ran on to 600-950 ms here.
+/// only between levels: a count that takes seconds ends soon after a 300 ms limit, marked
+/// incomplete. Without the clock in the kernel the last level ran on to 600-950 ms here. The
+/// filtering phase is not interrupted, so the bound is counted from its end when it ends later
+/// (it does on a loaded machine).
 #[test]
 fn the_time_limit_stops_a_long_level_of_the_device_pipeline() {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_gpsense"))
@@ -336,6 +338,7 @@ fn the_time_limit_stops_a_long_level_of_the_device_pipeline() {
             "--engine",
             "emulated",
             "--count",
+            "--explain",
             "--semantics",
             "hom",
             "--timeout-ms",
@@ -347,13 +350,18 @@ fn the_time_limit_stops_a_long_level_of_the_device_pipeline() {
     let text =
         String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("timed out"), "{text}");
-    let ms: f64 = text
-        .split(" in ")
-        .nth(1)
-        .and_then(|t| t.split(" ms").next())
-        .and_then(|t| t.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no time in {text}"));
-    assert!(ms < 450.0, "{ms} ms for a 300 ms limit: {text}");
+    let ms = |key: &str| -> f64 {
+        text.split(&format!("{key} "))
+            .nth(1)
+            .and_then(|t| t.split(" ms").next())
+            .and_then(|t| t.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {key} time in {text}"))
+    };
+    let (filter, total) = (ms("filter"), ms("total"));
+    assert!(
+        total < filter.max(300.0) + 150.0,
+        "{total} ms in all, {filter} ms filtering, for a 300 ms limit: {text}"
+    );
 }
 
 /// The warp join with every pivot list cut into 16-entry segments that warps take in turn (as on a
