@@ -6,6 +6,7 @@
 
 mod bench;
 mod fetch;
+mod gpu_check;
 mod ptx;
 mod senticnet;
 
@@ -36,6 +37,10 @@ enum Command {
     /// from source; igraph, networkx, rustworkx, petgraph, oxigraph, kuzu) on the shipped datasets:
     /// target/bench/report.md, CSVs and figures.
     Bench(bench::BenchArgs),
+    /// Validate the GPU engine on a machine with an NVIDIA GPU (about ten minutes, no network):
+    /// every HPRD, yeast and common-sense answer held to dfs's and the published counts,
+    /// compute-sanitizer where present, timings; target/gpu-check/report.md.
+    GpuCheck(gpu_check::GpuCheckArgs),
 }
 
 #[derive(Args)]
@@ -103,6 +108,7 @@ fn run(cli: Cli) -> Result<()> {
             },
         ),
         Command::Bench(args) => bench::run(&workspace_root(), &args),
+        Command::GpuCheck(args) => gpu_check::run(&workspace_root(), &args),
         Command::List(args) => {
             print!("{}", fetch::list(&dest_or_default(args.dest)));
             Ok(())

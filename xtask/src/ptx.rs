@@ -62,8 +62,7 @@ pub fn run(root: &Path, opts: &Options) -> Result<()> {
     for arch in &opts.archs {
         let ptx = build(root, arch, &env, opts.rustup)?;
         let dest = out_dir.join(format!("gpsense_kernels.{arch}.ptx"));
-        std::fs::copy(&ptx, &dest)
-            .with_context(|| format!("cannot copy {} to {}", ptx.display(), dest.display()))?;
+        copy_if_changed(&ptx, &dest)?;
         let text = std::fs::read_to_string(&dest)?;
         check_entries(&text).with_context(|| format!("{}", dest.display()))?;
         let usage = assemble(&ptxas, arch, &dest)?;
@@ -71,6 +70,16 @@ pub fn run(root: &Path, opts: &Options) -> Result<()> {
         check_limits(arch, &usage)?;
     }
     Ok(())
+}
+
+/// Writes only new content: a build with `embed-ptx` tracks the file's modification time, so
+/// rewriting the same PTX would redo that build (a fat-LTO link) every time.
+fn copy_if_changed(from: &Path, to: &Path) -> Result<()> {
+    let new = std::fs::read(from).with_context(|| format!("cannot read {}", from.display()))?;
+    if std::fs::read(to).is_ok_and(|old| old == new) {
+        return Ok(());
+    }
+    std::fs::write(to, new).with_context(|| format!("cannot write {}", to.display()))
 }
 
 /// Runs the toolchain script (installing on first use) and returns the environment it prints.

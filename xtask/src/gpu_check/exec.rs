@@ -1,0 +1,149 @@
+//! Runs one child process with its output captured, and kills it when it prints nothing for too
+//! long: `gpsense match` prints a line per finished query and enforces its own per-query time limit,
+//! so a longer silence means a hang (a kernel that never returns), not a slow suite.
+
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+
+/// A finished (or killed) run.
+pub struct Captured {
+    pub stdout: String,
+    pub stderr: String,
+    /// `None` when the run was killed after `silence` without output.
+    pub status: Option<ExitStatus>,
+    pub wall: Duration,
+    pub silence: Duration,
+}
+
+impl Captured {
+    pub fn success(&self) -> bool {
+        self.status.is_some_and(|s| s.success())
+    }
+
+    /// Why the run failed, for the report (the exit status and stderr's last line), or `None`.
+    pub fn failure(&self) -> Option<String> {
+        let last = self
+            .stderr
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("no message");
+        match self.status {
+            None => Some(format!(
+                "killed after {} s without output; stderr: {last}",
+                self.silence.as_secs()
+            )),
+            Some(s) if !s.success() => Some(format!("{s}: {last}")),
+            Some(_) => None,
+        }
+    }
+}
+
+/// Runs `cmd`, killing its process group after `silence` without standard output.
+pub fn run(cmd: &mut Command, silence: Duration) -> Result<Captured> {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        // Its own group, so that a kill also reaches what it started (compute-sanitizer's target).
+        .process_group(0);
+    let start = Instant::now();
+    let mut child = cmd
+        .spawn()
+        .with_context(|| format!("cannot run {:?}", cmd.get_program()))?;
+    let stdout = child.stdout.take().context("no stdout pipe")?;
+    let mut stderr = child.stderr.take().context("no stderr pipe")?;
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || forward(stdout, tx));
+    let (err_tx, err_rx) = mpsc::channel();
+    thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = stderr.read_to_end(&mut buf);
+        let _ = err_tx.send(buf);
+    });
+    let (out, killed) = collect(&rx, &mut child, silence);
+    let status = child.wait().context("cannot wait for the child")?;
+    // Bounded: a process that escaped the kill may still hold the pipe.
+    let err = err_rx.recv_timeout(silence).unwrap_or_default();
+    Ok(Captured {
+        stdout: String::from_utf8_lossy(&out).into_owned(),
+        stderr: String::from_utf8_lossy(&err).into_owned(),
+        status: (!killed).then_some(status),
+        wall: start.elapsed(),
+        silence,
+    })
+}
+
+/// Standard output until it closes, or until `silence` passes without any (then the group is
+/// killed and whatever came is returned, `true`).
+fn collect(rx: &mpsc::Receiver<Vec<u8>>, child: &mut Child, silence: Duration) -> (Vec<u8>, bool) {
+    let mut out = Vec::new();
+    loop {
+        match rx.recv_timeout(silence) {
+            Ok(chunk) => out.extend(chunk),
+            Err(RecvTimeoutError::Disconnected) => return (out, false),
+            Err(RecvTimeoutError::Timeout) => {
+                kill_group(child);
+                return (out, true);
+            }
+        }
+    }
+}
+
+fn forward(mut stdout: impl Read, tx: mpsc::Sender<Vec<u8>>) {
+    let mut buf = vec![0u8; 1 << 16];
+    while let Ok(n) = stdout.read(&mut buf) {
+        if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
+            return;
+        }
+    }
+}
+
+/// Kills the child's process group (its id: `process_group(0)` made the child its leader).
+fn kill_group(child: &mut Child) {
+    let group = format!("-{}", child.id());
+    let killed = Command::new("kill")
+        .args(["-KILL", "--", &group])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !killed {
+        let _ = child.kill();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn captures_output_and_status() {
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "echo out; echo err >&2; exit 3"]);
+        let run = run(&mut cmd, Duration::from_secs(10)).unwrap();
+        assert_eq!(run.stdout, "out\n");
+        assert_eq!(run.stderr, "err\n");
+        assert!(!run.success());
+        assert!(
+            run.failure().unwrap().ends_with(": err"),
+            "{:?}",
+            run.failure()
+        );
+    }
+
+    #[test]
+    fn kills_a_silent_process_group() {
+        let mut cmd = Command::new("sh");
+        // The grandchild keeps the pipe open: only a group kill ends the wait.
+        cmd.args(["-c", "echo started; sleep 30 & sleep 30"]);
+        let run = run(&mut cmd, Duration::from_millis(300)).unwrap();
+        assert_eq!(run.stdout, "started\n");
+        assert!(run.status.is_none() && !run.success());
+        assert!(run.wall < Duration::from_secs(10));
+        assert!(run.failure().unwrap().starts_with("killed after 0 s"));
+    }
+}
