@@ -363,16 +363,7 @@ impl<'g> Engine<'g> {
             }
             times.filter = report.filter.filter_time;
             times.join = report.times.join;
-            report.timed_out = out.timed_out();
-            let (rows, limit_reached, error) = out.finish();
-            if let Some(e) = error {
-                return Err(e);
-            }
-            report.rows = rows;
-            report.limit_reached = limit_reached;
-            times.total = start.elapsed();
-            report.times = times;
-            return Ok(report);
+            return finish(out, report, times, start);
         }
         let g = self.view();
         let injective = opts.semantics == Semantics::Iso;
@@ -420,16 +411,7 @@ impl<'g> Engine<'g> {
             kj.run(&ecs, &out)?;
         }
         times.join = join_start.elapsed() - times.edge_candidates;
-        report.timed_out = out.timed_out();
-        let (rows, limit_reached, error) = out.finish();
-        if let Some(e) = error {
-            return Err(e);
-        }
-        report.rows = rows;
-        report.limit_reached = limit_reached;
-        times.total = start.elapsed();
-        report.times = times;
-        Ok(report)
+        finish(out, report, times, start)
     }
 
     /// The CPU engine: candidate space, then the search (`search/`), straight into the output.
@@ -541,6 +523,25 @@ impl<'g> Engine<'g> {
         }
         Ok(None)
     }
+}
+
+/// The report of a match whose rows went to `out`: its rows, limit and time flags, or its error.
+fn finish(
+    out: Output,
+    mut report: MatchReport,
+    mut times: Timings,
+    start: Instant,
+) -> Result<MatchReport, MatchError> {
+    report.timed_out = out.timed_out();
+    let (rows, limit_reached, error) = out.finish();
+    if let Some(e) = error {
+        return Err(e);
+    }
+    report.rows = rows;
+    report.limit_reached = limit_reached;
+    times.total = start.elapsed();
+    report.times = times;
+    Ok(report)
 }
 
 /// The projected columns of rows laid out by query node (`n` node slots, then edge variables).

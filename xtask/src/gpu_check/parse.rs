@@ -50,23 +50,9 @@ pub fn match_output(text: &str) -> (Vec<MatchLine>, Vec<String>) {
 /// Expected counts as `gpsense match --expected` reads them: `name:count` (the SIGMOD study) or
 /// `name count` (yeast_ans.txt) lines, a trailing `.graph` dropped from the name.
 pub fn expected(text: &str) -> Result<BTreeMap<String, u64>> {
-    let mut map = BTreeMap::new();
-    for (i, line) in text
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-    {
-        let (name, count) = line
-            .rsplit_once(':')
-            .or_else(|| line.split_once(char::is_whitespace))
-            .with_context(|| format!("line {}: expected `name:count` or `name count`", i + 1))?;
-        let count = count
-            .trim()
-            .parse()
-            .with_context(|| format!("line {}: bad count {count:?}", i + 1))?;
-        map.insert(name.trim().trim_end_matches(".graph").to_owned(), count);
-    }
-    Ok(map)
+    Ok(gpsense_graph::ingest::expected_counts(text)?
+        .into_iter()
+        .collect())
 }
 
 /// What `gpsense query` says on stderr when done: `N rows in X ms [iso semantics, dfs engine]`.

@@ -177,29 +177,9 @@ fn load_query(path: &Path, data: &KnowledgeGraph) -> Result<gpsense_planner::Que
 fn read_expected(path: &Path) -> Result<HashMap<String, u64>> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let mut map = HashMap::new();
-    for (i, line) in text
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-    {
-        let (name, count) = line
-            .rsplit_once(':')
-            .or_else(|| line.split_once(char::is_whitespace))
-            .with_context(|| {
-                format!(
-                    "{}:{}: expected `name:count` or `name count`",
-                    path.display(),
-                    i + 1
-                )
-            })?;
-        let count: u64 = count
-            .trim()
-            .parse()
-            .with_context(|| format!("{}:{}: bad count {count:?}", path.display(), i + 1))?;
-        map.insert(name.trim().trim_end_matches(".graph").to_owned(), count);
-    }
-    Ok(map)
+    let counts = gpsense_graph::ingest::expected_counts(&text)
+        .with_context(|| format!("{}", path.display()))?;
+    Ok(counts.into_iter().collect())
 }
 
 fn lookup(expected: &HashMap<String, u64>, name: &str) -> Option<u64> {

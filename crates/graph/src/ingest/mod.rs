@@ -7,6 +7,7 @@
 //! reason in the [`IngestReport`].
 
 mod detect;
+mod expected;
 mod formats;
 mod input;
 
@@ -20,6 +21,7 @@ use thiserror::Error;
 use crate::{GraphBuilder, GraphError, KnowledgeGraph, NodeId};
 
 pub use detect::detect;
+pub use expected::{expected_counts, ExpectedError};
 
 /// An input format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
