@@ -6,6 +6,7 @@ mod explain;
 mod fmt;
 mod graph_source;
 mod matcher;
+mod out;
 mod progress;
 mod rows;
 
@@ -292,6 +293,8 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        // `| head`: the reader has what it wanted.
+        Err(e) if out::closed_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {}", render(&e));
             ExitCode::FAILURE

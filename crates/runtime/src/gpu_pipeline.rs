@@ -658,6 +658,7 @@ impl<D: Device> Pipeline<'_, D> {
             emitted: 0,
             budget,
             runs: 0,
+            streaming: false,
         };
         run.level(0, r.root.slice, 1)?;
         Ok(run.runs)
@@ -740,6 +741,8 @@ struct Levels<'p, 'a, 'o, D: Device> {
     /// Bytes the level buffers may take together.
     budget: u64,
     runs: u64,
+    /// The last level is running in growing parts.
+    streaming: bool,
 }
 
 /// Warps a segmented level launches at least (a few per SM of a large GPU).
@@ -747,6 +750,9 @@ const SEGMENT_WARPS: u64 = 4096;
 
 /// Rows a cold level's buffer starts with.
 const FIRST_ROWS: u64 = 1 << 14;
+
+/// Parents of the first part of a streamed last level.
+const FIRST_PARENTS: u64 = 1 << 10;
 
 /// Parents one launch takes at most: between launches the time limit is checked.
 const MAX_PARENTS: u64 = 1 << 20;
@@ -757,17 +763,27 @@ impl<D: Device> Levels<'_, '_, '_, D> {
             return Ok(());
         }
         let width = self.layout.width as u64;
-        if n > MAX_PARENTS {
-            let mut start = 0;
-            while start < n && !self.out.stopped() {
-                let end = (start + MAX_PARENTS).min(n);
-                self.level(d, rows_part(parents, width, start, end), end - start)?;
-                start = end;
-            }
-            return Ok(());
-        }
         let last = d + 1 == self.levels.len();
         let count_only = last && self.out.count_only();
+        // Rows of the last level stream in parts that grow fourfold, so that a reader that stops
+        // early (`| head`, LIMIT) stops the work too; other levels run in parts of MAX_PARENTS.
+        let first_part = if last && !count_only && !self.streaming {
+            FIRST_PARENTS
+        } else {
+            MAX_PARENTS
+        };
+        if n > first_part {
+            self.streaming = last && !count_only;
+            let (mut start, mut part) = (0, first_part);
+            while start < n && !self.out.stopped() {
+                let end = (start + part).min(n);
+                self.level(d, rows_part(parents, width, start, end), end - start)?;
+                start = end;
+                part = (part * 4).min(MAX_PARENTS);
+            }
+            self.streaming = false;
+            return Ok(());
+        }
         let stop_at = if last { self.wanted() } else { u64::MAX };
         let row_bytes = width as usize * 4;
         while self.p.arena.levels.len() <= d {

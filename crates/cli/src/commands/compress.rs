@@ -45,7 +45,7 @@ pub fn run(args: CompressArgs) -> Result<()> {
     let write = Instant::now();
     format::save(&args.output, &loaded.graph, &c)
         .with_context(|| format!("cannot write {}", args.output.display()))?;
-    print!("{}", table(&c.table()));
+    crate::out::print(table(&c.table()))?;
     let top = c.table().last().map_or(0, |r| r.bytes);
     if let Some(target) = args.target_bytes.filter(|&t| top > t) {
         eprintln!(

@@ -10,8 +10,8 @@ use crate::graph_source;
 
 pub fn run(graph: Option<&Path>, top_relations: usize) -> Result<()> {
     let loaded = graph_source::load(graph)?;
-    print!("{}", report(&loaded.graph, &loaded.origin, top_relations));
-    println!("load time     {}", millis(loaded.load_time));
+    crate::out::print(report(&loaded.graph, &loaded.origin, top_relations))?;
+    crate::out::print(format_args!("load time     {}\n", millis(loaded.load_time)))?;
     Ok(())
 }
 

@@ -44,8 +44,8 @@ pub fn run(args: Args) -> Result<()> {
     let size = std::fs::metadata(&args.output)
         .map(|m| m.len() as usize)
         .unwrap_or(0);
-    println!(
-        "{}: {} nodes, {} edges, {} relations; ingest {}, snapshot {} written in {}",
+    crate::out::print(format_args!(
+        "{}: {} nodes, {} edges, {} relations; ingest {}, snapshot {} written in {}\n",
         display(&args.output),
         thousands(graph.node_count() as u64),
         thousands(graph.edge_count() as u64),
@@ -53,7 +53,7 @@ pub fn run(args: Args) -> Result<()> {
         millis(ingest_time),
         bytes(size),
         millis(save_time),
-    );
+    ))?;
     Ok(())
 }
 

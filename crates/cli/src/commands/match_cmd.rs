@@ -87,7 +87,7 @@ pub fn run(args: Args) -> Result<()> {
                 exact += 1;
             }
         }
-        println!("{line}");
+        crate::out::print(format_args!("{line}\n"))?;
     }
     eprintln!(
         "{} queries in {:.1} ms of processing ({:.3} ms per query), data graph loaded once in {}",

@@ -36,7 +36,7 @@ pub fn run(args: Args) -> Result<()> {
     let start = Instant::now();
     let Reported { report, expansion } = if args.count {
         let reported = matcher.count(&q, &args.options)?;
-        println!("{}", reported.report.rows);
+        crate::out::print(format_args!("{}\n", reported.report.rows))?;
         reported
     } else {
         stream_rows(&matcher, &q, &args)?

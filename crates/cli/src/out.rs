@@ -1,0 +1,24 @@
+//! Standard output for the commands. `println!` panics when stdout is a closed pipe or a full
+//! device; these writes return the error instead, and `main` ends quietly when the reader went away
+//! (`gpsense info | head -1`) and reports any other write error.
+
+use std::fmt::Display;
+use std::io::{self, Write};
+
+use anyhow::{Context, Result};
+
+/// Writes `text` to standard output and flushes it.
+pub fn print(text: impl Display) -> Result<()> {
+    let mut out = io::stdout().lock();
+    write!(out, "{text}")
+        .and_then(|()| out.flush())
+        .context("cannot write the output")
+}
+
+/// Whether `e` comes from a reader that closed the pipe: the reader has enough, not a failure.
+pub fn closed_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<io::Error>()
+            .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
+    })
+}
