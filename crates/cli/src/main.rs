@@ -71,6 +71,9 @@ enum Command {
         /// What to do with a malformed line: fail (with file, line and reason) or skip (and count).
         #[arg(long, default_value = "fail", value_parser = parse::<OnError>)]
         on_error: OnError,
+        /// The longest input line, in bytes (e.g. 4M); a longer line is malformed. Default 1M.
+        #[arg(long, value_parser = parse_line_bytes)]
+        max_line_bytes: Option<usize>,
     },
     /// Answer a query (SPARQL basic graph pattern) on a graph, e.g.
     /// `gpsense query 'SELECT ?x WHERE { ?x IsA animal . ?x AtLocation home }'`.
@@ -217,6 +220,15 @@ pub fn parse_threads(s: &str) -> Result<usize, String> {
     }
 }
 
+/// A line length: bytes with an optional K/M/G suffix, at least 1 KiB and at most 1 GiB.
+fn parse_line_bytes(s: &str) -> Result<usize, String> {
+    let n = gpsense_runtime::parse_bytes(s).map_err(|e| e.to_string())?;
+    if !(1024..=1 << 30).contains(&n) {
+        return Err(format!("{s}: a line limit must be between 1K and 1G"));
+    }
+    Ok(n as usize)
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let threads = match &cli.command {
@@ -243,6 +255,7 @@ fn main() -> ExitCode {
             languages,
             strip_pos,
             on_error,
+            max_line_bytes,
         } => commands::ingest::run(commands::ingest::Args {
             inputs,
             output,
@@ -251,6 +264,7 @@ fn main() -> ExitCode {
             languages,
             strip_pos,
             on_error,
+            max_line_bytes: max_line_bytes.unwrap_or(0),
         }),
         Command::Query {
             query,

@@ -13,6 +13,7 @@ const SKIP: IngestOptions = IngestOptions {
     languages: Vec::new(),
     strip_pos: false,
     on_error: OnError::Skip,
+    max_line_bytes: 0,
 };
 
 /// Fails by default at `line` with a reason containing `reason`; with skip, keeps `kept` edges.
@@ -328,4 +329,89 @@ fn truncated_gzip_is_an_io_error_not_a_panic() {
     std::fs::write(&path, &gz[..gz.len() / 2]).unwrap();
     let err = ingest(&[path], &IngestOptions::default(), &NoProgress).unwrap_err();
     assert!(matches!(err, IngestError::Io { .. }), "{err}");
+}
+
+/// Lines are capped (1 MiB by default): a longer one is malformed at its line number and is never
+/// held whole; with skip the other lines are kept.
+#[test]
+fn an_overlong_line_is_malformed_and_never_held_whole() {
+    let long = "x".repeat(3 << 20);
+    let input = format!("IsA\tcat\tanimal\nIsA\t{long}\tanimal\nIsA\tdog\tanimal\n");
+    check(Format::Triples, &input, 2, "longer than 1048576 bytes", 2);
+    // The limit is an option: a 2,000-byte name passes by default and fails under 1,000 bytes.
+    let named = format!("IsA\t{}\tanimal\n", "y".repeat(2000));
+    assert!(ingest_bytes(named.as_bytes(), Format::Triples, &IngestOptions::default()).is_ok());
+    let lowered = IngestOptions {
+        max_line_bytes: 1000,
+        ..IngestOptions::default()
+    };
+    let err = ingest_bytes(named.as_bytes(), Format::Triples, &lowered).unwrap_err();
+    assert!(err.to_string().contains("longer than 1000 bytes"), "{err}");
+    // A file of one endless line (`/dev/zero`): the error comes after the limit, not at the end.
+    let zeros = vec![b'a'; 5 << 20];
+    let err = ingest_bytes(&zeros, Format::ConceptNet, &IngestOptions::default()).unwrap_err();
+    assert!(err.to_string().contains(":1: line too long"), "{err}");
+}
+
+/// NUL bytes and UTF-16 are refused with the line number; a BOM before TSV is TSV.
+#[test]
+fn nul_bytes_utf16_and_a_bom() {
+    check(
+        Format::Triples,
+        "IsA\tcat\tanimal\nIsA\tdo\0g\tanimal\n",
+        2,
+        "NUL byte",
+        1,
+    );
+    let utf16: Vec<u8> = "IsA\tcat\tanimal\n"
+        .encode_utf16()
+        .flat_map(|u| u.to_le_bytes())
+        .collect();
+    let err = ingest_bytes(&utf16, Format::Triples, &IngestOptions::default()).unwrap_err();
+    assert!(err.to_string().contains(":1: UTF-16 text"), "{err}");
+    let dir = tempfile::tempdir().unwrap();
+    let with_bom = dir.path().join("t.tsv");
+    let bom = "\u{feff}cat\tIsA\tanimal\ndog\tIsA\tanimal\n";
+    std::fs::write(&with_bom, bom).unwrap();
+    let (g, report) = ingest(&[with_bom], &IngestOptions::default(), &NoProgress).unwrap();
+    assert_eq!(report.files[0].format, Format::Triples);
+    assert_eq!(g.edge_count(), 2);
+    assert!(
+        g.node_id("cat").is_some(),
+        "the BOM is not part of the first name"
+    );
+    let utf16_file = dir.path().join("u.tsv");
+    let mut bytes = vec![0xFF, 0xFE];
+    bytes.extend_from_slice(&utf16);
+    std::fs::write(&utf16_file, bytes).unwrap();
+    let err = ingest(&[utf16_file], &IngestOptions::default(), &NoProgress).unwrap_err();
+    assert!(err.to_string().contains("UTF-16"), "{err}");
+}
+
+/// An ingest that keeps no edge is an error that points at the format, not an empty graph; our
+/// own snapshot is recognised.
+#[test]
+fn nothing_kept_and_our_own_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv_as_tsv = dir.path().join("t.tsv");
+    std::fs::write(&csv_as_tsv, "\"cat\",\"IsA\"\n\"dog\",\"IsA\"\n").unwrap();
+    let forced = IngestOptions {
+        format: Some(Format::Triples),
+        ..SKIP
+    };
+    let err = ingest(&[csv_as_tsv], &forced, &NoProgress).unwrap_err();
+    assert!(
+        err.to_string().contains("0 edges read from 2 lines"),
+        "{err}"
+    );
+    let tsv = dir.path().join("g.tsv");
+    std::fs::write(&tsv, "cat\tIsA\tanimal\n").unwrap();
+    let (g, _) = ingest(&[tsv], &IngestOptions::default(), &NoProgress).unwrap();
+    let snapshot = dir.path().join("g.gps");
+    g.save(&snapshot).unwrap();
+    let err = ingest(&[snapshot], &IngestOptions::default(), &NoProgress).unwrap_err();
+    assert!(
+        err.to_string().contains("gpsense snapshot already"),
+        "{err}"
+    );
 }

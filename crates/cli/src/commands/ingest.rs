@@ -19,6 +19,7 @@ pub struct Args {
     pub languages: Vec<String>,
     pub strip_pos: bool,
     pub on_error: OnError,
+    pub max_line_bytes: usize,
 }
 
 pub fn run(args: Args) -> Result<()> {
@@ -28,6 +29,7 @@ pub fn run(args: Args) -> Result<()> {
         languages: args.languages,
         strip_pos: args.strip_pos,
         on_error: args.on_error,
+        max_line_bytes: args.max_line_bytes,
     };
     let start = Instant::now();
     let (graph, report) = ingest(&args.inputs, &opts, &Bar::default()).map_err(|e| match e {

@@ -13,6 +13,16 @@ pub fn detect(path: &Path, sample: &[u8]) -> Result<Format, String> {
         .unwrap_or("")
         .to_ascii_lowercase();
     let name = name.strip_suffix(".gz").unwrap_or(&name);
+    if sample.starts_with(&crate::snapshot::MAGIC) {
+        return Err(
+            "it is a gpsense snapshot already: give it to query, match or info as it is".into(),
+        );
+    }
+    if sample.starts_with(&[0xFF, 0xFE]) || sample.starts_with(&[0xFE, 0xFF]) {
+        return Err(
+            "UTF-16 text; gpsense reads UTF-8: convert it with iconv -f UTF-16 -t UTF-8".into(),
+        );
+    }
     let text = String::from_utf8_lossy(sample);
     let text = text
         .strip_prefix('\u{feff}')
@@ -34,7 +44,9 @@ pub fn detect(path: &Path, sample: &[u8]) -> Result<Format, String> {
     if fields.len() == 5 && fields[1].starts_with("/r/") {
         return Ok(Format::ConceptNet);
     }
-    if bom || name.ends_with(".csv") || (fields.len() == 1 && data.contains(',')) {
+    // A BOM says nothing about the format: spreadsheets write it before TSV as well as CSV.
+    let _ = bom;
+    if name.ends_with(".csv") || (fields.len() == 1 && data.contains(',')) {
         return Ok(Format::Csv);
     }
     if (3..=4).contains(&fields.len()) {

@@ -1,7 +1,7 @@
 //! One parser per format, each turning a line (or CSV record) into triples on the [`Sink`].
 
 use std::collections::BTreeMap;
-use std::io::BufRead;
+use std::io::{BufRead, Read};
 use std::path::Path;
 
 use super::detect::detect_columns;
@@ -69,6 +69,37 @@ pub(super) fn read(
     Ok(file)
 }
 
+/// Consumes the rest of a line (after its first bytes were read), keeping none of it.
+fn skip_line(reader: &mut impl BufRead) -> std::io::Result<()> {
+    loop {
+        let chunk = reader.fill_buf()?;
+        if chunk.is_empty() {
+            return Ok(());
+        }
+        if let Some(i) = chunk.iter().position(|&b| b == b'\n') {
+            reader.consume(i + 1);
+            return Ok(());
+        }
+        let n = chunk.len();
+        reader.consume(n);
+    }
+}
+
+/// A NUL byte in a line: names are text. UTF-16 text (every other byte NUL) is named as such.
+fn nul_byte(line_no: u64, bytes: &[u8], at: usize) -> LineError {
+    let zeros = bytes.iter().filter(|&&b| b == 0).count();
+    if zeros * 3 >= bytes.len() {
+        LineError::new(
+            "UTF-16 text",
+            format!(
+                "line {line_no} looks like UTF-16; gpsense reads UTF-8: convert the file with iconv -f UTF-16 -t UTF-8"
+            ),
+        )
+    } else {
+        LineError::new("NUL byte", format!("at byte {at}"))
+    }
+}
+
 /// Per-file state shared by the line loop and the parsers.
 struct Ctx<'a> {
     path: &'a Path,
@@ -122,27 +153,49 @@ fn read_lines(
     let mut reader = input.into_reader();
     let mut buf = Vec::with_capacity(1024);
     let mut line_no = 0u64;
+    let max = ctx.opts.max_line();
+    let io = |source| IngestError::Io {
+        path: ctx.path.to_path_buf(),
+        source,
+    };
     loop {
         buf.clear();
-        let n = reader
+        // At most one byte past the limit is kept: a longer line is never held whole.
+        let n = (&mut reader)
+            .take(max as u64 + 1)
             .read_until(b'\n', &mut buf)
-            .map_err(|source| IngestError::Io {
-                path: ctx.path.to_path_buf(),
-                source,
-            })?;
+            .map_err(io)?;
         if n == 0 {
             return Ok(());
         }
         line_no += 1;
+        if buf.len() > max && buf.last() != Some(&b'\n') {
+            skip_line(&mut reader).map_err(io)?;
+            let why = LineError::new(
+                "line too long",
+                format!("longer than {max} bytes (raise --max-line-bytes)"),
+            );
+            ctx.record(line_no, Err(why))?;
+            continue;
+        }
         let bytes = buf.strip_suffix(b"\n").unwrap_or(&buf);
         let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
-        let result = match std::str::from_utf8(bytes) {
-            Ok(line) if line.trim().is_empty() || line.starts_with('#') => Ok(Outcome::Nothing),
-            Ok(line) => parse(line, ctx),
-            Err(e) => Err(LineError::new(
-                "invalid UTF-8",
-                format!("at byte {}", e.valid_up_to()),
-            )),
+        let bytes = if line_no == 1 {
+            bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes)
+        } else {
+            bytes
+        };
+        let result = if let Some(at) = bytes.iter().position(|&b| b == 0) {
+            Err(nul_byte(line_no, bytes, at))
+        } else {
+            match std::str::from_utf8(bytes) {
+                Ok(line) if line.trim().is_empty() || line.starts_with('#') => Ok(Outcome::Nothing),
+                Ok(line) => parse(line, ctx),
+                Err(e) => Err(LineError::new(
+                    "invalid UTF-8",
+                    format!("at byte {}", e.valid_up_to()),
+                )),
+            }
         };
         ctx.record(line_no, result)?;
     }

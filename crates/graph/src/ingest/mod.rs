@@ -144,6 +144,22 @@ pub struct IngestOptions {
     /// ConceptNet: drop the `/<pos>/...` suffix of concept URIs.
     pub strip_pos: bool,
     pub on_error: OnError,
+    /// The longest line read, in bytes (0: [`DEFAULT_MAX_LINE`]). A longer line is malformed and
+    /// is never held in memory whole.
+    pub max_line_bytes: usize,
+}
+
+/// Lines longer than this (1 MiB) are malformed unless `max_line_bytes` says otherwise.
+pub const DEFAULT_MAX_LINE: usize = 1 << 20;
+
+impl IngestOptions {
+    pub fn max_line(&self) -> usize {
+        if self.max_line_bytes == 0 {
+            DEFAULT_MAX_LINE
+        } else {
+            self.max_line_bytes
+        }
+    }
 }
 
 /// Why one line was rejected.
@@ -184,6 +200,8 @@ pub enum IngestError {
     Graph { path: PathBuf, source: GraphError },
     #[error("no input files")]
     NoInput,
+    #[error("0 edges read from {lines} lines: is the format right? try --format (ingest --help lists them)")]
+    NoEdges { lines: u64 },
 }
 
 /// What happened to one input file.
@@ -267,6 +285,12 @@ pub fn ingest(
         source,
     })?;
     report.duplicates = duplicates;
+    // An ingest that keeps nothing is a mistake (a wrong format, every line skipped), not a graph.
+    if report.files.iter().all(|f| f.edges == 0) {
+        return Err(IngestError::NoEdges {
+            lines: report.files.iter().map(|f| f.lines).sum(),
+        });
+    }
     Ok((graph, report))
 }
 
