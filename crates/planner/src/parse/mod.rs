@@ -104,18 +104,48 @@ impl ParseError {
     }
 }
 
-/// `message`, then line `line` of `source` with a caret under `column` (both 1-based).
+/// Characters of the query shown on each side of an error's column.
+const WINDOW: usize = 40;
+
+/// The longest message shown whole; a longer one (quoting a huge token) keeps its two ends.
+const MAX_MESSAGE: usize = 240;
+
+/// `message`, then line `line` of `source` with a caret under `column` (both 1-based). A long line
+/// shows a window of [`WINDOW`] characters either side of the column, with `...` where it is cut.
 ///
 /// Tabs before the column are kept in the caret line so that the caret lines up in a terminal.
 pub(crate) fn render_at(source: &str, line: usize, column: usize, message: &str) -> String {
     let text = source.lines().nth(line.saturating_sub(1)).unwrap_or("");
-    let pad: String = text
+    let at = column.saturating_sub(1);
+    let start = at.saturating_sub(WINDOW);
+    let shown: String = text.chars().skip(start).take(2 * WINDOW).collect();
+    let before = if start > 0 { "..." } else { "" };
+    let after = if text.chars().count() > start + 2 * WINDOW {
+        "..."
+    } else {
+        ""
+    };
+    let pad: String = before
         .chars()
-        .take(column.saturating_sub(1))
+        .chain(shown.chars().take(at - start))
         .map(|c| if c == '\t' { '\t' } else { ' ' })
         .collect();
     let gutter = " ".repeat(line.to_string().len());
-    format!("{message}\n{line} | {text}\n{gutter} | {pad}^")
+    format!(
+        "{}\n{line} | {before}{shown}{after}\n{gutter} | {pad}^",
+        shorten(message)
+    )
+}
+
+/// `message`, or its first and last parts around `...` when it is longer than [`MAX_MESSAGE`].
+fn shorten(message: &str) -> std::borrow::Cow<'_, str> {
+    let n = message.chars().count();
+    if n <= MAX_MESSAGE {
+        return message.into();
+    }
+    let head: String = message.chars().take(MAX_MESSAGE / 2).collect();
+    let tail: String = message.chars().skip(n - MAX_MESSAGE / 2).collect();
+    format!("{head}...{tail}").into()
 }
 
 /// Parses one query. O(length of `text`).

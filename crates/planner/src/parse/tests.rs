@@ -360,3 +360,31 @@ fn never_panics_on_arbitrary_input() {
         }
     }
 }
+
+#[test]
+fn a_long_line_shows_a_window_around_the_error() {
+    let long = "x".repeat(1 << 20);
+    let text = format!("SELECT ?a WHERE {{ ?a IsA {long} ?a IsA {long} }}");
+    let e = crate::parse(&text).unwrap_err();
+    let shown = e.render(&text);
+    assert!(
+        shown.len() < 800,
+        "{} bytes: {}",
+        shown.len(),
+        &shown[..200]
+    );
+    let lines: Vec<&str> = shown.lines().collect();
+    assert!(
+        lines[1].contains("| ...") && lines[1].ends_with("..."),
+        "{shown}"
+    );
+    // The caret sits under the column the message names.
+    let caret = lines[2].find('^').unwrap();
+    let col = e.column - 1;
+    let line_start = lines[1].find("| ").unwrap() + 2;
+    let shown_char = lines[1][line_start..]
+        .chars()
+        .nth(caret - line_start)
+        .unwrap();
+    assert_eq!(shown_char, text.chars().nth(col).unwrap(), "{shown}");
+}
