@@ -472,3 +472,71 @@ fn a_reader_that_goes_away_stops_the_device_pipeline() {
         "{down} bytes read back for a reader that left: {err}"
     );
 }
+
+/// Snapshot outputs: never replace a FIFO or a directory; write through a symlink; a new file gets
+/// the umask's mode and a rewrite keeps the old mode (both were 0600); stale temporary files of an
+/// interrupted write are removed; a missing directory is named, not the temporary file.
+#[test]
+fn snapshot_outputs_are_safe() {
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    let dir = tempfile::tempdir().unwrap();
+    let d = |name: &str| dir.path().join(name).display().to_string();
+    let tsv = d("t.tsv");
+    std::fs::write(&tsv, "cat\tIsA\tanimal\n").unwrap();
+    let ingest = |out: &str, umask: &str| {
+        std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "umask {umask}; exec \"$0\" ingest \"$1\" -o \"$2\"",
+            ))
+            .arg(env!("CARGO_BIN_EXE_gpsense"))
+            .arg(&tsv)
+            .arg(out)
+            .output()
+            .expect("run gpsense")
+    };
+    let mode = |p: &str| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    // A FIFO and a directory are refused and left as they were.
+    let fifo = d("fifo");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let out = ingest(&fifo, "022");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is a FIFO"));
+    assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+    let sub = d("sub");
+    std::fs::create_dir(&sub).unwrap();
+    let out = ingest(&sub, "022");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is a directory"));
+    // Modes: the umask's for a new file, the old one for a rewrite.
+    let g = d("g.gps");
+    assert!(ingest(&g, "027").status.success());
+    assert_eq!(mode(&g), 0o640);
+    std::fs::set_permissions(&g, std::fs::Permissions::from_mode(0o644)).unwrap();
+    assert!(ingest(&g, "077").status.success());
+    assert_eq!(mode(&g), 0o644);
+    // A symlink is written through.
+    let link = d("link.gps");
+    std::os::unix::fs::symlink("g.gps", &link).unwrap();
+    std::fs::write(&g, b"old").unwrap();
+    assert!(ingest(&link, "022").status.success());
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert!(std::fs::read(&g).unwrap().starts_with(b"GPSENSE"));
+    // A stale temporary file of a dead process goes; a missing directory is named.
+    let stale = d(".g.gps.gpsense-tmp.4000000");
+    std::fs::write(&stale, b"partial").unwrap();
+    assert!(ingest(&g, "022").status.success());
+    assert!(!std::path::Path::new(&stale).exists());
+    let out = ingest(&d("missing/x.gps"), "022");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("does not exist") && !err.contains("gpsense-tmp") && !err.contains("at path"),
+        "{err}"
+    );
+}

@@ -36,6 +36,8 @@ pub enum SnapshotError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("{path} is {what}: write the snapshot to a regular file")]
+    NotAFile { path: PathBuf, what: &'static str },
     #[error("{path}: not a gpsense snapshot (bad magic bytes)")]
     BadMagic { path: PathBuf },
     #[error("{path}: snapshot format version {found}, this build reads version {expected}; re-run `gpsense ingest`")]
@@ -49,6 +51,12 @@ pub enum SnapshotError {
         path: PathBuf,
         found: u32,
         expected: u32,
+    },
+    #[error("{path}: truncated snapshot ({found} bytes, shorter than the {expected}-byte header)")]
+    TruncatedHeader {
+        path: PathBuf,
+        expected: u64,
+        found: u64,
     },
     #[error("{path}: truncated snapshot (header says {expected} body bytes, file has {found})")]
     Truncated {
@@ -103,7 +111,7 @@ pub fn decode<T: DeserializeOwned>(
         if bytes.len() >= 8 && bytes[..8] != MAGIC {
             return Err(SnapshotError::BadMagic { path: path_buf() });
         }
-        return Err(SnapshotError::Truncated {
+        return Err(SnapshotError::TruncatedHeader {
             path: path_buf(),
             expected: HEADER_LEN as u64,
             found: bytes.len() as u64,
@@ -156,24 +164,121 @@ pub fn decode<T: DeserializeOwned>(
 }
 
 /// Writes `bytes` to `path` atomically: a temporary file in the same directory, synced, then renamed.
+///
+/// - Only a regular file is replaced: a device, FIFO or directory at `path` is refused (renaming
+///   over `/dev/null` would replace it with a file). A symlink is written through: the file it
+///   points to is replaced and the link stays.
+/// - A new file gets the mode the umask gives (0666 less the umask), a rewritten one keeps its mode.
+/// - The temporary file is `.NAME.gpsense-tmp.PID`: a write into a directory removes the ones that
+///   an interrupted earlier process (no longer running) left there.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), SnapshotError> {
     let io = |source| SnapshotError::Io {
         path: path.to_path_buf(),
         source,
     };
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let tmp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
-    {
-        let mut w = BufWriter::new(tmp.as_file());
-        w.write_all(bytes).map_err(io)?;
-        w.flush().map_err(io)?;
+    let target = write_through(path).map_err(io)?;
+    let old = std::fs::metadata(&target).ok();
+    if let Some(m) = &old {
+        if !m.is_file() {
+            return Err(SnapshotError::NotAFile {
+                path: path.to_path_buf(),
+                what: file_kind(m),
+            });
+        }
     }
-    tmp.as_file().sync_all().map_err(io)?;
-    tmp.persist(path).map_err(|e| io(e.error))?;
-    Ok(())
+    let dir = match target.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    if !dir.is_dir() {
+        return Err(io(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            format!("the directory {} does not exist", dir.display()),
+        )));
+    }
+    let name = target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let prefix = format!(".{name}.gpsense-tmp.");
+    remove_stale_temps(&dir, &prefix);
+    let tmp = dir.join(format!("{prefix}{}", std::process::id()));
+    let result = write_new(&tmp, bytes, old.map(|m| m.permissions()))
+        .and_then(|()| std::fs::rename(&tmp, &target));
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result.map_err(io)
+}
+
+/// The file a write to `path` replaces: `path`, or what its symlinks lead to.
+fn write_through(path: &Path) -> std::io::Result<PathBuf> {
+    let mut p = path.to_path_buf();
+    for _ in 0..40 {
+        match std::fs::symlink_metadata(&p) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let link = std::fs::read_link(&p)?;
+                p = match p.parent() {
+                    Some(dir) if link.is_relative() => dir.join(link),
+                    _ => link,
+                };
+            }
+            _ => return Ok(p),
+        }
+    }
+    Err(std::io::Error::other("too many levels of symbolic links"))
+}
+
+/// Creates `tmp` (mode from the umask, or `mode`), writes and syncs `bytes`.
+fn write_new(tmp: &Path, bytes: &[u8], mode: Option<std::fs::Permissions>) -> std::io::Result<()> {
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(tmp)?;
+    let mut w = BufWriter::new(&file);
+    w.write_all(bytes)?;
+    w.flush()?;
+    drop(w);
+    if let Some(mode) = mode {
+        file.set_permissions(mode)?;
+    }
+    file.sync_all()
+}
+
+/// Removes `dir/PREFIX<pid>` files whose process is gone (Linux: no `/proc/<pid>`).
+fn remove_stale_temps(dir: &Path, prefix: &str) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name.to_str().and_then(|n| n.strip_prefix(prefix)) else {
+            continue;
+        };
+        let running = pid.parse::<u32>().is_ok_and(|pid| {
+            pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists()
+        });
+        if !running && Path::new("/proc/self").exists() {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}
+
+/// What a non-regular file is, for the message.
+fn file_kind(m: &std::fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let t = m.file_type();
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_char_device() || t.is_block_device() {
+        "a device"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "not a regular file"
+    }
 }
 
 /// Reads a whole snapshot file.
@@ -249,11 +354,23 @@ mod tests {
         for len in 0..bytes.len() {
             let err =
                 KnowledgeGraph::from_snapshot_bytes(&bytes[..len], Path::new("t.gps")).unwrap_err();
+            let header = len < HEADER_LEN;
             assert!(
-                matches!(err, SnapshotError::Truncated { .. }),
+                matches!(
+                    (&err, header),
+                    (SnapshotError::TruncatedHeader { .. }, true)
+                        | (SnapshotError::Truncated { .. }, false)
+                ),
                 "{len}: {err}"
             );
         }
+        // A file shorter than the header is not said to declare a body length.
+        let err =
+            KnowledgeGraph::from_snapshot_bytes(&bytes[..20], Path::new("t.gps")).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "t.gps: truncated snapshot (20 bytes, shorter than the 32-byte header)"
+        );
     }
 
     #[test]
