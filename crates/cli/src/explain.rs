@@ -15,7 +15,13 @@ pub fn report(q: &QueryGraph, g: &KnowledgeGraph, r: &MatchReport) -> String {
     if let Some(device) = &r.device {
         let _ = writeln!(out, "device:    {device}");
     }
-    let _ = writeln!(out, "query graph:\n{}", indent(&q.describe(g)));
+    // `describe` opens with its own "query graph: ..." line.
+    let described = q.describe(g);
+    let mut lines = described.lines();
+    let _ = writeln!(out, "{}", lines.next().unwrap_or("query graph:"));
+    for l in lines {
+        let _ = writeln!(out, "  {l}");
+    }
     let _ = writeln!(
         out,
         "plan ({} component{}):",
@@ -92,12 +98,4 @@ pub fn report(q: &QueryGraph, g: &KnowledgeGraph, r: &MatchReport) -> String {
         ms(t.total)
     );
     out
-}
-
-fn indent(text: &str) -> String {
-    text.lines()
-        .map(|l| format!("  {l}\n"))
-        .collect::<String>()
-        .trim_end()
-        .to_owned()
 }

@@ -309,6 +309,7 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         // `| head`: the reader has what it wanted.
         Err(e) if out::closed_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) if e.is::<out::NoMatch>() => ExitCode::FAILURE,
         Err(e) => {
             eprintln!("error: {}", render(&e));
             ExitCode::FAILURE

@@ -22,3 +22,15 @@ pub fn closed_pipe(e: &anyhow::Error) -> bool {
             .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
     })
 }
+
+/// The answer to a yes/no query was no: `main` exits with status 1 and no message.
+#[derive(Debug)]
+pub struct NoMatch;
+
+impl std::fmt::Display for NoMatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("no match")
+    }
+}
+
+impl std::error::Error for NoMatch {}

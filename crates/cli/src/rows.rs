@@ -29,25 +29,39 @@ pub struct RowWriter<W: Write> {
     format: RowFormat,
     header: Vec<String>,
     rows: u64,
+    /// The header is written with the first row (or at the end): a query refused before any row
+    /// prints nothing on stdout.
+    begun: bool,
 }
 
 impl<W: Write> RowWriter<W> {
     pub fn new(out: W, format: RowFormat, header: &[String]) -> io::Result<Self> {
-        let mut w = RowWriter {
+        Ok(RowWriter {
             out: io::BufWriter::with_capacity(1 << 16, out),
             format,
             header: header.to_vec(),
             rows: 0,
-        };
-        match format {
-            RowFormat::Tsv => w.line(header.iter().map(String::as_str), '\t', tsv_escape)?,
-            RowFormat::Csv => w.line(header.iter().map(String::as_str), ',', csv_escape)?,
-            RowFormat::Json => w.out.write_all(b"[")?,
+            begun: false,
+        })
+    }
+
+    fn begin(&mut self) -> io::Result<()> {
+        if self.begun {
+            return Ok(());
         }
-        Ok(w)
+        self.begun = true;
+        let header = std::mem::take(&mut self.header);
+        match self.format {
+            RowFormat::Tsv => self.line(header.iter().map(String::as_str), '\t', tsv_escape)?,
+            RowFormat::Csv => self.line(header.iter().map(String::as_str), ',', csv_escape)?,
+            RowFormat::Json => self.out.write_all(b"[")?,
+        }
+        self.header = header;
+        Ok(())
     }
 
     pub fn row(&mut self, values: &[&str]) -> io::Result<()> {
+        self.begin()?;
         match self.format {
             RowFormat::Tsv => self.line(values.iter().copied(), '\t', tsv_escape)?,
             RowFormat::Csv => self.line(values.iter().copied(), ',', csv_escape)?,
@@ -81,6 +95,7 @@ impl<W: Write> RowWriter<W> {
     }
 
     pub fn finish(mut self) -> io::Result<()> {
+        self.begin()?;
         if self.format == RowFormat::Json {
             self.out
                 .write_all(if self.rows == 0 { b"]\n" } else { b"\n]\n" })?;

@@ -540,3 +540,34 @@ fn snapshot_outputs_are_safe() {
         "{err}"
     );
 }
+
+/// Small things a user sees: a query with no variable is a yes/no question with an exit status;
+/// "1 row", not "1 rows"; `--explain` says "query graph:" once; a refused query prints no header.
+#[test]
+fn yes_no_questions_plurals_and_headers() {
+    let run = |args: &[&str]| {
+        let out = common::gpsense(args);
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).to_string(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    let (code, out, _) = run(&["query", "SELECT * WHERE { cat IsA pet }"]);
+    assert_eq!((code, out.as_str()), (Some(0), "yes\n"));
+    let (code, out, err) = run(&["query", "SELECT * WHERE { cat IsA dog }"]);
+    assert_eq!((code, out.as_str()), (Some(1), "no\n"), "{err}");
+    assert!(!err.contains("error"), "{err}");
+    let (_, _, err) = run(&["query", "--limit", "1", "SELECT ?x WHERE { ?x IsA cat }"]);
+    assert!(err.contains("1 row (limit reached"), "{err}");
+    let (_, _, err) = run(&["query", "--explain", "SELECT ?x WHERE { ?x IsA cat }"]);
+    assert_eq!(err.matches("query graph:").count(), 1, "{err}");
+    let (code, out, err) = run(&[
+        "query",
+        "--max-cartesian",
+        "10",
+        "SELECT ?x ?y WHERE { ?x IsA ?y . ?z IsA ?w }",
+    ]);
+    assert_eq!(code, Some(1), "{err}");
+    assert_eq!(out, "", "a refused query prints no header");
+}

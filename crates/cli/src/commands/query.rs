@@ -34,6 +34,10 @@ pub fn run(args: Args) -> Result<()> {
     let matcher = Matcher::new(&loaded)?;
     graph_source::announce_engine(matcher.engine(), args.options.engine)?;
     let start = Instant::now();
+    // No variable (`cat IsA pet`): a yes/no question, answered as SPARQL's ASK would be.
+    if q.projection.is_empty() && !args.count {
+        return ask(&matcher, &q, &args, start);
+    }
     let Reported { report, expansion } = if args.count {
         let reported = matcher.count(&q, &args.options)?;
         crate::out::print(format_args!("{}\n", reported.report.rows))?;
@@ -55,7 +59,12 @@ pub fn run(args: Args) -> Result<()> {
     } else {
         ""
     };
-    let what = if args.count { "matches" } else { "rows" };
+    let what = match (args.count, report.rows == 1) {
+        (true, true) => "match",
+        (true, false) => "matches",
+        (false, true) => "row",
+        (false, false) => "rows",
+    };
     eprintln!(
         "{} {what}{cut} in {} [{} semantics, {} engine]",
         thousands(report.rows),
@@ -77,6 +86,30 @@ fn query_text(args: &Args) -> Result<String> {
         (None, None) => {
             bail!("no query: give it as an argument (SELECT ?x WHERE {{ ... }}) or with -f FILE")
         }
+    }
+}
+
+/// A query without variables: prints `yes` or `no`; `no` exits with status 1 (as `grep` does when
+/// nothing matches), so scripts can test it.
+fn ask(matcher: &Matcher, q: &QueryGraph, args: &Args, start: Instant) -> Result<()> {
+    let opts = MatchOptions {
+        limit: Some(1),
+        ..args.options.clone()
+    };
+    let report = matcher.count(q, &opts)?.report;
+    let yes = report.rows > 0;
+    crate::out::print(if yes { "yes\n" } else { "no\n" })?;
+    eprintln!(
+        "{} (no variable: a yes/no question) in {} [{} semantics, {} engine]",
+        if yes { "yes" } else { "no" },
+        millis(start.elapsed()),
+        report.semantics,
+        report.engine
+    );
+    if yes {
+        Ok(())
+    } else {
+        Err(crate::out::NoMatch.into())
     }
 }
 
