@@ -93,17 +93,21 @@ fn snapshot_kind(path: &Path) -> Result<Option<u32>> {
     Ok(None)
 }
 
-/// Opens the GPU up front when the engine needs or prefers it: `gpu` without one is an error; `auto`
-/// says once on stderr why it runs on the CPU.
+/// Opens the GPU up front when the engine needs or prefers it: `gpu` without one is an error; with
+/// `say` (`--explain`, `-v`), `auto` says why it runs on the CPU, or which GPU it uses.
 pub fn announce_engine(
     engine: &gpsense_runtime::Engine,
     kind: gpsense_runtime::EngineKind,
+    say: bool,
 ) -> Result<()> {
     use gpsense_runtime::EngineKind;
+    let say = say && !crate::out::quiet();
     match (kind, engine.gpu()) {
         (EngineKind::Gpu, Err(e)) => anyhow::bail!("--engine gpu: {e}"),
-        (EngineKind::Auto, Err(e)) => eprintln!("note: {e}; running on the CPU (dfs engine)"),
-        (EngineKind::Gpu | EngineKind::Auto, Ok(state)) => {
+        (EngineKind::Auto, Err(e)) if say => {
+            eprintln!("note: {e}; running on the CPU (dfs engine)")
+        }
+        (EngineKind::Gpu | EngineKind::Auto, Ok(state)) if say => {
             eprintln!(
                 "GPU: {} (graph placement: {:?})",
                 state.describe(),

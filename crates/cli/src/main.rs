@@ -34,6 +34,12 @@ use rows::RowFormat;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Print only results and errors: no summary, note or progress bar on stderr.
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    quiet: bool,
+    /// Also print notes, such as why `--engine auto` runs on the CPU.
+    #[arg(short, long, global = true)]
+    verbose: bool,
 }
 
 #[derive(Subcommand)]
@@ -231,6 +237,7 @@ fn parse_line_bytes(s: &str) -> Result<usize, String> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    out::set_level(cli.quiet, cli.verbose);
     let threads = match &cli.command {
         Command::Query { matching, .. } | Command::Match { matching, .. } => matching.threads,
         _ => None,

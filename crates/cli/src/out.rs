@@ -4,6 +4,7 @@
 
 use std::fmt::Display;
 use std::io::{self, Write};
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
 use anyhow::{Context, Result};
 
@@ -34,3 +35,30 @@ impl std::fmt::Display for NoMatch {
 }
 
 impl std::error::Error for NoMatch {}
+
+static QUIET: AtomicBool = AtomicBool::new(false);
+static VERBOSE: AtomicBool = AtomicBool::new(false);
+
+/// `-q` (only results and errors) and `-v` (notes such as why there is no GPU), set once by `main`.
+pub fn set_level(quiet: bool, verbose: bool) {
+    QUIET.store(quiet, Relaxed);
+    VERBOSE.store(verbose, Relaxed);
+}
+
+pub fn quiet() -> bool {
+    QUIET.load(Relaxed)
+}
+
+pub fn verbose() -> bool {
+    VERBOSE.load(Relaxed)
+}
+
+/// A line for the user on stderr (summaries, notes), unless `-q`.
+macro_rules! note {
+    ($($t:tt)*) => {
+        if !$crate::out::quiet() {
+            eprintln!($($t)*);
+        }
+    };
+}
+pub(crate) use note;

@@ -17,6 +17,7 @@ pub struct Bar {
 impl Progress for Bar {
     fn start(&self, path: &Path, total_bytes: Option<u64>) {
         let bar = match total_bytes {
+            Some(_) if crate::out::quiet() => return,
             Some(n) if n >= MIN_BYTES => ProgressBar::new(n),
             _ => return,
         };

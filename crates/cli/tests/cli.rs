@@ -571,3 +571,41 @@ fn yes_no_questions_plurals_and_headers() {
     assert_eq!(code, Some(1), "{err}");
     assert_eq!(out, "", "a refused query prints no header");
 }
+
+/// The CPU fallback note is said only when asked (`-v`, `--explain`), not on every query; `-q`
+/// leaves only results and errors, for every command.
+#[test]
+fn notes_only_when_asked_and_quiet_everywhere() {
+    let q = "SELECT ?x WHERE { ?x IsA cat }";
+    let (_, err) = ok(&["query", q]);
+    assert!(!err.contains("note:"), "{err}");
+    let (_, err) = ok(&["query", "-v", q]);
+    assert_eq!(err.matches("running on the CPU").count(), 1, "{err}");
+    let (_, err) = ok(&["query", "--explain", q]);
+    assert_eq!(err.matches("running on the CPU").count(), 1, "{err}");
+    let dir = tempfile::tempdir().unwrap();
+    let tsv = dir.path().join("t.tsv").display().to_string();
+    std::fs::write(&tsv, "cat\tIsA\tanimal\n").unwrap();
+    let out = dir.path().join("t.gps").display().to_string();
+    let hprd = dataset("subgraph-matching/hprd-study");
+    let data = format!("{hprd}/data_graph/HPRD.graph");
+    let query = format!("{hprd}/query_graph/query_dense_16_1.graph");
+    for args in [
+        vec!["-q", "query", q],
+        vec!["query", "--quiet", "--count", q],
+        vec!["-q", "info"],
+        vec!["-q", "ingest", &tsv, "-o", &out],
+        vec!["-q", "match", "--data", &data, "--query", &query],
+        vec![
+            "-q",
+            "trust",
+            "--top",
+            "2",
+            "SELECT ?x WHERE { ?x IsA animl }",
+        ],
+    ] {
+        let (stdout, err) = ok(&args);
+        assert_eq!(err, "", "{args:?}");
+        assert!(!stdout.is_empty(), "{args:?}");
+    }
+}

@@ -48,14 +48,14 @@ pub fn run(args: CompressArgs) -> Result<()> {
     crate::out::print(table(&c.table()))?;
     let top = c.table().last().map_or(0, |r| r.bytes);
     if let Some(target) = args.target_bytes.filter(|&t| top > t) {
-        eprintln!(
+        crate::out::note!(
             "note: the target of {} bytes was not reached ({} bytes): no more similar nodes at delta {}",
             thousands(target),
             thousands(top),
             args.delta.last().copied().unwrap_or(1.0)
         );
     }
-    eprintln!(
+    crate::out::note!(
         "{}: compressed in {}, written in {}",
         args.output.display(),
         millis(took),

@@ -42,7 +42,9 @@ pub fn run(args: Args) -> Result<()> {
         .save(&args.output)
         .with_context(|| format!("cannot write the snapshot {}", args.output.display()))?;
     let save_time = start.elapsed();
-    eprint!("{}", describe(&report));
+    if !crate::out::quiet() {
+        eprint!("{}", describe(&report));
+    }
     let size = std::fs::metadata(&args.output)
         .map(|m| m.len() as usize)
         .unwrap_or(0);

@@ -40,7 +40,7 @@ pub fn run(args: Args) -> Result<()> {
         }
     }
     let engine = Engine::new(data);
-    graph_source::announce_engine(&engine, args.options.engine)?;
+    graph_source::announce_engine(&engine, args.options.engine, crate::out::verbose())?;
     let (mut total_ms, mut mismatches, mut checked, mut exact) = (0.0, 0usize, 0usize, 0usize);
     let (mut nodes, mut backjumps, mut twins, mut with_stats) = (0u64, 0u64, 0u64, 0usize);
     // Queries the expected-answers file does not name.
@@ -89,7 +89,7 @@ pub fn run(args: Args) -> Result<()> {
         }
         crate::out::print(format_args!("{line}\n"))?;
     }
-    eprintln!(
+    crate::out::note!(
         "{} queries in {:.1} ms of processing ({:.3} ms per query), data graph loaded once in {}",
         files.len(),
         total_ms,
@@ -98,16 +98,16 @@ pub fn run(args: Args) -> Result<()> {
     );
     if args.search_stats {
         if with_stats == 0 {
-            eprintln!("search: no counters (only the dfs engine keeps them)");
+            crate::out::note!("search: no counters (only the dfs engine keeps them)");
         } else {
-            eprintln!("search: {nodes} nodes, {backjumps} backjumps, {twins} twins");
+            crate::out::note!("search: {nodes} nodes, {backjumps} backjumps, {twins} twins");
         }
     }
     if let (Some(path), true) = (&args.expected, expected.is_some()) {
         if !unnamed.is_empty() {
             let shown: Vec<&str> = unnamed.iter().take(5).map(String::as_str).collect();
             let more = if unnamed.len() > 5 { ", ..." } else { "" };
-            eprintln!(
+            crate::out::note!(
                 "{} of {} queries have no expected count in {}: {}{more}",
                 unnamed.len(),
                 files.len(),
@@ -123,7 +123,7 @@ pub fn run(args: Args) -> Result<()> {
                 files.len()
             );
         }
-        eprintln!(
+        crate::out::note!(
             "{checked} counts checked against the expected answers, {mismatches} mismatches, \
              {exact} counted exactly (the others stopped at a limit or the time limit)"
         );

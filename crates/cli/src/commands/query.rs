@@ -32,7 +32,11 @@ pub fn run(args: Args) -> Result<()> {
     let q = compile(&text, graph).map_err(|e| anyhow::anyhow!("{}", e.render(&text)))?;
     // A compressed graph (`gpsense compress`) matches on its hyper-nodes, then expands exactly.
     let matcher = Matcher::new(&loaded)?;
-    graph_source::announce_engine(matcher.engine(), args.options.engine)?;
+    graph_source::announce_engine(
+        matcher.engine(),
+        args.options.engine,
+        args.explain || crate::out::verbose(),
+    )?;
     let start = Instant::now();
     // No variable (`cat IsA pet`): a yes/no question, answered as SPARQL's ASK would be.
     if q.projection.is_empty() && !args.count {
@@ -65,7 +69,7 @@ pub fn run(args: Args) -> Result<()> {
         (false, true) => "row",
         (false, false) => "rows",
     };
-    eprintln!(
+    crate::out::note!(
         "{} {what}{cut} in {} [{} semantics, {} engine]",
         thousands(report.rows),
         millis(elapsed),
@@ -99,7 +103,7 @@ fn ask(matcher: &Matcher, q: &QueryGraph, args: &Args, start: Instant) -> Result
     let report = matcher.count(q, &opts)?.report;
     let yes = report.rows > 0;
     crate::out::print(if yes { "yes\n" } else { "no\n" })?;
-    eprintln!(
+    crate::out::note!(
         "{} (no variable: a yes/no question) in {} [{} semantics, {} engine]",
         if yes { "yes" } else { "no" },
         millis(start.elapsed()),

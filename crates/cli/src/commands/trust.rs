@@ -130,14 +130,16 @@ fn run_on_pool(args: &TrustArgs) -> Result<()> {
     let index_time = start.elapsed();
     let answer = trust.search(&job.template, &params)?;
     for r in &answer.unknown_relations {
-        eprintln!("note: the graph has no relation {r:?}; its edges match by topology only");
+        crate::out::note!(
+            "note: the graph has no relation {r:?}; its edges match by topology only"
+        );
     }
     write_rows(graph, &job, &answer, args.format)?;
     if args.explain {
         eprint!("{}", explain(graph, &job.template, &answer));
     }
     let t = answer.timings;
-    eprintln!(
+    crate::out::note!(
         "{} matchings in {} [TruST, beam {}: name index {}, similarity {}, one-hop {}, traversal {}]",
         answer.matches.len(),
         millis(start.elapsed()),
