@@ -32,6 +32,8 @@ pub struct RowWriter<W: Write> {
     /// The header is written with the first row (or at the end): a query refused before any row
     /// prints nothing on stdout.
     begun: bool,
+    /// Columns JSON writes as numbers (TruST's score), not strings.
+    numeric: Vec<bool>,
 }
 
 impl<W: Write> RowWriter<W> {
@@ -42,7 +44,14 @@ impl<W: Write> RowWriter<W> {
             header: header.to_vec(),
             rows: 0,
             begun: false,
+            numeric: vec![false; header.len()],
         })
+    }
+
+    /// Marks column `i` as numeric: JSON writes its values as numbers.
+    pub fn numeric(mut self, i: usize) -> Self {
+        self.numeric[i] = true;
+        self
     }
 
     fn begin(&mut self) -> io::Result<()> {
@@ -71,7 +80,15 @@ impl<W: Write> RowWriter<W> {
                     .header
                     .iter()
                     .zip(values)
-                    .map(|(k, v)| format!("{}: {}", json_string(k), json_string(v)))
+                    .zip(&self.numeric)
+                    .map(|((k, v), &number)| {
+                        let v = if number {
+                            v.to_string()
+                        } else {
+                            json_string(v)
+                        };
+                        format!("{}: {v}", json_string(k))
+                    })
                     .collect();
                 write!(self.out, "{sep}{{{}}}", fields.join(", "))?;
             }

@@ -609,3 +609,21 @@ fn notes_only_when_asked_and_quiet_everywhere() {
         assert!(!stdout.is_empty(), "{args:?}");
     }
 }
+
+/// TruST's JSON scores are numbers, `LIMIT 0` gives no row, a misspelt relation gets suggestions.
+#[test]
+fn trust_json_numbers_limit_zero_and_relation_suggestions() {
+    let (out, _) = ok(&[
+        "trust",
+        "--format",
+        "json",
+        "--top",
+        "1",
+        "SELECT ?x WHERE { ?x IsA animl }",
+    ]);
+    assert!(out.contains("\"score\": 0."), "{out}");
+    let (out, _) = ok(&["trust", "SELECT ?x WHERE { ?x IsA animal } LIMIT 0"]);
+    assert_eq!(out.lines().count(), 1, "the header only: {out}");
+    let (_, err) = ok(&["trust", "--top", "1", "SELECT ?x WHERE { ?x IsAA animal }"]);
+    assert!(err.contains("did you mean IsA"), "{err}");
+}

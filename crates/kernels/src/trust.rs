@@ -63,37 +63,53 @@ impl Scoring {
 // ---------------------------------------------------------------------------------------------
 // Names
 
-/// Levenshtein distance between `a` and `b` (code points; unit costs), or `max + 1` as soon as it is
-/// certain to exceed `max`. `row` needs `b.len() + 1` slots. O(|a| |b|) at worst; it stops at the
-/// first row whose minimum exceeds `max`, since row minima never decrease.
+/// Edit distance between `a` and `b` (code points; unit costs) in its optimal-string-alignment form:
+/// insertions, deletions, substitutions and transpositions of two adjacent characters each cost 1
+/// (Damerau's restricted distance), so the commonest typo, two letters swapped, is one edit
+/// (`pioson` is 1 from `poison`, 2 from `person`). Returns `max + 1` as soon as the distance is
+/// certain to exceed `max`. `row` needs `2 * (b.len() + 1)` slots (two rows of the table).
+/// O(|a| |b|) at worst; it stops once two consecutive rows exceed `max`, since a transposition
+/// reaches back two rows.
 pub fn levenshtein_bounded(a: &[u32], b: &[u32], max: u32, row: &mut [u32]) -> u32 {
     let over = max.saturating_add(1);
     if a.len().abs_diff(b.len()) as u64 > max as u64 {
         return over;
     }
-    let row = &mut row[..=b.len()];
-    for (j, r) in row.iter_mut().enumerate() {
+    let n = b.len() + 1;
+    // `r1`: row i - 1 of the table; `r2`: row i - 2, overwritten by row i (then they swap).
+    let (mut r1, mut r2) = row[..2 * n].split_at_mut(n);
+    for (j, r) in r1.iter_mut().enumerate() {
         *r = j as u32;
     }
+    let mut prev_best = 0;
     for (i, &ca) in a.iter().enumerate() {
-        let mut diag = row[0];
-        row[0] = i as u32 + 1;
-        let mut best = row[0];
-        for (j, &cb) in b.iter().enumerate() {
-            let up = row[j + 1];
-            let v = (diag + (ca != cb) as u32).min(up + 1).min(row[j] + 1);
-            diag = up;
-            row[j + 1] = v;
+        // Row i - 2's values at j - 2 and j - 1, kept as the row is overwritten.
+        let (mut old_jm2, mut old_jm1) = (0, r2[0]);
+        r2[0] = i as u32 + 1;
+        let mut best = r2[0];
+        for j in 1..n {
+            let cb = b[j - 1];
+            let old_j = r2[j];
+            let mut v = (r1[j - 1] + (ca != cb) as u32)
+                .min(r1[j] + 1)
+                .min(r2[j - 1] + 1);
+            if i > 0 && j > 1 && ca == b[j - 2] && a[i - 1] == cb {
+                v = v.min(old_jm2 + 1);
+            }
+            r2[j] = v;
             best = best.min(v);
+            (old_jm2, old_jm1) = (old_jm1, old_j);
         }
-        if best > max {
+        core::mem::swap(&mut r1, &mut r2);
+        if best > max && prev_best > max {
             return over;
         }
+        prev_best = best;
     }
-    if row[b.len()] > max {
+    if r1[b.len()] > max {
         over
     } else {
-        row[b.len()]
+        r1[b.len()]
     }
 }
 
@@ -109,8 +125,9 @@ pub fn max_distance(longest: usize, threshold: f32) -> u32 {
     }
 }
 
-/// Normalised similarity `1 - lev(a, b) / max(|a|, |b|)` when it is at least `threshold`, else `0`.
-/// Two empty names are identical (`1`). `row` needs `b.len() + 1` slots.
+/// Normalised similarity `1 - d(a, b) / max(|a|, |b|)` (`d`: [`levenshtein_bounded`]) when it is at
+/// least `threshold`, else `0`. Two empty names are identical (`1`). `row` needs `2 * (b.len() + 1)`
+/// slots.
 pub fn similarity_at_least(a: &[u32], b: &[u32], threshold: f32, row: &mut [u32]) -> f32 {
     let longest = a.len().max(b.len());
     if longest == 0 {
@@ -185,8 +202,9 @@ pub fn build_pattern(
     others
 }
 
-/// Levenshtein distance between a pattern and `text` by the bit-parallel method of Myers (1999), in
-/// Hyyrö's form for the global distance: one pass of a few word operations per text character.
+/// The distance of [`levenshtein_bounded`] (transpositions included) between a pattern and `text`,
+/// by the bit-parallel method of Myers (1999) in Hyyrö's form for the global distance, with Hyyrö's
+/// (2003) extension to transpositions: one pass of a few word operations per text character.
 pub fn levenshtein_bits(p: &Pattern, text: &[u32]) -> u32 {
     let m = p.len;
     if m == 0 {
@@ -194,13 +212,15 @@ pub fn levenshtein_bits(p: &Pattern, text: &[u32]) -> u32 {
     }
     let last = 1u64 << (m - 1);
     let (mut pv, mut mv) = (u64::MAX, 0u64);
+    let (mut d0, mut prev_eq) = (0u64, 0u64);
     let mut score = m as u32;
     for &c in text {
         let eq = p.mask(c);
-        let xv = eq | mv;
-        let xh = ((eq & pv).wrapping_add(pv) ^ pv) | eq;
-        let mut ph = mv | !(xh | pv);
-        let mut mh = pv & xh;
+        // A transposition: this character matches one position on, the previous one here.
+        let tr = ((!d0 & eq) << 1) & prev_eq;
+        d0 = ((eq & pv).wrapping_add(pv) ^ pv) | eq | mv | tr;
+        let mut ph = mv | !(d0 | pv);
+        let mut mh = pv & d0;
         if ph & last != 0 {
             score += 1;
         } else if mh & last != 0 {
@@ -209,8 +229,9 @@ pub fn levenshtein_bits(p: &Pattern, text: &[u32]) -> u32 {
         // Row 0 of the table is 0, 1, 2, ...: every horizontal step there is +1.
         ph = (ph << 1) | 1;
         mh <<= 1;
-        pv = mh | !(xv | ph);
-        mv = ph & xv;
+        pv = mh | !(d0 | ph);
+        mv = ph & d0;
+        prev_eq = eq;
     }
     score
 }

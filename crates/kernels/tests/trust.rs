@@ -32,6 +32,7 @@ fn random_graph(rng: &mut Rng, nodes: u32, edges: usize, relations: u64) -> Know
     b.build().expect("build").0
 }
 
+/// The full table of the optimal-string-alignment distance (adjacent transpositions cost 1).
 fn naive_levenshtein(a: &[u32], b: &[u32]) -> u32 {
     let mut d = vec![vec![0u32; b.len() + 1]; a.len() + 1];
     for (i, row) in d.iter_mut().enumerate() {
@@ -44,6 +45,9 @@ fn naive_levenshtein(a: &[u32], b: &[u32]) -> u32 {
         for j in 1..=b.len() {
             let sub = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]) as u32;
             d[i][j] = sub.min(d[i - 1][j] + 1).min(d[i][j - 1] + 1);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                d[i][j] = d[i][j].min(d[i - 2][j - 2] + 1);
+            }
         }
     }
     d[a.len()][b.len()]
@@ -57,7 +61,7 @@ fn code_points(s: &str) -> Vec<u32> {
 fn levenshtein_matches_the_full_table_and_respects_its_bound() {
     let mut rng = Rng(1);
     let alphabet = ['a', 'b', 'c', 'é', '水'];
-    let mut row = vec![0u32; 16];
+    let mut row = vec![0u32; 32];
     for _ in 0..5000 {
         let word = |rng: &mut Rng| -> Vec<u32> {
             (0..rng.below(9))
@@ -81,7 +85,7 @@ fn bit_parallel_levenshtein_matches_the_full_table() {
     let mut rng = Rng(11);
     let alphabet = ['a', 'b', 'c', ' ', 'é', '水', 'ß'];
     let (mut ascii, mut oc, mut om) = (vec![0u64; 128], vec![0u32; 64], vec![0u64; 64]);
-    let mut row = vec![0u32; 128];
+    let mut row = vec![0u32; 2 * 65];
     for round in 0..20000 {
         // Mostly short names; some up to the 64-character limit.
         let len = |rng: &mut Rng| {
@@ -121,6 +125,19 @@ fn bit_parallel_levenshtein_matches_the_full_table() {
             "{a:?} {b:?} {t}"
         );
     }
+}
+
+#[test]
+fn a_swap_of_two_letters_is_one_edit() {
+    let mut row = vec![0u32; 32];
+    let d = |a: &str, b: &str, row: &mut Vec<u32>| {
+        levenshtein_bounded(&code_points(a), &code_points(b), 10, row)
+    };
+    assert_eq!(d("pioson", "poison", &mut row), 1);
+    assert_eq!(d("pioson", "person", &mut row), 2);
+    assert_eq!(d("ab", "ba", &mut row), 1);
+    // Optimal string alignment: a swapped pair is not edited again (`ca` -> `abc` is 3, not 2).
+    assert_eq!(d("ca", "abc", &mut row), 3);
 }
 
 #[test]
@@ -543,7 +560,7 @@ fn gpu_entries_match_the_bodies() {
     }
     let query = code_points("chocolate cakes");
     let ids: Vec<u32> = (0..names.len() as u32).collect();
-    let row_len = 16;
+    let row_len = 32;
     let mut scratch = vec![0u32; row_len * ids.len()];
     let mut out = vec![0.0f32; ids.len()];
     let args = TrustSimilarityArgs {

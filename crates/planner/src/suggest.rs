@@ -14,6 +14,17 @@ use std::cmp::{Ordering, Reverse};
 /// Character-count buckets for the lower bound; merging characters into buckets keeps it a bound.
 const BUCKETS: usize = 64;
 
+/// Up to `limit` relations of `g` nearest to `name` (more frequent first among equals): what
+/// `query` suggests for an unknown relation, for other front ends (TruST) to say the same.
+pub fn relations_near(g: &gpsense_graph::KnowledgeGraph, name: &str, limit: usize) -> Vec<String> {
+    let freq = g.relation_frequencies();
+    let names = g.relations().iter().map(|(id, n)| {
+        let popularity = freq.get(id as usize).copied().unwrap_or(0);
+        (n, popularity)
+    });
+    nearest(name, names, limit)
+}
+
 /// Up to `limit` names from `names` (each with a popularity, for ties) nearest to `wanted`,
 /// nearest first.
 ///

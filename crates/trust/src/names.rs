@@ -4,12 +4,13 @@
 //!
 //! The filter is exact (it never drops a name whose similarity reaches the threshold):
 //! - length: `sim >= t` needs `|len(a) - len(b)| <= dist <= (1 - t) * max(len)`;
-//! - count: with `#` padding at both ends a name of length `L` has `L + 1` bigrams, and one edit
-//!   destroys at most two of them, so names within distance `k` share at least
-//!   `max(L, M) + 1 - 2k` bigrams (as multisets). Where that bound is not positive (thresholds
-//!   under 0.5), names of that length can share no bigram at all; those lengths are scanned whole.
+//! - count: with `#` padding at both ends a name of length `L` has `L + 1` bigrams; an insertion,
+//!   deletion or substitution destroys at most two of them and a transposition of two adjacent
+//!   characters at most three (`abcd` -> `acbd` loses `ab`, `bc`, `cd`), so names within distance
+//!   `k` share at least `max(L, M) + 1 - 3k` bigrams (as multisets). Where that bound is not
+//!   positive, names of that length can share no bigram at all; those lengths are scanned whole.
 //!
-//! Candidates that pass are verified with the Levenshtein kernel, in parallel.
+//! Candidates that pass are verified with the edit-distance kernel, in parallel.
 
 use gpsense_graph::KnowledgeGraph;
 use gpsense_kernels::trust::{
@@ -136,7 +137,7 @@ impl NameIndex {
             (0..ids.len())
                 .into_par_iter()
                 .map_init(
-                    || vec![0u32; longest + 1],
+                    || vec![0u32; 2 * (longest + 1)],
                     |row, i| {
                         let s = similarity_item(
                             i,
@@ -230,7 +231,7 @@ fn required_common(l: usize, m: usize, threshold: f32) -> i64 {
     if longest == 0 {
         return 0;
     }
-    longest as i64 + 1 - 2 * max_distance(longest, threshold) as i64
+    longest as i64 + 1 - 3 * max_distance(longest, threshold) as i64
 }
 
 /// The padded bigrams of a name: `#a`, `ab`, ..., `z#` (`len + 1` of them).
@@ -241,4 +242,42 @@ fn bigrams(text: &[u32]) -> impl Iterator<Item = u64> + '_ {
         let b = if i == n { END } else { text[i] };
         (a as u64) << 32 | b as u64
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A swap of two letters is one edit, and the bigram filter lets it through: `pioson` is
+    /// `poison` at 1 - 1/6, `person` only at 1 - 2/6 (with 2 edits per swap they tied, and the
+    /// filter's bound for one edit dropped `poison` at 0.8).
+    #[test]
+    fn a_swap_is_one_edit_through_the_index() {
+        let mut b = gpsense_graph::GraphBuilder::new();
+        for (h, t) in [
+            ("poison", "person"),
+            ("person", "pigeon"),
+            ("piston", "poison"),
+        ] {
+            b.add_triple(h, "RelatedTo", t, 1.0).unwrap();
+        }
+        let g = b.build().unwrap().0;
+        let index = NameIndex::build(&g, NodeText::Name);
+        let found = |t: f32| -> Vec<(String, f32)> {
+            let mut m: Vec<(String, f32)> = index
+                .matches(&fold("pioson"), t)
+                .into_iter()
+                .map(|(v, s)| (g.node_name(v).to_owned(), s))
+                .collect();
+            m.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            m
+        };
+        let at_08 = found(0.8);
+        assert_eq!(at_08.len(), 1, "{at_08:?}");
+        assert_eq!(at_08[0].0, "poison");
+        assert!((at_08[0].1 - 5.0 / 6.0).abs() < 1e-6);
+        let at_06: Vec<String> = found(0.6).into_iter().map(|(n, _)| n).collect();
+        assert_eq!(at_06[0], "poison", "{at_06:?}");
+        assert!(at_06.contains(&"person".to_owned()), "{at_06:?}");
+    }
 }

@@ -123,18 +123,28 @@ fn run_on_pool(args: &TrustArgs) -> Result<()> {
         top: args.top,
     };
     if let Some(limit) = job.limit {
-        params.top = params.top.min(limit.max(1) as usize);
+        params.top = params.top.min(limit as usize);
+    }
+    if params.top == 0 {
+        // LIMIT 0 asks for no rows (the header only), as SPARQL's does.
+        return write_rows(graph, &job, &[], args.format);
     }
     let start = Instant::now();
     let trust = Trust::with_node_text(graph, text);
     let index_time = start.elapsed();
     let answer = trust.search(&job.template, &params)?;
     for r in &answer.unknown_relations {
+        let near = gpsense_planner::relations_near(graph, r, 3);
+        let hint = if near.is_empty() {
+            String::new()
+        } else {
+            format!(" (did you mean {}?)", near.join(", "))
+        };
         crate::out::note!(
-            "note: the graph has no relation {r:?}; its edges match by topology only"
+            "note: the graph has no relation {r:?}{hint}; its edges match by topology only"
         );
     }
-    write_rows(graph, &job, &answer, args.format)?;
+    write_rows(graph, &job, &answer.matches, args.format)?;
     if args.explain {
         eprint!("{}", explain(graph, &job.template, &answer));
     }
@@ -240,12 +250,12 @@ fn template_job(tg: &KnowledgeGraph, text: NodeText) -> Job {
     }
 }
 
-fn write_rows(g: &KnowledgeGraph, job: &Job, answer: &Answer, format: RowFormat) -> Result<()> {
+fn write_rows(g: &KnowledgeGraph, job: &Job, matches: &[Match], format: RowFormat) -> Result<()> {
     let mut header = vec!["score".to_owned()];
     header.extend(job.headers.iter().cloned());
-    let mut writer = RowWriter::new(io::stdout(), format, &header)?;
+    let mut writer = RowWriter::new(io::stdout(), format, &header)?.numeric(0);
     let written = (|| -> io::Result<()> {
-        for m in &answer.matches {
+        for m in matches {
             let score = format!("{:.4}", m.score);
             let mut row: Vec<&str> = vec![&score];
             row.extend(job.columns.iter().map(|&i| g.node_name(m.nodes[i])));
