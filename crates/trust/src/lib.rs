@@ -8,9 +8,11 @@
 //!
 //! For a template node `t` and a data node `d` (all scores in `[0, 1]`):
 //!
-//! - `S(t, d) = 1 - lev(t, d) / max(|t|, |d|)`, the normalised Levenshtein similarity of their
-//!   case-folded names in Unicode code points, taken as `0` below [`Params::threshold`]; `1` for a
-//!   template node that matches anything (a query variable).
+//! - `S(t, d) = 1 - lev(t, d) / max(|t|, |d|)`, the seed's normalised similarity of their
+//!   case-folded names in Unicode code points, with `lev` the edit distance in its optimal string
+//!   alignment form (an adjacent transposition is one edit, as the commonest typo should be),
+//!   taken as `0` below [`Params::threshold`]; `1` for a template node that matches anything (a
+//!   query variable).
 //! - `W(t, d)`: the value of a maximum-weight bipartite matching (exact, by the Hungarian method)
 //!   between the incident edges of `t` and of `d`, divided by `t`'s template degree (`1` for an
 //!   isolated `t`). A template edge `t - t'` and a data edge `d - d'` weigh

@@ -112,7 +112,7 @@ impl NameIndex {
     }
 
     /// Every node whose similarity to `query` (folded code points) is at least `threshold`, with
-    /// that similarity. Filtered by the index, verified in parallel by the bit-parallel Levenshtein
+    /// that similarity. Filtered by the index, verified in parallel by the bit-parallel edit-distance
     /// kernel (the dynamic programme for names over 64 characters).
     pub fn matches(&self, query: &[u32], threshold: f32) -> Vec<(u32, f32)> {
         let ids = self.candidates(query, threshold);

@@ -9,7 +9,7 @@ use crate::TrustError;
 /// What a template node asks of its data node.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum NodeLabel {
-    /// A name, compared by normalised Levenshtein similarity (a misspelling still scores).
+    /// A name, compared by normalised edit-distance similarity (a misspelling still scores).
     Fuzzy(String),
     /// Anything: only the topology and the neighbours' names decide (a query's `?x`).
     Any,
