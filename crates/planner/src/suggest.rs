@@ -45,6 +45,7 @@ pub(crate) fn nearest<'a>(
         histogram[bucket(c)] += 1;
     }
     let mut scan = Scan {
+        script: script(wanted),
         max: (target.len() / 2).max(2),
         target,
         histogram,
@@ -57,6 +58,33 @@ pub(crate) fn nearest<'a>(
         scan.consider(wanted, name, popularity);
     }
     scan.best.into_iter().map(|c| c.name.to_owned()).collect()
+}
+
+/// The writing system of a name: the script of its first letter, by coarse Unicode ranges (Latin,
+/// Greek, Cyrillic, Armenian, Hebrew, Arabic, Indic, Thai, Georgian, Chinese and Japanese, Korean,
+/// other), or `None` when it has no letter.
+fn script(name: &str) -> Option<u8> {
+    if name.is_ascii() {
+        return name.bytes().any(|b| b.is_ascii_alphabetic()).then_some(0);
+    }
+    let c = name.chars().find(|c| c.is_alphabetic())? as u32;
+    Some(match c {
+        0..=0x24F | 0x1E00..=0x1EFF => 0,
+        0x370..=0x3FF | 0x1F00..=0x1FFF => 1,
+        0x400..=0x52F => 2,
+        0x530..=0x58F => 3,
+        0x590..=0x5FF => 4,
+        0x600..=0x6FF | 0x750..=0x77F => 5,
+        0x900..=0xDFF => 6,
+        0xE00..=0xE7F => 7,
+        0x10A0..=0x10FF => 8,
+        0x3040..=0x30FF | 0x31F0..=0x31FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF => {
+            9
+        }
+        0x20000..=0x2FA1F => 9,
+        0x1100..=0x11FF | 0x3130..=0x318F | 0xAC00..=0xD7AF => 10,
+        _ => 255,
+    })
 }
 
 fn bucket(c: char) -> usize {
@@ -81,6 +109,9 @@ impl Candidate<'_> {
 }
 
 struct Scan<'a> {
+    /// The wanted name's script: only names in the same one are suggested (two edits turn any
+    /// two-letter word into any other, so `日本` would otherwise suggest `it`, `i`, `we`).
+    script: Option<u8>,
     target: Vec<char>,
     histogram: [i32; BUCKETS],
     max: usize,
@@ -101,6 +132,9 @@ impl<'a> Scan<'a> {
     }
 
     fn consider(&mut self, wanted: &str, name: &'a str, popularity: u64) {
+        if self.script.is_some() && script(name) != self.script {
+            return;
+        }
         let bound = self.bound();
         if name.is_ascii() {
             // Bytes are chars: filter on length and counts before lower-casing into the buffer.
@@ -221,6 +255,24 @@ mod tests {
     }
 
     #[test]
+    fn suggestions_stay_in_the_wanted_names_script() {
+        let names = [
+            ("it", 9),
+            ("i", 9),
+            ("we", 9),
+            ("日本語", 1),
+            ("кошка", 1),
+            ("cat", 5),
+        ];
+        let near = |w: &str| nearest(w, names.iter().map(|&(n, p)| (n, p)), 3);
+        assert_eq!(near("日本"), vec!["日本語"]);
+        assert_eq!(near("кошки"), vec!["кошка"]);
+        assert!(!near("ca").contains(&"кошка".to_owned()));
+        assert!(near("東京").is_empty() || near("東京") == vec!["日本語"]);
+        assert_eq!(script("1990"), None);
+    }
+
+    #[test]
     fn distances() {
         assert_eq!(d("", ""), 0);
         assert_eq!(d("", "abc"), 3);
@@ -288,6 +340,7 @@ mod tests {
         for a in words {
             for b in words {
                 let mut scan = Scan {
+                    script: None,
                     target: a.chars().collect(),
                     histogram: [0; BUCKETS],
                     max: 9,
