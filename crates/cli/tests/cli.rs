@@ -627,3 +627,27 @@ fn trust_json_numbers_limit_zero_and_relation_suggestions() {
     let (_, err) = ok(&["trust", "--top", "1", "SELECT ?x WHERE { ?x IsAA animal }"]);
     assert!(err.contains("did you mean IsA"), "{err}");
 }
+
+/// A disconnected query with --count is counted, never refused (no row is materialised): under
+/// hom as the product of its components' counts, under iso exactly by the engine. Rows beyond the
+/// limit are still refused, and a capped product is said to be a lower bound.
+#[test]
+fn disconnected_queries_are_counted() {
+    let q = "SELECT ?x ?y WHERE { ?x IsA animal . ?y IsA pet }";
+    let count = |extra: &[&str]| -> String {
+        let mut args = vec!["query", "--count"];
+        args.extend_from_slice(extra);
+        args.push(q);
+        ok(&args).0.trim().to_owned()
+    };
+    let iso = count(&["--max-cartesian", "10"]);
+    assert_eq!(iso, count(&["--max-cartesian", "100000000"]));
+    let hom = count(&["--semantics", "hom", "--max-cartesian", "10"]);
+    assert_eq!(hom, count(&["--semantics", "hom"]));
+    assert!(hom.parse::<u64>().unwrap() > iso.parse::<u64>().unwrap());
+    let err = fails(&["query", "--max-cartesian", "10", q]);
+    assert!(
+        err.contains("at least") && err.contains("(--count)"),
+        "{err}"
+    );
+}

@@ -320,8 +320,11 @@ impl<'g> Engine<'g> {
             times: Timings::default(),
         };
         if report.plan.components.len() > 1 && limit.is_none() {
-            if let Some(product) = self.cartesian_guard(q, &report.plan, opts, count_only)? {
-                report.rows = product;
+            if let Some(guard) = self.cartesian_guard(q, &report.plan, opts, count_only, start)? {
+                match guard {
+                    Guard::Count(product) => report.rows = product,
+                    Guard::TimedOut => report.timed_out = true,
+                }
                 times.total = start.elapsed();
                 report.times = times;
                 return Ok(report);
@@ -473,56 +476,85 @@ impl<'g> Engine<'g> {
     }
 
     /// For a disconnected query without a limit: counts each component alone. Their product bounds
-    /// the answer (equals it under hom). Refuses when it exceeds `max_cartesian`; returns the exact
-    /// count when that is all that was asked and the product is exact.
+    /// the answer, and is it under hom (without DISTINCT or an edge variable shared by components).
+    /// Counting materialises no rows, so it never refuses: a count that the product is returns
+    /// it, any other is left to the engine (exact under iso too). Rows beyond `max_cartesian` are
+    /// refused. A component count cut by the time limit makes the answer timed out, not a refusal
+    /// quoting partial counts.
     fn cartesian_guard(
         &self,
         q: &QueryGraph,
         plan: &Plan,
         opts: &MatchOptions,
         count_only: bool,
-    ) -> Result<Option<u64>, MatchError> {
-        let mut product: u128 = 1;
-        let sub_opts = MatchOptions {
-            limit: Some(opts.max_cartesian.saturating_add(1)),
-            ..opts.clone()
-        };
+        start: Instant,
+    ) -> Result<Option<Guard>, MatchError> {
+        let exact = opts.semantics == Semantics::Hom && !q.distinct && !shares_variable(q, plan);
+        if count_only && !exact {
+            return Ok(None);
+        }
+        let (mut product, mut capped): (u128, bool) = (1, false);
         for range in &plan.components {
+            let sub_opts = MatchOptions {
+                limit: (!count_only).then_some(opts.max_cartesian.saturating_add(1)),
+                timeout: opts.timeout.map(|t| t.saturating_sub(start.elapsed())),
+                ..opts.clone()
+            };
             let nodes: Vec<usize> = plan.order[range.clone()].to_vec();
             let sub = component_query(q, &nodes);
-            let count = self.count(&sub, &sub_opts)?.rows;
-            product = product.saturating_mul(count as u128);
-        }
-        // Under hom the components are independent, unless an edge variable joins two of them (it
-        // must bind one relation in both): then the product only bounds the count.
-        let mut component_of = vec![0; q.nodes.len()];
-        for (c, range) in plan.components.iter().enumerate() {
-            for &u in &plan.order[range.clone()] {
-                component_of[u] = c;
+            let report = self.count(&sub, &sub_opts)?;
+            if report.timed_out {
+                return Ok(Some(Guard::TimedOut));
             }
+            capped |= report.limit_reached;
+            product = product.saturating_mul(report.rows as u128);
         }
-        let mut variable_component = vec![None; q.edge_variables.len()];
-        let shared_variable = q.edges.iter().any(|e| match e.label {
-            EdgeLabel::Variable(k) => {
-                let c = component_of[e.source];
-                *variable_component[k].get_or_insert(c) != c
-            }
-            EdgeLabel::Fixed(_) => false,
-        });
-        let exact_for_count =
-            count_only && opts.semantics == Semantics::Hom && !q.distinct && !shared_variable;
-        if exact_for_count && product <= u64::MAX as u128 && product <= opts.max_cartesian as u128 {
-            return Ok(Some(product as u64));
+        if count_only {
+            return match u64::try_from(product) {
+                Ok(n) => Ok(Some(Guard::Count(n))),
+                Err(_) => Err(MatchError::CountOverflow {
+                    product: product.to_string(),
+                }),
+            };
         }
         if product > opts.max_cartesian as u128 {
+            // A component count stopped at the limit gives a lower bound.
+            let at_least = if capped { "at least " } else { "" };
             return Err(MatchError::CartesianExplosion {
                 components: plan.components.len(),
-                product: product.to_string(),
+                product: format!("{at_least}{product}"),
                 limit: opts.max_cartesian,
             });
         }
         Ok(None)
     }
+}
+
+/// What the guard of a disconnected query decided.
+enum Guard {
+    /// The exact count (the product of the components').
+    Count(u64),
+    /// The time limit ran out while counting the components.
+    TimedOut,
+}
+
+/// Whether an edge variable joins two components (it must bind one relation in both, so the
+/// product of their counts only bounds the count).
+fn shares_variable(q: &QueryGraph, plan: &Plan) -> bool {
+    let mut component_of = vec![0; q.nodes.len()];
+    for (c, range) in plan.components.iter().enumerate() {
+        for &u in &plan.order[range.clone()] {
+            component_of[u] = c;
+        }
+    }
+    let mut variable_component = vec![None; q.edge_variables.len()];
+    q.edges.iter().any(|e| match e.label {
+        EdgeLabel::Variable(k) => {
+            let c = component_of[e.source];
+            *variable_component[k].get_or_insert(c) != c
+        }
+        EdgeLabel::Fixed(_) => false,
+    })
 }
 
 /// The report of a match whose rows went to `out`: its rows, limit and time flags, or its error.

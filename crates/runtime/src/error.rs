@@ -12,7 +12,7 @@ pub enum MatchError {
     },
     #[error(
         "the query is disconnected: its {components} components have {product} combined matches, more \
-         than the limit of {limit}; add LIMIT (or --limit), use --count, or connect the components"
+         than the limit of {limit}; add LIMIT (or --limit), count them (--count), or connect the components"
     )]
     CartesianExplosion {
         components: usize,
@@ -29,6 +29,8 @@ pub enum MatchError {
          of {budget} bytes; raise --memory-budget or use --engine dfs"
     )]
     DeviceBudget { bytes: u64, budget: u64 },
+    #[error("the query has {product} matches, more than a 64-bit count holds")]
+    CountOverflow { product: String },
     #[error("DISTINCT needs more than the memory budget ({bytes} bytes) to remember the rows seen; raise --memory-budget or drop DISTINCT")]
     DistinctTooLarge { bytes: u64 },
     #[error("invalid plan: {0}")]
