@@ -86,7 +86,8 @@ enum Command {
     Query {
         /// The query text (or use -f FILE).
         query: Option<String>,
-        /// Read the query from a file.
+        /// Read the query from a file (`-` for standard input); a file may hold several queries,
+        /// each starting with SELECT, answered in turn.
         #[arg(short = 'f', long = "file")]
         file: Option<PathBuf>,
         /// The graph: a snapshot or any file `ingest` reads (default: the embedded ConceptNet-100K).

@@ -651,3 +651,50 @@ fn disconnected_queries_are_counted() {
         "{err}"
     );
 }
+
+/// Queries from standard input (`-f -`), several in one text, answered in turn; one that fails is
+/// reported with its number and line, and the others still run.
+#[test]
+fn several_queries_from_standard_input() {
+    use std::io::Write;
+    let run = |text: &str| {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_gpsense"))
+            .args(["query", "-f", "-"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("run gpsense");
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).to_string(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    let (code, out, err) = run(
+        "# two queries\nSELECT ?x WHERE { ?x IsA cat } LIMIT 2\n\nselect ?y WHERE { ?y AtLocation home } LIMIT 1\n",
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let sets: Vec<&str> = out.split("\n\n").collect();
+    assert_eq!(sets.len(), 2, "{out}");
+    assert!(
+        sets[0].starts_with("x\n") && sets[1].starts_with("y\n"),
+        "{out}"
+    );
+    assert!(err.contains("query 2 (line 4)"), "{err}");
+    let (code, out, err) =
+        run("SELECT ?x WHERE { ?x IsA catt }\nSELECT ?x WHERE { ?x IsA cat } LIMIT 1\n");
+    assert_eq!(code, Some(1));
+    assert!(
+        err.contains("query 1 (line 1)") && err.contains("unknown concept"),
+        "{err}"
+    );
+    assert_eq!(out.lines().count(), 2, "the second query still ran: {out}");
+}

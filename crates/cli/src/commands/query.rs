@@ -27,9 +27,11 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<()> {
     let text = query_text(&args)?;
+    let queries = split_queries(&text);
+    if queries.is_empty() {
+        bail!("no query in the input (a query starts with SELECT)");
+    }
     let loaded = graph_source::load(args.graph.as_deref())?;
-    let graph = &loaded.graph;
-    let q = compile(&text, graph).map_err(|e| anyhow::anyhow!("{}", e.render(&text)))?;
     // A compressed graph (`gpsense compress`) matches on its hyper-nodes, then expands exactly.
     let matcher = Matcher::new(&loaded)?;
     graph_source::announce_engine(
@@ -37,17 +39,95 @@ pub fn run(args: Args) -> Result<()> {
         args.options.engine,
         args.explain || crate::out::verbose(),
     )?;
+    if let [(_, only)] = queries[..] {
+        return run_one(only, &matcher, &args, "");
+    }
+    // Several queries: answered in turn, result sets separated by a blank line; one that fails is
+    // reported and the others still run.
+    let (mut failed, mut printed) = (0, false);
+    for (k, &(line, text)) in queries.iter().enumerate() {
+        crate::out::note!("query {} (line {line}):", k + 1);
+        // A blank line between result sets: the separator goes out with the next set.
+        let separator = if printed { "\n" } else { "" };
+        match run_one(text, &matcher, &args, separator) {
+            Err(e) if crate::out::closed_pipe(&e) => return Err(e),
+            Err(e) if e.is::<crate::out::NoMatch>() => printed = true,
+            Err(e) => {
+                eprintln!("error: query {} (line {line}): {e:#}", k + 1);
+                failed += 1;
+            }
+            Ok(()) => printed = true,
+        }
+    }
+    if failed > 0 {
+        bail!("{failed} of {} queries failed", queries.len());
+    }
+    Ok(())
+}
+
+/// The queries of a text, each from its `SELECT` (outside quotes, IRIs and comments) to the next,
+/// with the line it starts on.
+fn split_queries(text: &str) -> Vec<(usize, &str)> {
+    let mut starts = Vec::new();
+    let (mut quote, mut iri, mut comment) = (false, false, false);
+    let bytes = text.as_bytes();
+    for (i, &b) in bytes.iter().enumerate() {
+        match b {
+            b'\n' => comment = false,
+            _ if comment => {}
+            b'"' if !iri => quote = !quote,
+            b'<' if !quote => iri = true,
+            b'>' if !quote => iri = false,
+            b'#' if !quote && !iri => comment = true,
+            _ if quote || iri => {}
+            _ => {
+                let word_start = i == 0 || !bytes[i - 1].is_ascii_alphanumeric();
+                if word_start
+                    && bytes[i..].len() >= 6
+                    && bytes[i..i + 6].eq_ignore_ascii_case(b"SELECT")
+                    && bytes.get(i + 6).is_none_or(|c| !c.is_ascii_alphanumeric())
+                {
+                    starts.push(i);
+                }
+            }
+        }
+    }
+    if starts.is_empty() {
+        // Not a query the splitter recognises: the parser says what is wrong with it.
+        return if text.trim().is_empty() {
+            Vec::new()
+        } else {
+            vec![(1, text)]
+        };
+    }
+    // Whatever comes before the first SELECT belongs to it (the parser judges it).
+    starts[0] = 0;
+    let mut out = Vec::with_capacity(starts.len());
+    for (k, &s) in starts.iter().enumerate() {
+        let end = starts.get(k + 1).copied().unwrap_or(text.len());
+        let lead = text[s..].len() - text[s..].trim_start().len();
+        let line = text[..s + lead].matches('\n').count() + 1;
+        out.push((line, &text[s..end]));
+    }
+    out
+}
+
+/// Answers one query, its output preceded by `separator` (once it is known to have one).
+fn run_one(text: &str, matcher: &Matcher, args: &Args, separator: &str) -> Result<()> {
+    let graph = matcher.graph();
+    let q = compile(text, graph).map_err(|e| anyhow::anyhow!("{}", e.render(text)))?;
+    crate::out::print(separator)?;
     let start = Instant::now();
     // No variable (`cat IsA pet`): a yes/no question, answered as SPARQL's ASK would be.
     if q.projection.is_empty() && !args.count {
-        return ask(&matcher, &q, &args, start);
+        return ask(matcher, &q, args, start);
     }
     let Reported { report, expansion } = if args.count {
         let reported = matcher.count(&q, &args.options)?;
         crate::out::print(format_args!("{}\n", reported.report.rows))?;
         reported
     } else {
-        stream_rows(&matcher, &q, &args)?
+        stream_rows(matcher, &q, args)?
     };
     let elapsed = start.elapsed();
     if args.explain {
@@ -82,6 +162,12 @@ pub fn run(args: Args) -> Result<()> {
 fn query_text(args: &Args) -> Result<String> {
     match (&args.text, &args.file) {
         (Some(t), None) => Ok(t.clone()),
+        (None, Some(f)) if f.as_os_str() == "-" => {
+            let mut text = String::new();
+            io::Read::read_to_string(&mut io::stdin(), &mut text)
+                .context("cannot read the queries from standard input")?;
+            Ok(text)
+        }
         (None, Some(f)) => std::fs::read_to_string(f)
             .with_context(|| format!("cannot read the query file {}", f.display())),
         (Some(_), Some(_)) => {
