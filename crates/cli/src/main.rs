@@ -62,11 +62,14 @@ enum Command {
         /// The snapshot to write (written to a temporary file, then renamed into place).
         #[arg(short, long)]
         output: PathBuf,
-        /// Input format; detected from content and extension when absent.
-        #[arg(long, value_parser = parse::<Format>)]
+        /// Input format, detected from the name and first lines when absent: conceptnet (the
+        /// ConceptNet 5 assertions dump), triples (TSV: relation head tail, or head relation tail),
+        /// csv (head,relation,tail[,context[,weight]]), wordnet-nodes (a WordNet node table),
+        /// benchmark (the subgraph-matching `t N M` / `v` / `e` format).
+        #[arg(long, value_parser = one_of::<Format>(&FORMATS))]
         format: Option<Format>,
         /// Column order of triples TSV: rht (relation head tail) or hrt (head relation tail).
-        #[arg(long, value_parser = parse::<Columns>)]
+        #[arg(long, value_parser = one_of::<Columns>(&["rht", "hrt"]))]
         columns: Option<Columns>,
         /// ConceptNet: keep only this language (repeatable). With one language, names are bare terms.
         #[arg(long = "lang")]
@@ -75,7 +78,7 @@ enum Command {
         #[arg(long)]
         strip_pos: bool,
         /// What to do with a malformed line: fail (with file, line and reason) or skip (and count).
-        #[arg(long, default_value = "fail", value_parser = parse::<OnError>)]
+        #[arg(long, default_value = "fail", value_parser = one_of::<OnError>(&["fail", "skip"]))]
         on_error: OnError,
         /// The longest input line, in bytes (e.g. 4M); a longer line is malformed. Default 1M.
         #[arg(long, value_parser = parse_line_bytes)]
@@ -94,8 +97,12 @@ enum Command {
         #[arg(long)]
         graph: Option<PathBuf>,
         /// Output format of the rows.
-        #[arg(long, default_value = "tsv", value_parser = parse::<RowFormat>)]
+        #[arg(long, default_value = "tsv", value_parser = one_of::<RowFormat>(&ROW_FORMATS))]
         format: RowFormat,
+        /// Refuse a disconnected query whose components' match counts multiply beyond this (rows
+        /// without LIMIT; counting is never refused).
+        #[arg(long, default_value_t = 1_000_000_000)]
+        max_cartesian: u64,
         /// Print only the number of matches (counted without materialising them).
         #[arg(long)]
         count: bool,
@@ -122,7 +129,7 @@ enum Command {
         #[arg(long, requires = "expected", value_name = "N")]
         max_expected: Option<u64>,
         /// Accepted for symmetry with `query`: `match` always prints counts.
-        #[arg(long)]
+        #[arg(long, hide = true)]
         count: bool,
         /// Add the dfs engine's search counters to each line (`nodes=N backjumps=N twins=N`) and their
         /// totals: a machine-independent measure for comparing search variants.
@@ -145,12 +152,16 @@ enum Command {
 struct MatchArgs {
     /// iso: subgraph isomorphism (injective over all query nodes, concepts included; non-induced).
     /// hom: homomorphism, as SPARQL (query nodes may share a data node).
-    #[arg(long, default_value = "iso", value_parser = parse::<Semantics>)]
+    #[arg(long, default_value = "iso", value_parser = one_of::<Semantics>(&["iso", "hom"]))]
     semantics: Semantics,
     /// Engine: auto (the GPU if present, else dfs), dfs (candidate space and DAF-style search with failing sets, on every core), kernels (the
     /// GPU-shaped GpSense join on the CPU executor), gpu (NVIDIA GPU), emulated (the GPU pipeline with
     /// every kernel launch run on the CPU).
-    #[arg(long, default_value = "auto", value_parser = parse::<EngineKind>)]
+    #[arg(
+        long,
+        default_value = "auto",
+        value_parser = one_of::<EngineKind>(&["auto", "dfs", "kernels", "gpu", "emulated"])
+    )]
     engine: EngineKind,
     /// Stop after N rows (or N matches with --count).
     #[arg(long)]
@@ -168,9 +179,6 @@ struct MatchArgs {
     /// Stop each query after this many milliseconds, reporting what was found by then as timed out.
     #[arg(long)]
     timeout_ms: Option<u64>,
-    /// Refuse disconnected queries whose components' match counts multiply beyond this (without LIMIT).
-    #[arg(long, default_value_t = 1_000_000_000)]
-    max_cartesian: u64,
 }
 
 impl MatchArgs {
@@ -180,7 +188,6 @@ impl MatchArgs {
             engine: self.engine,
             refine_rounds: self.refine_rounds,
             limit: self.limit,
-            max_cartesian: self.max_cartesian,
             single_thread: self.threads == Some(1),
             timeout: self.timeout_ms.map(std::time::Duration::from_millis),
             ..MatchOptions::default()
@@ -209,10 +216,6 @@ fn render(e: &anyhow::Error) -> String {
     out
 }
 
-fn parse<T: std::str::FromStr<Err = String>>(s: &str) -> Result<T, String> {
-    s.parse()
-}
-
 /// `--threads`: 1 to 4 per core. Beyond that threads only wait on each other (5,000 made a
 /// millisecond query take a minute).
 pub fn parse_threads(s: &str) -> Result<usize, String> {
@@ -234,6 +237,27 @@ fn parse_line_bytes(s: &str) -> Result<usize, String> {
         return Err(format!("{s}: a line limit must be between 1K and 1G"));
     }
     Ok(n as usize)
+}
+
+/// The names `--format` takes on `ingest` (the same as `Format::ALL`'s; a test checks it).
+const FORMATS: [&str; 5] = ["conceptnet", "triples", "csv", "wordnet-nodes", "benchmark"];
+
+/// The names an output `--format` takes.
+pub(crate) const ROW_FORMATS: [&str; 3] = ["tsv", "csv", "json"];
+
+/// A parser that accepts `names` (listed in `--help`) and parses the one given.
+pub(crate) fn one_of<T>(
+    names: &'static [&'static str],
+) -> impl clap::builder::TypedValueParser<Value = T>
+where
+    T: std::str::FromStr + Clone + Send + Sync + 'static,
+    T::Err: std::fmt::Display,
+{
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(names).try_map(|s| {
+        s.parse::<T>()
+            .map_err(|e| std::io::Error::other(e.to_string()))
+    })
 }
 
 fn main() -> ExitCode {
@@ -279,6 +303,7 @@ fn main() -> ExitCode {
             file,
             graph,
             format,
+            max_cartesian,
             count,
             explain,
             matching,
@@ -291,6 +316,7 @@ fn main() -> ExitCode {
             explain,
             options: MatchOptions {
                 explain,
+                max_cartesian,
                 ..matching.options()
             },
         }),
@@ -321,6 +347,20 @@ fn main() -> ExitCode {
         Err(e) => {
             eprintln!("error: {}", render(&e));
             ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn help_lists_every_input_format() {
+        let names: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
+        assert_eq!(names, FORMATS);
+        for f in ROW_FORMATS {
+            assert!(f.parse::<RowFormat>().is_ok(), "{f}");
         }
     }
 }

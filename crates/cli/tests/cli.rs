@@ -698,3 +698,27 @@ fn several_queries_from_standard_input() {
     );
     assert_eq!(out.lines().count(), 2, "the second query still ran: {out}");
 }
+
+/// `--help` lists the values of every format option and hides what a command ignores.
+#[test]
+fn help_lists_values_and_hides_what_is_ignored() {
+    let (ingest, _) = ok(&["ingest", "--help"]);
+    assert!(
+        ingest.contains("[possible values: conceptnet, triples, csv, wordnet-nodes, benchmark]"),
+        "{ingest}"
+    );
+    let (query, _) = ok(&["query", "--help"]);
+    assert!(
+        query.contains("[possible values: tsv, csv, json]"),
+        "{query}"
+    );
+    assert!(query.contains("--max-cartesian"), "{query}");
+    let (trust, _) = ok(&["trust", "--help"]);
+    assert!(
+        trust.contains("[possible values: tsv, csv, json]"),
+        "{trust}"
+    );
+    let (matching, _) = ok(&["match", "--help"]);
+    assert!(!matching.contains("--count "), "{matching}");
+    assert!(!matching.contains("--max-cartesian"), "{matching}");
+}

@@ -57,7 +57,7 @@ pub struct TrustArgs {
     #[arg(long, default_value = "auto")]
     compare: Compare,
     /// Output format of the rows.
-    #[arg(long, default_value = "tsv", value_parser = |s: &str| s.parse::<RowFormat>())]
+    #[arg(long, default_value = "tsv", value_parser = crate::one_of::<RowFormat>(&crate::ROW_FORMATS))]
     format: RowFormat,
     /// Print on stderr, per matching, how each template node and edge was matched, and the time
     /// per phase.
