@@ -7,7 +7,9 @@ pub const UNLABELLED: &str = "-";
 
 /// Accumulates nodes, relations and edges; `build` sorts, deduplicates and lays out both CSRs.
 ///
-/// Memory while building: 12 bytes per edge (plus 4 with weights), then the frozen graph.
+/// Memory while building: 12 bytes per edge (plus 4 with weights), then the frozen graph. Repeats
+/// are merged as edges arrive (whenever the list has doubled since the last merge), so memory
+/// follows the distinct triples, not the input lines.
 #[derive(Default)]
 pub struct GraphBuilder {
     nodes: Dictionary,
@@ -17,7 +19,16 @@ pub struct GraphBuilder {
     edges: Vec<(NodeId, LabelId, NodeId)>,
     weights: Vec<f32>,
     weighted: bool,
+    /// Edges added, repeats included.
+    added: u64,
+    /// Repeats merged so far.
+    merged: u64,
+    /// Merge repeats when the list reaches this length.
+    merge_at: usize,
 }
+
+/// The edge list is first merged at this length (then at twice what a merge leaves).
+const FIRST_MERGE: usize = 1 << 20;
 
 impl GraphBuilder {
     pub fn new() -> Self {
@@ -75,6 +86,10 @@ impl GraphBuilder {
 
     /// Adds the edge `source -relation-> target` with a weight (1.0 when the input has none).
     pub fn add_edge(&mut self, source: NodeId, relation: LabelId, target: NodeId, weight: f32) {
+        if self.edges.len() >= self.merge_at.max(FIRST_MERGE) {
+            self.merge_repeats();
+        }
+        self.added += 1;
         self.edges.push((source, relation, target));
         if weight != 1.0 && !self.weighted {
             self.weighted = true;
@@ -102,7 +117,17 @@ impl GraphBuilder {
 
     /// Edges added so far (duplicates included).
     pub fn edge_count(&self) -> usize {
-        self.edges.len()
+        self.added as usize
+    }
+
+    /// Sorts the edges and keeps one of each triple (the largest weight).
+    fn merge_repeats(&mut self) {
+        let weights = self.weighted.then(|| std::mem::take(&mut self.weights));
+        let (edges, weights, dropped) = sort_dedup(std::mem::take(&mut self.edges), weights);
+        self.edges = edges;
+        self.weights = weights.unwrap_or_default();
+        self.merged += dropped;
+        self.merge_at = 2 * self.edges.len();
     }
 
     /// Freezes the graph. Duplicate triples are stored once (keeping the largest weight); the number
@@ -116,6 +141,8 @@ impl GraphBuilder {
             edges,
             weights,
             weighted,
+            merged,
+            ..
         } = self;
         let n = nodes.len();
         if edges.len() >= u32::MAX as usize {
@@ -128,7 +155,8 @@ impl GraphBuilder {
             let unlabelled = node_label_names.intern(UNLABELLED)?;
             node_labels.resize(n, unlabelled);
         }
-        let (edges, weights, duplicates) = sort_dedup(edges, weighted.then_some(weights));
+        let (edges, weights, dropped) = sort_dedup(edges, weighted.then_some(weights));
+        let duplicates = merged + dropped;
         let out = Csr::from_sorted(n, &edges);
         let inc = Csr::from_sorted(n, &reversed(&edges));
         let weights = weights.unwrap_or_default();
@@ -193,6 +221,26 @@ mod tests {
         let (g, dups) = b.build().unwrap();
         assert_eq!(dups, 1);
         g
+    }
+
+    #[test]
+    fn memory_follows_distinct_triples_not_repeats() {
+        let mut b = GraphBuilder::new();
+        let (cat, animal) = (b.node("cat").unwrap(), b.node("animal").unwrap());
+        let isa = b.relation("IsA").unwrap();
+        for i in 0..3 * FIRST_MERGE {
+            b.add_edge(cat, isa, animal, if i == 7 { 2.0 } else { 1.0 });
+        }
+        assert!(
+            b.edges.capacity() <= 2 * FIRST_MERGE,
+            "{}",
+            b.edges.capacity()
+        );
+        assert_eq!(b.edge_count(), 3 * FIRST_MERGE);
+        let (g, dups) = b.build().unwrap();
+        assert_eq!(g.edge_count(), 1);
+        assert_eq!(dups, 3 * FIRST_MERGE as u64 - 1);
+        assert_eq!(g.weight(0), 2.0, "the largest weight survives the merges");
     }
 
     #[test]
