@@ -25,7 +25,6 @@ use gpsense_planner::{
 };
 use rayon::prelude::*;
 
-use crate::engine::component_query;
 use crate::filtering::FilterReport;
 use crate::output::{OnRows, Output, RowBatch};
 use crate::{Engine, MatchError, MatchOptions, MatchReport, Semantics, Timings};
@@ -140,9 +139,20 @@ impl<'g> CompressedEngine<'g> {
         let limit = opts.limit_for(q.limit);
         let qc = self.compressed_query(q);
         if q.components().len() > 1 && limit.is_none() {
-            if let Some(product) = self.cartesian_guard(q, opts, count_only)? {
+            let guard = crate::engine::guard_disconnected(
+                q,
+                &q.components(),
+                opts,
+                count_only,
+                start,
+                |sub, o| self.count(sub, o).map(|r| r.report),
+            )?;
+            if let Some(guard) = guard {
                 let mut report = self.base_report(&qc, opts);
-                report.rows = product;
+                match guard {
+                    crate::engine::Guard::Count(n) => report.rows = n,
+                    crate::engine::Guard::TimedOut => report.timed_out = true,
+                }
                 report.times.total = start.elapsed();
                 return Ok(CompressedReport {
                     report,
@@ -287,55 +297,6 @@ impl<'g> CompressedEngine<'g> {
             distinct: false,
             limit: None,
         }
-    }
-
-    /// The uncompressed engine's guard for disconnected queries without a limit, on the original
-    /// answer: each component counted through the compressed path. Their product bounds the answer
-    /// (equals it under hom unless an edge variable spans two components).
-    fn cartesian_guard(
-        &self,
-        q: &QueryGraph,
-        opts: &MatchOptions,
-        count_only: bool,
-    ) -> Result<Option<u64>, MatchError> {
-        let components = q.components();
-        let sub_opts = MatchOptions {
-            limit: Some(opts.max_cartesian.saturating_add(1)),
-            ..opts.clone()
-        };
-        let mut product: u128 = 1;
-        let mut component_of = vec![0; q.nodes.len()];
-        for (c, nodes) in components.iter().enumerate() {
-            let count = self
-                .count(&component_query(q, nodes), &sub_opts)?
-                .report
-                .rows;
-            product = product.saturating_mul(count as u128);
-            for &u in nodes {
-                component_of[u] = c;
-            }
-        }
-        let mut variable_component = vec![None; q.edge_variables.len()];
-        let shared_variable = q.edges.iter().any(|e| match e.label {
-            EdgeLabel::Variable(k) => {
-                let c = component_of[e.source];
-                *variable_component[k].get_or_insert(c) != c
-            }
-            EdgeLabel::Fixed(_) => false,
-        });
-        let exact_for_count =
-            count_only && opts.semantics == Semantics::Hom && !q.distinct && !shared_variable;
-        if exact_for_count && product <= u64::MAX as u128 && product <= opts.max_cartesian as u128 {
-            return Ok(Some(product as u64));
-        }
-        if product > opts.max_cartesian as u128 {
-            return Err(MatchError::CartesianExplosion {
-                components: components.len(),
-                product: product.to_string(),
-                limit: opts.max_cartesian,
-            });
-        }
-        Ok(None)
     }
 
     /// A report for an answer found without a join (the guard's exact product).

@@ -475,12 +475,7 @@ impl<'g> Engine<'g> {
         Ok(())
     }
 
-    /// For a disconnected query without a limit: counts each component alone. Their product bounds
-    /// the answer, and is it under hom (without DISTINCT or an edge variable shared by components).
-    /// Counting materialises no rows, so it never refuses: a count that the product is returns
-    /// it, any other is left to the engine (exact under iso too). Rows beyond `max_cartesian` are
-    /// refused. A component count cut by the time limit makes the answer timed out, not a refusal
-    /// quoting partial counts.
+    /// [`guard_disconnected`] with this engine's counts.
     fn cartesian_guard(
         &self,
         q: &QueryGraph,
@@ -489,49 +484,71 @@ impl<'g> Engine<'g> {
         count_only: bool,
         start: Instant,
     ) -> Result<Option<Guard>, MatchError> {
-        let exact = opts.semantics == Semantics::Hom && !q.distinct && !shares_variable(q, plan);
-        if count_only && !exact {
-            return Ok(None);
-        }
-        let (mut product, mut capped): (u128, bool) = (1, false);
-        for range in &plan.components {
-            let sub_opts = MatchOptions {
-                limit: (!count_only).then_some(opts.max_cartesian.saturating_add(1)),
-                timeout: opts.timeout.map(|t| t.saturating_sub(start.elapsed())),
-                ..opts.clone()
-            };
-            let nodes: Vec<usize> = plan.order[range.clone()].to_vec();
-            let sub = component_query(q, &nodes);
-            let report = self.count(&sub, &sub_opts)?;
-            if report.timed_out {
-                return Ok(Some(Guard::TimedOut));
-            }
-            capped |= report.limit_reached;
-            product = product.saturating_mul(report.rows as u128);
-        }
-        if count_only {
-            return match u64::try_from(product) {
-                Ok(n) => Ok(Some(Guard::Count(n))),
-                Err(_) => Err(MatchError::CountOverflow {
-                    product: product.to_string(),
-                }),
-            };
-        }
-        if product > opts.max_cartesian as u128 {
-            // A component count stopped at the limit gives a lower bound.
-            let at_least = if capped { "at least " } else { "" };
-            return Err(MatchError::CartesianExplosion {
-                components: plan.components.len(),
-                product: format!("{at_least}{product}"),
-                limit: opts.max_cartesian,
-            });
-        }
-        Ok(None)
+        let components: Vec<Vec<usize>> = plan
+            .components
+            .iter()
+            .map(|r| plan.order[r.clone()].to_vec())
+            .collect();
+        guard_disconnected(q, &components, opts, count_only, start, |sub, o| {
+            self.count(sub, o)
+        })
     }
 }
 
+/// For a disconnected query without a limit: counts each component alone (with `count`). Their
+/// product bounds the answer, and is it under hom (without DISTINCT or an edge variable shared by
+/// components). Counting materialises no rows, so it never refuses: a count that the product is
+/// returns it, any other is left to the engine (exact under iso too). Rows beyond `max_cartesian`
+/// are refused. A component count cut by the time limit makes the answer timed out, not a refusal
+/// quoting partial counts.
+pub(crate) fn guard_disconnected(
+    q: &QueryGraph,
+    components: &[Vec<usize>],
+    opts: &MatchOptions,
+    count_only: bool,
+    start: Instant,
+    mut count: impl FnMut(&QueryGraph, &MatchOptions) -> Result<MatchReport, MatchError>,
+) -> Result<Option<Guard>, MatchError> {
+    let exact = opts.semantics == Semantics::Hom && !q.distinct && !shares_variable(q, components);
+    if count_only && !exact {
+        return Ok(None);
+    }
+    let (mut product, mut capped): (u128, bool) = (1, false);
+    for nodes in components {
+        let sub_opts = MatchOptions {
+            limit: (!count_only).then_some(opts.max_cartesian.saturating_add(1)),
+            timeout: opts.timeout.map(|t| t.saturating_sub(start.elapsed())),
+            ..opts.clone()
+        };
+        let report = count(&component_query(q, nodes), &sub_opts)?;
+        if report.timed_out {
+            return Ok(Some(Guard::TimedOut));
+        }
+        capped |= report.limit_reached;
+        product = product.saturating_mul(report.rows as u128);
+    }
+    if count_only {
+        return match u64::try_from(product) {
+            Ok(n) => Ok(Some(Guard::Count(n))),
+            Err(_) => Err(MatchError::CountOverflow {
+                product: product.to_string(),
+            }),
+        };
+    }
+    if product > opts.max_cartesian as u128 {
+        // A component count stopped at the limit gives a lower bound.
+        let at_least = if capped { "at least " } else { "" };
+        return Err(MatchError::CartesianExplosion {
+            components: components.len(),
+            product: format!("{at_least}{product}"),
+            limit: opts.max_cartesian,
+        });
+    }
+    Ok(None)
+}
+
 /// What the guard of a disconnected query decided.
-enum Guard {
+pub(crate) enum Guard {
     /// The exact count (the product of the components').
     Count(u64),
     /// The time limit ran out while counting the components.
@@ -540,10 +557,10 @@ enum Guard {
 
 /// Whether an edge variable joins two components (it must bind one relation in both, so the
 /// product of their counts only bounds the count).
-fn shares_variable(q: &QueryGraph, plan: &Plan) -> bool {
+fn shares_variable(q: &QueryGraph, components: &[Vec<usize>]) -> bool {
     let mut component_of = vec![0; q.nodes.len()];
-    for (c, range) in plan.components.iter().enumerate() {
-        for &u in &plan.order[range.clone()] {
+    for (c, nodes) in components.iter().enumerate() {
+        for &u in nodes {
             component_of[u] = c;
         }
     }
