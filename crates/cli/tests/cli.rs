@@ -722,3 +722,71 @@ fn help_lists_values_and_hides_what_is_ignored() {
     assert!(!matching.contains("--count "), "{matching}");
     assert!(!matching.contains("--max-cartesian"), "{matching}");
 }
+
+/// Under `ulimit -v 4000000` (4 GB of address space): a gzip bomb holding one 1 GB line, with and
+/// without `--on-error skip`, and a 17-node path with 16 edge variables on the emulated GPU within
+/// `--memory-budget 256M` all end with a clear message, never an abort.
+#[test]
+fn resource_limits_end_with_a_message_under_ulimit() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let bomb = dir.path().join("bomb.tsv.gz");
+    {
+        let file = std::fs::File::create(&bomb).unwrap();
+        let mut gz = flate2::write::GzEncoder::new(file, flate2::Compression::fast());
+        let chunk = vec![b'a'; 1 << 20];
+        for _ in 0..1024 {
+            gz.write_all(&chunk).unwrap();
+        }
+        gz.write_all(b"\tIsA\tanimal\n").unwrap();
+        gz.finish().unwrap();
+    }
+    let limited = |args: &[&str]| {
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg("ulimit -v 4000000; exec \"$@\"")
+            .arg("sh")
+            .arg(env!("CARGO_BIN_EXE_gpsense"))
+            .args(args)
+            .output()
+            .expect("run gpsense");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    let bomb = bomb.display().to_string();
+    let out = dir.path().join("o.gps").display().to_string();
+    let (code, err) = limited(&["ingest", &bomb, "-o", &out, "--format", "triples"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains(":1: line too long"), "{err}");
+    let (code, err) = limited(&[
+        "ingest",
+        &bomb,
+        "-o",
+        &out,
+        "--format",
+        "triples",
+        "--on-error",
+        "skip",
+    ]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("0 edges read from 1 lines"), "{err}");
+    let path: String = (0..16)
+        .map(|i| format!("?v{i} ?p{i} ?v{} . ", i + 1))
+        .collect();
+    let q = format!("SELECT * WHERE {{ {path}}}");
+    let (code, err) = limited(&[
+        "query",
+        "--engine",
+        "emulated",
+        "--count",
+        "--memory-budget",
+        "256M",
+        "--timeout-ms",
+        "3000",
+        &q,
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("timed out"), "{err}");
+}

@@ -835,10 +835,13 @@ impl<D: Device> Levels<'_, '_, '_, D> {
         Ok((c.take::<u64>(n + 1), c.take::<u64>(scan_sums(n + 1))))
     }
 
-    /// Rows level `d` may hold: half of what the levels above it leave of the budget.
+    /// Rows level `d` may hold: an equal share, among it and the levels below it, of what the
+    /// levels above it leave of the budget (halving per level starved deep queries: the 16th level
+    /// of a 17-node path got a few hundred rows of 256 MiB).
     fn room(&self, d: usize, row_bytes: usize) -> u64 {
         let used: u64 = self.p.arena.levels[..d].iter().map(|s| s.cap as u64).sum();
-        self.budget.saturating_sub(used) / 2 / row_bytes as u64
+        let below = (self.levels.len() - d) as u64;
+        self.budget.saturating_sub(used) / below / row_bytes as u64
     }
 
     /// Rows (or matches) the last level still needs: LIMIT stops it early.

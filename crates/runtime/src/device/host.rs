@@ -366,6 +366,15 @@ mod tests {
     use gpsense_kernels::abi::{CountWordsArgs, DevSlice, WriteWordsArgs};
 
     #[test]
+    fn running_out_of_memory_is_an_error_not_an_abort() {
+        let dev = HostDevice::default();
+        for bytes in [usize::MAX / 2, 1 << 60] {
+            let err = dev.alloc_zeroed(bytes).err().expect("no such memory");
+            assert!(matches!(err, DeviceError::Memory(_)), "{err}");
+        }
+    }
+
+    #[test]
     fn a_shuffle_is_a_permutation_that_changes_with_the_seed() {
         let a = shuffled(100, 1);
         let b = shuffled(100, 2);
