@@ -37,36 +37,18 @@ pub fn load(path: Option<&Path>) -> Result<Loaded> {
             .context("the embedded default graph is unreadable (a build problem)")?;
             (graph, DEFAULT_NAME.to_owned())
         }
-        Some(p) if snapshot_kind(p)? == Some(gpsense_compress::KIND_COMPRESSED) => {
-            let (graph, c) = gpsense_compress::format::load(p)?;
-            compressed = Some(c);
-            (graph, format!("{} (compressed)", p.display()))
-        }
-        Some(p) if snapshot_kind(p)?.is_some() => {
-            (KnowledgeGraph::load(p)?, p.display().to_string())
-        }
-        Some(p) => {
-            let (graph, _) = ingest(
-                &[PathBuf::from(p)],
-                &IngestOptions::default(),
-                &Bar::default(),
-            )
-            .map_err(|e| match e {
-                IngestError::Malformed { .. } => anyhow!(
-                    "{e} (fix the line, or keep the good lines in a snapshot and query that: \
-                     gpsense ingest {} -o graph.gps --on-error skip)",
-                    p.display()
-                ),
-                e => e.into(),
-            })?;
-            (
-                graph,
-                format!(
-                    "{} (ingested; save a snapshot with `gpsense ingest` to load faster)",
-                    p.display()
-                ),
-            )
-        }
+        Some(p) => match read_snapshot(p)? {
+            Some(bytes) if kind_of(&bytes) == gpsense_compress::KIND_COMPRESSED => {
+                let (graph, c) = gpsense_compress::format::from_bytes(&bytes, p)?;
+                compressed = Some(c);
+                (graph, format!("{} (compressed)", p.display()))
+            }
+            Some(bytes) => (
+                KnowledgeGraph::from_snapshot_bytes(&bytes, p)?,
+                p.display().to_string(),
+            ),
+            None => ingest_file(p)?,
+        },
     };
     Ok(Loaded {
         graph,
@@ -76,21 +58,60 @@ pub fn load(path: Option<&Path>) -> Result<Loaded> {
     })
 }
 
-/// The snapshot kind of `path`, or `None` when it is not a snapshot (a file to ingest).
-fn snapshot_kind(path: &Path) -> Result<Option<u32>> {
+/// A text file (anything `gpsense ingest` reads), ingested with the default options.
+fn ingest_file(p: &Path) -> Result<(KnowledgeGraph, String)> {
+    let (graph, _) = ingest(
+        &[PathBuf::from(p)],
+        &IngestOptions::default(),
+        &Bar::default(),
+    )
+    .map_err(|e| match e {
+        IngestError::Malformed { .. } => anyhow!(
+            "{e} (fix the line, or keep the good lines in a snapshot and query that: \
+             gpsense ingest {} -o graph.gps --on-error skip)",
+            p.display()
+        ),
+        e => e.into(),
+    })?;
+    Ok((
+        graph,
+        format!(
+            "{} (ingested; save a snapshot with `gpsense ingest` to load faster)",
+            p.display()
+        ),
+    ))
+}
+
+/// The whole snapshot at `path`, read through one open handle (a concurrent atomic rewrite
+/// replaces the name, not the file being read: the loader never mixes two versions), or `None`
+/// when it is not a snapshot (a file to ingest). Only a regular file is ingested: a FIFO or device
+/// can be read once, which detection would spend.
+fn read_snapshot(path: &Path) -> Result<Option<Vec<u8>>> {
     use std::io::Read;
-    let mut head = Vec::with_capacity(16);
-    snapshot::open(path)?
+    let mut file = snapshot::open(path)?;
+    let cannot = || format!("{}: cannot read", path.display());
+    let mut bytes = Vec::with_capacity(16);
+    (&mut file)
         .take(16)
-        .read_to_end(&mut head)
-        .with_context(|| format!("{}: cannot read", path.display()))?;
-    if head.len() >= 8 && head[..8] == snapshot::MAGIC {
-        // A header cut short still goes to the snapshot loader, which names the problem.
-        return Ok(Some(
-            gpsense_compress::format::snapshot_kind(&head).unwrap_or(snapshot::KIND_GRAPH),
-        ));
+        .read_to_end(&mut bytes)
+        .with_context(cannot)?;
+    if bytes.len() >= 8 && bytes[..8] == snapshot::MAGIC {
+        file.read_to_end(&mut bytes).with_context(cannot)?;
+        return Ok(Some(bytes));
+    }
+    if !file.metadata().with_context(cannot)?.is_file() {
+        anyhow::bail!(
+            "{} is not a regular file and not a snapshot: give a snapshot, or a regular file to ingest",
+            path.display()
+        );
     }
     Ok(None)
+}
+
+/// The snapshot kind in a snapshot's header (a header cut short goes to the graph loader, which
+/// names the problem).
+fn kind_of(bytes: &[u8]) -> u32 {
+    gpsense_compress::format::snapshot_kind(bytes).unwrap_or(snapshot::KIND_GRAPH)
 }
 
 /// Opens the GPU up front when the engine needs or prefers it: `gpu` without one is an error; with
