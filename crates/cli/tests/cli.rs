@@ -819,7 +819,7 @@ fn a_graph_file_is_opened_once() {
         std::thread::spawn(move || {
             let mut k = 0u64;
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                let bytes = if k % 2 == 0 { &packed } else { &plain };
+                let bytes = if k.is_multiple_of(2) { &packed } else { &plain };
                 std::fs::write(&tmp, bytes).unwrap();
                 std::fs::rename(&tmp, &target).unwrap();
                 k += 1;
