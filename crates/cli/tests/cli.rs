@@ -857,3 +857,28 @@ fn a_graph_file_is_opened_once() {
     assert!(err.contains("not a regular file"), "{err}");
     t.join().unwrap();
 }
+
+/// TruST stops at --timeout-ms (a 16-node clique template ran past 300 s): the search (similarity,
+/// one-hop table, traversal) ends within the limit plus a little, marked incomplete.
+#[test]
+fn trust_stops_at_the_time_limit() {
+    let n = 16;
+    let edges: Vec<String> = (0..n)
+        .flat_map(|i| ((i + 1)..n).map(move |j| format!("?v{i} RelatedTo ?v{j}")))
+        .collect();
+    let q = format!("SELECT * WHERE {{ {} }}", edges.join(" . "));
+    let (_, err) = ok(&["trust", "--top", "1", "--timeout-ms", "1000", &q]);
+    assert!(err.contains("timed out"), "{err}");
+    let ms = |key: &str| -> f64 {
+        err.split(&format!("{key} "))
+            .nth(1)
+            .and_then(|t| t.split(" ms").next())
+            .and_then(|t| t.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {key} time in {err}"))
+    };
+    let search = ms("similarity") + ms("one-hop") + ms("traversal");
+    assert!(
+        search < 1300.0,
+        "{search} ms of search for a 1000 ms limit: {err}"
+    );
+}

@@ -68,6 +68,8 @@ pub struct Params {
     pub beam: usize,
     /// Matchings returned (at most `beam`).
     pub top: usize,
+    /// Stop after this long: the answer is what was complete by then, marked timed out.
+    pub timeout: Option<std::time::Duration>,
 }
 
 impl Default for Params {
@@ -78,6 +80,7 @@ impl Default for Params {
             threshold: 0.5,
             beam: 128,
             top: 10,
+            timeout: None,
         }
     }
 }
@@ -182,6 +185,8 @@ pub struct Answer {
     /// Template relations the data graph lacks (their edges never earn the relation bonus).
     pub unknown_relations: Vec<String>,
     pub timings: Timings,
+    /// The time limit stopped the search: `matches` are those complete by then (often none).
+    pub timed_out: bool,
 }
 
 /// TruST over one data graph: the name index is built once and shared by every search.
@@ -224,10 +229,11 @@ impl<'g> Trust<'g> {
         let g = view(self.graph);
         let scoring = params.scoring();
         let start = Instant::now();
+        let deadline = params.timeout.map(|t| start + t);
         let sim = score::similarity_table(template, &self.index, params.threshold);
         let similarity = start.elapsed();
         let start = Instant::now();
-        let oh = score::one_hop_table(&prepared, &sim, &g, &scoring);
+        let oh = score::one_hop_table(&prepared, &sim, &g, &scoring, deadline);
         let one_hop = start.elapsed();
         let start = Instant::now();
         let plan = Plan::new(template, &prepared.edge_relations);
@@ -238,8 +244,9 @@ impl<'g> Trust<'g> {
             scoring,
             beam: params.beam,
         }
-        .run();
+        .run(deadline);
         let traversal = start.elapsed();
+        let timed_out = deadline.is_some_and(|d| Instant::now() >= d);
         let complete = if branches.len() > 0 && !branches.row(0).contains(&gpsense_kernels::NONE) {
             branches.len().min(params.top)
         } else {
@@ -257,6 +264,7 @@ impl<'g> Trust<'g> {
                 one_hop,
                 traversal,
             },
+            timed_out,
         })
     }
 

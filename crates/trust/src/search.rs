@@ -114,7 +114,9 @@ impl Branches {
 type Child = (f32, u32, u32);
 
 impl Beam<'_> {
-    pub fn run(&self) -> Branches {
+    /// The search, stopped before a level that starts after `deadline` (the rows are then
+    /// incomplete).
+    pub fn run(&self, deadline: Option<std::time::Instant>) -> Branches {
         let width = self.plan.order.len();
         let mut branches = Branches {
             rows: vec![NONE; width],
@@ -122,6 +124,9 @@ impl Beam<'_> {
             width,
         };
         for level in 0..width {
+            if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+                break;
+            }
             let node = self.plan.order[level];
             let seeds = if self.plan.anchored(level) {
                 Vec::new()

@@ -43,6 +43,10 @@ pub struct TrustArgs {
     /// Matchings printed (at most --beam).
     #[arg(long, default_value_t = Params::default().top)]
     top: usize,
+    /// Stop after this many milliseconds; the matchings complete by then are reported, marked as
+    /// timed out.
+    #[arg(long)]
+    timeout_ms: Option<u64>,
     /// Weight of the name similarity in the one-hop score (the rest is the neighbourhood).
     #[arg(long, default_value_t = Params::default().alpha)]
     alpha: f32,
@@ -121,6 +125,7 @@ fn run_on_pool(args: &TrustArgs) -> Result<()> {
         threshold: args.threshold,
         beam: args.beam,
         top: args.top,
+        timeout: args.timeout_ms.map(std::time::Duration::from_millis),
     };
     if let Some(limit) = job.limit {
         params.top = params.top.min(limit as usize);
@@ -149,8 +154,13 @@ fn run_on_pool(args: &TrustArgs) -> Result<()> {
         eprint!("{}", explain(graph, &job.template, &answer));
     }
     let t = answer.timings;
+    let cut = if answer.timed_out {
+        " (timed out: the answer is incomplete)"
+    } else {
+        ""
+    };
     crate::out::note!(
-        "{} matchings in {} [TruST, beam {}: name index {}, similarity {}, one-hop {}, traversal {}]",
+        "{} matchings{cut} in {} [TruST, beam {}: name index {}, similarity {}, one-hop {}, traversal {}]",
         answer.matches.len(),
         millis(start.elapsed()),
         params.beam,
