@@ -741,10 +741,10 @@ fn resource_limits_end_with_a_message_under_ulimit() {
         gz.write_all(b"\tIsA\tanimal\n").unwrap();
         gz.finish().unwrap();
     }
-    let limited = |args: &[&str]| {
+    let limited_to = |kb: &str, args: &[&str]| {
         let out = std::process::Command::new("sh")
             .arg("-c")
-            .arg("ulimit -v 4000000; exec \"$@\"")
+            .arg(format!("ulimit -v {kb}; exec \"$@\""))
             .arg("sh")
             .arg(env!("CARGO_BIN_EXE_gpsense"))
             .args(args)
@@ -755,6 +755,7 @@ fn resource_limits_end_with_a_message_under_ulimit() {
             String::from_utf8_lossy(&out.stderr).to_string(),
         )
     };
+    let limited = |args: &[&str]| limited_to("4000000", args);
     let bomb = bomb.display().to_string();
     let out = dir.path().join("o.gps").display().to_string();
     let (code, err) = limited(&["ingest", &bomb, "-o", &out, "--format", "triples"]);
@@ -787,6 +788,23 @@ fn resource_limits_end_with_a_message_under_ulimit() {
         "3000",
         &q,
     ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("timed out"), "{err}");
+    // The kernels engine's budget covers the whole query: 2.3 GB before at 256M (per level).
+    let (code, err) = limited_to(
+        "1500000",
+        &[
+            "query",
+            "--engine",
+            "kernels",
+            "--count",
+            "--memory-budget",
+            "256M",
+            "--timeout-ms",
+            "3000",
+            &q,
+        ],
+    );
     assert_eq!(code, Some(0), "{err}");
     assert!(err.contains("timed out"), "{err}");
 }

@@ -86,7 +86,7 @@ impl KernelJoin<'_> {
         let levels = self.levels(edge_candidates);
         let root = vec![NONE; self.layout.width];
         let mut batch_rows = FIRST_BATCH_ROWS;
-        self.level(&levels, 0, &root, out, &mut batch_rows)
+        self.level(&levels, 0, &root, out, &mut batch_rows, 0)
     }
 
     /// The kernel step of each plan position, with a static pivot: among the checks whose relation is
@@ -151,6 +151,7 @@ impl KernelJoin<'_> {
         parents: &[u32],
         out: &Output,
         batch_rows: &mut u64,
+        held: u64,
     ) -> Result<(), MatchError> {
         let width = self.layout.width;
         let lanes = self.lanes;
@@ -176,9 +177,11 @@ impl KernelJoin<'_> {
             out.add_count(total);
             return Ok(());
         }
-        let budget = self.budget_rows(last, *batch_rows);
+        let budget = self.budget_rows(last, *batch_rows, held);
         if total > budget {
-            return self.split(levels, depth, parents, &counts, budget, out, batch_rows);
+            return self.split(
+                levels, depth, parents, &counts, budget, out, batch_rows, held,
+            );
         }
         let mut offsets = vec![0u64; counts.len() + 1];
         for (i, &c) in counts.iter().enumerate() {
@@ -187,24 +190,33 @@ impl KernelJoin<'_> {
         let mut children = vec![0u32; total as usize * width];
         self.ex
             .scatter(&mut children, &offsets, width, |item, region| {
+                // The time limit stops the write pass too; its rows are then dropped.
+                if out.stopped() {
+                    return;
+                }
                 let row = &parents[item / lanes * width..][..width];
                 let (t, l) = self.list(level, row);
                 write_extensions(row, item % lanes, lanes, &level.step, t, l, &g, region);
             });
         drop(counts);
+        if out.stopped() {
+            return Ok(());
+        }
         if last {
             out.rows(&children, width);
             *batch_rows = batch_rows.saturating_mul(4);
             return Ok(());
         }
-        self.level(levels, depth + 1, &children, out, batch_rows)
+        let held = held + (children.len() * 4) as u64;
+        self.level(levels, depth + 1, &children, out, batch_rows, held)
     }
 
-    /// Rows the next level may hold at once: the memory budget, and for the last level, the current
-    /// streaming batch.
-    fn budget_rows(&self, last: bool, batch_rows: u64) -> u64 {
+    /// Rows the next level may hold at once: what the memory budget leaves after the levels above
+    /// (`held` bytes of partial matches, kept while their parts run), and for the last level, the
+    /// current streaming batch. The budget covers the whole query, not each level.
+    fn budget_rows(&self, last: bool, batch_rows: u64, held: u64) -> u64 {
         let per_row = (self.layout.width * 4 + self.lanes * 8) as u64;
-        let budget = (self.memory_budget / per_row).max(1);
+        let budget = (self.memory_budget.saturating_sub(held) / per_row).max(1);
         if last {
             budget.min(batch_rows)
         } else {
@@ -225,15 +237,16 @@ impl KernelJoin<'_> {
         budget: u64,
         out: &Output,
         batch_rows: &mut u64,
+        held: u64,
     ) -> Result<(), MatchError> {
         let (width, lanes) = (self.layout.width, self.lanes);
-        let memory_rows = self.budget_rows(false, u64::MAX);
+        let memory_rows = self.budget_rows(false, u64::MAX, held);
         let per_row: Vec<u64> = counts.chunks(lanes).map(|c| c.iter().sum()).collect();
         let mut start = 0;
         while start < per_row.len() {
             if per_row[start] > memory_rows {
                 let row = &parents[start * width..][..width];
-                self.split_one(levels, depth, row, memory_rows, out, batch_rows)?;
+                self.split_one(levels, depth, row, memory_rows, out, batch_rows, held)?;
                 if out.stopped() {
                     return Ok(());
                 }
@@ -254,6 +267,7 @@ impl KernelJoin<'_> {
                 &parents[start * width..end * width],
                 out,
                 batch_rows,
+                held,
             )?;
             if out.stopped() {
                 return Ok(());
@@ -267,6 +281,7 @@ impl KernelJoin<'_> {
     /// consecutive pieces whose extensions fit (count per entry, scan, write per piece), each piece
     /// going through the remaining levels before the next. One entry's own extensions (its relation
     /// bindings, bounded by the parallel edges of its variable edges) are never cut.
+    #[allow(clippy::too_many_arguments)]
     fn split_one(
         &self,
         levels: &[Level],
@@ -275,6 +290,7 @@ impl KernelJoin<'_> {
         memory_rows: u64,
         out: &Output,
         batch_rows: &mut u64,
+        held: u64,
     ) -> Result<(), MatchError> {
         let width = self.layout.width;
         let level = &levels[depth];
@@ -319,7 +335,8 @@ impl KernelJoin<'_> {
             if last {
                 out.rows(&children, width);
             } else {
-                self.level(levels, depth + 1, &children, out, batch_rows)?;
+                let held = held + (children.len() * 4) as u64;
+                self.level(levels, depth + 1, &children, out, batch_rows, held)?;
             }
             if out.stopped() {
                 return Ok(());
