@@ -438,6 +438,7 @@ impl<'g> Engine<'g> {
             labels: &self.labels,
             neighbour_labels: self.neighbour_labels.as_ref(),
             ex: Executor { parallel },
+            deadline: opts.timeout.map(|t| started + t),
         }
         .build(&mut space);
         report.filter = filter;
@@ -445,6 +446,8 @@ impl<'g> Engine<'g> {
         let dag = Dag::new(q, &space);
         report.join_plan = dag.describe(q, &space, opts.explain);
         let out = output(q, by_node(q), opts, limit, count_only, on_rows, started);
+        // A build the deadline stopped is a timed-out answer (this records it).
+        out.stopped();
         let start = Instant::now();
         let stats = SearchStats::default();
         if !space.any_empty() {

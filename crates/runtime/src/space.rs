@@ -316,6 +316,9 @@ pub struct SpaceBuilder<'a> {
     /// Neighbour-label sets, when the engine keeps them: they decide the count-one needs.
     pub neighbour_labels: Option<&'a NeighbourLabels>,
     pub ex: Executor,
+    /// The query's time limit: past it the build stops and leaves an empty space (no match found
+    /// by then), so a long build does not overrun it.
+    pub deadline: Option<Instant>,
 }
 
 impl SpaceBuilder<'_> {
@@ -328,6 +331,9 @@ impl SpaceBuilder<'_> {
         space.cand_at.resize(n, (0, 0));
         let mut done = 0u64;
         for &u in &self.layout.order {
+            if self.expired() {
+                return self.stopped(space, report);
+            }
             self.generate(u, space, done);
             done |= 1 << u;
             if space.cand_at[u].1 == 0 {
@@ -335,8 +341,8 @@ impl SpaceBuilder<'_> {
             }
         }
         report.after_filter = space.cand_at.iter().map(|c| c.1).collect();
-        if !space.any_empty() {
-            self.collect_edges(space);
+        if !space.any_empty() && !self.collect_edges(space) {
+            return self.stopped(space, report);
         }
         space.index_from(n);
         report.filter_time = start.elapsed();
@@ -476,10 +482,28 @@ impl SpaceBuilder<'_> {
         out.truncate(n);
     }
 
+    fn expired(&self) -> bool {
+        self.deadline.is_some_and(|d| Instant::now() >= d)
+    }
+
+    /// The build stopped at the deadline: an empty space, every node without candidates.
+    fn stopped(&self, space: &mut CandidateSpace, mut report: FilterReport) -> FilterReport {
+        space.clear();
+        space.cand_at.resize(self.layout.nodes, (0, 0));
+        space.index_from(self.layout.nodes);
+        report.after_filter = vec![0; self.layout.nodes];
+        report.after_refine = vec![0; self.layout.nodes];
+        report
+    }
+
     /// Both directions' lists of every non-loop query edge: one by intersections, from the endpoint
-    /// with fewer candidates, the other by transposing it (linear in the lists).
-    fn collect_edges(&self, space: &mut CandidateSpace) {
+    /// with fewer candidates, the other by transposing it (linear in the lists). False when the
+    /// deadline stopped it.
+    fn collect_edges(&self, space: &mut CandidateSpace) -> bool {
         for u in 0..self.layout.nodes {
+            if self.expired() {
+                return false;
+            }
             for inc in &self.layout.incident[u] {
                 let w = inc.other as usize;
                 // Each edge once: from the endpoint with fewer candidates (ties: the lower id).
@@ -491,6 +515,7 @@ impl SpaceBuilder<'_> {
                 space.push_transpose(k);
             }
         }
+        true
     }
 
     /// Appends edge `from`-`to`'s lists: count (an upper bound), scan, write (sorted, distinct),

@@ -272,3 +272,23 @@ fn a_timeout_stops_the_match_and_is_reported() {
 fn compile_small(g: &gpsense_graph::KnowledgeGraph) -> gpsense_planner::QueryGraph {
     gpsense_planner::compile("SELECT * WHERE { n1 r ?x }", g).unwrap()
 }
+
+/// The time limit stops the dfs engine's candidate-space build too, not only its search: a limit
+/// already passed leaves the space unbuilt and the answer timed out.
+#[test]
+fn the_time_limit_stops_the_candidate_space_build() {
+    let g = graph(&[("a", "r", "b"), ("b", "r", "c"), ("c", "r", "a")]);
+    let engine = Engine::new(&g);
+    let q = compile("SELECT ?x ?y WHERE { ?x r ?y . ?y r ?z }", &g).unwrap();
+    let o = MatchOptions {
+        timeout: Some(std::time::Duration::ZERO),
+        ..opts(EngineKind::Dfs, Semantics::Iso)
+    };
+    let report = engine.count(&q, &o).unwrap();
+    assert!(report.timed_out);
+    assert_eq!(report.filter.after_filter, vec![0; 3], "{report:?}");
+    let full = engine
+        .count(&q, &opts(EngineKind::Dfs, Semantics::Iso))
+        .unwrap();
+    assert_eq!((full.rows, full.timed_out), (3, false));
+}
