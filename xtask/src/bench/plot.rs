@@ -41,19 +41,24 @@ fn register_font() {
     });
 }
 
+/// Figure size in pixels; the legend takes [`LEGEND_WIDTH`] on the right, outside the plot, so it
+/// never hides a point.
+const SIZE: (u32, u32) = (1140, 600);
+const LEGEND_WIDTH: u32 = 240;
+
 /// Writes `<stem>.svg` and `<stem>.png`.
 pub fn figure(stem: &Path, title: &str, x_label: &str, series: &[Series]) -> Result<()> {
     register_font();
     let svg = stem.with_extension("svg");
     draw(
-        SVGBackend::new(&svg, (900, 600)).into_drawing_area(),
+        SVGBackend::new(&svg, SIZE).into_drawing_area(),
         title,
         x_label,
         series,
     )?;
     let png = stem.with_extension("png");
     draw(
-        BitMapBackend::new(&png, (900, 600)).into_drawing_area(),
+        BitMapBackend::new(&png, SIZE).into_drawing_area(),
         title,
         x_label,
         series,
@@ -85,13 +90,21 @@ where
     if all.is_empty() {
         (x0, x1, y0, y1) = (0.0, 1.0, 0.001, 1.0);
     }
+    // Query sizes are whole numbers: ticks only there, and a range around a single one.
+    let whole = all.iter().all(|p| p.0.fract() == 0.0);
     if x1 <= x0 {
-        x1 = x0 + 1.0;
+        (x0, x1) = (x0 - 1.0, x1 + 1.0);
     }
-    let pad = (x1 - x0) * 0.03;
-    // Headroom above the curves for the legend.
-    let (y0, y1) = (y0.max(1e-4) / 2.0, y1.max(1e-3) * 100.0);
-    let mut chart = ChartBuilder::on(&root)
+    let span = x1 - x0;
+    let pad = span * 0.03;
+    let x_labels = if whole && span <= 20.0 {
+        span as usize + 1
+    } else {
+        10
+    };
+    let (y0, y1) = (y0.max(1e-4) / 2.0, y1.max(1e-3) * 2.0);
+    let (plot, legend) = root.split_horizontally(SIZE.0 - LEGEND_WIDTH);
+    let mut chart = ChartBuilder::on(&plot)
         .caption(title, ("sans-serif", 22))
         .margin(15)
         .x_label_area_size(45)
@@ -103,8 +116,11 @@ where
         .x_desc(x_label)
         .y_desc("median query time (ms, log scale)")
         .y_label_formatter(&|v| super::report::ms(*v))
+        .x_labels(x_labels)
         .x_label_formatter(&|v| {
-            if v.abs() >= 1000.0 {
+            if whole && (v - v.round()).abs() > 1e-6 {
+                String::new()
+            } else if v.abs() >= 1000.0 {
                 format!("{:.0}k", v / 1000.0)
             } else {
                 format!("{v:.0}")
@@ -117,20 +133,23 @@ where
         let style = ShapeStyle::from(&colour).stroke_width(2);
         chart
             .draw_series(LineSeries::new(s.points.iter().copied(), style))
-            .map_err(err)?
-            .label(&s.label)
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style));
+            .map_err(err)?;
         chart
             .draw_series(s.points.iter().map(|&p| Circle::new(p, 3, colour.filled())))
             .map_err(err)?;
+        // The legend, beside the plot.
+        let y = 60 + 24 * i as i32;
+        legend
+            .draw(&PathElement::new(vec![(8, y), (32, y)], style))
+            .map_err(err)?;
+        legend
+            .draw(&Text::new(
+                s.label.clone(),
+                (40, y - 7),
+                ("sans-serif", 14).into_font(),
+            ))
+            .map_err(err)?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()
-        .map_err(err)?;
     root.present().map_err(err)?;
     Ok(())
 }
@@ -159,5 +178,41 @@ mod tests {
         let png = std::fs::read(stem.with_extension("png")).unwrap();
         assert_eq!(&png[1..4], b"PNG");
         figure(&stem, "empty", "x", &[]).unwrap();
+    }
+
+    /// Every query of a workload may have the same size: one tick there, not `6 6 6 6 6 7 7`; and
+    /// the legend is drawn beside the plot, where it hides no point.
+    #[test]
+    fn whole_number_ticks_and_a_legend_beside_the_plot() {
+        let dir = tempfile::tempdir().unwrap();
+        let stem = dir.path().join("fig");
+        let series = vec![Series {
+            label: "gpsense-dfs (iso)".into(),
+            points: vec![(6.0, 0.05)],
+        }];
+        figure(&stem, "query size", "query nodes", &series).unwrap();
+        let svg = std::fs::read_to_string(stem.with_extension("svg")).unwrap();
+        let labels: Vec<&str> = svg
+            .split("</text>")
+            .filter_map(|t| t.rsplit('>').next())
+            .map(str::trim)
+            .filter(|t| t.parse::<f64>().is_ok())
+            .collect();
+        assert_eq!(
+            labels.iter().filter(|&&t| t == "6").count(),
+            1,
+            "{labels:?}"
+        );
+        assert!(labels.contains(&"5") && labels.contains(&"7"), "{labels:?}");
+        // The legend text starts right of the plot area.
+        let at = svg.find("gpsense-dfs (iso)").unwrap();
+        let tag = &svg[svg[..at].rfind("<text").unwrap()..at];
+        let x: f64 = tag
+            .split("x=\"")
+            .nth(1)
+            .and_then(|t| t.split('"').next())
+            .and_then(|t| t.parse().ok())
+            .unwrap();
+        assert!(x >= (SIZE.0 - LEGEND_WIDTH) as f64, "{tag}");
     }
 }
