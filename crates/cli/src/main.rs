@@ -261,6 +261,7 @@ where
 }
 
 fn main() -> ExitCode {
+    gpsense_graph::snapshot::signals::remove_temporaries_on_signals();
     let cli = Cli::parse();
     out::set_level(cli.quiet, cli.verbose);
     let threads = match &cli.command {

@@ -900,3 +900,48 @@ fn trust_stops_at_the_time_limit() {
         "{search} ms of search for a 1000 ms limit: {err}"
     );
 }
+
+/// SIGINT or SIGTERM during a snapshot write removes its temporary file (several MB were left
+/// beside the output), and the process still dies of the signal.
+#[test]
+fn an_interrupted_write_leaves_no_temporary_file() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempfile::tempdir().unwrap();
+    let tsv = dir.path().join("t.tsv");
+    std::fs::write(&tsv, "cat\tIsA\tanimal\n").unwrap();
+    for signal in ["INT", "TERM"] {
+        let out = dir.path().join("g.gps");
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_gpsense"))
+            .env("GPSENSE_TEST_WRITE_PAUSE_MS", "20000")
+            .args(["-q", "ingest"])
+            .arg(&tsv)
+            .arg("-o")
+            .arg(&out)
+            .spawn()
+            .expect("run gpsense");
+        let temporary = || {
+            std::fs::read_dir(dir.path())
+                .unwrap()
+                .flatten()
+                .any(|e| e.file_name().to_string_lossy().contains("gpsense-tmp"))
+        };
+        let waited = std::time::Instant::now();
+        while !temporary() {
+            assert!(
+                waited.elapsed().as_secs() < 20,
+                "no temporary file appeared"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let kill = std::process::Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(child.id().to_string())
+            .status()
+            .unwrap();
+        assert!(kill.success());
+        let status = child.wait().unwrap();
+        assert!(status.signal().is_some(), "{signal}: {status:?}");
+        assert!(!temporary(), "{signal}: the temporary file is still there");
+        assert!(!out.exists());
+    }
+}

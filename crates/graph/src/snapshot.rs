@@ -203,12 +203,75 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), SnapshotError> {
     let prefix = format!(".{name}.gpsense-tmp.");
     remove_stale_temps(&dir, &prefix);
     let tmp = dir.join(format!("{prefix}{}", std::process::id()));
-    let result = write_new(&tmp, bytes, old.map(|m| m.permissions()))
-        .and_then(|()| std::fs::rename(&tmp, &target));
+    signals::writing(Some(&tmp));
+    let result = write_new(&tmp, bytes, old.map(|m| m.permissions())).and_then(|()| {
+        test_pause();
+        std::fs::rename(&tmp, &target)
+    });
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
+    signals::writing(None);
     result.map_err(io)
+}
+
+/// Debug builds only: `GPSENSE_TEST_WRITE_PAUSE_MS` holds a write between its temporary file and
+/// the rename, so that a test can interrupt it there.
+fn test_pause() {
+    if cfg!(debug_assertions) {
+        if let Some(ms) = std::env::var("GPSENSE_TEST_WRITE_PAUSE_MS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+        {
+            std::thread::sleep(std::time::Duration::from_millis(ms));
+        }
+    }
+}
+
+/// SIGINT and SIGTERM during a write remove its temporary file, then end the process as the
+/// signal would have.
+pub mod signals {
+    use std::path::Path;
+
+    #[cfg(unix)]
+    static WRITING: std::sync::atomic::AtomicPtr<libc::c_char> =
+        std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
+
+    /// Installs the handlers (the CLI calls this first thing).
+    pub fn remove_temporaries_on_signals() {
+        #[cfg(unix)]
+        for sig in [libc::SIGINT, libc::SIGTERM] {
+            // Sound: the handler only loads an atomic and calls async-signal-safe functions.
+            unsafe { libc::signal(sig, on_signal as *const () as libc::sighandler_t) };
+        }
+    }
+
+    /// The temporary file being written (`None` once it is renamed or removed).
+    pub(super) fn writing(path: Option<&Path>) {
+        #[cfg(unix)]
+        {
+            use std::os::unix::ffi::OsStrExt;
+            let c = path.and_then(|p| std::ffi::CString::new(p.as_os_str().as_bytes()).ok());
+            // Leaked, never freed: a handler may hold the old pointer (a few bytes per write).
+            let ptr = c.map_or(std::ptr::null_mut(), |c| c.into_raw());
+            WRITING.store(ptr, std::sync::atomic::Ordering::SeqCst);
+        }
+        #[cfg(not(unix))]
+        let _ = path;
+    }
+
+    #[cfg(unix)]
+    extern "C" fn on_signal(sig: libc::c_int) {
+        let p = WRITING.load(std::sync::atomic::Ordering::SeqCst);
+        // Sound: `unlink`, `signal` and `raise` are async-signal-safe; `p` is a leaked C string.
+        unsafe {
+            if !p.is_null() {
+                libc::unlink(p);
+            }
+            libc::signal(sig, libc::SIG_DFL);
+            libc::raise(sig);
+        }
+    }
 }
 
 /// The file a write to `path` replaces: `path`, or what its symlinks lead to.
