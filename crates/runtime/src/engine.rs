@@ -439,8 +439,17 @@ impl<'g> Engine<'g> {
             neighbour_labels: self.neighbour_labels.as_ref(),
             ex: Executor { parallel },
             deadline: opts.timeout.map(|t| started + t),
+            budget: opts.memory_budget,
         }
         .build(&mut space);
+        let filter = match filter {
+            Ok(f) => f,
+            Err(e) => {
+                space.clear();
+                self.spaces.give(space);
+                return Err(e);
+            }
+        };
         report.filter = filter;
         report.edge_candidates = Some(space.edge_count());
         let dag = Dag::new(q, &space);

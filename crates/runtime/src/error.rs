@@ -29,6 +29,11 @@ pub enum MatchError {
          of {budget} bytes; raise --memory-budget or use --engine dfs"
     )]
     DeviceBudget { bytes: u64, budget: u64 },
+    #[error(
+        "the query's candidate space outgrew the memory budget of {budget} bytes ({bytes} when the \
+         build stopped); raise --memory-budget, or anchor the query with a concept"
+    )]
+    SpaceBudget { bytes: u64, budget: u64 },
     #[error("the query has {product} matches, more than a 64-bit count holds")]
     CountOverflow { product: String },
     #[error("DISTINCT needs more than the memory budget ({bytes} bytes) to remember the rows seen; raise --memory-budget or drop DISTINCT")]

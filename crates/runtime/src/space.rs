@@ -27,6 +27,7 @@ use gpsense_kernels::{Dir, GraphView, NONE};
 use crate::executor::{offsets_of, Executor};
 use crate::filtering::{FilterReport, LabelIndex, LabelMask, NeighbourLabels};
 use crate::layout::{Layout, MAX_QUERY_NODES};
+use crate::MatchError;
 
 /// One query edge seen from one endpoint: for candidate `i` of `from`, the indices of its data
 /// neighbours among `to`'s candidates, ascending ([`CandidateSpace::list`]).
@@ -91,6 +92,11 @@ impl CandidateSpace {
         self.targets.clear();
         self.from_at.clear();
         self.from_edges.clear();
+    }
+
+    /// Bytes this query's candidates and candidate edges take.
+    pub fn used_bytes(&self) -> u64 {
+        4 * (self.cand.len() + self.offsets.len() + self.targets.len()) as u64
     }
 
     /// Bytes of room held (the engine drops a space whose room grew past its keep limit).
@@ -319,11 +325,15 @@ pub struct SpaceBuilder<'a> {
     /// The query's time limit: past it the build stops and leaves an empty space (no match found
     /// by then), so a long build does not overrun it.
     pub deadline: Option<Instant>,
+    /// The query's memory budget: a space that outgrows it stops the build (see
+    /// [`SpaceBuilder::build`]).
+    pub budget: u64,
 }
 
 impl SpaceBuilder<'_> {
-    /// Fills `space` (emptied first; its room is reused).
-    pub fn build(&self, space: &mut CandidateSpace) -> FilterReport {
+    /// Fills `space` (emptied first; its room is reused). Past the memory budget the build stops
+    /// and the error says how far it got.
+    pub fn build(&self, space: &mut CandidateSpace) -> Result<FilterReport, MatchError> {
         let n = self.layout.nodes;
         let mut report = FilterReport::default();
         let start = Instant::now();
@@ -332,17 +342,18 @@ impl SpaceBuilder<'_> {
         let mut done = 0u64;
         for &u in &self.layout.order {
             if self.expired() {
-                return self.stopped(space, report);
+                return Ok(self.stopped(space, report));
             }
             self.generate(u, space, done);
+            self.within_budget(space)?;
             done |= 1 << u;
             if space.cand_at[u].1 == 0 {
                 break;
             }
         }
         report.after_filter = space.cand_at.iter().map(|c| c.1).collect();
-        if !space.any_empty() && !self.collect_edges(space) {
-            return self.stopped(space, report);
+        if !space.any_empty() && !self.collect_edges(space)? {
+            return Ok(self.stopped(space, report));
         }
         space.index_from(n);
         report.filter_time = start.elapsed();
@@ -356,7 +367,18 @@ impl SpaceBuilder<'_> {
         if space.identity.len() < longest {
             space.identity = (0..longest as u32).collect();
         }
-        report
+        Ok(report)
+    }
+
+    fn within_budget(&self, space: &CandidateSpace) -> Result<(), MatchError> {
+        let bytes = space.used_bytes();
+        if bytes > self.budget {
+            return Err(MatchError::SpaceBudget {
+                bytes,
+                budget: self.budget,
+            });
+        }
+        Ok(())
     }
 
     /// The candidates of `u`: from the cheapest earlier neighbour's adjacency, or by a scan.
@@ -499,10 +521,10 @@ impl SpaceBuilder<'_> {
     /// Both directions' lists of every non-loop query edge: one by intersections, from the endpoint
     /// with fewer candidates, the other by transposing it (linear in the lists). False when the
     /// deadline stopped it.
-    fn collect_edges(&self, space: &mut CandidateSpace) -> bool {
+    fn collect_edges(&self, space: &mut CandidateSpace) -> Result<bool, MatchError> {
         for u in 0..self.layout.nodes {
             if self.expired() {
-                return false;
+                return Ok(false);
             }
             for inc in &self.layout.incident[u] {
                 let w = inc.other as usize;
@@ -513,9 +535,10 @@ impl SpaceBuilder<'_> {
                 let k = space.edges.len();
                 self.push_lists(space, u, w, inc.dir, inc.label);
                 space.push_transpose(k);
+                self.within_budget(space)?;
             }
         }
-        true
+        Ok(true)
     }
 
     /// Appends edge `from`-`to`'s lists: count (an upper bound), scan, write (sorted, distinct),

@@ -292,3 +292,28 @@ fn the_time_limit_stops_the_candidate_space_build() {
         .unwrap();
     assert_eq!((full.rows, full.timed_out), (3, false));
 }
+
+/// The memory budget covers the dfs engine's candidate space (it covered only DISTINCT): a space
+/// that outgrows it stops the build with an error that names both sizes.
+#[test]
+fn the_memory_budget_covers_the_candidate_space() {
+    let g = graph(&[("a", "r", "b"), ("b", "r", "c"), ("c", "r", "a")]);
+    let engine = Engine::new(&g);
+    let q = compile("SELECT ?x ?y WHERE { ?x r ?y . ?y r ?z }", &g).unwrap();
+    let tiny = MatchOptions {
+        memory_budget: 16,
+        ..opts(EngineKind::Dfs, Semantics::Iso)
+    };
+    let err = engine.count(&q, &tiny).unwrap_err();
+    assert!(
+        matches!(err, MatchError::SpaceBudget { budget: 16, .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("--memory-budget"));
+    // The engine is still usable, and a budget that holds the space answers.
+    let roomy = MatchOptions {
+        memory_budget: 1 << 20,
+        ..tiny
+    };
+    assert_eq!(engine.count(&q, &roomy).unwrap().rows, 3);
+}
