@@ -3,6 +3,7 @@
 mod common;
 
 use std::path::PathBuf;
+use std::process::Stdio;
 
 use common::{dataset, fails, ok};
 
@@ -330,10 +331,10 @@ fn match_max_expected_keeps_the_queries_with_small_published_counts() {
 /// (it does on a loaded machine).
 #[test]
 fn the_time_limit_stops_a_long_level_of_the_device_pipeline() {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gpsense"))
+    let (_, out, err) = common::run_with(
         // The write-ownership check would make the filtering phase alone take the 300 ms.
-        .env("GPSENSE_EMULATOR_CHECK", "0")
-        .args([
+        &[("GPSENSE_EMULATOR_CHECK", "0")],
+        &[
             "query",
             "--engine",
             "emulated",
@@ -344,19 +345,12 @@ fn the_time_limit_stops_a_long_level_of_the_device_pipeline() {
             "--timeout-ms",
             "300",
             "SELECT ?a WHERE { ?a IsA ?b . ?c IsA ?b . ?d IsA ?b . ?e IsA ?b . ?f IsA ?b }",
-        ])
-        .output()
-        .expect("run gpsense");
-    let text =
-        String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
+        ],
+        Stdio::piped(),
+    );
+    let text = err + &out;
     assert!(text.contains("timed out"), "{text}");
-    let ms = |key: &str| -> f64 {
-        text.split(&format!("{key} "))
-            .nth(1)
-            .and_then(|t| t.split(" ms").next())
-            .and_then(|t| t.trim().parse().ok())
-            .unwrap_or_else(|| panic!("no {key} time in {text}"))
-    };
+    let ms = |key: &str| common::millis_after(&text, key);
     let (filter, total) = (ms("filter"), ms("total"));
     assert!(
         total < filter.max(300.0) + 150.0,
@@ -369,9 +363,9 @@ fn the_time_limit_stops_a_long_level_of_the_device_pipeline() {
 #[test]
 fn hprd_with_segmented_pivot_lists_on_the_emulated_gpu() {
     let dir = dataset("subgraph-matching/hprd-study");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gpsense"))
-        .env("GPSENSE_SEGMENT", "16")
-        .args([
+    let (code, _, err) = common::run_with(
+        &[("GPSENSE_SEGMENT", "16")],
+        &[
             "match",
             "--engine",
             "emulated",
@@ -381,11 +375,10 @@ fn hprd_with_segmented_pivot_lists_on_the_emulated_gpu() {
             &format!("{dir}/query_graph"),
             "--expected",
             &format!("{dir}/expected_output.res"),
-        ])
-        .output()
-        .expect("run gpsense");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
+        ],
+        Stdio::piped(),
+    );
+    assert_eq!(code, Some(0), "{err}");
     assert!(err.contains("200 counts checked"), "{err}");
 }
 
@@ -412,16 +405,9 @@ fn a_closed_or_full_stdout_ends_commands_cleanly() {
         vec!["trust", "--top", "3", "SELECT ?x WHERE { ?x IsA animl }"],
     ];
     for args in &commands {
-        let run = |stdout: std::process::Stdio| {
-            let out = std::process::Command::new(env!("CARGO_BIN_EXE_gpsense"))
-                .args(args)
-                .stdout(stdout)
-                .output()
-                .expect("run gpsense");
-            (
-                out.status.code(),
-                String::from_utf8_lossy(&out.stderr).to_string(),
-            )
+        let run = |stdout: Stdio| {
+            let (code, _, err) = common::run_with(&[], args, stdout);
+            (code, err)
         };
         let (reader, writer) = std::io::pipe().unwrap();
         drop(reader);
@@ -446,9 +432,9 @@ fn a_closed_or_full_stdout_ends_commands_cleanly() {
 fn a_reader_that_goes_away_stops_the_device_pipeline() {
     let (reader, writer) = std::io::pipe().unwrap();
     drop(reader);
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gpsense"))
-        .env("GPSENSE_EMULATOR_CHECK", "0")
-        .args([
+    let (_, _, err) = common::run_with(
+        &[("GPSENSE_EMULATOR_CHECK", "0")],
+        &[
             "query",
             "--engine",
             "emulated",
@@ -456,11 +442,9 @@ fn a_reader_that_goes_away_stops_the_device_pipeline() {
             "hom",
             "--explain",
             "SELECT ?a ?c ?d WHERE { ?a IsA ?b . ?c IsA ?b . ?d IsA ?b }",
-        ])
-        .stdout(writer)
-        .output()
-        .expect("run gpsense");
-    let err = String::from_utf8_lossy(&out.stderr);
+        ],
+        writer.into(),
+    );
     let down: u64 = err
         .split(" bytes down")
         .next()
@@ -545,14 +529,7 @@ fn snapshot_outputs_are_safe() {
 /// "1 row", not "1 rows"; `--explain` says "query graph:" once; a refused query prints no header.
 #[test]
 fn yes_no_questions_plurals_and_headers() {
-    let run = |args: &[&str]| {
-        let out = common::gpsense(args);
-        (
-            out.status.code(),
-            String::from_utf8_lossy(&out.stdout).to_string(),
-            String::from_utf8_lossy(&out.stderr).to_string(),
-        )
-    };
+    let run = |args: &[&str]| common::run_with(&[], args, Stdio::piped());
     let (code, out, _) = run(&["query", "SELECT * WHERE { cat IsA pet }"]);
     assert_eq!((code, out.as_str()), (Some(0), "yes\n"));
     let (code, out, err) = run(&["query", "SELECT * WHERE { cat IsA dog }"]);
@@ -887,13 +864,7 @@ fn trust_stops_at_the_time_limit() {
     let q = format!("SELECT * WHERE {{ {} }}", edges.join(" . "));
     let (_, err) = ok(&["trust", "--top", "1", "--timeout-ms", "1000", &q]);
     assert!(err.contains("timed out"), "{err}");
-    let ms = |key: &str| -> f64 {
-        err.split(&format!("{key} "))
-            .nth(1)
-            .and_then(|t| t.split(" ms").next())
-            .and_then(|t| t.trim().parse().ok())
-            .unwrap_or_else(|| panic!("no {key} time in {err}"))
-    };
+    let ms = |key: &str| common::millis_after(&err, key);
     let search = ms("similarity") + ms("one-hop") + ms("traversal");
     assert!(
         search < 1300.0,
