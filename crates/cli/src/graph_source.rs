@@ -71,6 +71,13 @@ fn ingest_file(p: &Path) -> Result<(KnowledgeGraph, String)> {
              gpsense ingest {} -o graph.gps --on-error skip)",
             p.display()
         ),
+        // `query` and the others have no input --format: the remedy is `ingest`.
+        IngestError::Detect { path, why } => anyhow!(
+            "{}: cannot detect the format ({why}); ingest it with an explicit format and use the \
+             snapshot: gpsense ingest {} --format FORMAT -o graph.gps",
+            path.display(),
+            p.display()
+        ),
         e => e.into(),
     })?;
     Ok((

@@ -253,6 +253,21 @@ fn a_malformed_line_suggests_what_the_command_can_do() {
     let err = fails(&["match", "--data", &data, "--query", query.to_str().unwrap()]);
     assert!(err.contains("q.graph:4"), "{err}");
     assert!(!err.contains("--on-error"), "{err}");
+    // A format `query` cannot detect: the remedy is `ingest --format`, not an option of its own.
+    let two = dir.path().join("two.tsv");
+    std::fs::write(&two, "a\tb\n").unwrap();
+    let err = fails(&[
+        "query",
+        "--graph",
+        two.to_str().unwrap(),
+        "SELECT ?x WHERE { ?x r y }",
+    ]);
+    assert!(err.contains("cannot detect the format"), "{err}");
+    assert!(!err.contains("; pass --format"), "{err}");
+    assert!(
+        err.contains("gpsense ingest") && err.contains("--format FORMAT"),
+        "{err}"
+    );
 }
 
 /// `--threads` is bounded (4 per core): more only made a small query slow.

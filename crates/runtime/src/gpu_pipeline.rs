@@ -274,8 +274,7 @@ fn dir_code(d: Dir) -> u32 {
 }
 
 /// Each query edge seen from its source (`2e`) and from its target (`2e + 1`).
-fn directed_edges(layout: &Layout, q: &QueryGraph) -> Vec<DirectedEdge> {
-    let _ = layout;
+fn directed_edges(q: &QueryGraph) -> Vec<DirectedEdge> {
     q.edges
         .iter()
         .flat_map(|e| {
@@ -372,7 +371,7 @@ impl<D: Device> Pipeline<'_, D> {
     fn filter(&mut self, q: &QueryGraph, layout: &Layout) -> Result<Space, MatchError> {
         let n = layout.nodes;
         let stride = bits::words_for(self.graph.nodes);
-        let directed = directed_edges(layout, q);
+        let directed = directed_edges(q);
         let params = Params::new(layout, &directed);
         let words = n * stride;
         let carve = |c: &mut Carver| FilterRegions {
