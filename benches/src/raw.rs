@@ -98,6 +98,7 @@ pub fn decode(bytes: &[u8]) -> KnowledgeGraph {
         out: r.csr(),
         inc: r.csr(),
         weights: Vec::new(),
+        aliases: Default::default(),
     };
     KnowledgeGraph::from_parts(parts).expect("valid graph")
 }

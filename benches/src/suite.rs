@@ -544,19 +544,26 @@ fn compile_all(
         .collect()
 }
 
-/// The spec of a query graph (edge variables are not generated, so not supported).
+/// The spec of a query graph (edge variables and concept sets are not generated, so not
+/// supported).
 pub fn spec_of(q: &QueryGraph, id: &str, group: &str) -> Result<QuerySpec, SuiteError> {
     let nodes = q
         .nodes
         .iter()
-        .map(|n| NodeSpec {
-            label: n.label,
-            fixed: match n.kind {
+        .map(|n| {
+            let fixed = match n.kind {
                 NodeKind::Concept(v) => Some(v),
                 NodeKind::Variable => None,
-            },
+                NodeKind::ConceptSet(_) => {
+                    return Err(err(format!("{id}: concept sets are not benchmarked")))
+                }
+            };
+            Ok(NodeSpec {
+                label: n.label,
+                fixed,
+            })
         })
-        .collect();
+        .collect::<Result<_, _>>()?;
     let edges = q
         .edges
         .iter()
@@ -606,6 +613,7 @@ pub fn query_graph(spec: &QuerySpec) -> QueryGraph {
             })
             .collect(),
         edge_variables: Vec::new(),
+        concept_sets: Vec::new(),
         distinct: false,
         limit: None,
     }

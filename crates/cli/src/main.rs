@@ -65,7 +65,7 @@ enum Command {
         /// Input format, detected from the name and first lines when absent: conceptnet (the
         /// ConceptNet 5 assertions dump), triples (TSV: relation head tail, or head relation tail),
         /// csv (head,relation,tail[,context[,weight]]), wordnet-nodes (a WordNet node table),
-        /// benchmark (the subgraph-matching `t N M` / `v` / `e` format).
+        /// wordnet-lemmas (a WordNet lemma table: every lemma names its synset's node), benchmark (the subgraph-matching `t N M` / `v` / `e` format).
         #[arg(long, value_parser = one_of::<Format>(&FORMATS))]
         format: Option<Format>,
         /// Column order of triples TSV: rht (relation head tail) or hrt (head relation tail).
@@ -240,7 +240,14 @@ fn parse_line_bytes(s: &str) -> Result<usize, String> {
 }
 
 /// The names `--format` takes on `ingest` (the same as `Format::ALL`'s; a test checks it).
-const FORMATS: [&str; 5] = ["conceptnet", "triples", "csv", "wordnet-nodes", "benchmark"];
+const FORMATS: [&str; 6] = [
+    "conceptnet",
+    "triples",
+    "csv",
+    "wordnet-nodes",
+    "wordnet-lemmas",
+    "benchmark",
+];
 
 /// The names an output `--format` takes.
 pub(crate) const ROW_FORMATS: [&str; 3] = ["tsv", "csv", "json"];

@@ -322,6 +322,7 @@ fn top_graph(
         out,
         inc,
         weights: Vec::new(),
+        aliases: Default::default(),
     };
     Ok(KnowledgeGraph::from_parts(parts)?)
 }

@@ -1,6 +1,6 @@
 //! `GraphBuilder`: collects named triples and freezes them into a [`KnowledgeGraph`].
 
-use crate::{Csr, Dictionary, GraphError, KnowledgeGraph, LabelId, NodeId};
+use crate::{Aliases, Csr, Dictionary, GraphError, KnowledgeGraph, LabelId, NodeId};
 
 /// The node label of nodes left unlabelled in a graph that has node labels.
 pub const UNLABELLED: &str = "-";
@@ -25,6 +25,9 @@ pub struct GraphBuilder {
     merged: u64,
     /// Merge repeats when the list reaches this length.
     merge_at: usize,
+    alias_names: Dictionary,
+    /// `(alias name id, node)`, repeats included.
+    aliases: Vec<(u32, NodeId)>,
 }
 
 /// The edge list is first merged at this length (then at twice what a merge leaves).
@@ -50,6 +53,22 @@ impl GraphBuilder {
 
     pub fn node_count(&self) -> usize {
         self.nodes.len()
+    }
+
+    /// Makes `name` a further name of `node` (see [`Aliases`]); a name may denote several nodes.
+    pub fn alias(&mut self, name: &str, node: NodeId) -> Result<(), GraphError> {
+        if name.is_empty() {
+            return Err(GraphError::EmptyName { what: "alias" });
+        }
+        if self.aliases.len() >= u32::MAX as usize {
+            return Err(GraphError::TooMany {
+                what: "aliases",
+                limit: u32::MAX as u64 - 1,
+            });
+        }
+        let id = self.alias_names.intern(name)?;
+        self.aliases.push((id, node));
+        Ok(())
     }
 
     /// The id of relation `name`, adding it if new.
@@ -142,6 +161,8 @@ impl GraphBuilder {
             weights,
             weighted,
             merged,
+            alias_names,
+            aliases,
             ..
         } = self;
         let n = nodes.len();
@@ -168,6 +189,7 @@ impl GraphBuilder {
             out,
             inc,
             weights,
+            aliases: Aliases::from_pairs(alias_names, aliases),
         };
         Ok((graph, duplicates))
     }

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Csr, Dictionary, GraphError, LabelId, NodeId};
+use crate::{Aliases, Csr, Dictionary, GraphError, LabelId, NodeId};
 
 /// A directed multigraph with edge labels (relations) and optional node labels.
 ///
@@ -20,6 +20,8 @@ pub struct KnowledgeGraph {
     pub(crate) inc: Csr,
     /// Weight per outgoing edge; empty when every weight is 1.
     pub(crate) weights: Vec<f32>,
+    /// Further names of nodes (WordNet's lemmas); a name may denote several nodes.
+    pub(crate) aliases: Aliases,
 }
 
 /// The arrays a [`KnowledgeGraph`] is made of, for other layouts (devices, raw files, compressed
@@ -33,6 +35,7 @@ pub struct GraphParts {
     pub out: Csr,
     pub inc: Csr,
     pub weights: Vec<f32>,
+    pub aliases: Aliases,
 }
 
 /// Sizes of a graph, as `gpsense info` prints them.
@@ -60,6 +63,7 @@ impl KnowledgeGraph {
             out: p.out,
             inc: p.inc,
             weights: p.weights,
+            aliases: p.aliases,
         };
         g.validate()?;
         Ok(g)
@@ -75,6 +79,7 @@ impl KnowledgeGraph {
             out: self.out,
             inc: self.inc,
             weights: self.weights,
+            aliases: self.aliases,
         }
     }
 
@@ -106,6 +111,22 @@ impl KnowledgeGraph {
 
     pub fn node_id(&self, name: &str) -> Option<NodeId> {
         self.nodes.get(name)
+    }
+
+    /// Further names of nodes (see [`Aliases`]).
+    pub fn aliases(&self) -> &Aliases {
+        &self.aliases
+    }
+
+    /// Every node `name` denotes, ascending: the node of that name and the nodes it is an alias of.
+    pub fn nodes_named(&self, name: &str) -> Vec<NodeId> {
+        let mut nodes = self.aliases.nodes(name).to_vec();
+        if let Some(v) = self.node_id(name) {
+            if let Err(at) = nodes.binary_search(&v) {
+                nodes.insert(at, v);
+            }
+        }
+        nodes
     }
 
     pub fn relation_id(&self, name: &str) -> Option<LabelId> {
@@ -192,7 +213,8 @@ impl KnowledgeGraph {
             topology_bytes_per_node: ratio(node_part, self.node_count()),
             name_bytes: self.nodes.heap_bytes()
                 + self.relations.heap_bytes()
-                + self.node_label_names.heap_bytes(),
+                + self.node_label_names.heap_bytes()
+                + self.aliases.heap_bytes(),
         }
     }
 
@@ -224,6 +246,7 @@ impl KnowledgeGraph {
                 "weights disagree with edges".into(),
             ));
         }
+        self.aliases.validate(n)?;
         self.check_mirror()?;
         Ok(())
     }

@@ -5,6 +5,7 @@
 //! (ConceptNet, triples TSV, CSV, WordNet, the subgraph-matching benchmark format), checksummed
 //! [`snapshot`]s, and conversion to and from `petgraph`. It knows nothing about queries.
 
+mod aliases;
 mod builder;
 mod csr;
 mod dict;
@@ -14,6 +15,7 @@ pub mod ingest;
 mod petgraph_conv;
 pub mod snapshot;
 
+pub use aliases::Aliases;
 pub use builder::GraphBuilder;
 pub use csr::Csr;
 pub use dict::{Dictionary, MAX_NAME_LEN};

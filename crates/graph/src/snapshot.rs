@@ -24,7 +24,7 @@ use thiserror::Error;
 use crate::{GraphError, KnowledgeGraph};
 
 pub const MAGIC: [u8; 8] = *b"GPSENSE\0";
-pub const SNAPSHOT_VERSION: u32 = 1;
+pub const SNAPSHOT_VERSION: u32 = 2;
 pub const HEADER_LEN: usize = 32;
 /// The `kind` of a snapshot holding one [`KnowledgeGraph`].
 pub const KIND_GRAPH: u32 = 1;

@@ -23,4 +23,4 @@ pub use query::{
     benchmark_query, compile, resolve, EdgeLabel, NodeKind, Projected, QueryEdge, QueryError,
     QueryGraph, QueryNode,
 };
-pub use suggest::relations_near;
+pub use suggest::{concept_names, relations_near};

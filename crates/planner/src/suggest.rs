@@ -25,6 +25,18 @@ pub fn relations_near(g: &gpsense_graph::KnowledgeGraph, name: &str, limit: usiz
     nearest(name, names, limit)
 }
 
+/// Up to `limit` concept names of `g` nearest to `name`: node names and aliases (WordNet's lemmas),
+/// a node's popularity its degree, an alias's the summed degrees of its nodes.
+pub fn concept_names(g: &gpsense_graph::KnowledgeGraph, name: &str, limit: usize) -> Vec<String> {
+    let nodes = g.nodes().iter().map(|(id, n)| (n, g.degree(id) as u64));
+    let aliases = g
+        .aliases()
+        .iter()
+        .filter(|(n, _)| g.node_id(n).is_none())
+        .map(|(n, vs)| (n, vs.iter().map(|&v| g.degree(v) as u64).sum()));
+    nearest(name, nodes.chain(aliases), limit)
+}
+
 /// Up to `limit` names from `names` (each with a popularity, for ties) nearest to `wanted`,
 /// nearest first.
 ///

@@ -273,15 +273,32 @@ impl<'g> CompressedEngine<'g> {
         })
     }
 
-    /// The query on the compressed graph: concepts fixed to their hyper-nodes; every node, then every
-    /// edge variable, projected (one row per compressed match); no DISTINCT, no LIMIT.
+    /// The query on the compressed graph: concepts fixed to their hyper-nodes (a concept set to the
+    /// hyper-nodes of its members); every node, then every edge variable, projected (one row per
+    /// compressed match); no DISTINCT, no LIMIT.
     fn compressed_query(&self, q: &QueryGraph) -> QueryGraph {
+        let mut concept_sets = Vec::new();
         let nodes = q
             .nodes
             .iter()
             .map(|node| QueryNode {
                 kind: match node.kind {
                     NodeKind::Concept(c) => NodeKind::Concept(self.compressed.hyper_node(c)),
+                    NodeKind::ConceptSet(i) => {
+                        let mut hypers: Vec<NodeId> = q.concept_sets[i]
+                            .iter()
+                            .map(|&c| self.compressed.hyper_node(c))
+                            .collect();
+                        hypers.sort_unstable();
+                        hypers.dedup();
+                        match hypers[..] {
+                            [h] => NodeKind::Concept(h),
+                            _ => {
+                                concept_sets.push(hypers);
+                                NodeKind::ConceptSet(concept_sets.len() - 1)
+                            }
+                        }
+                    }
                     NodeKind::Variable => NodeKind::Variable,
                 },
                 ..node.clone()
@@ -293,6 +310,7 @@ impl<'g> CompressedEngine<'g> {
             nodes,
             edges: q.edges.clone(),
             edge_variables: q.edge_variables.clone(),
+            concept_sets,
             projection,
             distinct: false,
             limit: None,
@@ -405,7 +423,8 @@ struct Back {
 #[derive(Clone, Debug)]
 struct Step {
     node: usize,
-    concept: Option<NodeId>,
+    /// A concept's data nodes (one, or a concept set's).
+    concept: Option<Vec<NodeId>>,
     /// Edges to earlier nodes.
     back: Vec<Back>,
     /// Self-loops.
@@ -512,8 +531,16 @@ impl<'a> Expander<'a> {
             return self.emit(m, s);
         };
         let hyper = m.row[step.node];
-        if let Some(c) = step.concept {
-            return !self.fits(step, c, i, m.row, s) || self.descend(step, c, i, m, s);
+        if let Some(nodes) = &step.concept {
+            for &c in nodes {
+                if self.c.hyper_node(c) == hyper
+                    && self.fits(step, c, i, m.row, s)
+                    && !self.descend(step, c, i, m, s)
+                {
+                    return false;
+                }
+            }
+            return true;
         }
         let members = self.c.members(hyper);
         let (list, from_adjacency) = match self.shortest_back_list(step, m.row, s) {
@@ -614,7 +641,7 @@ impl<'a> Expander<'a> {
     }
 }
 
-/// The order query nodes are expanded in: concepts first (one candidate each), then repeatedly the
+/// The order query nodes are expanded in: concepts first (one candidate, or a set's few), then repeatedly the
 /// node with the most edges to nodes already placed (a new component starts at its lowest index).
 fn expansion_steps(q: &QueryGraph) -> Vec<Step> {
     let n = q.nodes.len();
@@ -673,10 +700,7 @@ fn step(q: &QueryGraph, u: usize, position: &[usize]) -> Step {
     }
     Step {
         node: u,
-        concept: match q.nodes[u].kind {
-            NodeKind::Concept(c) => Some(c),
-            NodeKind::Variable => None,
-        },
+        concept: q.concept_nodes(u).map(<[NodeId]>::to_vec),
         back,
         loops,
     }

@@ -667,6 +667,7 @@ pub(crate) fn component_query(q: &QueryGraph, nodes: &[usize]) -> QueryGraph {
         nodes: nodes.iter().map(|&u| q.nodes[u].clone()).collect(),
         edges,
         edge_variables: vars.iter().map(|&k| q.edge_variables[k].clone()).collect(),
+        concept_sets: q.concept_sets.clone(),
         projection: Vec::new(),
         distinct: false,
         limit: None,

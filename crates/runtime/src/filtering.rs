@@ -213,6 +213,15 @@ impl Filtering<'_> {
     /// then mark the candidates of its later neighbours. Stops early when a set is empty.
     fn forward(&self, c: &mut Candidates) {
         let mut has = vec![false; self.layout.nodes];
+        // A concept set's nodes bound its candidates from the start: they are the bits a neighbour
+        // may mark and the ones it is identified from.
+        let mut seeded = vec![false; self.layout.nodes];
+        for (u, spec) in self.layout.filters.iter().enumerate() {
+            if !spec.domain.is_empty() {
+                seed(c.set_mut(u), &spec.domain);
+                seeded[u] = true;
+            }
+        }
         for &u in &self.layout.order {
             if !has[u] {
                 self.identify_all(u, c);
@@ -223,8 +232,9 @@ impl Filtering<'_> {
                 return;
             }
             for step in self.layout.neighbour_steps.iter().filter(|s| s.from == u) {
+                let bounded = has[step.to] || seeded[step.to];
                 let marked =
-                    self.mark_neighbours(c, step.from, step.to, step.dir, step.label, has[step.to]);
+                    self.mark_neighbours(c, step.from, step.to, step.dir, step.label, bounded);
                 if has[step.to] {
                     c.set_mut(step.to).copy_from_slice(&marked);
                 } else {
@@ -245,11 +255,18 @@ impl Filtering<'_> {
         }
     }
 
-    /// Identifies `u`'s candidates from scratch: its concept, its label's nodes, or every node.
+    /// Identifies `u`'s candidates from scratch: its concept, its concept set's seeded bits, its
+    /// label's nodes, or every node.
     fn identify_all(&self, u: usize, c: &mut Candidates) {
         let f = self.layout.filters[u].view();
         let g = self.g;
         let set = c.set_mut(u);
+        if !self.layout.filters[u].domain.is_empty() {
+            let seeded = set.to_vec();
+            self.ex
+                .map_light(set, |w| identify_node_candidates(w, seeded[w], &f, &g));
+            return;
+        }
         if f.fixed != NONE || f.label == NONE || self.labels.nodes(f.label).is_none() {
             self.ex
                 .map_light(set, |w| identify_node_candidates(w, u32::MAX, &f, &g));
@@ -263,7 +280,8 @@ impl Filtering<'_> {
         }
     }
 
-    /// The neighbours of `from`'s candidates over `dir`/`label` that `to` still allows.
+    /// The neighbours of `from`'s candidates over `dir`/`label` that `to` still allows (all, unless
+    /// `to_has_set`: its set bounds them).
     fn mark_neighbours(
         &self,
         c: &Candidates,
@@ -324,5 +342,14 @@ impl Filtering<'_> {
             scan::write_word(w, set[w], region)
         });
         out
+    }
+}
+
+/// Sets the bits of `nodes` (ascending data nodes; any beyond the set's range are no candidates).
+pub(crate) fn seed(set: &mut [u32], nodes: &[u32]) {
+    for &v in nodes {
+        if let Some(word) = set.get_mut((v >> 5) as usize) {
+            *word |= 1 << (v & 31);
+        }
     }
 }

@@ -414,16 +414,32 @@ impl<D: Device> Pipeline<'_, D> {
                 stride as u64,
             )
         };
+        // A concept set's nodes seed its set: the bits a neighbour may mark, and the ones it is
+        // identified from (in place).
+        let mut seeded = vec![false; n];
+        for (u, spec) in layout.filters.iter().enumerate() {
+            if !spec.domain.is_empty() {
+                let mut words = vec![0u32; stride];
+                crate::filtering::seed(&mut words, &spec.domain);
+                dev.write_bytes(buf, set(u).offset, as_bytes(&words))?;
+                seeded[u] = true;
+            }
+        }
         let mut has = vec![false; n];
         for &u in &layout.order {
             if !has[u] {
-                identify(u, DevSlice::default())?;
+                let within = if seeded[u] {
+                    set(u).slice
+                } else {
+                    DevSlice::default()
+                };
+                identify(u, within)?;
                 has[u] = true;
             }
             for step in layout.neighbour_steps.iter().filter(|s| s.from == u) {
                 let t = step.to;
                 dev.zero_bytes(buf, mark(t).offset, stride * 4)?;
-                let allowed = if has[t] {
+                let allowed = if has[t] || seeded[t] {
                     set(t).slice
                 } else {
                     DevSlice::default()

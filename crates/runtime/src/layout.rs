@@ -20,6 +20,9 @@ const UNMATCHABLE_LABEL: u32 = NONE - 1;
 #[derive(Clone, Debug, Default)]
 pub struct FilterSpec {
     pub fixed: u32,
+    /// The data nodes a concept set may take, ascending (empty: no such restriction). Kept beside
+    /// the kernel filter, not in it: engines seed the node's candidates with it instead.
+    pub domain: Vec<u32>,
     pub label: u32,
     pub degrees: Vec<Need>,
     pub neighbour_labels: Vec<Need>,
@@ -238,7 +241,11 @@ fn filter_spec(
     let mut spec = FilterSpec {
         fixed: match q.nodes[u].kind {
             NodeKind::Concept(v) => v,
-            NodeKind::Variable => NONE,
+            NodeKind::ConceptSet(_) | NodeKind::Variable => NONE,
+        },
+        domain: match q.nodes[u].kind {
+            NodeKind::ConceptSet(i) => q.concept_sets[i].clone(),
+            NodeKind::Concept(_) | NodeKind::Variable => Vec::new(),
         },
         label: match q.nodes[u].label {
             None => NONE,

@@ -381,7 +381,8 @@ impl SpaceBuilder<'_> {
         Ok(())
     }
 
-    /// The candidates of `u`: from the cheapest earlier neighbour's adjacency, or by a scan.
+    /// The candidates of `u`: its concept's nodes, from the cheapest earlier neighbour's adjacency,
+    /// or by a scan.
     fn generate(&self, u: usize, space: &mut CandidateSpace, done: u64) {
         let f = self.layout.filters[u].view();
         let g = self.g;
@@ -389,6 +390,20 @@ impl SpaceBuilder<'_> {
             let ok = (f.fixed as usize) < g.node_count() && node_matches(&f, &g, f.fixed);
             let one = [f.fixed];
             space.push_cands(u, if ok { &one } else { &[] });
+            return;
+        }
+        let domain = &self.layout.filters[u].domain;
+        if !domain.is_empty() {
+            let mut pool = std::mem::take(&mut space.scratch.pool);
+            pool.clear();
+            pool.extend(
+                domain
+                    .iter()
+                    .copied()
+                    .filter(|&v| (v as usize) < g.node_count() && node_matches(&f, &g, v)),
+            );
+            space.push_cands(u, &pool);
+            space.scratch.pool = pool;
             return;
         }
         let scan: &[u32] = match (f.label != NONE).then(|| self.labels.nodes(f.label)) {

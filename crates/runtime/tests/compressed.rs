@@ -234,15 +234,20 @@ struct Coverage {
     multi_level: usize,
     near_pairs: u64,
     concept_in_hyper_node: usize,
+    concept_sets: usize,
     edge_inside_hyper_node: usize,
 }
 
 fn note(cov: &mut Coverage, c: &CompressedGraph, q: &QueryGraph) {
-    let concepts_merged = q.nodes.iter().any(|n| match n.kind {
-        NodeKind::Concept(v) => c.members(c.hyper_node(v)).len() > 1,
-        NodeKind::Variable => false,
+    let concepts_merged = (0..q.nodes.len()).any(|u| {
+        q.concept_nodes(u)
+            .is_some_and(|vs| vs.iter().any(|&v| c.members(c.hyper_node(v)).len() > 1))
     });
     cov.concept_in_hyper_node += concepts_merged as usize;
+    cov.concept_sets += q
+        .nodes
+        .iter()
+        .any(|n| matches!(n.kind, NodeKind::ConceptSet(_))) as usize;
 }
 
 #[test]
@@ -280,6 +285,7 @@ fn random_graphs_answer_exactly_as_uncompressed() {
     assert!(cov.multi_level >= 60, "{cov:?}");
     assert!(cov.near_pairs >= 100, "{cov:?}");
     assert!(cov.concept_in_hyper_node >= 100, "{cov:?}");
+    assert!(cov.concept_sets >= 100, "{cov:?}");
     assert!(cov.edge_inside_hyper_node >= 40, "{cov:?}");
 }
 

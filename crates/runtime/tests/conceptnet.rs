@@ -81,9 +81,9 @@ fn configurations(semantics: Semantics) -> Vec<MatchOptions> {
 /// every edge in the graph with its fixed or bound relation, injective under iso.
 fn is_match(g: &KnowledgeGraph, q: &QueryGraph, row: &[u32], semantics: Semantics) -> bool {
     let n = q.nodes.len();
-    let concepts_kept = q.nodes.iter().zip(row).all(|(node, &v)| match node.kind {
-        NodeKind::Concept(c) => c == v,
-        NodeKind::Variable => true,
+    let concepts_kept = (0..n).all(|u| {
+        q.concept_nodes(u)
+            .is_none_or(|nodes| nodes.contains(&row[u]))
     });
     let edges_exist = q.edges.iter().all(|e| {
         let r = match e.label {
@@ -145,7 +145,9 @@ fn extend(
     let u = order[pos];
     let assigned = |w: usize| assign[w] != u32::MAX;
     let candidates: Vec<NodeId> = match q.nodes[u].kind {
-        NodeKind::Concept(c) => vec![c],
+        NodeKind::Concept(_) | NodeKind::ConceptSet(_) => {
+            q.concept_nodes(u).unwrap_or(&[]).to_vec()
+        }
         NodeKind::Variable => {
             let via = q.edges.iter().find_map(|e| {
                 if e.target == u && e.source != u && assigned(e.source) {

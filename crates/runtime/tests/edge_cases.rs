@@ -44,6 +44,7 @@ fn query(n: usize, edges: &[(usize, usize, EdgeLabel)], edge_variables: usize) -
             })
             .collect(),
         edge_variables: (0..edge_variables).map(|k| format!("?r{k}")).collect(),
+        concept_sets: Vec::new(),
         projection: (0..n).map(Projected::Node).collect(),
         distinct: false,
         limit: None,

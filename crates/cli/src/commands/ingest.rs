@@ -77,6 +77,9 @@ fn describe(report: &IngestReport) -> String {
             thousands(f.lines),
             thousands(f.edges)
         ));
+        if f.names > 0 {
+            out.push_str(&format!(", {} names", thousands(f.names)));
+        }
         if f.filtered > 0 {
             out.push_str(&format!(
                 ", {} filtered (other languages or non-concept URIs)",

@@ -34,8 +34,12 @@ pub fn detect(path: &Path, sample: &[u8]) -> Result<Format, String> {
     if name.ends_with(".graph") || is_benchmark_header(first) {
         return Ok(Format::Benchmark);
     }
-    if first.starts_with("#synset\t") {
-        return Ok(Format::WordNetNodes);
+    if let Some(header) = first.strip_prefix("#synset\t") {
+        return Ok(if header.trim_end() == "lemma" {
+            Format::WordNetLemmas
+        } else {
+            Format::WordNetNodes
+        });
     }
     let data = lines
         .find(|l| !l.starts_with('#'))
@@ -110,6 +114,10 @@ mod tests {
         assert_eq!(
             d("n.tsv", "#synset\tss_type\tlexfile_num\tfirst_lemma\n"),
             Ok(Format::WordNetNodes)
+        );
+        assert_eq!(
+            d("l.tsv", "#synset\tlemma\n00001740-n\tentity\n"),
+            Ok(Format::WordNetLemmas)
         );
         assert_eq!(
             d("a.csv", "/a/x\t/r/IsA\t/c/en/a\t/c/en/b\t{}\n"),

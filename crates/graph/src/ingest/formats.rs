@@ -35,6 +35,7 @@ pub(super) fn read(
         columns,
         lines: 0,
         edges: 0,
+        names: 0,
         filtered: 0,
         skipped: BTreeMap::new(),
         examples: Vec::new(),
@@ -112,6 +113,8 @@ struct Ctx<'a> {
 /// What a parsed line contributed.
 enum Outcome {
     Edges(u64),
+    /// Names given to existing nodes (a WordNet lemma table).
+    Names(u64),
     Filtered,
     Nothing,
 }
@@ -125,6 +128,7 @@ impl Ctx<'_> {
         }
         match result {
             Ok(Outcome::Edges(n)) => self.file.edges += n,
+            Ok(Outcome::Names(n)) => self.file.names += n,
             Ok(Outcome::Filtered) => self.file.filtered += 1,
             Ok(Outcome::Nothing) => {}
             Err(reason) if self.opts.on_error == OnError::Skip => {
@@ -236,6 +240,7 @@ impl LineParser {
             Format::ConceptNet => conceptnet(line, ctx.opts)?,
             Format::Triples => Some(triples(line, self.columns)?),
             Format::WordNetNodes => return wordnet_node(line, sink),
+            Format::WordNetLemmas => return wordnet_lemma(line, sink),
             Format::Benchmark => return self.bench.line(line, sink),
             Format::Csv => unreachable!("CSV has its own reader"),
         };
@@ -383,6 +388,26 @@ fn wordnet_node(line: &str, sink: &mut Sink) -> Result<Outcome, LineError> {
     sink.builder.set_node_label(id, ss_type)?;
     sink.aliases.insert(synset.into(), id);
     Ok(Outcome::Nothing)
+}
+
+/// A WordNet lemma row `synset<TAB>lemma`: the lemma (underscores read as spaces, as in ConceptNet's
+/// names) becomes a name of the synset's node, which a node table read earlier created.
+fn wordnet_lemma(line: &str, sink: &mut Sink) -> Result<Outcome, LineError> {
+    let ([synset, lemma], _) = fields::<2>(line, 2)?;
+    if synset.is_empty() || lemma.is_empty() {
+        return Err(LineError::new("empty name", "empty synset or lemma"));
+    }
+    let Some(&id) = sink.aliases.get(synset) else {
+        return Err(LineError::new(
+            "unknown synset",
+            format!(
+                "synset {synset} is not in a node table (give the node table, \
+                 wn30_synset.nodes.tsv.gz, in the same ingest)"
+            ),
+        ));
+    };
+    sink.builder.alias(&lemma.replace('_', " "), id)?;
+    Ok(Outcome::Names(1))
 }
 
 impl Bench {

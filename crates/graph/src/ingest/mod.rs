@@ -35,16 +35,20 @@ pub enum Format {
     Csv,
     /// WordNet node table `synset<TAB>ss_type<TAB>lexfile<TAB>lemma`; names nodes `lemma/synset`.
     WordNetNodes,
+    /// WordNet lemma table `synset<TAB>lemma`: every lemma becomes a name of its synset's node, so
+    /// `dog` denotes all its senses. Needs the node table in the same ingest.
+    WordNetLemmas,
     /// The undirected, vertex-labelled benchmark format (`t N M`, `v id label deg`, `e u v`).
     Benchmark,
 }
 
 impl Format {
-    pub const ALL: [Format; 5] = [
+    pub const ALL: [Format; 6] = [
         Format::ConceptNet,
         Format::Triples,
         Format::Csv,
         Format::WordNetNodes,
+        Format::WordNetLemmas,
         Format::Benchmark,
     ];
 
@@ -54,6 +58,7 @@ impl Format {
             Format::Triples => "triples",
             Format::Csv => "csv",
             Format::WordNetNodes => "wordnet-nodes",
+            Format::WordNetLemmas => "wordnet-lemmas",
             Format::Benchmark => "benchmark",
         }
     }
@@ -214,6 +219,8 @@ pub struct FileReport {
     pub lines: u64,
     /// Edges read (before duplicates are merged).
     pub edges: u64,
+    /// Names given to nodes (WordNet lemmas).
+    pub names: u64,
     /// Lines dropped on purpose (other languages, non-concept URIs such as ExternalURL targets).
     pub filtered: u64,
     /// Malformed lines skipped, by reason.

@@ -23,7 +23,7 @@ use std::ops::Range;
 use gpsense_graph::KnowledgeGraph;
 use thiserror::Error;
 
-use crate::query::{EdgeLabel, NodeKind, QueryGraph};
+use crate::query::{EdgeLabel, QueryGraph};
 
 pub use stats::PlannerStats;
 
@@ -321,23 +321,31 @@ impl<'a> Planner<'a> {
     }
 
     /// The number of data neighbours the concept node `u` has along incidence `i` (its relation and
-    /// direction): exactly the candidates that edge leaves for the other endpoint. 0 for a variable.
+    /// direction), summed over its data nodes: exactly the candidates that edge leaves for the other
+    /// endpoint (at most, for a set). 0 for a variable.
     fn data_degree(&self, u: usize, i: &Incidence) -> usize {
-        let NodeKind::Concept(d) = self.q.nodes[u].kind else {
+        let Some(nodes) = self.q.concept_nodes(u) else {
             return 0;
         };
-        if d as usize >= self.g.node_count() {
-            return 0;
-        }
         let csr = if i.outgoing {
             self.g.out()
         } else {
             self.g.inc()
         };
-        match self.q.edges[i.edge].label {
-            EdgeLabel::Fixed(r) => csr.degree_by_label(d, r),
-            EdgeLabel::Variable(_) => csr.degree(d),
-        }
+        let n = self.g.node_count();
+        nodes
+            .iter()
+            .filter(|&&d| (d as usize) < n)
+            .map(|&d| match self.q.edges[i.edge].label {
+                EdgeLabel::Fixed(r) => csr.degree_by_label(d, r),
+                EdgeLabel::Variable(_) => csr.degree(d),
+            })
+            .sum()
+    }
+
+    /// Candidates of concept node `u` before filtering: 1, or the size of its set.
+    fn concept_candidates(&self, u: usize) -> usize {
+        self.q.concept_nodes(u).map_or(0, <[_]>::len)
     }
 
     fn concept_start_reason(&self, u: usize) -> String {
@@ -354,7 +362,10 @@ impl<'a> Planner<'a> {
                 )
             })
             .unwrap_or_default();
-        format!("start: concept, 1 candidate{best}")
+        format!(
+            "start: concept, {}{best}",
+            candidates(self.concept_candidates(u))
+        )
     }
 
     /// Concepts first (one candidate each), then most unvisited edges covered, then fewest
@@ -381,7 +392,10 @@ impl<'a> Planner<'a> {
     fn common_sense_reason(&self, u: usize) -> String {
         let links = self.links(u);
         if self.q.nodes[u].is_concept() {
-            return format!("concept, 1 candidate; {links} edge(s) to earlier nodes");
+            return format!(
+                "concept, {}; {links} edge(s) to earlier nodes",
+                candidates(self.concept_candidates(u))
+            );
         }
         format!(
             "{links} edge(s) to earlier nodes, covers {} more edge(s), ~{} candidates",
@@ -445,8 +459,8 @@ impl<'a> Planner<'a> {
     /// fewest data nodes with an edge of one of its (fixed) relations in the right direction.
     fn frequency(&self, u: usize) -> u64 {
         let node = &self.q.nodes[u];
-        if let NodeKind::Concept(_) = node.kind {
-            return 1;
+        if node.is_concept() {
+            return self.concept_candidates(u) as u64;
         }
         match node.label {
             Some(l) => self.stats.label_frequency(l),
@@ -467,12 +481,12 @@ impl<'a> Planner<'a> {
 
     // ----- candidate estimates ------------------------------------------------------------------
 
-    /// Estimated candidates of `u` if visited now: 1 for a concept; for a variable, the smallest of
+    /// Estimated candidates of `u` if visited now: its data nodes for a concept; for a variable, the smallest of
     /// its unconditional frequency and, per edge to a visited node `w`, either `w`'s exact data
     /// degree along that edge (when `w` is a concept) or `estimate(w) × average fan-out`.
     fn estimate_given_visited(&self, u: usize) -> f64 {
         if self.q.nodes[u].is_concept() {
-            return 1.0;
+            return self.concept_candidates(u) as f64;
         }
         let mut best = self.frequency(u) as f64;
         for i in self.incidence(u) {
@@ -524,5 +538,14 @@ fn rounded(x: f64) -> String {
         format!("{}", x.round() as u64)
     } else {
         "?".into()
+    }
+}
+
+/// "1 candidate", "8 candidates".
+fn candidates(n: usize) -> String {
+    if n == 1 {
+        "1 candidate".into()
+    } else {
+        format!("{n} candidates")
     }
 }

@@ -1,7 +1,7 @@
 use gpsense_graph::ingest::{ingest_bytes, Format, IngestOptions};
 
 use super::*;
-use crate::query::{compile, QueryEdge, QueryNode};
+use crate::query::{compile, NodeKind, QueryEdge, QueryNode};
 use crate::testutil::small;
 
 /// Checks the guarantees of [`Plan`] for `q` and returns the order as node names.
@@ -245,16 +245,22 @@ fn random_query_graphs_keep_every_guarantee() {
     let mut rng = XorShift(0x9e37_79b9_7f4a_7c15);
     for round in 0..500 {
         let n = 1 + rng.below(8);
+        // Concepts with one data node (some out of range), or a set of two.
+        let mut concept_sets = Vec::new();
         let nodes: Vec<QueryNode> = (0..n)
             .map(|i| {
-                let concept = rng.below(3) == 0;
+                let kind = match rng.below(6) {
+                    0 | 1 => NodeKind::Concept(rng.below(g.node_count() + 2) as u32),
+                    2 => {
+                        let a = rng.below(g.node_count()) as u32;
+                        concept_sets.push(vec![a, a + 1 + rng.below(2) as u32]);
+                        NodeKind::ConceptSet(concept_sets.len() - 1)
+                    }
+                    _ => NodeKind::Variable,
+                };
                 QueryNode {
                     name: format!("n{i}"),
-                    kind: if concept {
-                        NodeKind::Concept(rng.below(g.node_count() + 2) as u32)
-                    } else {
-                        NodeKind::Variable
-                    },
+                    kind,
                     label: None,
                 }
             })
@@ -274,6 +280,7 @@ fn random_query_graphs_keep_every_guarantee() {
             nodes,
             edges,
             edge_variables: vec!["?r".into()],
+            concept_sets,
             projection: Vec::new(),
             distinct: false,
             limit: None,

@@ -57,6 +57,7 @@ pub fn benchmark_query(
         nodes,
         edges,
         edge_variables: Vec::new(),
+        concept_sets: Vec::new(),
         distinct: false,
         limit: None,
     })

@@ -2,7 +2,8 @@
 //! benchmark query file turned into the same form.
 //!
 //! The model follows section 3 of the GpSense paper ("direct transformation" of a common-sense
-//! query, Fig. 3): concepts become concept nodes with exactly one data node, `?x` subjects and
+//! query, Fig. 3): concepts become concept nodes with their data nodes (one, or several for a
+//! name such as a WordNet lemma that denotes several senses), `?x` subjects and
 //! objects become variable nodes, relations become fixed edge labels and `?r` predicates variable
 //! edges. Edges keep their direction (subject -> object).
 
@@ -26,6 +27,9 @@ pub use resolve::{compile, resolve, MAX_SUGGESTIONS};
 pub enum NodeKind {
     /// A named concept: exactly one data node.
     Concept(NodeId),
+    /// A name that denotes several data nodes (a word with several senses, see
+    /// `gpsense_graph::Aliases`): any one of them. Index into `QueryGraph::concept_sets`.
+    ConceptSet(usize),
     /// A variable: any data node (with the required label, if any).
     Variable,
 }
@@ -41,7 +45,7 @@ pub struct QueryNode {
 
 impl QueryNode {
     pub fn is_concept(&self) -> bool {
-        matches!(self.kind, NodeKind::Concept(_))
+        !matches!(self.kind, NodeKind::Variable)
     }
 }
 
@@ -74,13 +78,16 @@ pub enum Projected {
 /// A query ready for planning and matching.
 ///
 /// Invariants (kept by [`resolve`] and [`benchmark_query`]): edge endpoints and `Variable` indexes are
-/// in range; no two edges are equal; concept nodes are distinct data nodes; variable names are unique.
+/// in range; no two edges are equal; concept nodes are distinct data nodes, concept sets distinct
+/// sets of two or more ascending data nodes; variable names are unique.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct QueryGraph {
     pub nodes: Vec<QueryNode>,
     pub edges: Vec<QueryEdge>,
     /// Names of the edge variables (`?r`).
     pub edge_variables: Vec<String>,
+    /// The data nodes of each `NodeKind::ConceptSet`, ascending.
+    pub concept_sets: Vec<Vec<NodeId>>,
     pub projection: Vec<Projected>,
     pub distinct: bool,
     pub limit: Option<u64>,
@@ -174,6 +181,15 @@ impl QueryGraph {
         components
     }
 
+    /// The data nodes concept node `u` may take: its one node, or its set; `None` for a variable.
+    pub fn concept_nodes(&self, u: usize) -> Option<&[NodeId]> {
+        match &self.nodes[u].kind {
+            NodeKind::Concept(v) => Some(std::slice::from_ref(v)),
+            NodeKind::ConceptSet(i) => Some(&self.concept_sets[*i]),
+            NodeKind::Variable => None,
+        }
+    }
+
     /// Number of variable nodes (edge variables are `edge_variables.len()`).
     pub fn variable_count(&self) -> usize {
         self.nodes.iter().filter(|n| !n.is_concept()).count()
@@ -241,6 +257,7 @@ impl fmt::Display for Describe<'_> {
             write!(f, "  node {i}: {}", n.name)?;
             match n.kind {
                 NodeKind::Concept(id) => write!(f, " (concept, data node {id})")?,
+                NodeKind::ConceptSet(s) => self.concept_set(f, &q.concept_sets[s])?,
                 NodeKind::Variable => f.write_str(" (variable)")?,
             }
             if let Some(l) = n.label {
@@ -277,6 +294,22 @@ impl fmt::Display for Describe<'_> {
 }
 
 impl Describe<'_> {
+    /// `(concept, one of 8 data nodes: a, b, c, d, ...)`, names from the data graph when there is one.
+    fn concept_set(&self, f: &mut fmt::Formatter<'_>, nodes: &[NodeId]) -> fmt::Result {
+        const SHOWN: usize = 4;
+        write!(f, " (concept, one of {} data nodes:", nodes.len())?;
+        for &v in nodes.iter().take(SHOWN) {
+            match self.g {
+                Some(g) if (v as usize) < g.node_count() => write!(f, " {}", g.node_name(v))?,
+                _ => write!(f, " {v}")?,
+            }
+        }
+        if nodes.len() > SHOWN {
+            f.write_str(" ...")?;
+        }
+        f.write_str(")")
+    }
+
     fn node_label_text(&self, l: u32) -> String {
         match self.g {
             Some(g) if (l as usize) < g.node_label_names().len() => {

@@ -46,6 +46,7 @@ pub fn resolve(q: &Query, g: &KnowledgeGraph) -> Result<QueryGraph, QueryError> 
         nodes: b.nodes,
         edges: b.edges,
         edge_variables: b.edge_variables,
+        concept_sets: b.concept_sets,
         projection,
         distinct: q.distinct,
         limit: q.limit,
@@ -57,7 +58,9 @@ struct Builder<'g> {
     g: &'g KnowledgeGraph,
     nodes: Vec<QueryNode>,
     variables: HashMap<String, usize>,
-    concepts: HashMap<NodeId, usize>,
+    /// Query node per denoted data-node set (one node for a plain concept).
+    concepts: HashMap<Vec<NodeId>, usize>,
+    concept_sets: Vec<Vec<NodeId>>,
     edges: Vec<QueryEdge>,
     seen_edges: HashSet<QueryEdge>,
     edge_variables: Vec<String>,
@@ -73,6 +76,7 @@ impl<'g> Builder<'g> {
             nodes: Vec::new(),
             variables: HashMap::new(),
             concepts: HashMap::new(),
+            concept_sets: Vec::new(),
             edges: Vec::new(),
             seen_edges: HashSet::new(),
             edge_variables: Vec::new(),
@@ -104,27 +108,38 @@ impl<'g> Builder<'g> {
         i
     }
 
+    /// The query node of a concept name: the data nodes it denotes (`KnowledgeGraph::nodes_named`;
+    /// with underscores read as spaces if that finds nothing, as WordNet writes `hot_dog`).
     fn concept(&mut self, name: &str, term: &Spanned<Term>) -> Result<usize, QueryError> {
-        let Some(id) = self.g.node_id(name) else {
-            let g = self.g;
-            let names = g.nodes().iter().map(|(id, n)| (n, g.degree(id) as u64));
+        let mut nodes = self.g.nodes_named(name);
+        if nodes.is_empty() && name.contains('_') {
+            nodes = self.g.nodes_named(&name.replace('_', " "));
+        }
+        if nodes.is_empty() {
             return Err(QueryError::UnknownConcept {
                 name: name.to_owned(),
                 line: term.span.line,
                 column: term.span.column,
-                suggestions: suggest::nearest(name, names, MAX_SUGGESTIONS),
+                suggestions: suggest::concept_names(self.g, name, MAX_SUGGESTIONS),
             });
-        };
-        if let Some(&i) = self.concepts.get(&id) {
+        }
+        if let Some(&i) = self.concepts.get(&nodes) {
             return Ok(i);
         }
         let i = self.nodes.len();
+        let kind = match nodes[..] {
+            [v] => NodeKind::Concept(v),
+            _ => {
+                self.concept_sets.push(nodes.clone());
+                NodeKind::ConceptSet(self.concept_sets.len() - 1)
+            }
+        };
         self.nodes.push(QueryNode {
             name: name.to_owned(),
-            kind: NodeKind::Concept(id),
+            kind,
             label: None,
         });
-        self.concepts.insert(id, i);
+        self.concepts.insert(nodes, i);
         Ok(i)
     }
 

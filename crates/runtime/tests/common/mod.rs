@@ -149,12 +149,27 @@ pub fn random_query(rng: &mut SplitMix64, tg: &TestGraph) -> QueryGraph {
     };
     let max_vars = if wide { 5 } else { 3 };
     let mut used = Vec::new();
+    let mut concept_sets: Vec<Vec<u32>> = Vec::new();
     let nodes: Vec<QueryNode> = (0..k)
         .map(|i| {
             let kind = if rng.chance(1, 4) {
                 let v = rng.index(tg.nodes) as u32;
                 if used.contains(&v) {
                     NodeKind::Variable
+                } else if rng.chance(1, 3) {
+                    // A name with several data nodes (overlapping other concepts' is allowed).
+                    let mut set: Vec<u32> = (0..1 + rng.index(4))
+                        .map(|_| rng.index(tg.nodes) as u32)
+                        .chain([v])
+                        .collect();
+                    set.sort_unstable();
+                    set.dedup();
+                    if set.len() < 2 || concept_sets.contains(&set) {
+                        NodeKind::Variable
+                    } else {
+                        concept_sets.push(set);
+                        NodeKind::ConceptSet(concept_sets.len() - 1)
+                    }
                 } else {
                     used.push(v);
                     NodeKind::Concept(v)
@@ -178,6 +193,7 @@ pub fn random_query(rng: &mut SplitMix64, tg: &TestGraph) -> QueryGraph {
             };
             let name = match kind {
                 NodeKind::Concept(v) => format!("n{v}"),
+                NodeKind::ConceptSet(s) => format!("set{s}"),
                 NodeKind::Variable => format!("?v{i}"),
             };
             QueryNode { name, kind, label }
@@ -244,6 +260,7 @@ pub fn random_query(rng: &mut SplitMix64, tg: &TestGraph) -> QueryGraph {
         nodes,
         edges,
         edge_variables,
+        concept_sets,
         projection,
         distinct: rng.chance(1, 4),
         limit: rng.chance(1, 4).then(|| rng.below(8)),
@@ -282,10 +299,8 @@ pub fn oracle(tg: &TestGraph, q: &QueryGraph, semantics: Semantics, cap: u64) ->
 fn node_ok(tg: &TestGraph, q: &QueryGraph, semantics: Semantics, i: usize, assign: &[u32]) -> bool {
     let v = assign[i];
     let node = &q.nodes[i];
-    if let NodeKind::Concept(c) = node.kind {
-        if c != v {
-            return false;
-        }
+    if q.concept_nodes(i).is_some_and(|nodes| !nodes.contains(&v)) {
+        return false;
     }
     if let Some(l) = node.label {
         if tg.g.node_label(v) != l {
