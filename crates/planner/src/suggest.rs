@@ -1,4 +1,6 @@
-//! "Did you mean ...?": the names nearest to an unknown one by Levenshtein distance over `char`s.
+//! "Did you mean ...?": the names nearest to an unknown one by edit distance over `char`s, with a
+//! swap of two adjacent characters (the commonest typo, `dgo` for `dog`) one edit: the optimal
+//! string alignment distance, as TruST's similarity counts it.
 //!
 //! Case differences are resolved first: the distance is taken between lower-cased names, with the
 //! case-sensitive distance breaking ties, so `isa` suggests `IsA` before anything else; remaining
@@ -64,7 +66,7 @@ pub(crate) fn nearest<'a>(
         best: Vec::with_capacity(limit + 1),
         limit,
         lowered: Vec::new(),
-        rows: (Vec::new(), Vec::new()),
+        rows: Rows::default(),
     };
     for (name, popularity) in names {
         scan.consider(wanted, name, popularity);
@@ -131,7 +133,7 @@ struct Scan<'a> {
     best: Vec<Candidate<'a>>,
     limit: usize,
     lowered: Vec<char>,
-    rows: (Vec<usize>, Vec<usize>),
+    rows: Rows,
 }
 
 impl<'a> Scan<'a> {
@@ -173,8 +175,8 @@ impl<'a> Scan<'a> {
             self.lowered
                 .extend(name.chars().flat_map(char::to_lowercase));
         }
-        let (prev, cur) = &mut self.rows;
-        let Some(folded) = bounded_distance(&self.target, &self.lowered, bound, prev, cur) else {
+        let Some(folded) = bounded_distance(&self.target, &self.lowered, bound, &mut self.rows)
+        else {
             return;
         };
         let candidate = Candidate {
@@ -211,22 +213,34 @@ impl<'a> Scan<'a> {
     }
 }
 
-/// Levenshtein distance between `a` and `b` if it is at most `bound`, over `char`s.
+/// The last three rows of the distance table, reused from name to name.
+#[derive(Default)]
+pub(crate) struct Rows {
+    before: Vec<usize>,
+    prev: Vec<usize>,
+    cur: Vec<usize>,
+}
+
+/// Optimal string alignment distance between `a` and `b` (insertions, deletions, substitutions
+/// and swaps of adjacent characters, each one edit) if it is at most `bound`, over `char`s.
 ///
 /// Banded: only cells with `|i - j| <= bound` are computed, and the scan stops when a row has no
-/// cell within the bound. O(min(|a|, |b|) · bound) time; `prev` and `cur` are reused buffers.
+/// cell within the bound (a swap reaches back two rows, but the row between holds a cell no larger
+/// than what it gives). O(min(|a|, |b|) · bound) time.
 pub(crate) fn bounded_distance(
     a: &[char],
     b: &[char],
     bound: usize,
-    prev: &mut Vec<usize>,
-    cur: &mut Vec<usize>,
+    rows: &mut Rows,
 ) -> Option<usize> {
     const FAR: usize = usize::MAX / 2;
     let (n, m) = (a.len(), b.len());
     if n.abs_diff(m) > bound {
         return None;
     }
+    let Rows { before, prev, cur } = rows;
+    before.clear();
+    before.resize(m + 1, FAR);
     prev.clear();
     prev.extend((0..=m).map(|j| if j <= bound { j } else { FAR }));
     for i in 1..=n {
@@ -238,24 +252,28 @@ pub(crate) fn bounded_distance(
         let mut row_min = cur[0];
         for j in i.saturating_sub(bound).max(1)..=(i + bound).min(m) {
             let substitute = prev[j - 1] + usize::from(a[i - 1] != b[j - 1]);
-            let value = substitute.min(prev[j] + 1).min(cur[j - 1] + 1);
+            let mut value = substitute.min(prev[j] + 1).min(cur[j - 1] + 1);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                value = value.min(before[j - 2] + 1);
+            }
             cur[j] = value;
             row_min = row_min.min(value);
         }
         if row_min > bound {
             return None;
         }
+        std::mem::swap(before, prev);
         std::mem::swap(prev, cur);
     }
     (prev[m] <= bound).then_some(prev[m])
 }
 
-/// Plain Levenshtein distance over `char`s; only for tie-breaking among a few finalists.
+/// The same distance, unbounded; only for tie-breaking among a few finalists.
 fn distance(a: &str, b: &str) -> usize {
     let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
     let bound = a.len().max(b.len());
-    bounded_distance(&a, &b, bound, &mut Vec::new(), &mut Vec::new()).unwrap_or(bound)
+    bounded_distance(&a, &b, bound, &mut Rows::default()).unwrap_or(bound)
 }
 
 #[cfg(test)]
@@ -264,6 +282,30 @@ mod tests {
 
     fn d(a: &str, b: &str) -> usize {
         distance(a, b)
+    }
+
+    /// The whole optimal-string-alignment table, unbanded: the reference for the banded scan.
+    fn full_table(a: &[char], b: &[char]) -> usize {
+        let (n, m) = (a.len(), b.len());
+        let mut t = vec![vec![0usize; m + 1]; n + 1];
+        for (i, row) in t.iter_mut().enumerate() {
+            row[0] = i;
+        }
+        for j in 0..=m {
+            t[0][j] = j;
+        }
+        for i in 1..=n {
+            for j in 1..=m {
+                let cost = usize::from(a[i - 1] != b[j - 1]);
+                t[i][j] = (t[i - 1][j - 1] + cost)
+                    .min(t[i - 1][j] + 1)
+                    .min(t[i][j - 1] + 1);
+                if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                    t[i][j] = t[i][j].min(t[i - 2][j - 2] + 1);
+                }
+            }
+        }
+        t[n][m]
     }
 
     #[test]
@@ -292,19 +334,27 @@ mod tests {
         assert_eq!(d("flaw", "lawn"), 2);
         assert_eq!(d("кошка", "кошки"), 1);
         assert_eq!(d("chocolate cakes", "chocolate cake"), 1);
+        assert_eq!(d("dgo", "dog"), 1, "a swap is one edit");
+        assert_eq!(d("pioson", "poison"), 1);
+        assert_eq!(
+            d("ca", "abc"),
+            3,
+            "optimal string alignment, not Damerau's unrestricted one"
+        );
     }
 
     #[test]
     fn band_agrees_with_the_full_table_within_the_bound() {
         let words = [
-            "", "a", "ab", "abc", "kitten", "sitting", "mitten", "bitten", "xyz",
+            "", "a", "ab", "ba", "abc", "bca", "acb", "kitten", "sitting", "mitten", "bitten",
+            "xyz", "dgo", "dog", "god",
         ];
         for a in words {
             for b in words {
-                let full = d(a, b);
                 let (ac, bc): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+                let full = full_table(&ac, &bc);
                 for bound in 0..5 {
-                    let got = bounded_distance(&ac, &bc, bound, &mut Vec::new(), &mut Vec::new());
+                    let got = bounded_distance(&ac, &bc, bound, &mut Rows::default());
                     assert_eq!(got, (full <= bound).then_some(full), "{a:?} {b:?} {bound}");
                 }
             }
@@ -316,6 +366,16 @@ mod tests {
         let names = [("IsA", 1), ("HasA", 1), ("PartOf", 1), ("UsedFor", 1)];
         assert_eq!(nearest("isa", names.into_iter(), 2), ["IsA", "HasA"]);
         assert_eq!(nearest("usedfor", names.into_iter(), 5), ["UsedFor"]);
+    }
+
+    #[test]
+    fn a_swapped_pair_is_one_edit() {
+        // Four names one edit away: `dog`, two edits under plain Levenshtein, would not make it.
+        let names = [("go", 50), ("do", 50), ("duo", 5), ("ego", 5), ("dog", 9)];
+        assert_eq!(
+            nearest("dgo", names.into_iter(), 4),
+            ["do", "go", "dog", "duo"]
+        );
     }
 
     #[test]
@@ -359,7 +419,7 @@ mod tests {
                     best: Vec::new(),
                     limit: 1,
                     lowered: Vec::new(),
-                    rows: (Vec::new(), Vec::new()),
+                    rows: Rows::default(),
                 };
                 for &c in &scan.target {
                     scan.histogram[bucket(c)] += 1;

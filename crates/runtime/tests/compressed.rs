@@ -419,6 +419,7 @@ fn shipped(name: &str) -> KnowledgeGraph {
         "pattern-commonsense" => &["pattern-commonsense/commonsense.csv"],
         "wordnet30" => &[
             "wordnet30/wn30_synset.nodes.tsv.gz",
+            "wordnet30/wn30_synset.lemmas.tsv.gz",
             "wordnet30/wn30_synset.edges.tsv.gz",
         ],
         "russian-conceptnet" => &["russian-conceptnet/edges.tsv.gz"],
@@ -436,8 +437,9 @@ fn shipped(name: &str) -> KnowledgeGraph {
 }
 
 /// A query grown by BFS (both directions) from `start`, over `k` nodes, with up to `max_edges` of
-/// the data edges among them; `start` becomes a concept, other nodes now and then too, and some
-/// edges get a variable label.
+/// the data edges among them; `start` becomes a concept (named by its first lemma on a graph with
+/// aliases, WordNet's: a concept set when the word has several senses), other nodes now and then
+/// too, and some edges get a variable label.
 fn grown_query(g: &KnowledgeGraph, start: u32, k: usize, rng: &mut SplitMix64) -> Option<String> {
     use gpsense_planner::parse::quote_if_needed;
     let mut nodes = vec![start];
@@ -465,7 +467,12 @@ fn grown_query(g: &KnowledgeGraph, start: u32, k: usize, rng: &mut SplitMix64) -
         return None;
     }
     let term = |j: usize, v: u32| {
-        if j == 0 || rng_pick(j, v) {
+        if j == 0 && !g.aliases().is_empty() {
+            // `lemma/synset`, the lemma with its adjective marker (`(a)`) in the node table only.
+            let name = g.node_name(v);
+            let lemma = name.split(['/', '(']).next().unwrap_or(name);
+            quote_if_needed(lemma)
+        } else if j == 0 || rng_pick(j, v) {
             quote_if_needed(g.node_name(v))
         } else {
             format!("?v{j}")
@@ -565,6 +572,35 @@ fn conceptnet_100k_answers_exactly() {
 #[test]
 fn wordnet_answers_exactly() {
     check_dataset("wordnet30", 25, 2);
+}
+
+/// Words with several senses: the compressed answer of a concept set is the plain one.
+#[test]
+fn wordnet_words_answer_exactly() {
+    let g = shipped("wordnet30");
+    let c = compress(&g, &CompressOptions::default(), &NoProgress).unwrap();
+    let ce = CompressedEngine::new(&g, &c).unwrap();
+    for text in [
+        "SELECT ?x WHERE { dog hypernym ?x }",
+        "SELECT * WHERE { ?x hypernym dog . ?x ?r ?y }",
+        "SELECT ?x WHERE { dog hypernym ?x . cat hypernym ?x }",
+        "SELECT ?y WHERE { run ?r ?y } LIMIT 30",
+    ] {
+        let q = gpsense_planner::compile(text, &g).unwrap();
+        assert!(
+            q.nodes
+                .iter()
+                .any(|n| matches!(n.kind, gpsense_planner::NodeKind::ConceptSet(_))),
+            "{text}: no word with several senses"
+        );
+        for semantics in [Semantics::Iso, Semantics::Hom] {
+            let opts = MatchOptions {
+                semantics,
+                ..MatchOptions::default()
+            };
+            assert!(compare(&g, &ce, &q, &opts), "{text}");
+        }
+    }
 }
 
 #[test]

@@ -45,6 +45,18 @@ fn report(g: &KnowledgeGraph, origin: &str, top_relations: usize) -> String {
         ),
     );
     line("names", bytes(s.name_bytes));
+    let aliases = g.aliases();
+    if !aliases.is_empty() {
+        let several = aliases.iter().filter(|(_, nodes)| nodes.len() > 1).count();
+        line(
+            "aliases",
+            format!(
+                "{} names of nodes ({} denote several, e.g. a word's senses)",
+                thousands(aliases.names().len() as u64),
+                thousands(several as u64)
+            ),
+        );
+    }
     let mut freq: Vec<(u64, &str)> = g
         .relation_frequencies()
         .into_iter()
