@@ -12,7 +12,8 @@
 //!   case-folded names in Unicode code points, with `lev` the edit distance in its optimal string
 //!   alignment form (an adjacent transposition is one edit, as the commonest typo should be),
 //!   taken as `0` below [`Params::threshold`]; `1` for a template node that matches anything (a
-//!   query variable).
+//!   query variable). A data node with aliases (WordNet's lemmas) has several names: `S` is the
+//!   maximum over its name and its aliases (under [`NodeText::Label`], its label name only).
 //! - `W(t, d)`: the value of a maximum-weight bipartite matching (exact, by the Hungarian method)
 //!   between the incident edges of `t` and of `d`, divided by `t`'s template degree (`1` for an
 //!   isolated `t`). A template edge `t - t'` and a data edge `d - d'` weigh
@@ -197,12 +198,13 @@ pub struct Trust<'g> {
 }
 
 impl<'g> Trust<'g> {
-    /// Compares template names with data node names.
+    /// Compares template names with data node names and aliases.
     pub fn new(graph: &'g KnowledgeGraph) -> Self {
         Self::with_node_text(graph, NodeText::Name)
     }
 
-    /// Compares template names with the chosen text of data nodes (names, or label names).
+    /// Compares template names with the chosen text of data nodes (names and aliases, or label
+    /// names).
     pub fn with_node_text(graph: &'g KnowledgeGraph, text: NodeText) -> Self {
         Trust {
             graph,

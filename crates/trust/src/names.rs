@@ -1,14 +1,21 @@
 //! The name index: data-node texts as case-folded code points, and a padded-bigram inverted index
-//! that finds every name within a similarity threshold of a template name without comparing it
+//! that finds every text within a similarity threshold of a template name without comparing it
 //! with all of them.
 //!
-//! The filter is exact (it never drops a name whose similarity reaches the threshold):
+//! A node may have several texts: under [`NodeText::Name`] its name and every alias that names it
+//! (WordNet: a synset `dog/02084071-n` is also `dog` and `domestic dog`); under [`NodeText::Label`]
+//! its label name only. The index is over texts, each stored once with the nodes it names (an alias
+//! such as `dog` names eight synsets: one text, compared once); a node's similarity is the maximum
+//! over its texts.
+//!
+//! The filter is exact per text (it never drops a text whose similarity reaches the threshold, so
+//! it never drops a node whose best text does):
 //! - length: `sim >= t` needs `|len(a) - len(b)| <= dist <= (1 - t) * max(len)`;
-//! - count: with `#` padding at both ends a name of length `L` has `L + 1` bigrams; an insertion,
+//! - count: with `#` padding at both ends a text of length `L` has `L + 1` bigrams; an insertion,
 //!   deletion or substitution destroys at most two of them and a transposition of two adjacent
-//!   characters at most three (`abcd` -> `acbd` loses `ab`, `bc`, `cd`), so names within distance
+//!   characters at most three (`abcd` -> `acbd` loses `ab`, `bc`, `cd`), so texts within distance
 //!   `k` share at least `max(L, M) + 1 - 3k` bigrams (as multisets). Where that bound is not
-//!   positive, names of that length can share no bigram at all; those lengths are scanned whole.
+//!   positive, texts of that length can share no bigram at all; those lengths are scanned whole.
 //!
 //! Candidates that pass are verified with the edit-distance kernel, in parallel.
 
@@ -27,94 +34,214 @@ const END: u32 = 0x11_0001;
 
 /// Case-folded code points of `s` (so `Cake` and `cake` are the same name).
 pub fn fold(s: &str) -> Vec<u32> {
-    s.chars()
-        .flat_map(char::to_lowercase)
-        .map(u32::from)
-        .collect()
+    folded(s).collect()
+}
+
+fn folded(s: &str) -> impl Iterator<Item = u32> + '_ {
+    s.chars().flat_map(char::to_lowercase).map(u32::from)
 }
 
 /// Data-node texts and their bigram index; built once per graph, shared by every search.
+///
+/// Text `k < len()` is node `k`'s own text (its name or label name), so a node's name is always at
+/// hand; the aliases' texts follow. All arrays are flat: WordNet's 117,659 synsets with 206,978
+/// (lemma, synset) pairs would otherwise cost an allocation per node.
 pub struct NameIndex {
+    /// The number of data nodes.
+    nodes: usize,
     /// All texts' code points; text `k` is `chars[ends[k - 1]..ends[k]]`.
     chars: Vec<u32>,
     ends: Vec<u32>,
-    /// Bigram -> its range in `postings`.
+    /// The nodes text `k` names: `text_nodes[node_ends[k - 1]..node_ends[k]]`, ascending.
+    node_ends: Vec<u32>,
+    text_nodes: Vec<u32>,
+    /// Bigram -> its range in `posting_texts` and `posting_counts`.
     grams: HashMap<u64, (u32, u32)>,
-    /// `(node, occurrences of the bigram in its text)`, grouped by bigram.
-    postings: Vec<(u32, u16)>,
-    /// Nodes by text length: `by_length[len]` lists the nodes whose text has `len` code points.
+    /// Postings grouped by bigram: a text holding it, and how often it does. Two arrays, as a
+    /// `(u32, u16)` pair pads to 8 bytes (9 MB more on WordNet).
+    posting_texts: Vec<u32>,
+    posting_counts: Vec<u16>,
+    /// Texts by length: `by_length[len]` lists the texts of `len` code points.
     by_length: Vec<Vec<u32>>,
 }
 
 impl NameIndex {
+    /// The index of `g`'s node texts under `text`: names and aliases, or label names only (labels
+    /// are what the benchmark format compares; aliases are further names, not labels).
     pub fn build(g: &KnowledgeGraph, text: NodeText) -> NameIndex {
         let n = g.node_count();
-        let mut chars = Vec::new();
-        let mut ends = Vec::with_capacity(n);
-        let mut by_length: Vec<Vec<u32>> = Vec::new();
-        for v in 0..n as u32 {
-            let folded = fold(node_text(g, v, text));
-            if by_length.len() <= folded.len() {
-                by_length.resize(folded.len() + 1, Vec::new());
-            }
-            by_length[folded.len()].push(v);
-            chars.extend_from_slice(&folded);
-            ends.push(chars.len() as u32);
-        }
-        let mut index = NameIndex {
-            chars,
-            ends,
-            grams: HashMap::new(),
-            postings: Vec::new(),
-            by_length,
+        let aliases = g.aliases();
+        let with_aliases = text == NodeText::Name && !aliases.is_empty();
+        let texts = n + if with_aliases {
+            aliases.names().len()
+        } else {
+            0
         };
+        let mut index = NameIndex {
+            nodes: n,
+            chars: Vec::new(),
+            ends: Vec::with_capacity(texts),
+            node_ends: Vec::with_capacity(texts),
+            text_nodes: Vec::with_capacity(n),
+            grams: HashMap::new(),
+            posting_texts: Vec::new(),
+            posting_counts: Vec::new(),
+            by_length: Vec::new(),
+        };
+        for v in 0..n as u32 {
+            index.push_text(node_text(g, v, text), &[v]);
+        }
+        if with_aliases {
+            for (name, nodes) in aliases.iter() {
+                index.push_text(name, nodes);
+            }
+        }
+        // The texts were appended one by one: give back the growth slack.
+        index.chars.shrink_to_fit();
         index.build_postings();
         index
     }
 
-    /// Sorts `(bigram, node)` pairs once and cuts them into posting lists.
-    fn build_postings(&mut self) {
-        let mut pairs: Vec<(u64, u32)> = Vec::with_capacity(self.chars.len() + self.ends.len());
-        for v in 0..self.ends.len() as u32 {
-            pairs.extend(bigrams(self.text(v)).map(|g| (g, v)));
+    /// Appends one text naming `nodes` (folded straight into `chars`: no buffer per text).
+    fn push_text(&mut self, text: &str, nodes: &[u32]) {
+        let k = self.ends.len() as u32;
+        let start = self.chars.len();
+        self.chars.extend(folded(text));
+        let len = self.chars.len() - start;
+        if self.by_length.len() <= len {
+            self.by_length.resize(len + 1, Vec::new());
         }
-        pairs.par_sort_unstable();
-        let mut i = 0;
-        while i < pairs.len() {
-            let gram = pairs[i].0;
-            let start = self.postings.len() as u32;
-            while i < pairs.len() && pairs[i].0 == gram {
-                let v = pairs[i].1;
-                let mut count = 0u16;
-                while i < pairs.len() && pairs[i] == (gram, v) {
-                    count = count.saturating_add(1);
-                    i += 1;
-                }
-                self.postings.push((v, count));
-            }
-            self.grams.insert(gram, (start, self.postings.len() as u32));
-        }
+        self.by_length[len].push(k);
+        self.ends.push(self.chars.len() as u32);
+        self.text_nodes.extend_from_slice(nodes);
+        self.node_ends.push(self.text_nodes.len() as u32);
     }
 
+    /// Cuts the texts' padded bigrams into posting lists by a counting sort over bigram ids.
+    /// Distinct bigrams are few (WordNet: about 1,200 among 4.4 million), so this beats sorting
+    /// `(bigram, text)` pairs (and their 70 MB on WordNet). Texts are placed in order, so each
+    /// posting list is ascending by text.
+    fn build_postings(&mut self) {
+        let (ids, text_grams, counts) = self.gram_ids();
+        // `next[id]`: where bigram `id`'s next posting goes; from its start to its end.
+        let mut next = Vec::with_capacity(counts.len());
+        let mut total = 0u32;
+        for &c in &counts {
+            next.push(total);
+            total += c;
+        }
+        let starts = next.clone();
+        let mut texts = vec![0u32; total as usize];
+        let mut repeats = vec![0u16; total as usize];
+        let mut start = 0;
+        for k in 0..self.text_count() as u32 {
+            let end = start + self.text(k).len() + 1;
+            for run in text_grams[start..end].chunk_by(|a, b| a == b) {
+                let slot = &mut next[run[0] as usize];
+                texts[*slot as usize] = k;
+                repeats[*slot as usize] = run.len().min(u16::MAX as usize) as u16;
+                *slot += 1;
+            }
+            start = end;
+        }
+        self.posting_texts = texts;
+        self.posting_counts = repeats;
+        self.grams = ids
+            .into_iter()
+            .map(|(gram, id)| (gram, (starts[id as usize], next[id as usize])))
+            .collect();
+    }
+
+    /// Numbers the distinct bigrams: the map, every text's `len + 1` bigram ids in text order
+    /// (sorted within a text, so a repeated bigram is a run), and the texts holding each id.
+    fn gram_ids(&self) -> (HashMap<u64, u32>, Vec<u32>, Vec<u32>) {
+        let mut ids: HashMap<u64, u32> = HashMap::new();
+        let mut text_grams = Vec::with_capacity(self.chars.len() + self.text_count());
+        let mut counts: Vec<u32> = Vec::new();
+        for k in 0..self.text_count() as u32 {
+            let start = text_grams.len();
+            for gram in bigrams(self.text(k)) {
+                let fresh = ids.len() as u32;
+                text_grams.push(*ids.entry(gram).or_insert(fresh));
+            }
+            let own = &mut text_grams[start..];
+            own.sort_unstable();
+            counts.resize(ids.len(), 0);
+            for run in own.chunk_by(|a, b| a == b) {
+                counts[run[0] as usize] += 1;
+            }
+        }
+        (ids, text_grams, counts)
+    }
+
+    /// The number of data nodes (the similarity table's width), not of texts.
     pub fn len(&self) -> usize {
-        self.ends.len()
+        self.nodes
     }
 
     pub fn is_empty(&self) -> bool {
-        self.ends.is_empty()
+        self.nodes == 0
     }
 
-    /// The folded text of node `v`.
-    pub fn text(&self, v: u32) -> &[u32] {
-        let i = v as usize;
+    /// Bytes held on the heap (the bigram map's table estimated from its capacity).
+    pub fn heap_bytes(&self) -> usize {
+        let vecs = (self.chars.capacity()
+            + self.ends.capacity()
+            + self.node_ends.capacity()
+            + self.text_nodes.capacity())
+            * 4
+            + self.posting_texts.capacity() * 4
+            + self.posting_counts.capacity() * 2
+            + self.by_length.capacity() * std::mem::size_of::<Vec<u32>>()
+            + self
+                .by_length
+                .iter()
+                .map(|l| l.capacity() * 4)
+                .sum::<usize>();
+        vecs + self.grams.capacity() * (std::mem::size_of::<(u64, (u32, u32))>() + 1)
+    }
+
+    /// The number of texts: one per node, then one per alias.
+    pub fn text_count(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// The folded text `k`; for `k < len()` node `k`'s own text (its name or label name).
+    pub fn text(&self, k: u32) -> &[u32] {
+        let i = k as usize;
         let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
         &self.chars[start..self.ends[i] as usize]
     }
 
+    /// The nodes text `k` names, ascending.
+    pub fn nodes_of(&self, k: u32) -> &[u32] {
+        let i = k as usize;
+        let start = if i == 0 {
+            0
+        } else {
+            self.node_ends[i - 1] as usize
+        };
+        &self.text_nodes[start..self.node_ends[i] as usize]
+    }
+
     /// Every node whose similarity to `query` (folded code points) is at least `threshold`, with
-    /// that similarity. Filtered by the index, verified in parallel by the bit-parallel edit-distance
-    /// kernel (the dynamic programme for names over 64 characters).
+    /// that similarity (the best over the node's texts), ascending by node.
     pub fn matches(&self, query: &[u32], threshold: f32) -> Vec<(u32, f32)> {
+        let texts = self.text_matches(query, threshold);
+        let mut best: Vec<(u32, f32)> = texts
+            .iter()
+            .flat_map(|&(k, s)| self.nodes_of(k).iter().map(move |&v| (v, s)))
+            .collect();
+        // Per node, the highest first; `dedup_by_key` keeps it.
+        best.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.total_cmp(&a.1)));
+        best.dedup_by_key(|&mut (v, _)| v);
+        best
+    }
+
+    /// Every text whose similarity to `query` is at least `threshold`, with that similarity.
+    /// Filtered by the index, verified in parallel by the bit-parallel edit-distance kernel (the
+    /// dynamic programme for names over 64 characters).
+    pub fn text_matches(&self, query: &[u32], threshold: f32) -> Vec<(u32, f32)> {
         let ids = self.candidates(query, threshold);
         let scored: Vec<(u32, f32)> = if query.len() <= PATTERN_BITS {
             let (mut ascii, mut chars, mut masks) = ([0u64; 128], [0u32; 64], [0u64; 64]);
@@ -159,8 +286,8 @@ impl NameIndex {
             .collect()
     }
 
-    /// Nodes that may reach `threshold`: those passing the length and bigram-count filters, plus
-    /// every node of a length where the count filter proves nothing.
+    /// Texts that may reach `threshold`: those passing the length and bigram-count filters, plus
+    /// every text of a length where the count filter proves nothing.
     pub fn candidates(&self, query: &[u32], threshold: f32) -> Vec<u32> {
         let l = query.len();
         let lengths: Vec<usize> = (0..self.by_length.len())
@@ -182,14 +309,14 @@ impl NameIndex {
         out
     }
 
-    /// Adds to `out` the nodes whose shared bigram count reaches the bound for their length (only
+    /// Adds to `out` the texts whose shared bigram count reaches the bound for their length (only
     /// lengths where the bound is positive: the others are in `out` already).
     fn count_filter(&self, query: &[u32], threshold: f32, out: &mut Vec<u32>) {
         let mut wanted: Vec<u64> = bigrams(query).collect();
         wanted.sort_unstable();
         // Dense counters: posting lists of common bigrams are long, and a hash map per hit costs
-        // more than one pass over a counter per node.
-        let mut common = vec![0u16; self.len()];
+        // more than one pass over a counter per text.
+        let mut common = vec![0u16; self.text_count()];
         let mut touched = Vec::new();
         let mut i = 0;
         while i < wanted.len() {
@@ -197,10 +324,14 @@ impl NameIndex {
             let j = i + wanted[i..].partition_point(|&g| g == gram);
             let in_query = (j - i).min(u16::MAX as usize) as u16;
             if let Some(&(s, e)) = self.grams.get(&gram) {
-                for &(v, c) in &self.postings[s as usize..e as usize] {
-                    let slot = &mut common[v as usize];
+                let range = s as usize..e as usize;
+                for (&k, &c) in self.posting_texts[range.clone()]
+                    .iter()
+                    .zip(&self.posting_counts[range])
+                {
+                    let slot = &mut common[k as usize];
                     if *slot == 0 {
-                        touched.push(v);
+                        touched.push(k);
                     }
                     *slot = slot.saturating_add(in_query.min(c));
                 }
@@ -208,11 +339,11 @@ impl NameIndex {
             i = j;
         }
         let l = query.len();
-        for v in touched {
-            let m = self.text(v).len();
+        for k in touched {
+            let m = self.text(k).len();
             let need = required_common(l, m, threshold);
-            if need > 0 && within_length(l, m, threshold) && common[v as usize] as i64 >= need {
-                out.push(v);
+            if need > 0 && within_length(l, m, threshold) && common[k as usize] as i64 >= need {
+                out.push(k);
             }
         }
     }
@@ -246,6 +377,8 @@ fn bigrams(text: &[u32]) -> impl Iterator<Item = u64> + '_ {
 
 #[cfg(test)]
 mod tests {
+    use gpsense_kernels::trust::similarity_at_least;
+
     use super::*;
 
     /// A swap of two letters is one edit, and the bigram filter lets it through: `pioson` is
@@ -279,5 +412,126 @@ mod tests {
         let at_06: Vec<String> = found(0.6).into_iter().map(|(n, _)| n).collect();
         assert_eq!(at_06[0], "poison", "{at_06:?}");
         assert!(at_06.contains(&"person".to_owned()), "{at_06:?}");
+    }
+
+    /// WordNet's shape: synsets named `lemma/id`, every lemma an alias, one lemma naming several
+    /// synsets.
+    fn synsets() -> KnowledgeGraph {
+        let mut b = gpsense_graph::GraphBuilder::new();
+        let entity = b.node("entity/3-n").unwrap();
+        let dog = b.node("dog/1-n").unwrap();
+        let frump = b.node("frump/2-n").unwrap();
+        let hypernym = b.relation("hypernym").unwrap();
+        b.add_edge(dog, hypernym, entity, 1.0);
+        b.add_edge(frump, hypernym, entity, 1.0);
+        for (alias, v) in [
+            ("entity", entity),
+            ("dog", dog),
+            ("domestic dog", dog),
+            ("dog", frump),
+            ("frump", frump),
+        ] {
+            b.alias(alias, v).unwrap();
+        }
+        b.build().unwrap().0
+    }
+
+    fn named(g: &KnowledgeGraph, found: Vec<(u32, f32)>) -> Vec<(&str, f32)> {
+        found
+            .into_iter()
+            .map(|(v, s)| (g.node_name(v), s))
+            .collect()
+    }
+
+    #[test]
+    fn a_node_is_matched_by_its_best_alias() {
+        let g = synsets();
+        let index = NameIndex::build(&g, NodeText::Name);
+        assert_eq!(index.len(), 3);
+        assert_eq!(
+            index.text_count(),
+            3 + 4,
+            "one text per node, one per distinct alias"
+        );
+        // `dog` is a text of two synsets, scored once and given to both.
+        let dog = named(&g, index.matches(&fold("dog"), 0.5));
+        assert_eq!(dog, [("dog/1-n", 1.0), ("frump/2-n", 1.0)]);
+        // A typo reaches the lemma (one transposition in three), never the `lemma/id` name.
+        let dgo = named(&g, index.matches(&fold("dgo"), 0.5));
+        assert_eq!(dgo.len(), 2, "{dgo:?}");
+        assert!(
+            dgo.iter().all(|&(_, s)| (s - 2.0 / 3.0).abs() < 1e-6),
+            "{dgo:?}"
+        );
+        // Low enough for the name `dog/1-n` (1 - 4/7) too: the node comes once, with its best.
+        let low = named(&g, index.matches(&fold("dog"), 0.4));
+        assert_eq!(low, [("dog/1-n", 1.0), ("frump/2-n", 1.0)]);
+        let two_words = named(&g, index.matches(&fold("Domestic Dgo"), 0.5));
+        assert_eq!(two_words.len(), 1, "{two_words:?}");
+        assert_eq!(two_words[0].0, "dog/1-n");
+    }
+
+    /// The index (filters, bit-parallel verification, the best text per node) gives exactly what a
+    /// scan of every node's every text with the plain dynamic programme gives.
+    #[test]
+    fn the_index_agrees_with_a_scan_of_all_texts() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let word = |next: &mut dyn FnMut(u64) -> u64| -> String {
+            let len = 1 + next(7);
+            (0..len)
+                .map(|_| b"abcdA"[next(5) as usize] as char)
+                .collect()
+        };
+        let mut b = gpsense_graph::GraphBuilder::new();
+        for _ in 0..60 {
+            b.node(&word(&mut next)).unwrap();
+        }
+        let nodes = b.node_count() as u64;
+        for _ in 0..120 {
+            let alias = word(&mut next);
+            b.alias(&alias, next(nodes) as u32).unwrap();
+        }
+        let g = b.build().unwrap().0;
+        let index = NameIndex::build(&g, NodeText::Name);
+        let mut row = vec![0u32; 64];
+        // Matches the name alone would not give (the scan's best is an alias's).
+        let mut by_alias = 0;
+        for _ in 0..200 {
+            let query = fold(&word(&mut next));
+            for t in [0.0, 0.3, 0.5, 0.6, 0.75, 0.9, 1.0] {
+                let mut sim = |text: &str| similarity_at_least(&query, &fold(text), t, &mut row);
+                let names: Vec<f32> = (0..g.node_count() as u32)
+                    .map(|v| sim(g.node_name(v)))
+                    .collect();
+                let mut best = names.clone();
+                for (alias, of) in g.aliases().iter() {
+                    let s = sim(alias);
+                    of.iter()
+                        .for_each(|&v| best[v as usize] = best[v as usize].max(s));
+                }
+                by_alias += (0..best.len()).filter(|&v| best[v] > names[v]).count();
+                let scan: Vec<(u32, f32)> = (0..g.node_count() as u32)
+                    .map(|v| (v, best[v as usize]))
+                    .filter(|&(_, s)| s > 0.0 && s >= t)
+                    .collect();
+                assert_eq!(index.matches(&query, t), scan, "{query:?} at {t}");
+            }
+        }
+        assert!(by_alias > 1000, "{by_alias}");
+    }
+
+    #[test]
+    fn labels_ignore_aliases() {
+        let g = synsets();
+        // No node labels: the label text falls back to the name, and aliases are not labels.
+        let index = NameIndex::build(&g, NodeText::Label);
+        assert_eq!(index.text_count(), 3);
+        assert!(index.matches(&fold("dog"), 0.5).is_empty());
     }
 }

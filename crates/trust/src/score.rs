@@ -118,7 +118,9 @@ pub(crate) fn resolve_relation(name: Option<&str>, g: &KnowledgeGraph) -> u32 {
 /// `S`, row-major data nodes x template nodes (the layout the one-hop kernel reads): for a fuzzy
 /// node, the similarity to every data node at or above `threshold` (found through the name index,
 /// never by a scan of all names unless the threshold is under 0.5), `0` elsewhere; `1` everywhere
-/// for a node that matches anything.
+/// for a node that matches anything. A data node's similarity is that of its best text (its name
+/// or an alias), so everything downstream (the one-hop scores, the reported agreement) sees the
+/// lemma `dog` when a synset `dog/02084071-n` is matched; no later step re-reads one text.
 pub(crate) fn similarity_table(t: &Template, index: &NameIndex, threshold: f32) -> Vec<f32> {
     let (nd, nt) = (index.len(), t.nodes.len());
     let mut sim = vec![0.0f32; nt * nd];

@@ -43,7 +43,7 @@ pub struct Template {
 /// Which text of a data or template graph node is compared with template names.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum NodeText {
-    /// The node's name (concepts).
+    /// The node's name (concepts) and, for data nodes, its aliases (the best of them counts).
     #[default]
     Name,
     /// The node's label name (the benchmark format, whose names are mere vertex ids).
@@ -167,8 +167,9 @@ impl Template {
     }
 }
 
-/// The text of data node `v` under `text` (the label name falls back to the name when the graph has
-/// no node labels).
+/// The own text of node `v` under `text` (the label name falls back to the name when the graph has
+/// no node labels). One text: a template node has one name; a data node's aliases are further texts
+/// that only the name index adds.
 pub fn node_text(g: &KnowledgeGraph, v: u32, text: NodeText) -> &str {
     match text {
         NodeText::Label if g.has_node_labels() => g.node_label_names().name(g.node_label(v)),

@@ -170,3 +170,64 @@ fn reported_score_equals_the_beam_score() {
     );
     assert!((a.matches[0].score - 1.0).abs() < 1e-6);
 }
+
+/// WordNet's shape: synsets named `lemma/id`, the lemmas as aliases (`dog` names two synsets). The
+/// root `entity` is node 0, so with no name matched it would win every tie.
+fn synsets() -> KnowledgeGraph {
+    let mut b = gpsense_graph::GraphBuilder::new();
+    let entity = b.node("entity/3-n").expect("node");
+    let canine = b.node("canine/4-n").expect("node");
+    let dog = b.node("dog/1-n").expect("node");
+    let frump = b.node("frump/2-n").expect("node");
+    let hypernym = b.relation("hypernym").expect("relation");
+    for (s, t) in [(canine, entity), (dog, canine), (frump, entity)] {
+        b.add_edge(s, hypernym, t, 1.0);
+    }
+    for (alias, v) in [
+        ("entity", entity),
+        ("canine", canine),
+        ("dog", dog),
+        ("domestic dog", dog),
+        ("dog", frump),
+        ("frump", frump),
+    ] {
+        b.alias(alias, v).expect("alias");
+    }
+    b.build().expect("build").0
+}
+
+#[test]
+fn a_misspelt_lemma_ranks_its_synsets_first() {
+    let g = synsets();
+    let mut t = Template::new();
+    t.add_fuzzy("dgo");
+    let a = search(&g, &t, &Params::default()).expect("search");
+    // Both senses of `dog` first, at the alias's similarity; everything else below them.
+    let ranked: Vec<String> = a.matches.iter().map(|m| names(&g, m).concat()).collect();
+    assert_eq!(ranked[..2], ["dog/1-n", "frump/2-n"], "{ranked:?}");
+    for m in &a.matches[..2] {
+        let s = m.node_agreement[0].similarity;
+        assert!(
+            (s - 2.0 / 3.0).abs() < 1e-6,
+            "the alias `dog`, not the name: {s}"
+        );
+    }
+    assert!(a.matches[2..].iter().all(|m| m.score < a.matches[1].score));
+}
+
+#[test]
+fn lemmas_and_topology_pick_the_sense() {
+    let g = synsets();
+    let (t, _) = Template::parse("SELECT * WHERE { dgo hypernym canine }").expect("parse");
+    let a = search(&g, &t, &Params::default()).expect("search");
+    assert_eq!(names(&g, &a.matches[0]), ["dog/1-n", "canine/4-n"]);
+    assert_eq!(a.matches[0].node_agreement[1].similarity, 1.0);
+    // The exact lemmas embed exactly.
+    let (t, _) = Template::parse("SELECT * WHERE { dog hypernym canine }").expect("parse");
+    let a = search(&g, &t, &Params::default()).expect("search");
+    assert!(
+        (a.matches[0].score - 1.0).abs() < 1e-6,
+        "{}",
+        a.matches[0].score
+    );
+}
