@@ -5,6 +5,8 @@
 //! - [`query`]: a [`Query`] resolved against a [`KnowledgeGraph`](gpsense_graph::KnowledgeGraph)
 //!   into a [`QueryGraph`] (concept and variable nodes, fixed and variable edge labels), with
 //!   "did you mean" suggestions for unknown names; and benchmark query files into the same form.
+//! - [`sparql`]: standard SPARQL 1.1 (through `spargebra`) into the same query graph, with the
+//!   query form, row filters, OFFSET and ORDER BY; [`prepare`] takes either dialect.
 //! - [`mod@plan`]: the matching order of GpSense (paper sections 4 and 6), with per-graph
 //!   [`PlannerStats`] computed once and reused across queries.
 //!
@@ -13,6 +15,7 @@
 pub mod parse;
 pub mod plan;
 pub mod query;
+pub mod sparql;
 mod suggest;
 #[cfg(test)]
 mod testutil;
@@ -23,4 +26,5 @@ pub use query::{
     benchmark_query, compile, resolve, EdgeLabel, NodeKind, Projected, QueryEdge, QueryError,
     QueryGraph, QueryNode,
 };
+pub use sparql::{prepare, Dialect, Form, OrderKey, Prepared, RowFilter, Slot};
 pub use suggest::{concept_names, relations_near};
