@@ -9,6 +9,7 @@ mod matcher;
 mod out;
 mod progress;
 mod rows;
+mod solutions;
 
 /// mimalloc rather than the system allocator: a small query's answer allocates a few hundred small
 /// arrays (candidates, lists, search levels), and glibc's malloc and free were a sixth of HPRD's
@@ -151,9 +152,11 @@ enum Command {
 #[derive(Args)]
 struct MatchArgs {
     /// iso: subgraph isomorphism (injective over all query nodes, concepts included; non-induced).
-    /// hom: homomorphism, as SPARQL (query nodes may share a data node).
-    #[arg(long, default_value = "iso", value_parser = one_of::<Semantics>(&["iso", "hom"]))]
-    semantics: Semantics,
+    /// hom: homomorphism, as SPARQL (query nodes may share a data node). Default: iso, except for
+    /// a standard SPARQL query, whose semantics are its own (hom, or iso when its FILTERs make
+    /// every two nodes differ).
+    #[arg(long, value_parser = one_of::<Semantics>(&["iso", "hom"]))]
+    semantics: Option<Semantics>,
     /// Engine: auto (the GPU if present, else dfs), dfs (candidate space and DAF-style search with failing sets, on every core), kernels (the
     /// GPU-shaped GpSense join on the CPU executor), gpu (NVIDIA GPU), emulated (the GPU pipeline with
     /// every kernel launch run on the CPU).
@@ -184,7 +187,7 @@ struct MatchArgs {
 impl MatchArgs {
     fn options(&self) -> MatchOptions {
         let mut o = MatchOptions {
-            semantics: self.semantics,
+            semantics: self.semantics.unwrap_or(Semantics::Iso),
             engine: self.engine,
             refine_rounds: self.refine_rounds,
             limit: self.limit,
@@ -322,6 +325,7 @@ fn main() -> ExitCode {
             format,
             count,
             explain,
+            semantics_given: matching.semantics.is_some(),
             options: MatchOptions {
                 explain,
                 max_cartesian,

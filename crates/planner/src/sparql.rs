@@ -715,18 +715,25 @@ fn absorb_injectivity(q: &QueryGraph, filters: Vec<RowFilter>) -> (bool, Vec<Row
                 covered[b * n + a] = true;
                 absorbed[i] = true;
             }
-            // `?x != <c>` with `c` the data node of concept node `w`.
+            // `?x != <c>` with `c` the data node of concept node `w`; absorbed when every value
+            // it excludes is such a node (iso then excludes them all).
             RowFilter::In {
                 slot: Slot::Node(a),
                 values,
                 negated: true,
             } => {
-                for w in (0..n).filter(|&w| single(w)) {
-                    if q.concept_nodes(w).is_some_and(|c| values.contains(&c[0])) {
-                        covered[a * n + w] = true;
-                        covered[w * n + a] = true;
+                let mut all = true;
+                for &v in values {
+                    let w = (0..n).find(|&w| single(w) && q.concept_nodes(w) == Some(&[v][..]));
+                    match w {
+                        Some(w) if w != *a => {
+                            covered[a * n + w] = true;
+                            covered[w * n + a] = true;
+                        }
+                        _ => all = false,
                     }
                 }
+                absorbed[i] = all;
             }
             _ => {}
         }
@@ -736,7 +743,7 @@ fn absorb_injectivity(q: &QueryGraph, filters: Vec<RowFilter>) -> (bool, Vec<Row
     if !complete || n < 2 {
         return (false, filters);
     }
-    // Iso implies every `!=` between nodes; an `In` that also excluded other terms stays.
+    // Iso implies every `!=` between query nodes; an `In` that also excludes other terms stays.
     let kept = filters
         .into_iter()
         .zip(absorbed)

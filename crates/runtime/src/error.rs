@@ -38,6 +38,8 @@ pub enum MatchError {
     CountOverflow { product: String },
     #[error("DISTINCT needs more than the memory budget ({bytes} bytes) to remember the rows seen; raise --memory-budget or drop DISTINCT")]
     DistinctTooLarge { bytes: u64 },
+    #[error("ORDER BY needs more than the memory budget ({bytes} bytes) to hold the rows it sorts; raise --memory-budget, or narrow the query")]
+    OrderTooLarge { bytes: u64 },
     #[error("invalid plan: {0}")]
     Plan(String),
     #[error(transparent)]

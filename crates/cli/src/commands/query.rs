@@ -1,4 +1,5 @@
-//! `gpsense query`: answer a SPARQL basic graph pattern on a graph, streaming rows as they are found.
+//! `gpsense query`: answer a query (the short dialect or standard SPARQL) on a graph, streaming rows
+//! as they are found.
 
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -6,14 +7,15 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use gpsense_graph::KnowledgeGraph;
-use gpsense_planner::{compile, Projected, QueryGraph};
-use gpsense_runtime::{MatchOptions, RowBatch};
+use gpsense_planner::{prepare, Dialect, Form, Prepared, Projected, QueryGraph};
+use gpsense_runtime::{MatchOptions, RowBatch, Semantics};
 
 use crate::explain;
 use crate::fmt::{millis, thousands};
 use crate::graph_source;
 use crate::matcher::{Matcher, Reported};
 use crate::rows::{RowFormat, RowWriter};
+use crate::solutions;
 
 pub struct Args {
     pub graph: Option<PathBuf>,
@@ -22,6 +24,8 @@ pub struct Args {
     pub format: RowFormat,
     pub count: bool,
     pub explain: bool,
+    /// Whether `--semantics` was given (else a standard SPARQL query brings its own).
+    pub semantics_given: bool,
     pub options: MatchOptions,
 }
 
@@ -65,11 +69,13 @@ pub fn run(args: Args) -> Result<()> {
     Ok(())
 }
 
-/// The queries of a text, each from its `SELECT` (outside quotes, IRIs and comments) to the next,
-/// with the line it starts on.
+/// The queries of a text with the line each starts on. A query starts at `SELECT` or `ASK`, or at
+/// the `PREFIX` or `BASE` lines before it, outside braces, quotes, IRIs and comments; a keyword only
+/// starts a new one once the previous one has opened its pattern (`{`).
 fn split_queries(text: &str) -> Vec<(usize, &str)> {
     let mut starts = Vec::new();
     let (mut quote, mut iri, mut comment) = (false, false, false);
+    let (mut depth, mut open) = (0usize, true);
     let bytes = text.as_bytes();
     for (i, &b) in bytes.iter().enumerate() {
         match b {
@@ -80,13 +86,25 @@ fn split_queries(text: &str) -> Vec<(usize, &str)> {
             b'>' if !quote => iri = false,
             b'#' if !quote && !iri => comment = true,
             _ if quote || iri => {}
+            b'{' => {
+                depth += 1;
+                open = false;
+            }
+            b'}' => depth = depth.saturating_sub(1),
+            _ if depth > 0 => {}
             _ => {
                 let word_start = i == 0 || !bytes[i - 1].is_ascii_alphanumeric();
-                if word_start
-                    && bytes[i..].len() >= 6
-                    && bytes[i..i + 6].eq_ignore_ascii_case(b"SELECT")
-                    && bytes.get(i + 6).is_none_or(|c| !c.is_ascii_alphanumeric())
-                {
+                let keyword = ["SELECT", "ASK", "PREFIX", "BASE"].into_iter().find(|k| {
+                    bytes[i..].len() >= k.len()
+                        && bytes[i..i + k.len()].eq_ignore_ascii_case(k.as_bytes())
+                        && bytes
+                            .get(i + k.len())
+                            .is_none_or(|c| !c.is_ascii_alphanumeric() && *c != b':')
+                });
+                if word_start && keyword.is_some() && !open {
+                    starts.push(i);
+                    open = true;
+                } else if word_start && keyword.is_some() && starts.is_empty() {
                     starts.push(i);
                 }
             }
@@ -100,7 +118,7 @@ fn split_queries(text: &str) -> Vec<(usize, &str)> {
             vec![(1, text)]
         };
     }
-    // Whatever comes before the first SELECT belongs to it (the parser judges it).
+    // Whatever comes before the first keyword belongs to it (the parser judges it).
     starts[0] = 0;
     let mut out = Vec::with_capacity(starts.len());
     for (k, &s) in starts.iter().enumerate() {
@@ -115,23 +133,30 @@ fn split_queries(text: &str) -> Vec<(usize, &str)> {
 /// Answers one query, its output preceded by `separator` (once it is known to have one).
 fn run_one(text: &str, matcher: &Matcher, args: &Args, separator: &str) -> Result<()> {
     let graph = matcher.graph();
-    let q = compile(text, graph).map_err(|e| anyhow::anyhow!("{}", e.render(text)))?;
+    let p =
+        prepare(text, graph, Dialect::Short).map_err(|e| anyhow::anyhow!("{}", e.render(text)))?;
+    let opts = options_for(&p, args);
     crate::out::print(separator)?;
     let start = Instant::now();
-    // No variable (`cat IsA pet`): a yes/no question, answered as SPARQL's ASK would be.
-    if q.projection.is_empty() && !args.count {
-        return ask(matcher, &q, args, start);
+    if args.explain {
+        eprint!("{}", describe_form(&p, args.semantics_given));
+    }
+    // No variable (`cat IsA pet`) or ASK: a yes/no question.
+    if p.form == Form::Ask && !args.count {
+        return ask(matcher, &p, &opts, start);
     }
     let Reported { report, expansion } = if args.count {
-        let reported = matcher.count(&q, &args.options)?;
+        let reported = solutions::count(matcher, &p, &opts)?;
         crate::out::print(format_args!("{}\n", reported.report.rows))?;
         reported
+    } else if let Some(column) = solutions::count_column(&p) {
+        count_row(matcher, &p, &opts, column, args.format)?
     } else {
-        stream_rows(matcher, &q, args)?
+        stream_rows(matcher, &p, &opts, args.format)?
     };
     let elapsed = start.elapsed();
     if args.explain {
-        eprint!("{}", explain::report(&q, graph, &report));
+        eprint!("{}", explain::report(&p.graph, graph, &report));
         if let Some(x) = &expansion {
             eprint!("{}", matcher.describe(x));
         }
@@ -149,14 +174,85 @@ fn run_one(text: &str, matcher: &Matcher, args: &Args, separator: &str) -> Resul
         (false, true) => "row",
         (false, false) => "rows",
     };
+    let shown = if solutions::count_column(&p).is_some() && !args.count {
+        format!("1 row ({} solutions)", thousands(report.rows))
+    } else {
+        format!("{} {what}", thousands(report.rows))
+    };
     crate::out::note!(
-        "{} {what}{cut} in {} [{} semantics, {} engine]",
-        thousands(report.rows),
+        "{shown}{cut} in {} [{} semantics, {} engine]",
         millis(elapsed),
         report.semantics,
         report.engine
     );
     Ok(())
+}
+
+/// The match options for `p`: a standard SPARQL query brings its semantics unless `--semantics`
+/// was given.
+fn options_for(p: &Prepared, args: &Args) -> MatchOptions {
+    let mut opts = args.options.clone();
+    if let (Some(injective), false) = (p.injective, args.semantics_given) {
+        opts.semantics = if injective {
+            Semantics::Iso
+        } else {
+            Semantics::Hom
+        };
+    }
+    opts
+}
+
+/// For `--explain`: the dialect, where the semantics came from, and what runs around the pattern.
+fn describe_form(p: &Prepared, semantics_given: bool) -> String {
+    let dialect = match p.dialect {
+        Dialect::Short => "gpsense's short SPARQL (bare words)",
+        Dialect::Sparql => "standard SPARQL 1.1 (parsed by spargebra)",
+    };
+    let semantics = match (p.injective, semantics_given) {
+        (_, true) => "from --semantics",
+        (None, false) => "the default (iso)",
+        (Some(true), false) => "iso: the FILTERs make every two query nodes differ",
+        (Some(false), false) => "hom, as SPARQL evaluates a pattern",
+    };
+    let mut out = format!("dialect:   {dialect}\nsemantics: {semantics}\n");
+    let form = match &p.form {
+        Form::Select => None,
+        Form::Ask => Some("ASK (yes or no)".to_owned()),
+        Form::Count { variable, .. } => Some(format!("COUNT(*) AS ?{variable}")),
+    };
+    let mut extras: Vec<String> = form.into_iter().collect();
+    if !p.filters.is_empty() {
+        extras.push(format!("{} FILTER test(s) on rows", p.filters.len()));
+    }
+    if p.offset > 0 {
+        extras.push(format!("OFFSET {}", p.offset));
+    }
+    if !p.order.is_empty() {
+        extras.push(format!("ORDER BY {} key(s)", p.order.len()));
+    }
+    if !extras.is_empty() {
+        out.push_str(&format!("solution:  {}\n", extras.join(", ")));
+    }
+    out
+}
+
+/// `SELECT (COUNT(*) AS ?n)`: one row, one numeric column.
+fn count_row(
+    matcher: &Matcher,
+    p: &Prepared,
+    opts: &MatchOptions,
+    column: &str,
+    format: RowFormat,
+) -> Result<Reported> {
+    let reported = solutions::count(matcher, p, opts)?;
+    let mut writer = RowWriter::new(io::stdout(), format, &[column.to_owned()])?.numeric(0);
+    let n = reported.report.rows.to_string();
+    let written = writer.row(&[&n]).and_then(|()| writer.finish());
+    match written {
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {}
+        other => other.context("cannot write the results")?,
+    }
+    Ok(reported)
 }
 
 fn query_text(args: &Args) -> Result<String> {
@@ -179,18 +275,18 @@ fn query_text(args: &Args) -> Result<String> {
     }
 }
 
-/// A query without variables: prints `yes` or `no`; `no` exits with status 1 (as `grep` does when
-/// nothing matches), so scripts can test it.
-fn ask(matcher: &Matcher, q: &QueryGraph, args: &Args, start: Instant) -> Result<()> {
-    let opts = MatchOptions {
-        limit: Some(1),
-        ..args.options.clone()
-    };
-    let report = matcher.count(q, &opts)?.report;
-    let yes = report.rows > 0;
+/// A yes/no question (ASK, or a query without variables): prints `yes` or `no`; `no` exits with
+/// status 1 (as `grep` does when nothing matches), so scripts can test it.
+fn ask(matcher: &Matcher, p: &Prepared, opts: &MatchOptions, start: Instant) -> Result<()> {
+    let (yes, reported) = solutions::ask(matcher, p, opts)?;
+    let report = reported.report;
     crate::out::print(if yes { "yes\n" } else { "no\n" })?;
+    let why = match p.dialect {
+        Dialect::Short => "no variable: a yes/no question",
+        Dialect::Sparql => "ASK",
+    };
     crate::out::note!(
-        "{} (no variable: a yes/no question) in {} [{} semantics, {} engine]",
+        "{} ({why}) in {} [{} semantics, {} engine]",
         if yes { "yes" } else { "no" },
         millis(start.elapsed()),
         report.semantics,
@@ -204,18 +300,24 @@ fn ask(matcher: &Matcher, q: &QueryGraph, args: &Args, start: Instant) -> Result
 }
 
 /// Runs the query, writing each batch of rows to stdout as soon as it arrives.
-fn stream_rows(engine: &Matcher, q: &QueryGraph, args: &Args) -> Result<Reported> {
+fn stream_rows(
+    engine: &Matcher,
+    p: &Prepared,
+    opts: &MatchOptions,
+    format: RowFormat,
+) -> Result<Reported> {
     let graph = engine.graph();
+    let q = &p.graph;
     let header = column_names(q);
     let stdout = io::stdout();
-    let mut writer = RowWriter::new(stdout, args.format, &header)?;
+    let mut writer = RowWriter::new(stdout, format, &header)?;
     let mut failure: Option<io::Error> = None;
     let kinds: Vec<bool> = q
         .projection
         .iter()
         .map(|p| matches!(p, Projected::Edge(_)))
         .collect();
-    let report = engine.run(q, &args.options, &mut |batch: RowBatch| match write_batch(
+    let report = solutions::select(engine, p, opts, &mut |batch: RowBatch| match write_batch(
         &mut writer,
         graph,
         &kinds,

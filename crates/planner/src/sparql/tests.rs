@@ -119,6 +119,22 @@ fn pairwise_inequality_is_isomorphism() {
         &g,
     );
     assert_eq!(concept.injective, Some(true));
+    assert!(
+        concept.filters.is_empty(),
+        "implied by iso: {:?}",
+        concept.filters
+    );
+    let beyond = sparql(
+        "PREFIX ex: <http://example.org/>\n\
+         SELECT * WHERE { ?a ex:likes ex:rex FILTER(?a NOT IN (ex:rex, ex:tom)) }",
+        &g,
+    );
+    assert_eq!(beyond.injective, Some(true));
+    assert_eq!(
+        beyond.filters.len(),
+        1,
+        "ex:tom is no query node: the row test stays"
+    );
     let open = sparql(
         "PREFIX ex: <http://example.org/>\nSELECT * WHERE { ?a ex:likes ex:rex }",
         &g,

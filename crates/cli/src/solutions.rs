@@ -1,0 +1,402 @@
+//! What SPARQL adds around the graph pattern, applied to the engine's rows: FILTERs (tested on full
+//! rows), OFFSET, ORDER BY, `COUNT(*)` and `ASK`. A query without any of them streams straight from
+//! the engine, as before; one with them streams as far as it can (filters, DISTINCT, OFFSET and
+//! LIMIT row by row) and holds rows only for ORDER BY, within the memory budget.
+
+use std::cmp::Ordering;
+
+use gpsense_graph::KnowledgeGraph;
+use gpsense_planner::{Form, OrderKey, Prepared, Projected, QueryGraph};
+use gpsense_runtime::{MatchError, MatchOptions, RowBatch};
+use hashbrown::HashSet;
+
+use crate::matcher::{Matcher, Reported};
+
+/// Bytes a held row costs beyond its values (vector and hash-set overhead), for the budget.
+const ROW_OVERHEAD: u64 = 48;
+
+/// Whether `p` needs more than the engine's own projection, DISTINCT and LIMIT.
+pub fn needs_stage(p: &Prepared) -> bool {
+    !p.filters.is_empty() || p.offset > 0 || !p.order.is_empty()
+}
+
+/// The rows of a SELECT, projected, in batches to `on_rows` (which returns whether to go on).
+/// `report.rows` is the number of rows handed on.
+pub fn select(
+    m: &Matcher,
+    p: &Prepared,
+    opts: &MatchOptions,
+    on_rows: &mut (dyn FnMut(RowBatch) -> bool + Send),
+) -> Result<Reported, MatchError> {
+    if !needs_stage(p) {
+        return m.run(&p.graph, opts, on_rows);
+    }
+    let limit = min_limit(p.graph.limit, opts.limit);
+    let (full, inner_opts) = inner_query(p, opts, limit);
+    // Half the budget, as the engine's own DISTINCT takes: the join has the rest.
+    let mut stage = Stage::new(p, &full, opts.memory_budget / 2, limit);
+    let mut reported = {
+        let mut take = |batch: RowBatch| stage.take(batch, on_rows);
+        m.run(&full, &inner_opts, &mut take)?
+    };
+    if !p.order.is_empty() {
+        stage.emit_sorted(m.graph(), on_rows)?;
+    }
+    stage.error.take().map_or(Ok(()), Err)?;
+    reported.report.rows = stage.emitted;
+    reported.report.limit_reached |= stage.limit_reached;
+    Ok(reported)
+}
+
+/// The number of solutions (`COUNT(*)`, or `--count`): matches passing every filter.
+pub fn count(m: &Matcher, p: &Prepared, opts: &MatchOptions) -> Result<Reported, MatchError> {
+    if p.filters.is_empty() {
+        return m.count(&p.graph, opts);
+    }
+    let full = full_rows(&p.graph);
+    let nodes = full.nodes.len();
+    let mut passed = 0u64;
+    let limit = opts.limit;
+    let inner = MatchOptions {
+        limit: None,
+        ..opts.clone()
+    };
+    let mut reported = m.run(&full, &inner, &mut |batch: RowBatch| {
+        passed += batch
+            .iter()
+            .filter(|row| p.filters.iter().all(|f| f.passes(row, nodes)))
+            .count() as u64;
+        limit.is_none_or(|l| passed <= l)
+    })?;
+    reported.report.limit_reached |= limit.is_some_and(|l| passed > l);
+    reported.report.rows = limit.map_or(passed, |l| passed.min(l));
+    Ok(reported)
+}
+
+/// Whether there is a solution (`ASK`).
+pub fn ask(m: &Matcher, p: &Prepared, opts: &MatchOptions) -> Result<(bool, Reported), MatchError> {
+    let opts = MatchOptions {
+        limit: Some(1),
+        ..opts.clone()
+    };
+    let reported = count(m, p, &opts)?;
+    Ok((reported.report.rows > 0, reported))
+}
+
+/// The header of the one-row COUNT result, or `None` for other forms.
+pub fn count_column(p: &Prepared) -> Option<&str> {
+    match &p.form {
+        Form::Count { variable, .. } => Some(variable),
+        _ => None,
+    }
+}
+
+fn min_limit(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// The query the engine runs for a staged SELECT: full rows when filters need them (then DISTINCT
+/// and LIMIT are the stage's), else the query itself with the limit moved past the offset.
+fn inner_query(
+    p: &Prepared,
+    opts: &MatchOptions,
+    limit: Option<u64>,
+) -> (QueryGraph, MatchOptions) {
+    let unlimited = MatchOptions {
+        limit: None,
+        ..opts.clone()
+    };
+    if !p.filters.is_empty() {
+        return (full_rows(&p.graph), unlimited);
+    }
+    let mut q = p.graph.clone();
+    q.limit = match (&p.order[..], limit) {
+        ([], Some(l)) => Some(l.saturating_add(p.offset)),
+        _ => None,
+    };
+    (q, unlimited)
+}
+
+/// `q` projecting every query node, then every edge variable, without DISTINCT or LIMIT.
+fn full_rows(q: &QueryGraph) -> QueryGraph {
+    let mut full = q.clone();
+    full.projection = (0..q.nodes.len()).map(Projected::Node).collect();
+    full.projection
+        .extend((0..q.edge_variables.len()).map(Projected::Edge));
+    full.distinct = false;
+    full.limit = None;
+    full
+}
+
+/// The rows between the engine and the caller.
+struct Stage<'p> {
+    p: &'p Prepared,
+    /// Where each projected column sits in the engine's rows.
+    columns: Vec<usize>,
+    nodes: usize,
+    /// Whether the stage applies DISTINCT (the engine does, when it projects).
+    distinct: bool,
+    seen: HashSet<Box<[u32]>>,
+    skipped: u64,
+    emitted: u64,
+    limit: Option<u64>,
+    limit_reached: bool,
+    /// Rows held for ORDER BY.
+    held: Vec<Box<[u32]>>,
+    held_bytes: u64,
+    budget: u64,
+    batch: Vec<u32>,
+    error: Option<MatchError>,
+}
+
+impl<'p> Stage<'p> {
+    fn new(p: &'p Prepared, inner: &QueryGraph, budget: u64, limit: Option<u64>) -> Self {
+        let filtering = !p.filters.is_empty();
+        let columns = if filtering {
+            let n = p.graph.nodes.len();
+            p.graph
+                .projection
+                .iter()
+                .map(|c| match *c {
+                    Projected::Node(u) => u,
+                    Projected::Edge(k) => n + k,
+                })
+                .collect()
+        } else {
+            (0..inner.projection.len()).collect()
+        };
+        Stage {
+            p,
+            columns,
+            nodes: p.graph.nodes.len(),
+            distinct: filtering && p.graph.distinct,
+            seen: HashSet::new(),
+            skipped: 0,
+            emitted: 0,
+            limit,
+            limit_reached: false,
+            held: Vec::new(),
+            held_bytes: 0,
+            budget,
+            batch: Vec::new(),
+            error: None,
+        }
+    }
+
+    /// One batch from the engine; returns whether the engine should go on.
+    fn take(
+        &mut self,
+        batch: RowBatch,
+        on_rows: &mut (dyn FnMut(RowBatch) -> bool + Send),
+    ) -> bool {
+        let mut out = std::mem::take(&mut self.batch);
+        out.clear();
+        let mut rows = 0;
+        let mut go_on = true;
+        for row in batch.iter() {
+            if !self.p.filters.iter().all(|f| f.passes(row, self.nodes)) {
+                continue;
+            }
+            let projected: Box<[u32]> = self.columns.iter().map(|&c| row[c]).collect();
+            if self.distinct && !self.remember(&projected) {
+                if self.error.is_some() {
+                    go_on = false;
+                    break;
+                }
+                continue;
+            }
+            if !self.p.order.is_empty() {
+                go_on = self.hold(projected);
+                if !go_on {
+                    break;
+                }
+                continue;
+            }
+            if self.skipped < self.p.offset {
+                self.skipped += 1;
+                continue;
+            }
+            if self.limit.is_some_and(|l| self.emitted >= l) {
+                self.limit_reached = true;
+                go_on = false;
+                break;
+            }
+            out.extend_from_slice(&projected);
+            self.emitted += 1;
+            rows += 1;
+        }
+        if rows > 0 {
+            let width = self.columns.len();
+            go_on &= on_rows(RowBatch {
+                data: &out,
+                width,
+                rows,
+            });
+        }
+        self.batch = out;
+        go_on
+    }
+
+    /// Records a projected row under DISTINCT; false when it was seen (or the set is over budget).
+    fn remember(&mut self, row: &[u32]) -> bool {
+        if self.seen.contains(row) {
+            return false;
+        }
+        if self.over_budget(
+            row.len(),
+            MatchError::DistinctTooLarge { bytes: self.budget },
+        ) {
+            return false;
+        }
+        self.held_bytes += row.len() as u64 * 4 + ROW_OVERHEAD;
+        self.seen.insert(row.into());
+        true
+    }
+
+    fn hold(&mut self, row: Box<[u32]>) -> bool {
+        if self.over_budget(row.len(), MatchError::OrderTooLarge { bytes: self.budget }) {
+            return false;
+        }
+        self.held_bytes += row.len() as u64 * 4 + ROW_OVERHEAD;
+        self.held.push(row);
+        true
+    }
+
+    /// Whether one more row of `width` would pass the budget (then `error` is recorded).
+    fn over_budget(&mut self, width: usize, error: MatchError) -> bool {
+        if self.held_bytes + width as u64 * 4 + ROW_OVERHEAD <= self.budget {
+            return false;
+        }
+        self.error.get_or_insert(error);
+        true
+    }
+
+    /// ORDER BY: sorts the held rows by their keys' names, then hands on OFFSET..OFFSET+LIMIT.
+    fn emit_sorted(
+        &mut self,
+        g: &KnowledgeGraph,
+        on_rows: &mut (dyn FnMut(RowBatch) -> bool + Send),
+    ) -> Result<(), MatchError> {
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        let kinds: Vec<bool> = self
+            .p
+            .graph
+            .projection
+            .iter()
+            .map(|c| matches!(c, Projected::Edge(_)))
+            .collect();
+        let order = &self.p.order;
+        self.held
+            .sort_by(|a, b| compare_rows(g, &kinds, order, a, b));
+        let start = (self.p.offset as usize).min(self.held.len());
+        let end = self.limit.map_or(self.held.len(), |l| {
+            start.saturating_add(l as usize).min(self.held.len())
+        });
+        self.limit_reached = end < self.held.len();
+        let width = self.columns.len();
+        for chunk in self.held[start..end].chunks(1024) {
+            let data: Vec<u32> = chunk.iter().flat_map(|r| r.iter().copied()).collect();
+            self.emitted += chunk.len() as u64;
+            if !on_rows(RowBatch {
+                data: &data,
+                width,
+                rows: chunk.len(),
+            }) {
+                break;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn compare_rows(
+    g: &KnowledgeGraph,
+    is_edge: &[bool],
+    order: &[OrderKey],
+    a: &[u32],
+    b: &[u32],
+) -> Ordering {
+    for key in order {
+        let c = key.column;
+        let name = |id: u32| {
+            if is_edge[c] {
+                g.relation_name(id as u16)
+            } else {
+                g.node_name(id)
+            }
+        };
+        let ord = term_order(name(a[c]), name(b[c]));
+        let ord = if key.descending { ord.reverse() } else { ord };
+        if ord != Ordering::Equal {
+            return ord;
+        }
+    }
+    Ordering::Equal
+}
+
+/// SPARQL's order between terms (blank nodes, then IRIs, then literals), by name within a kind.
+/// Literals are compared by their lexical form, not by value.
+fn term_order(a: &str, b: &str) -> Ordering {
+    let rank = |s: &str| {
+        if s.starts_with("_:") {
+            0
+        } else if is_iri(s) {
+            1
+        } else {
+            2
+        }
+    };
+    rank(a).cmp(&rank(b)).then_with(|| a.cmp(b))
+}
+
+/// Whether a node name is an IRI (an RDF graph's node): a scheme, then `:`.
+fn is_iri(s: &str) -> bool {
+    match s.split_once(':') {
+        Some((scheme, rest)) => {
+            !rest.is_empty()
+                && scheme.len() > 1
+                && scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+                && scheme
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+        }
+        None => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn terms_order_as_sparql_says() {
+        let mut names = [
+            "\"b\"",
+            "http://x/b",
+            "_:a",
+            "dog",
+            "http://x/a",
+            "\"a\"@en",
+        ];
+        names.sort_by(|a, b| term_order(a, b));
+        assert_eq!(
+            names,
+            [
+                "_:a",
+                "http://x/a",
+                "http://x/b",
+                "\"a\"@en",
+                "\"b\"",
+                "dog"
+            ]
+        );
+        assert!(!is_iri("c:"));
+        assert!(!is_iri("dog"));
+        assert!(is_iri("urn:isbn:1"));
+    }
+}

@@ -1,0 +1,189 @@
+//! Standard SPARQL 1.1 through `gpsense query`, on the embedded ConceptNet-100K: each query is
+//! checked against the short dialect's answer to the same pattern (a separate parser and resolver),
+//! with the filter, order or slice applied here in the test.
+
+mod common;
+
+use common::{fails, gpsense, ok};
+
+const P: &str = "PREFIX c: <http://conceptnet.io/c/en/>\nPREFIX r: <http://conceptnet.io/r/>\n";
+
+fn query(args: &[&str]) -> Vec<String> {
+    let (out, _) = ok(&[&["query", "-q"][..], args].concat());
+    out.lines().skip(1).map(str::to_owned).collect()
+}
+
+fn sorted(mut rows: Vec<String>) -> Vec<String> {
+    rows.sort();
+    rows
+}
+
+#[test]
+fn a_standard_pattern_answers_as_the_short_one() {
+    let standard = query(&[&format!(
+        "{P}SELECT ?x WHERE {{ ?x r:IsA c:animal ; r:AtLocation c:home }}"
+    )]);
+    let short = query(&[
+        "--semantics",
+        "hom",
+        "SELECT ?x WHERE { ?x IsA animal . ?x AtLocation home }",
+    ]);
+    assert!(!short.is_empty());
+    assert_eq!(sorted(standard), sorted(short));
+    // Full IRIs, `,` and a literal for a concept.
+    let standard = query(&["SELECT ?x WHERE { ?x <http://conceptnet.io/r/IsA> \"animal\", <http://conceptnet.io/c/en/pet> }"]);
+    let short = query(&[
+        "--semantics",
+        "hom",
+        "SELECT ?x WHERE { ?x IsA animal . ?x IsA pet }",
+    ]);
+    assert_eq!(sorted(standard), sorted(short));
+}
+
+#[test]
+fn semantics_come_from_the_query() {
+    let pattern = "?a r:IsA ?b . ?b r:IsA ?c";
+    let hom = query(&[&format!("{P}SELECT * WHERE {{ {pattern} }}")]);
+    let iso = query(&[&format!(
+        "{P}SELECT * WHERE {{ {pattern} FILTER(?a != ?b && ?b != ?c && ?a != ?c) }}"
+    )]);
+    let short_hom = query(&[
+        "--semantics",
+        "hom",
+        "SELECT * WHERE { ?a IsA ?b . ?b IsA ?c }",
+    ]);
+    let short_iso = query(&["SELECT * WHERE { ?a IsA ?b . ?b IsA ?c }"]);
+    assert_eq!(sorted(hom.clone()), sorted(short_hom.clone()));
+    assert_eq!(sorted(iso), sorted(short_iso));
+    // Only some pairs apart: hom with a test on rows.
+    let partial = query(&[&format!(
+        "{P}SELECT * WHERE {{ {pattern} FILTER(?a != ?c) }}"
+    )]);
+    let expected: Vec<String> = short_hom
+        .into_iter()
+        .filter(|row| {
+            let f: Vec<&str> = row.split('\t').collect();
+            f[0] != f[2]
+        })
+        .collect();
+    assert!(
+        expected.len() < hom.len(),
+        "the filter must remove something"
+    );
+    assert_eq!(sorted(partial), sorted(expected));
+    // `--semantics` given wins over the query's.
+    let forced = query(&[
+        "--semantics",
+        "iso",
+        &format!("{P}SELECT * WHERE {{ {pattern} }}"),
+    ]);
+    assert_eq!(
+        sorted(forced),
+        sorted(query(&["SELECT * WHERE { ?a IsA ?b . ?b IsA ?c }"]))
+    );
+    let (_, explain) = ok(&[
+        "query",
+        "--explain",
+        &format!("{P}SELECT * WHERE {{ {pattern} FILTER(?a != ?c) }}"),
+    ]);
+    assert!(
+        explain.contains("dialect:   standard SPARQL 1.1"),
+        "{explain}"
+    );
+    assert!(explain.contains("hom, as SPARQL evaluates"), "{explain}");
+    assert!(explain.contains("1 FILTER test(s) on rows"), "{explain}");
+}
+
+#[test]
+fn filters_with_terms() {
+    let rows = query(&[&format!(
+        "{P}SELECT ?x ?y WHERE {{ ?x r:IsA ?y FILTER(?y IN (c:animal, c:pet) && ?x NOT IN (c:cat)) }}"
+    )]);
+    let short = query(&["--semantics", "hom", "SELECT ?x ?y WHERE { ?x IsA ?y }"]);
+    let expected: Vec<String> = short
+        .into_iter()
+        .filter(|r| {
+            let f: Vec<&str> = r.split('\t').collect();
+            (f[1] == "animal" || f[1] == "pet") && f[0] != "cat"
+        })
+        .collect();
+    assert!(!expected.is_empty());
+    assert_eq!(sorted(rows), sorted(expected));
+}
+
+#[test]
+fn count_ask_order_offset() {
+    let (count, _) = ok(&[
+        "query",
+        "-q",
+        &format!("{P}SELECT (COUNT(*) AS ?n) WHERE {{ ?x r:IsA c:animal }}"),
+    ]);
+    let (short, _) = ok(&[
+        "query",
+        "--count",
+        "--semantics",
+        "hom",
+        "SELECT ?x WHERE { ?x IsA animal }",
+    ]);
+    assert_eq!(count, format!("n\n{short}"));
+    let (json, _) = ok(&[
+        "query",
+        "-q",
+        "--format",
+        "json",
+        &format!("{P}SELECT (COUNT(*) AS ?n) WHERE {{ ?x r:IsA c:animal }}"),
+    ]);
+    assert!(json.contains(&format!("\"n\": {}", short.trim())), "{json}");
+
+    let yes = gpsense(&["query", "-q", &format!("{P}ASK {{ c:cat r:IsA ?x }}")]);
+    assert_eq!(String::from_utf8_lossy(&yes.stdout), "yes\n");
+    let no = gpsense(&["query", "-q", &format!("{P}ASK {{ c:cat r:IsA c:cat }}")]);
+    assert_eq!(no.status.code(), Some(1));
+
+    let all = query(&["--semantics", "hom", "SELECT ?x WHERE { ?x IsA animal }"]);
+    let mut expected = all.clone();
+    expected.sort_by(|a, b| b.cmp(a));
+    let page = query(&[&format!(
+        "{P}SELECT ?x WHERE {{ ?x r:IsA c:animal }} ORDER BY DESC(?x) LIMIT 5 OFFSET 3"
+    )]);
+    assert_eq!(page, expected[3..8]);
+    // OFFSET without ORDER BY: the rows past it, whichever they are.
+    let rest = query(&[&format!(
+        "{P}SELECT ?x WHERE {{ ?x r:IsA c:animal }} OFFSET 4"
+    )]);
+    assert_eq!(rest.len(), all.len() - 4);
+}
+
+#[test]
+fn unsupported_sparql_is_refused_by_name() {
+    let err = fails(&[
+        "query",
+        &format!("{P}SELECT * WHERE {{ ?x r:IsA c:animal\n  OPTIONAL {{ ?x r:AtLocation ?y }} }}"),
+    ]);
+    assert!(
+        err.contains("line 4, column 3: OPTIONAL is not supported"),
+        "{err}"
+    );
+    let err = fails(&["query", &format!("{P}SELECT * WHERE {{ ?x r:IsA ; }}")]);
+    assert!(err.contains("SPARQL syntax"), "{err}");
+    assert!(err.contains("line 3, column"), "{err}");
+}
+
+#[test]
+fn several_standard_queries_in_one_input() {
+    let text = format!(
+        "{P}SELECT ?x WHERE {{ ?x r:IsA c:animal }} LIMIT 1\n\n{P}ASK {{ c:cat r:IsA ?x }}\n\
+         SELECT ?x WHERE {{ ?x IsA pet }} LIMIT 1\n"
+    );
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("q.rq");
+    std::fs::write(&file, text).expect("write");
+    let (out, err) = ok(&["query", "-f", &file.display().to_string()]);
+    assert!(
+        err.contains("query 2 (line 5)") && err.contains("query 3 (line 8)"),
+        "{err}"
+    );
+    let sets: Vec<&str> = out.split("\n\n").collect();
+    assert_eq!(sets.len(), 3, "{out}");
+    assert_eq!(sets[1], "yes");
+}
