@@ -24,7 +24,7 @@ use spargebra::term::{NamedNodePattern, TermPattern, TriplePattern};
 use spargebra::{Query as SparqlQuery, SparqlParser};
 
 use crate::parse::{self, Projection, Span, Spanned, Term, Triple};
-use crate::query::{resolve, Projected, QueryError, QueryGraph};
+use crate::query::{resolve, NodeKind, Projected, QueryError, QueryGraph};
 
 /// Which language a query was written in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -388,6 +388,7 @@ impl<'a> Translator<'a> {
         let filters = self.filters(&graph, &shape.filters)?;
         let order = self.order(&graph, shape.order)?;
         let (injective, filters) = absorb_injectivity(&graph, filters);
+        let (graph, filters) = restrict_variables(graph, filters);
         let form = match (ask, shape.count) {
             (true, _) => Form::Ask,
             (false, Some((variable, distinct))) => Form::Count { variable, distinct },
@@ -751,6 +752,28 @@ fn absorb_injectivity(q: &QueryGraph, filters: Vec<RowFilter>) -> (bool, Vec<Row
         .map(|(f, _)| f)
         .collect();
     (true, kept)
+}
+
+/// `FILTER(?x = <t>)` and `FILTER(?x IN (...))` on a node variable bound nowhere else by a filter:
+/// the variable takes only those nodes, so its candidates start from them (a concept set that stays
+/// projected) instead of every row being tested. An empty list (terms the graph lacks) stays a test,
+/// which no row passes.
+fn restrict_variables(mut q: QueryGraph, filters: Vec<RowFilter>) -> (QueryGraph, Vec<RowFilter>) {
+    let mut kept = Vec::with_capacity(filters.len());
+    for f in filters {
+        match f {
+            RowFilter::In {
+                slot: Slot::Node(u),
+                values,
+                negated: false,
+            } if !values.is_empty() && matches!(q.nodes[u].kind, NodeKind::Variable) => {
+                q.concept_sets.push(values);
+                q.nodes[u].kind = NodeKind::ConceptSet(q.concept_sets.len() - 1);
+            }
+            other => kept.push(other),
+        }
+    }
+    (q, kept)
 }
 
 /// Names an IRI may have in a graph: itself, then ConceptNet's path form and concept term.

@@ -151,18 +151,29 @@ fn filters_on_rows() {
         &g,
     );
     let rex = g.node_id(&format!("{EX}rex")).unwrap();
-    assert_eq!(p.filters.len(), 3);
+    let tom = g.node_id(&format!("{EX}tom")).unwrap();
+    // `?b IN (...)` restricts ?b's candidates (it stays projected); the rest are row tests.
+    assert_eq!(p.graph.concept_nodes(1), Some(&[rex][..]));
+    assert_eq!(p.graph.projection, [Projected::Node(0)]);
+    assert_eq!(p.filters.len(), 2);
     assert_eq!(
         p.filters[0],
         RowFilter::In {
-            slot: Slot::Node(1),
+            slot: Slot::Node(0),
             values: vec![rex],
-            negated: false
+            negated: true
         }
     );
-    let tom = g.node_id(&format!("{EX}tom")).unwrap();
     assert!(p.filters[0].passes(&[tom, rex], 2));
-    assert!(!p.filters[1].passes(&[rex, tom], 2));
+    assert!(!p.filters[0].passes(&[rex, tom], 2));
+    // A term the graph lacks: nothing passes, as a row test.
+    let none = sparql(
+        "PREFIX ex: <http://example.org/>\n\
+         SELECT ?a WHERE { ?a ex:likes ?b FILTER(?b = ex:nobody) }",
+        &g,
+    );
+    assert_eq!(none.filters.len(), 1);
+    assert!(!none.filters[0].passes(&[tom, rex], 2));
 }
 
 #[test]
