@@ -72,3 +72,16 @@ fn bad_input_fails_cleanly() {
         assert!(!stderr.contains("panicked"), "{stderr}");
     }
 }
+
+/// The score tables are refused before they are allocated when they would pass the budget.
+#[test]
+fn the_memory_budget_bounds_the_score_tables() {
+    let err = common::fails(&[
+        "trust",
+        "--memory-budget",
+        "1M",
+        "SELECT * WHERE { cat IsA ?x . ?x AtLocation ?y }",
+    ]);
+    assert!(err.contains("the score tables need"), "{err}");
+    assert!(err.contains("raise --memory-budget"), "{err}");
+}

@@ -31,6 +31,17 @@ pub enum TrustError {
         degree: usize,
         limit: usize,
     },
+    #[error(
+        "the score tables need {bytes} bytes ({template} template nodes x {data} data nodes x 2 \
+         tables of 4-byte scores), more than the memory budget of {budget} bytes; raise \
+         --memory-budget or use fewer template nodes"
+    )]
+    MemoryBudget {
+        bytes: u64,
+        budget: u64,
+        template: usize,
+        data: usize,
+    },
     #[error("{name} = {value}: {why}")]
     BadParameter {
         name: &'static str,

@@ -71,6 +71,9 @@ pub struct Params {
     pub top: usize,
     /// Stop after this long: the answer is what was complete by then, marked timed out.
     pub timeout: Option<std::time::Duration>,
+    /// Bytes the score tables may take (`None`: unchecked). They hold two `f32` per template node
+    /// and data node, the bulk of a search's memory on a large graph.
+    pub memory_budget: Option<u64>,
 }
 
 impl Default for Params {
@@ -82,6 +85,7 @@ impl Default for Params {
             beam: 128,
             top: 10,
             timeout: None,
+            memory_budget: None,
         }
     }
 }
@@ -228,6 +232,11 @@ impl<'g> Trust<'g> {
             return Err(TrustError::EmptyData);
         }
         let prepared = Prepared::new(template, self.graph)?;
+        tables_fit(
+            template.nodes.len(),
+            self.graph.node_count(),
+            params.memory_budget,
+        )?;
         let g = view(self.graph);
         let scoring = params.scoring();
         let start = Instant::now();
@@ -324,6 +333,23 @@ impl<'g> Trust<'g> {
         names.sort();
         names.dedup();
         names
+    }
+}
+
+/// Whether the similarity and one-hop tables (an `f32` per template node and data node each) fit
+/// in `budget`: checked before they are allocated.
+fn tables_fit(template: usize, data: usize, budget: Option<u64>) -> Result<(), TrustError> {
+    let bytes = (template as u64)
+        .saturating_mul(data as u64)
+        .saturating_mul(2 * std::mem::size_of::<f32>() as u64);
+    match budget {
+        Some(budget) if bytes > budget => Err(TrustError::MemoryBudget {
+            bytes,
+            budget,
+            template,
+            data,
+        }),
+        _ => Ok(()),
     }
 }
 

@@ -231,3 +231,23 @@ fn lemmas_and_topology_pick_the_sense() {
         a.matches[0].score
     );
 }
+
+#[test]
+fn the_score_tables_stay_within_the_memory_budget() {
+    let g = kitchen();
+    let (t, _) = Template::parse("SELECT * WHERE { lemon IsA ?x }").expect("parse");
+    let need = 2 * g.node_count() as u64 * 2 * 4;
+    let tight = Params {
+        memory_budget: Some(need - 1),
+        ..Params::default()
+    };
+    match search(&g, &t, &tight) {
+        Err(TrustError::MemoryBudget { bytes, .. }) => assert_eq!(bytes, need),
+        other => panic!("expected the budget to refuse: {other:?}"),
+    }
+    let enough = Params {
+        memory_budget: Some(need),
+        ..Params::default()
+    };
+    assert!(search(&g, &t, &enough).is_ok());
+}

@@ -47,6 +47,10 @@ pub struct TrustArgs {
     /// timed out.
     #[arg(long)]
     timeout_ms: Option<u64>,
+    /// Memory the score tables may take (two 4-byte scores per template node and data node), e.g.
+    /// 512M or 4G. Default: a quarter of RAM.
+    #[arg(long, value_parser = gpsense_runtime::parse_bytes)]
+    memory_budget: Option<u64>,
     /// Weight of the name similarity in the one-hop score (the rest is the neighbourhood).
     #[arg(long, default_value_t = Params::default().alpha)]
     alpha: f32,
@@ -126,6 +130,10 @@ fn run_on_pool(args: &TrustArgs) -> Result<()> {
         beam: args.beam,
         top: args.top,
         timeout: args.timeout_ms.map(std::time::Duration::from_millis),
+        memory_budget: Some(
+            args.memory_budget
+                .unwrap_or_else(gpsense_runtime::default_memory_budget),
+        ),
     };
     if let Some(limit) = job.limit {
         params.top = params.top.min(limit as usize);
