@@ -808,6 +808,19 @@ fn resource_limits_end_with_a_message_under_ulimit() {
     assert!(err.contains("timed out"), "{err}");
 }
 
+/// The kernels engine's filtering bitsets (one over all data nodes per query node) count against
+/// the budget: refused up front with the bytes needed, where they were allocated past it before.
+#[test]
+fn the_kernels_filtering_bitsets_are_within_the_budget() {
+    let q = "SELECT ?x ?y WHERE { ?x IsA ?y . ?y IsA animal }";
+    let err = fails(&["query", "--engine", "kernels", "--memory-budget", "16K", q]);
+    assert!(
+        err.contains("outgrew the memory budget of 16384 bytes"),
+        "{err}"
+    );
+    ok(&["query", "--engine", "kernels", "--memory-budget", "1M", q]);
+}
+
 /// A graph file is opened once and read through that handle: `info` never fails while the file is
 /// atomically rewritten between a plain and a compressed snapshot (before, 4 of 5,602 calls read
 /// one kind's header and the other's body), and a snapshot streamed through a FIFO loads; a FIFO of

@@ -370,6 +370,7 @@ impl<'g> Engine<'g> {
         }
         let g = self.view();
         let injective = opts.semantics == Semantics::Iso;
+        filtering_fits(&layout, g.node_count(), opts.memory_budget)?;
         let (cands, filter) = Filtering {
             layout: &layout,
             g,
@@ -565,6 +566,17 @@ pub(crate) enum Guard {
     Count(u64),
     /// The time limit ran out while counting the components.
     TimedOut,
+}
+
+/// The filtering phase holds a candidate bitset over all data nodes per query node, plus one of
+/// marks while it filters: refused up front when that passes the budget.
+fn filtering_fits(layout: &Layout, data_nodes: usize, budget: u64) -> Result<(), MatchError> {
+    let words = gpsense_kernels::bits::words_for(data_nodes) as u64;
+    let bytes = (layout.nodes as u64 + 1).saturating_mul(words * 4);
+    if bytes > budget {
+        return Err(MatchError::SpaceBudget { bytes, budget });
+    }
+    Ok(())
 }
 
 /// Whether an edge variable joins two components (it must bind one relation in both, so the

@@ -30,8 +30,8 @@ pub enum MatchError {
     )]
     DeviceBudget { bytes: u64, budget: u64 },
     #[error(
-        "the query's candidate space outgrew the memory budget of {budget} bytes ({bytes} when the \
-         build stopped); raise --memory-budget, or anchor the query with a concept"
+        "the query's candidate space outgrew the memory budget of {budget} bytes ({bytes} needed \
+         when the build stopped); raise --memory-budget, or anchor the query with a concept"
     )]
     SpaceBudget { bytes: u64, budget: u64 },
     #[error("the query has {product} matches, more than a 64-bit count holds")]
