@@ -821,6 +821,26 @@ fn the_kernels_filtering_bitsets_are_within_the_budget() {
     ok(&["query", "--engine", "kernels", "--memory-budget", "1M", q]);
 }
 
+/// On a device with little free memory (the emulator told so, as a busy GPU would report), a query
+/// that would not fit is refused with its size before any allocation fails.
+#[test]
+fn the_device_budget_follows_free_device_memory() {
+    let q = "SELECT ?x ?y WHERE { ?x IsA ?y . ?y IsA animal }";
+    let (code, _, err) = common::run_with(
+        &[("GPSENSE_EMULATOR_FREE", "64K")],
+        &["query", "--engine", "emulated", q],
+        std::process::Stdio::null(),
+    );
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("the device's free memory if less"), "{err}");
+    let (code, _, err) = common::run_with(
+        &[("GPSENSE_EMULATOR_FREE", "64M")],
+        &["query", "--engine", "emulated", q],
+        std::process::Stdio::null(),
+    );
+    assert_eq!(code, Some(0), "{err}");
+}
+
 /// A graph file is opened once and read through that handle: `info` never fails while the file is
 /// atomically rewritten between a plain and a compressed snapshot (before, 4 of 5,602 calls read
 /// one kind's header and the other's body), and a snapshot streamed through a FIFO loads; a FIFO of

@@ -805,13 +805,18 @@ impl<D: Device> DeviceState<D> {
         // One query at a time per device: they share the arena (and, on a GPU, the stream).
         let mut arena = self.arena.lock().unwrap_or_else(|e| e.into_inner());
         let start = Instant::now();
+        let memory_budget = crate::device::memory::query_budget(
+            opts.memory_budget,
+            self.dev.free_memory()?,
+            arena.bytes(),
+        );
         let (join_plan, filter, device) = Pipeline {
             dev: &self.dev,
             graph: &self.graph,
             arena: &mut arena,
             semantics: opts.semantics,
             shape,
-            memory_budget: opts.memory_budget,
+            memory_budget,
             refine_rounds: opts.refine_rounds,
             limit,
             segment: self.segment,

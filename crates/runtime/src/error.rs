@@ -26,7 +26,8 @@ pub enum MatchError {
     MemoryBudget { rows: u64, budget_rows: u64 },
     #[error(
         "the query's candidate space on the device needs {bytes} bytes, more than the memory budget \
-         of {budget} bytes; raise --memory-budget or use --engine dfs"
+         of {budget} bytes (--memory-budget, or the device's free memory if less); raise \
+         --memory-budget, free the device, or use --engine dfs"
     )]
     DeviceBudget { bytes: u64, budget: u64 },
     #[error(

@@ -150,7 +150,7 @@ impl<D: Device> Default for Arena<D> {
 }
 
 impl<D: Device> Arena<D> {
-    fn bytes(&self) -> u64 {
+    pub(crate) fn bytes(&self) -> u64 {
         (self.filter.cap + self.space.cap + self.scratch.cap) as u64
             + self.levels.iter().map(|s| s.cap as u64).sum::<u64>()
     }

@@ -40,7 +40,8 @@ pub struct HostDevice {
 impl HostDevice {
     /// The emulator as tests and the CLI use it: writes checked in debug builds or with
     /// `GPSENSE_EMULATOR_CHECK=1` (`=0`: never), the host-mapped placement with
-    /// `GPSENSE_EMULATOR_MAPPED=1`.
+    /// `GPSENSE_EMULATOR_MAPPED=1`, a device with only so much free memory with
+    /// `GPSENSE_EMULATOR_FREE=64M` (what a busy GPU reports).
     pub fn from_env() -> Self {
         let var = |k: &str| std::env::var(k).ok();
         let on = |k: &str| var(k).is_some_and(|v| v == "1");
@@ -51,6 +52,7 @@ impl HostDevice {
                 _ => cfg!(debug_assertions),
             },
             force_mapped: on("GPSENSE_EMULATOR_MAPPED"),
+            free_memory: var("GPSENSE_EMULATOR_FREE").and_then(|v| crate::parse_bytes(&v).ok()),
             ..Default::default()
         }
     }

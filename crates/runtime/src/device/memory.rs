@@ -1,5 +1,5 @@
-//! Device memory planning: where the data graph lives and how many partial matches a join level may
-//! hold, from the free memory the driver reports (`cuMemGetInfo`). Pure functions, tested on the CPU.
+//! Device memory planning: where the data graph lives and how much a query may take, from the free
+//! memory the driver reports (`cuMemGetInfo`). Pure functions, tested on the CPU.
 
 /// Bytes the data graph takes on a device: both CSR directions and node labels.
 pub fn graph_bytes(nodes: u64, edges: u64, node_labels: bool) -> u64 {
@@ -30,16 +30,13 @@ pub fn place_graph(graph_bytes: u64, free: u64) -> Placement {
     }
 }
 
-/// Bytes per partial match of the next level: its row, plus the count and offset of each of its
-/// parent's lanes, amortised.
-pub fn bytes_per_row(width: usize, lanes: usize) -> u64 {
-    (width * 4 + lanes * 16) as u64
-}
-
-/// Rows a join level may write at once: within the user's budget and 80% of free device memory.
-pub fn rows_per_level(budget: u64, free: u64, width: usize, lanes: usize) -> u64 {
-    let usable = budget.min(free / 5 * 4);
-    (usable / bytes_per_row(width, lanes)).max(1)
+/// Bytes a query may take on the device: the user's budget, or what the device has free plus what
+/// the query's arena already holds (it reuses those buffers), less a 1/16 margin for the driver,
+/// whichever is less: a query that would not fit is refused with its size instead of failing an
+/// allocation halfway.
+pub fn query_budget(budget: u64, free: u64, arena: u64) -> u64 {
+    let usable = free.saturating_add(arena);
+    budget.min(usable - usable / 16)
 }
 
 #[cfg(test)]
@@ -58,8 +55,16 @@ mod tests {
         assert_eq!(full, 2 * 28_000_001 * 4 + 2 * 34_000_000 * 6);
         assert_eq!(place_graph(full, 512 << 20), Placement::HostMapped);
         assert_eq!(place_graph(full, 80 << 30), Placement::Device);
-        assert_eq!(rows_per_level(1 << 30, u64::MAX, 6, 1), (1 << 30) / 40);
-        assert_eq!(rows_per_level(u64::MAX, 1000, 6, 1), 800 / 40);
-        assert_eq!(rows_per_level(0, 0, 6, 32), 1);
+        assert_eq!(query_budget(1 << 30, u64::MAX, 0), 1 << 30);
+        assert_eq!(query_budget(u64::MAX, 1600, 0), 1500);
+        assert_eq!(
+            query_budget(u64::MAX, 1000, 600),
+            1500,
+            "the arena is reused"
+        );
+        assert_eq!(
+            query_budget(u64::MAX, u64::MAX, 1 << 20),
+            u64::MAX - u64::MAX / 16
+        );
     }
 }
