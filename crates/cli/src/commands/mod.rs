@@ -1,4 +1,5 @@
 pub mod compress;
+pub mod dump;
 pub mod info;
 pub mod ingest;
 pub mod match_cmd;

@@ -29,8 +29,17 @@ pub fn detect(path: &Path, sample: &[u8]) -> Result<Format, String> {
         .map(|t| (true, t))
         .unwrap_or((false, &text));
     let (bom, text) = text;
+    if let Some(format) = rdf_by_extension(name) {
+        return Ok(format);
+    }
     let mut lines = text.lines().filter(|l| !l.trim().is_empty());
     let first = lines.clone().next().ok_or("the file is empty")?;
+    if is_kgtk_header(first) {
+        return Ok(Format::Kgtk);
+    }
+    if let Some(format) = rdf_by_content(first, lines.clone()) {
+        return Ok(format);
+    }
     if name.ends_with(".graph") || is_benchmark_header(first) {
         return Ok(Format::Benchmark);
     }
@@ -60,6 +69,44 @@ pub fn detect(path: &Path, sample: &[u8]) -> Result<Format, String> {
         "first line has {} tab-separated fields",
         fields.len()
     ))
+}
+
+/// `.nt`, `.nq`, `.ttl` (after `.gz` is dropped).
+fn rdf_by_extension(name: &str) -> Option<Format> {
+    let (_, ext) = name.rsplit_once('.')?;
+    match ext {
+        "nt" => Some(Format::NTriples),
+        "nq" => Some(Format::NQuads),
+        "ttl" => Some(Format::Turtle),
+        _ => None,
+    }
+}
+
+/// A KGTK header: the first line names the columns `node1`, `relation` (or `label`) and `node2`.
+fn is_kgtk_header(first: &str) -> bool {
+    let names: Vec<&str> = first.split('\t').map(str::trim).collect();
+    let has = |n: &str| names.contains(&n);
+    has("node1") && has("node2") && (has("relation") || has("label"))
+}
+
+/// Turtle by its directives; N-Triples by a first statement `<…> … .` or `_:… … .` (N-Quads has
+/// no telling mark: name the file `.nq` or pass `--format nquads`).
+fn rdf_by_content<'a>(first: &str, mut lines: impl Iterator<Item = &'a str>) -> Option<Format> {
+    let directive = |l: &str| {
+        let l = l.trim_start();
+        l.starts_with("@prefix")
+            || l.starts_with("@base")
+            || l.get(..7)
+                .is_some_and(|w| w.eq_ignore_ascii_case("prefix "))
+            || l.get(..5).is_some_and(|w| w.eq_ignore_ascii_case("base "))
+    };
+    if directive(first) {
+        return Some(Format::Turtle);
+    }
+    let data = lines.find(|l| !l.trim_start().starts_with('#'))?;
+    let data = data.trim();
+    let statement = (data.starts_with('<') || data.starts_with("_:")) && data.ends_with('.');
+    statement.then_some(Format::NTriples)
 }
 
 fn is_benchmark_header(line: &str) -> bool {
@@ -128,6 +175,31 @@ mod tests {
         assert_eq!(d("t.txt", "IsA\tcat\tanimal\n"), Ok(Format::Triples));
         assert!(d("e.txt", "").is_err());
         assert!(d("e.txt", "a\tb\n").is_err());
+    }
+
+    #[test]
+    fn detects_rdf_and_kgtk() {
+        let nt = "<http://e/s> <http://e/p> \"a, b\" .\n";
+        assert_eq!(d("x.nt", nt), Ok(Format::NTriples));
+        assert_eq!(d("x.nt.gz", nt), Ok(Format::NTriples));
+        assert_eq!(d("x.NQ", nt), Ok(Format::NQuads));
+        assert_eq!(d("x.ttl", "garbage"), Ok(Format::Turtle));
+        assert_eq!(d("dump", nt), Ok(Format::NTriples));
+        assert_eq!(d("dump", &format!("# c\n{nt}")), Ok(Format::NTriples));
+        assert_eq!(
+            d("d", "_:b0 <http://e/p> <http://e/o> .\n"),
+            Ok(Format::NTriples)
+        );
+        assert_eq!(d("t", "@prefix e: <http://e/> .\n"), Ok(Format::Turtle));
+        assert_eq!(d("t", "PREFIX e: <http://e/>\n"), Ok(Format::Turtle));
+        let cskg = "id\tnode1\trelation\tnode2\tnode1;label\tnode2;label\n";
+        assert_eq!(d("cskg.tsv", cskg), Ok(Format::Kgtk));
+        assert_eq!(d("k.tsv", "node1\tlabel\tnode2\n"), Ok(Format::Kgtk));
+        // A dump's TSV header is a comment: triples, not KGTK.
+        assert_eq!(
+            d("g.tsv", "#head\trelation\ttail\nnode1\trelation\tnode2\n"),
+            Ok(Format::Triples)
+        );
     }
 
     #[test]

@@ -50,6 +50,10 @@ pub(super) fn read(
     };
     match format {
         Format::Csv => read_csv(input, sink, &mut ctx)?,
+        Format::NTriples | Format::NQuads | Format::Turtle => {
+            super::rdf::read(input, format, sink, &mut ctx)?
+        }
+        Format::Kgtk => super::kgtk::read(input, sink, &mut ctx)?,
         _ => {
             let mut parser = LineParser {
                 format,
@@ -102,16 +106,16 @@ fn nul_byte(line_no: u64, bytes: &[u8], at: usize) -> LineError {
 }
 
 /// Per-file state shared by the line loop and the parsers.
-struct Ctx<'a> {
-    path: &'a Path,
-    opts: &'a IngestOptions,
-    file: &'a mut FileReport,
+pub(super) struct Ctx<'a> {
+    pub(super) path: &'a Path,
+    pub(super) opts: &'a IngestOptions,
+    pub(super) file: &'a mut FileReport,
     progress: &'a dyn Progress,
     counter: &'a std::cell::Cell<u64>,
 }
 
 /// What a parsed line contributed.
-enum Outcome {
+pub(super) enum Outcome {
     Edges(u64),
     /// Names given to existing nodes (a WordNet lemma table).
     Names(u64),
@@ -121,7 +125,11 @@ enum Outcome {
 
 impl Ctx<'_> {
     /// Records one line's result, or fails on a malformed line unless skipping.
-    fn record(&mut self, line: u64, result: Result<Outcome, LineError>) -> Result<(), IngestError> {
+    pub(super) fn record(
+        &mut self,
+        line: u64,
+        result: Result<Outcome, LineError>,
+    ) -> Result<(), IngestError> {
         self.file.lines += 1;
         if line.is_multiple_of(PROGRESS_EVERY) {
             self.progress.position(self.counter.get());
@@ -149,7 +157,7 @@ impl Ctx<'_> {
     }
 }
 
-fn read_lines(
+pub(super) fn read_lines(
     input: Input,
     ctx: &mut Ctx,
     mut parse: impl FnMut(&str, &Ctx) -> Result<Outcome, LineError>,
@@ -174,12 +182,13 @@ fn read_lines(
         }
         line_no += 1;
         if buf.len() > max && buf.last() != Some(&b'\n') {
-            skip_line(&mut reader).map_err(io)?;
             let why = LineError::new(
                 "line too long",
                 format!("longer than {max} bytes (raise --max-line-bytes)"),
             );
+            // Fail before reading the rest: a line without end (`/dev/zero`) would never be done.
             ctx.record(line_no, Err(why))?;
+            skip_line(&mut reader).map_err(io)?;
             continue;
         }
         let bytes = buf.strip_suffix(b"\n").unwrap_or(&buf);
@@ -242,7 +251,9 @@ impl LineParser {
             Format::WordNetNodes => return wordnet_node(line, sink),
             Format::WordNetLemmas => return wordnet_lemma(line, sink),
             Format::Benchmark => return self.bench.line(line, sink),
-            Format::Csv => unreachable!("CSV has its own reader"),
+            Format::Csv | Format::NTriples | Format::NQuads | Format::Turtle | Format::Kgtk => {
+                unreachable!("{} has its own reader", self.format)
+            }
         };
         let Some((h, r, t, w)) = triple else {
             return Ok(Outcome::Filtered);

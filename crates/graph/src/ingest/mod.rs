@@ -1,8 +1,9 @@
 //! Streaming ingest of triples files into a [`KnowledgeGraph`].
 //!
 //! Formats (auto-detected by content and extension, see [`detect`]): the ConceptNet 5 assertions dump,
-//! triples TSV in either column order, CSV with quoting and a BOM, WordNet node tables, and the
-//! subgraph-matching benchmark format. Every input may be gzip-compressed (detected by its magic bytes).
+//! triples TSV in either column order, CSV with quoting and a BOM, WordNet node tables, the
+//! subgraph-matching benchmark format, N-Triples, N-Quads and Turtle (names as [`crate::rdf`] says),
+//! and KGTK edge files (CSKG). Every input may be gzip-compressed (detected by its magic bytes).
 //! A malformed line is an error naming the file, line and reason, or, with [`OnError::Skip`], a count per
 //! reason in the [`IngestReport`].
 
@@ -10,6 +11,8 @@ mod detect;
 mod expected;
 mod formats;
 mod input;
+mod kgtk;
+mod rdf;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -40,16 +43,29 @@ pub enum Format {
     WordNetLemmas,
     /// The undirected, vertex-labelled benchmark format (`t N M`, `v id label deg`, `e u v`).
     Benchmark,
+    /// N-Triples (`.nt`), one triple per line; names as [`crate::rdf`] says.
+    NTriples,
+    /// N-Quads (`.nq`); the graph name is ignored, all quads go into one graph.
+    NQuads,
+    /// Turtle (`.ttl`): prefixes, `a`, `;` and `,`, `[]`, collections; statements may span lines.
+    Turtle,
+    /// KGTK edge file (CSKG's layout): a header naming `node1`, `relation` (or `label`) and `node2`;
+    /// `node1;label` and `node2;label` values become further names (aliases) of their node.
+    Kgtk,
 }
 
 impl Format {
-    pub const ALL: [Format; 6] = [
+    pub const ALL: [Format; 10] = [
         Format::ConceptNet,
         Format::Triples,
         Format::Csv,
         Format::WordNetNodes,
         Format::WordNetLemmas,
         Format::Benchmark,
+        Format::NTriples,
+        Format::NQuads,
+        Format::Turtle,
+        Format::Kgtk,
     ];
 
     pub fn name(self) -> &'static str {
@@ -60,6 +76,10 @@ impl Format {
             Format::WordNetNodes => "wordnet-nodes",
             Format::WordNetLemmas => "wordnet-lemmas",
             Format::Benchmark => "benchmark",
+            Format::NTriples => "ntriples",
+            Format::NQuads => "nquads",
+            Format::Turtle => "turtle",
+            Format::Kgtk => "kgtk",
         }
     }
 }
@@ -327,11 +347,13 @@ pub fn ingest_bytes(
     ))
 }
 
-/// The builder plus the synset -> node map that WordNet node tables fill.
+/// The builder plus the synset -> node map that WordNet node tables fill, and the blank nodes of
+/// the RDF files read so far.
 #[derive(Default)]
 struct Sink {
     builder: GraphBuilder,
     aliases: HashMap<Box<str>, NodeId>,
+    blanks: rdf::Blanks,
 }
 
 impl Sink {

@@ -1,0 +1,377 @@
+//! N-Triples, N-Quads and Turtle through `oxttl`, named as [`crate::rdf`] says.
+//!
+//! N-Triples and N-Quads are line formats: each line goes through the shared line reader (its
+//! length bound, BOM, NUL and UTF-8 checks, `--on-error`) and is parsed on its own, so a bad line
+//! adds nothing and names its column. N-Quads' graph names are ignored.
+//!
+//! Turtle statements may span lines, so the parser is fed the stream, whole lines at a time:
+//! a line longer than `--max-line-bytes`, or more than that without a triple (an unterminated long
+//! string, a statement without end, brackets nested without end: oxttl holds all of it), ends the
+//! file with an error, which keeps memory bounded whatever the input. After a syntax error oxttl
+//! skips to the statement's final `.`; the triples it had emitted before the error stay.
+//!
+//! Blank nodes: see [`Blanks`].
+
+use std::collections::{HashMap, HashSet};
+use std::io::{BufRead, Read};
+
+use oxrdf::{BlankNodeRef, NamedNodeRef, NamedOrBlankNodeRef, TermRef};
+use oxttl::{NQuadsParser, NTriplesParser, TurtleParser, TurtleSyntaxError};
+
+use super::formats::{read_lines, Ctx, Outcome};
+use super::input::Input;
+use super::{Format, IngestError, LineError, Sink};
+use crate::rdf::{iri_name, term_name};
+use crate::{GraphBuilder, GraphError, NodeId};
+
+/// Turtle is fed to the parser in chunks of whole lines of about this size (or `--max-line-bytes`
+/// if less): an unfinished token is scanned again on each feed, so line-sized feeds would make a
+/// long token quadratic.
+const CHUNK: usize = 64 * 1024;
+/// oxttl names `[]` and collection nodes with a random 128-bit number in hex (32 digits but for
+/// leading zeros); a Turtle label this long made of hex digits is taken for one of those.
+const GENERATED_LABEL: usize = 24;
+
+pub(super) fn read(
+    input: Input,
+    format: Format,
+    sink: &mut Sink,
+    ctx: &mut Ctx,
+) -> Result<(), IngestError> {
+    sink.blanks.start_file(&sink.builder);
+    match format {
+        Format::Turtle => read_turtle(input, sink, ctx),
+        _ => read_lines(input, ctx, |line, _| statement_line(line, format, sink)),
+    }
+}
+
+/// One N-Triples or N-Quads line: one statement, or nothing (a comment).
+fn statement_line(line: &str, format: Format, sink: &mut Sink) -> Result<Outcome, LineError> {
+    let kind = syntax_kind(format);
+    let added = if format == Format::NQuads {
+        one(NQuadsParser::new().for_slice(line), kind)?.map(|q| {
+            add(
+                sink,
+                false,
+                q.subject.as_ref(),
+                q.predicate.as_ref(),
+                q.object.as_ref(),
+            )
+        })
+    } else {
+        one(NTriplesParser::new().for_slice(line), kind)?.map(|t| {
+            add(
+                sink,
+                false,
+                t.subject.as_ref(),
+                t.predicate.as_ref(),
+                t.object.as_ref(),
+            )
+        })
+    };
+    match added {
+        None => Ok(Outcome::Nothing),
+        Some(result) => result.map(|()| Outcome::Edges(1)).map_err(LineError::from),
+    }
+}
+
+/// The single statement of a line: oxttl refuses a second one, and may emit a statement it also
+/// reports an error for (a missing final `.`), so the first error wins.
+fn one<T>(
+    mut items: impl Iterator<Item = Result<T, TurtleSyntaxError>>,
+    kind: &'static str,
+) -> Result<Option<T>, LineError> {
+    let first = match items.next() {
+        None => return Ok(None),
+        Some(item) => item.map_err(|e| syntax(kind, &e))?,
+    };
+    match items.next() {
+        None => Ok(Some(first)),
+        Some(Err(e)) => Err(syntax(kind, &e)),
+        Some(Ok(_)) => Err(LineError::new(kind, "more than one statement on the line")),
+    }
+}
+
+fn syntax_kind(format: Format) -> &'static str {
+    match format {
+        Format::NQuads => "N-Quads syntax",
+        Format::Turtle => "Turtle syntax",
+        _ => "N-Triples syntax",
+    }
+}
+
+/// oxttl's message with its column (the line is the caller's to give).
+fn syntax(kind: &'static str, e: &TurtleSyntaxError) -> LineError {
+    LineError::new(
+        kind,
+        format!("column {}: {}", e.location().start.column + 1, e.message()),
+    )
+}
+
+/// Adds one statement to the graph.
+fn add(
+    sink: &mut Sink,
+    turtle: bool,
+    subject: NamedOrBlankNodeRef,
+    predicate: NamedNodeRef,
+    object: TermRef,
+) -> Result<(), GraphError> {
+    let s = match subject {
+        NamedOrBlankNodeRef::NamedNode(iri) => sink.node(&iri_name(iri.as_str()))?,
+        NamedOrBlankNodeRef::BlankNode(b) => sink.blanks.node(b, turtle, &mut sink.builder)?,
+    };
+    let r = sink.builder.relation(&iri_name(predicate.as_str()))?;
+    let o = match object {
+        TermRef::BlankNode(b) => sink.blanks.node(b, turtle, &mut sink.builder)?,
+        term => sink.node(&term_name(term))?,
+    };
+    sink.builder.add_edge(s, r, o, 1.0);
+    Ok(())
+}
+
+/// Why a chunk of Turtle stopped growing.
+enum Fill {
+    /// Big enough; more may follow.
+    Full,
+    Eof,
+    /// The line after the chunk is longer than the limit (and was not kept).
+    TooLong,
+}
+
+/// Turtle: whole lines in chunks, each fed to one streaming parser; see the module docs.
+fn read_turtle(input: Input, sink: &mut Sink, ctx: &mut Ctx) -> Result<(), IngestError> {
+    let io = |source| IngestError::Io {
+        path: ctx.path.to_path_buf(),
+        source,
+    };
+    let max = ctx.opts.max_line();
+    let mut reader = input.into_reader();
+    let mut parser = TurtleParser::new().low_level();
+    let mut chunk = Vec::with_capacity(CHUNK + 1024);
+    let (mut line_no, mut since_triple) = (0u64, 0usize);
+    loop {
+        chunk.clear();
+        let first = line_no + 1;
+        let fill = fill_chunk(&mut reader, &mut chunk, max, &mut line_no).map_err(io)?;
+        let lines = line_no + 1 - first - u64::from(matches!(fill, Fill::TooLong));
+        parser.extend_from_slice(&chunk);
+        let (edges, errors) = drain(&mut parser, sink, line_no);
+        account(ctx, first, lines, edges, errors)?;
+        since_triple = if edges > 0 {
+            0
+        } else {
+            since_triple + chunk.len()
+        };
+        let stop = match fill {
+            Fill::TooLong => Some((
+                "line too long",
+                format!(
+                    "longer than {max} bytes (raise --max-line-bytes); a Turtle statement may \
+                     span lines, so the rest of the file was not read"
+                ),
+            )),
+            // At the end nothing more is held: the parser has the last word.
+            Fill::Eof => break,
+            Fill::Full if since_triple > max => Some((
+                "statement too long",
+                format!(
+                    "no triple in the last {since_triple} bytes, more than --max-line-bytes \
+                     ({max}): an unterminated long string or statement?; the rest of the file was \
+                     not read"
+                ),
+            )),
+            Fill::Full => None,
+        };
+        if let Some((kind, detail)) = stop {
+            return ctx.record(line_no, Err(LineError::new(kind, detail)));
+        }
+    }
+    parser.end();
+    let (edges, errors) = drain(&mut parser, sink, line_no);
+    // What the end of the input completes or breaks belongs to no line of its own.
+    let lines = ctx.file.lines;
+    account(ctx, line_no.max(1), 1, edges, errors)?;
+    ctx.file.lines = lines;
+    Ok(())
+}
+
+/// Appends whole lines to `chunk` until it holds [`CHUNK`] bytes (or `max`, if less) or the input
+/// ends; a line longer than `max` is dropped, and read no further (the file ends there). The first
+/// line loses a UTF-8 BOM.
+fn fill_chunk(
+    reader: &mut impl BufRead,
+    chunk: &mut Vec<u8>,
+    max: usize,
+    line_no: &mut u64,
+) -> std::io::Result<Fill> {
+    while chunk.len() < CHUNK.min(max) {
+        let start = chunk.len();
+        // At most one byte past the limit is read: a longer line is never held whole.
+        let n = reader.take(max as u64 + 1).read_until(b'\n', chunk)?;
+        if n == 0 {
+            return Ok(Fill::Eof);
+        }
+        *line_no += 1;
+        if n > max && chunk.last() != Some(&b'\n') {
+            chunk.truncate(start);
+            return Ok(Fill::TooLong);
+        }
+        if *line_no == 1 && chunk.starts_with(b"\xEF\xBB\xBF") {
+            chunk.drain(..3);
+        }
+    }
+    Ok(Fill::Full)
+}
+
+/// Everything the parser can emit now: the edges added and the errors with their lines (oxttl
+/// counts the lines it was fed, which are all of them). A name the graph refuses is an error of
+/// line `line_no`, the last one fed.
+fn drain(
+    parser: &mut oxttl::turtle::LowLevelTurtleParser,
+    sink: &mut Sink,
+    line_no: u64,
+) -> (u64, Vec<(u64, LineError)>) {
+    let (mut edges, mut errors) = (0, Vec::new());
+    while let Some(result) = parser.parse_next() {
+        match result {
+            Ok(t) => match add(
+                sink,
+                true,
+                t.subject.as_ref(),
+                t.predicate.as_ref(),
+                t.object.as_ref(),
+            ) {
+                Ok(()) => edges += 1,
+                Err(e) => errors.push((line_no, LineError::from(e))),
+            },
+            Err(e) => {
+                // The end of the input is reported just past the last line.
+                let line = (e.location().start.line + 1).min(line_no.max(1));
+                errors.push((line, syntax("Turtle syntax", &e)));
+            }
+        }
+    }
+    (edges, errors)
+}
+
+/// Records `lines` lines from `first`: the first error at or before each line makes it malformed
+/// (named by the error's own line), the others are fine; the edges count for the chunk.
+fn account(
+    ctx: &mut Ctx,
+    first: u64,
+    lines: u64,
+    edges: u64,
+    mut errors: Vec<(u64, LineError)>,
+) -> Result<(), IngestError> {
+    ctx.file.edges += edges;
+    errors.sort_by_key(|(line, _)| *line);
+    let mut errors = errors.into_iter().peekable();
+    for line in first..first + lines {
+        match errors.next_if(|(at, _)| *at <= line) {
+            Some((at, e)) => {
+                // One error per line: the rest of that line's are consequences.
+                while errors.next_if(|(other, _)| *other <= line).is_some() {}
+                ctx.record(at, Err(e))?;
+            }
+            None => ctx.record(line, Ok(Outcome::Nothing))?,
+        }
+    }
+    // Errors past the chunk's lines (none are expected): still reported, never lost.
+    if let Some((at, e)) = errors.next() {
+        let lines = ctx.file.lines;
+        ctx.record(at, Err(e))?;
+        ctx.file.lines = lines;
+    }
+    Ok(())
+}
+
+/// Blank nodes across the RDF files of one ingest.
+///
+/// A label keeps its name, `_:LABEL`, unless an earlier file (or another input) already made a
+/// node of that name: blank nodes of different files are different nodes (RDF merge), so such a
+/// label becomes `_:LABEL.fK` (K: the RDF file's number in the ingest, from 0; `.2`, `.3`… after
+/// it if that is taken too). So a single file, a dump included, keeps every label as it is.
+///
+/// Turtle's `[]` and collections have no label; oxttl gives them random ones, which ingest
+/// replaces by `_:anon0`, `_:anon1`, … in order of appearance, so the same input always gives
+/// the same graph. (oxttl's random labels are 24 to 32 lower-case hex digits with no leading zero;
+/// a written Turtle label of that form cannot be told from them and is renamed too.)
+#[derive(Default)]
+pub(crate) struct Blanks {
+    /// RDF files started so far.
+    files: u32,
+    /// Nodes from this id on were made while reading the current file.
+    first_new: NodeId,
+    /// This file's labels whose own name was taken, with the node they got instead.
+    renamed: HashMap<Box<str>, NodeId>,
+    /// This file's anonymous nodes, by oxttl's random id.
+    anonymous: HashMap<u128, NodeId>,
+    /// Nodes of this file that a label may not reach by its own name (renamed and generated ones).
+    taken: HashSet<NodeId>,
+    /// Generated names handed out in this ingest.
+    generated: u64,
+}
+
+impl Blanks {
+    fn start_file(&mut self, builder: &GraphBuilder) {
+        self.files += 1;
+        self.first_new = builder.node_count() as NodeId;
+        self.renamed.clear();
+        self.anonymous.clear();
+        self.taken.clear();
+    }
+
+    fn node(
+        &mut self,
+        b: BlankNodeRef,
+        turtle: bool,
+        builder: &mut GraphBuilder,
+    ) -> Result<NodeId, GraphError> {
+        match b.unique_id() {
+            Some(id) if turtle && b.as_str().len() >= GENERATED_LABEL => {
+                self.anonymous(id, builder)
+            }
+            _ => self.labelled(b.as_str(), builder),
+        }
+    }
+
+    fn anonymous(&mut self, id: u128, builder: &mut GraphBuilder) -> Result<NodeId, GraphError> {
+        if let Some(&v) = self.anonymous.get(&id) {
+            return Ok(v);
+        }
+        let v = loop {
+            let name = format!("_:anon{}", self.generated);
+            self.generated += 1;
+            if builder.existing_node(&name).is_none() {
+                break builder.node(&name)?;
+            }
+        };
+        self.anonymous.insert(id, v);
+        self.taken.insert(v);
+        Ok(v)
+    }
+
+    fn labelled(&mut self, label: &str, builder: &mut GraphBuilder) -> Result<NodeId, GraphError> {
+        if let Some(&v) = self.renamed.get(label) {
+            return Ok(v);
+        }
+        let name = format!("_:{label}");
+        match builder.existing_node(&name) {
+            None => builder.node(&name),
+            Some(v) if v >= self.first_new && !self.taken.contains(&v) => Ok(v),
+            Some(_) => {
+                let base = format!("{name}.f{}", self.files - 1);
+                let mut candidate = base.clone();
+                let mut i = 2;
+                while builder.existing_node(&candidate).is_some() {
+                    candidate = format!("{base}.{i}");
+                    i += 1;
+                }
+                let v = builder.node(&candidate)?;
+                self.renamed.insert(label.into(), v);
+                self.taken.insert(v);
+                Ok(v)
+            }
+        }
+    }
+}
