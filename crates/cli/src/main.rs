@@ -9,6 +9,7 @@ mod matcher;
 mod out;
 mod progress;
 mod rows;
+mod serve;
 mod solutions;
 
 /// mimalloc rather than the system allocator: a small query's answer allocates a few hundred small
@@ -21,6 +22,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
+use gpsense_graph::export::DumpFormat;
 use gpsense_graph::ingest::{Columns, Format, OnError};
 use gpsense_runtime::{parse_bytes, EngineKind, MatchOptions, Semantics};
 
@@ -56,7 +58,8 @@ enum Command {
         #[arg(long, default_value_t = 40)]
         top: usize,
     },
-    /// Read triples files (ConceptNet dump, TSV, CSV, WordNet, benchmark format; .gz too) into a snapshot.
+    /// Read triples files (ConceptNet dump, TSV, CSV, WordNet, benchmark format, N-Triples, N-Quads,
+    /// Turtle, KGTK; .gz too) into a snapshot.
     Ingest {
         #[arg(required = true)]
         inputs: Vec<PathBuf>,
@@ -66,7 +69,10 @@ enum Command {
         /// Input format, detected from the name and first lines when absent: conceptnet (the
         /// ConceptNet 5 assertions dump), triples (TSV: relation head tail, or head relation tail),
         /// csv (head,relation,tail[,context[,weight]]), wordnet-nodes (a WordNet node table),
-        /// wordnet-lemmas (a WordNet lemma table: every lemma names its synset's node), benchmark (the subgraph-matching `t N M` / `v` / `e` format).
+        /// wordnet-lemmas (a WordNet lemma table: every lemma names its synset's node), benchmark (the subgraph-matching `t N M` / `v` / `e` format),
+        /// ntriples, nquads (graph names ignored), turtle (RDF: IRIs named by their bare text,
+        /// literals in N-Triples form), kgtk (KGTK edges, e.g. CSKG: node1;label and node2;label
+        /// become further names of the nodes).
         #[arg(long, value_parser = one_of::<Format>(&FORMATS))]
         format: Option<Format>,
         /// Column order of triples TSV: rht (relation head tail) or hrt (head relation tail).
@@ -146,6 +152,25 @@ enum Command {
     /// Multi-level graph compression (GpSense section 5) into a .gpsc file that `query --graph`
     /// answers exactly, e.g. `gpsense compress graph.gps --delta 0.8,0.7,0.7 -o graph.gpsc`.
     Compress(commands::compress::CompressArgs),
+    /// A SPARQL 1.1 Protocol endpoint at /query (JSON, XML, CSV, TSV results), e.g.
+    /// `gpsense serve --graph graph.gps --bind 127.0.0.1:7878`.
+    Serve(serve::ServeArgs),
+    /// Write a graph back out as N-Triples or TSV, which `ingest` reads into the same graph (names,
+    /// relations, edges; TSV also weights), e.g. `gpsense dump graph.gps --format nt > graph.nt`.
+    Dump {
+        /// A snapshot (.gps) or any file `ingest` reads (default: the embedded ConceptNet-100K).
+        graph: Option<PathBuf>,
+        /// Same as the positional argument.
+        #[arg(long = "graph", conflicts_with = "graph")]
+        graph_flag: Option<PathBuf>,
+        /// nt (N-Triples; plain names as <gpsense:n/…>, relations as <gpsense:r/…> IRIs) or tsv
+        /// (head relation tail [weight]); by default from the -o file's extension.
+        #[arg(long, value_parser = one_of::<DumpFormat>(&["nt", "tsv"]))]
+        format: Option<DumpFormat>,
+        /// Write to this file (atomically) instead of standard output.
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+    },
 }
 
 /// Options shared by `query` and `match`.
@@ -243,13 +268,17 @@ fn parse_line_bytes(s: &str) -> Result<usize, String> {
 }
 
 /// The names `--format` takes on `ingest` (the same as `Format::ALL`'s; a test checks it).
-const FORMATS: [&str; 6] = [
+const FORMATS: [&str; 10] = [
     "conceptnet",
     "triples",
     "csv",
     "wordnet-nodes",
     "wordnet-lemmas",
     "benchmark",
+    "ntriples",
+    "nquads",
+    "turtle",
+    "kgtk",
 ];
 
 /// The names an output `--format` takes.
@@ -271,8 +300,12 @@ where
 }
 
 fn main() -> ExitCode {
-    gpsense_graph::snapshot::signals::remove_temporaries_on_signals();
     let cli = Cli::parse();
+    // The server handles SIGINT and SIGTERM itself (a graceful stop) and writes no snapshot; the
+    // handlers here would be chained behind its own and end the process at once.
+    if !matches!(cli.command, Command::Serve(_)) {
+        gpsense_graph::snapshot::signals::remove_temporaries_on_signals();
+    }
     out::set_level(cli.quiet, cli.verbose);
     let threads = match &cli.command {
         Command::Query { matching, .. } | Command::Match { matching, .. } => matching.threads,
@@ -350,6 +383,17 @@ fn main() -> ExitCode {
         }),
         Command::Trust(args) => commands::trust::run(args),
         Command::Compress(args) => commands::compress::run(args),
+        Command::Serve(args) => serve::run(args),
+        Command::Dump {
+            graph,
+            graph_flag,
+            format,
+            output,
+        } => commands::dump::run(commands::dump::Args {
+            graph: graph.or(graph_flag),
+            format,
+            output,
+        }),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -135,7 +135,7 @@ fn run_one(text: &str, matcher: &Matcher, args: &Args, separator: &str) -> Resul
     let graph = matcher.graph();
     let p =
         prepare(text, graph, Dialect::Short).map_err(|e| anyhow::anyhow!("{}", e.render(text)))?;
-    let opts = options_for(&p, args);
+    let opts = options_for(&p, &args.options, args.semantics_given);
     crate::out::print(separator)?;
     let start = Instant::now();
     if args.explain {
@@ -189,10 +189,14 @@ fn run_one(text: &str, matcher: &Matcher, args: &Args, separator: &str) -> Resul
 }
 
 /// The match options for `p`: a standard SPARQL query brings its semantics unless `--semantics`
-/// was given.
-fn options_for(p: &Prepared, args: &Args) -> MatchOptions {
-    let mut opts = args.options.clone();
-    if let (Some(injective), false) = (p.injective, args.semantics_given) {
+/// was given (`semantics_given`). Also `gpsense serve`'s.
+pub(crate) fn options_for(
+    p: &Prepared,
+    options: &MatchOptions,
+    semantics_given: bool,
+) -> MatchOptions {
+    let mut opts = options.clone();
+    if let (Some(injective), false) = (p.injective, semantics_given) {
         opts.semantics = if injective {
             Semantics::Iso
         } else {

@@ -1,0 +1,479 @@
+//! `gpsense serve`: a SPARQL 1.1 Protocol endpoint (`/query`, as Oxigraph serves it) over one graph
+//! loaded at start.
+//!
+//! Threads: a small tokio runtime (axum) does only HTTP; each query runs on a blocking thread
+//! (`spawn_blocking`), where the engine uses rayon as `gpsense query` does, so a long query never
+//! stalls the executor. The graph is leaked (`'static`: it lives as long as the process) and one
+//! `Matcher` is shared by all requests; its pools of scratch space are already shared safely.
+//!
+//! Status codes: 200 with the results; 400 for a request or query the server cannot answer (the
+//! parser's message with line, column and caret); 406 for an Accept no format satisfies; 413 for a
+//! body or query over the limits; 415 for another Content-Type; 503 when the server is busy
+//! (with `Retry-After`) or the query ran past its time limit (without it: retrying the same query
+//! would not help); 500 if the engine failed.
+
+mod execute;
+mod limits;
+mod protocol;
+mod results;
+mod terms;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use axum::body::{Body, Bytes};
+use axum::extract::{DefaultBodyLimit, RawQuery, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use gpsense_runtime::{default_memory_budget, parse_bytes, EngineKind, MatchError, MatchOptions};
+
+use crate::graph_source;
+use crate::matcher::Matcher;
+use execute::{Answer, Engine, Failure, Request};
+use limits::{Admission, Busy, Limits};
+use protocol::{Params, Reject};
+
+/// `gpsense serve`'s command line.
+#[derive(clap::Args)]
+pub struct ServeArgs {
+    /// The graph: a snapshot or any file `ingest` reads (default: the embedded ConceptNet-100K).
+    #[arg(long)]
+    graph: Option<PathBuf>,
+    /// Address and port to listen on (port 0: any free one). The default is loopback only; any
+    /// other address makes the endpoint reachable from other machines, with no authentication.
+    #[arg(long, default_value = "127.0.0.1:7878")]
+    bind: SocketAddr,
+    /// Queries run at once (default: the number of cores).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    max_concurrent: Option<u64>,
+    /// Requests that may wait for a free slot; beyond them, 503 at once.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(0..=100_000))]
+    max_queued: u64,
+    /// How long a request may wait for a slot before a 503.
+    #[arg(long, default_value_t = 2_000)]
+    queue_wait_ms: u64,
+    /// Each query's time limit (a request may ask for less with `timeout=MS`).
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
+    timeout_ms: u64,
+    /// Rows per answer; beyond, the answer is cut and says so (`X-Gpsense-Truncated: true`). A
+    /// request may ask for fewer with `max-rows=N`.
+    #[arg(long, default_value_t = 100_000)]
+    max_rows: u64,
+    /// The largest request body (e.g. 1M).
+    #[arg(long, default_value = "1M", value_parser = parse_bytes)]
+    max_body: u64,
+    /// The longest query text (e.g. 64K).
+    #[arg(long, default_value = "64K", value_parser = parse_bytes)]
+    max_query_bytes: u64,
+    /// Engine: auto (the GPU if present, else dfs), dfs, kernels, gpu, emulated.
+    #[arg(
+        long,
+        default_value = "auto",
+        value_parser = crate::one_of::<EngineKind>(&["auto", "dfs", "kernels", "gpu", "emulated"])
+    )]
+    engine: EngineKind,
+    /// Memory each query's join may use (e.g. 512M). Default: a quarter of RAM shared among the
+    /// concurrent queries, at least 64 MiB each.
+    #[arg(long, value_parser = parse_bytes)]
+    memory_budget: Option<u64>,
+}
+
+/// What `run` needs.
+struct Args {
+    graph: Option<PathBuf>,
+    bind: SocketAddr,
+    limits: Limits,
+    /// Engine kind and memory budget per query.
+    options: MatchOptions,
+}
+
+impl ServeArgs {
+    fn resolve(self) -> Args {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let max_concurrent = self.max_concurrent.map_or(cores, |n| n as usize);
+        let shared = default_memory_budget() / max_concurrent as u64;
+        let memory_budget = self
+            .memory_budget
+            .unwrap_or_else(|| shared.max(64 << 20).min(default_memory_budget()));
+        Args {
+            graph: self.graph,
+            bind: self.bind,
+            limits: Limits {
+                max_concurrent,
+                max_queued: self.max_queued as usize,
+                queue_wait: Duration::from_millis(self.queue_wait_ms),
+                timeout: Duration::from_millis(self.timeout_ms),
+                max_rows: self.max_rows,
+                max_body_bytes: usize::try_from(self.max_body).unwrap_or(usize::MAX),
+                max_query_bytes: usize::try_from(self.max_query_bytes).unwrap_or(usize::MAX),
+            },
+            options: MatchOptions {
+                engine: self.engine,
+                memory_budget,
+                ..MatchOptions::default()
+            },
+        }
+    }
+}
+
+/// Shared by every request.
+struct Server {
+    engine: Engine,
+    limits: Limits,
+    admission: Admission,
+    /// For `/health`.
+    origin: String,
+}
+
+pub fn run(args: ServeArgs) -> Result<()> {
+    let args = args.resolve();
+    let server = Arc::new(load(&args)?);
+    // HTTP needs little: two threads; queries run on blocking threads, at most one per slot (the
+    // slot is taken before the thread), plus one spare.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .max_blocking_threads(args.limits.max_concurrent.max(1) + 1)
+        .thread_name("gpsense-serve")
+        .enable_all()
+        .build()
+        .context("cannot start the server's runtime")?;
+    let result = runtime.block_on(serve(server, &args));
+    // Queries whose clients left may still run to their time limit: nothing of theirs is needed.
+    runtime.shutdown_background();
+    result
+}
+
+/// Loads the graph once and prepares the engine over it.
+fn load(args: &Args) -> Result<Server> {
+    let loaded: &'static graph_source::Loaded =
+        Box::leak(Box::new(graph_source::load(args.graph.as_deref())?));
+    let matcher = Matcher::new(loaded)?;
+    graph_source::announce_engine(matcher.engine(), args.options.engine, crate::out::verbose())?;
+    let g = &loaded.graph;
+    crate::out::note!(
+        "graph: {} ({} nodes, {} edges, {} relations; loaded in {})",
+        loaded.origin,
+        crate::fmt::thousands(g.node_count() as u64),
+        crate::fmt::thousands(g.edge_count() as u64),
+        crate::fmt::thousands(g.relation_count() as u64),
+        crate::fmt::millis(loaded.load_time)
+    );
+    let kinds = terms::TermKinds::new(g);
+    Ok(Server {
+        engine: Engine {
+            matcher,
+            kinds,
+            options: args.options.clone(),
+        },
+        admission: Admission::new(&args.limits),
+        limits: args.limits.clone(),
+        origin: loaded.origin.clone(),
+    })
+}
+
+async fn serve(server: Arc<Server>, args: &Args) -> Result<()> {
+    let listener = tokio::net::TcpListener::bind(args.bind)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.bind))?;
+    let addr = listener.local_addr().context("no local address")?;
+    if !addr.ip().is_loopback() {
+        eprintln!(
+            "warning: listening on {addr}, reachable from other machines: gpsense serve has no \
+             authentication and no encryption"
+        );
+    }
+    announce(&server.limits);
+    // On stdout even with -q: scripts and tests read the port from it (`--bind 127.0.0.1:0`).
+    crate::out::print(format_args!("listening on http://{addr}\n"))?;
+    let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
+    let shutdown = async move {
+        stop_signal().await;
+        let _ = stop_tx.send(true);
+    };
+    let app = router(server.clone());
+    let serving = axum::serve(listener, app).with_graceful_shutdown(shutdown);
+    // In-flight requests finish; a client that holds its connection longer than a query may run
+    // (plus a margin to send the answer) does not hold the process.
+    let grace = server.limits.timeout + Duration::from_secs(10);
+    let give_up = async move {
+        let _ = stop_rx.wait_for(|stop| *stop).await;
+        crate::out::note!("stopping: finishing the requests in flight");
+        tokio::time::sleep(grace).await;
+    };
+    tokio::select! {
+        served = serving => served.context("the server failed")?,
+        () = give_up => eprintln!("stopping: requests still open after {} s, closed", grace.as_secs()),
+    }
+    crate::out::note!("stopped");
+    Ok(())
+}
+
+fn announce(l: &Limits) {
+    crate::out::note!(
+        "limits: {} queries at once, {} waiting (at most {} ms each), time limit {} ms, {} rows, \
+         queries up to {} bytes",
+        l.max_concurrent,
+        l.max_queued,
+        l.queue_wait.as_millis(),
+        l.timeout.as_millis(),
+        l.max_rows,
+        l.max_query_bytes
+    );
+}
+
+/// SIGINT (Ctrl-C) or SIGTERM. Should a handler fail to install, that signal is never awaited
+/// (the other still stops the server; the process can always be killed).
+async fn stop_signal() {
+    let interrupt = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = interrupt => {}
+        () = terminate => {}
+    }
+}
+
+fn router(server: Arc<Server>) -> Router {
+    let body_limit = server.limits.max_body_bytes;
+    Router::new()
+        .route("/query", get(query_get).post(query_post))
+        .route("/health", get(health))
+        .route("/", get(index))
+        .fallback(not_found)
+        .layer(DefaultBodyLimit::max(body_limit))
+        .with_state(server)
+}
+
+async fn query_get(
+    State(s): State<Arc<Server>>,
+    RawQuery(url): RawQuery,
+    headers: HeaderMap,
+) -> Response {
+    let params = protocol::from_get(url.as_deref(), s.limits.max_query_bytes);
+    respond(s, params, &headers).await
+}
+
+async fn query_post(
+    State(s): State<Arc<Server>>,
+    RawQuery(url): RawQuery,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok());
+    let params = protocol::from_post(
+        url.as_deref(),
+        content_type,
+        &body,
+        s.limits.max_query_bytes,
+    );
+    respond(s, params, &headers).await
+}
+
+/// Answers a query request; with `-v`, logs its status, time and the query's start on stderr.
+async fn respond(s: Arc<Server>, params: Result<Params, Reject>, headers: &HeaderMap) -> Response {
+    let started = Instant::now();
+    let preview = crate::out::verbose().then(|| match &params {
+        Ok(p) => p.query.split_whitespace().collect::<Vec<_>>().join(" "),
+        Err(_) => String::new(),
+    });
+    let response = answer(s, params, headers).await;
+    if let Some(query) = preview {
+        let shown: String = query.chars().take(100).collect();
+        eprintln!(
+            "{} {:.1} ms {shown}",
+            response.status().as_u16(),
+            started.elapsed().as_secs_f64() * 1000.0
+        );
+    }
+    response
+}
+
+/// Negotiates the format, waits for a slot, runs the query on a blocking thread, answers.
+async fn answer(s: Arc<Server>, params: Result<Params, Reject>, headers: &HeaderMap) -> Response {
+    let accept = match headers.get(header::ACCEPT).map(|v| v.to_str()) {
+        Some(Err(_)) => return text(StatusCode::BAD_REQUEST, "the Accept header is not ASCII"),
+        Some(Ok(a)) => Some(a),
+        None => None,
+    };
+    let (params, format) = match (params, protocol::negotiate(accept)) {
+        (Ok(p), Ok(f)) => (p, f),
+        (Err(r), _) | (_, Err(r)) => return text(r.status, &r.message),
+    };
+    let (timeout, max_rows) = s.limits.for_request(&params);
+    let slot = match s.admission.admit().await {
+        Ok(slot) => slot,
+        Err(busy) => return busy_response(&busy, &s.limits),
+    };
+    // Dropped with this future when the client goes away: the query then stops at its next rows.
+    let cancel = CancelOnDrop(Arc::new(AtomicBool::new(false)));
+    let request = Request {
+        text: params.query,
+        format,
+        timeout,
+        max_rows,
+        cancel: cancel.0.clone(),
+    };
+    let worker = s.clone();
+    let outcome = tokio::task::spawn_blocking(move || {
+        let _slot = slot;
+        worker.engine.execute(&request)
+    })
+    .await;
+    match outcome {
+        Ok(Ok(answer)) => ok_response(format.content_type(), answer),
+        Ok(Err(failure)) => failure_response(failure),
+        Err(e) => {
+            eprintln!("error: a query's thread failed: {e}");
+            text(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal error while answering the query",
+            )
+        }
+    }
+}
+
+struct CancelOnDrop(Arc<AtomicBool>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Relaxed);
+    }
+}
+
+fn ok_response(content_type: &'static str, answer: Answer) -> Response {
+    let mut response = Response::new(Body::from(answer.body));
+    let h = response.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    if answer.truncated {
+        h.insert("x-gpsense-truncated", HeaderValue::from_static("true"));
+    }
+    if let Some(w) = answer.warning.and_then(|w| header_text(&w)) {
+        h.insert("x-gpsense-warning", w);
+    }
+    response
+}
+
+fn failure_response(failure: Failure) -> Response {
+    match failure {
+        Failure::BadQuery(message) => text(StatusCode::BAD_REQUEST, &message),
+        Failure::TimedOut(limit) => {
+            let mut r = text(
+                StatusCode::SERVICE_UNAVAILABLE,
+                &format!(
+                    "query timed out: it ran past its time limit of {} ms; narrow it (a concept, \
+                     a LIMIT) or, below the server's limit, ask for more with the `timeout` \
+                     parameter",
+                    limit.as_millis()
+                ),
+            );
+            r.headers_mut()
+                .insert("x-gpsense-timed-out", HeaderValue::from_static("true"));
+            r
+        }
+        // Nobody is listening; the status is for the log.
+        Failure::Cancelled => text(StatusCode::BAD_REQUEST, "the client went away"),
+        Failure::Engine(e @ MatchError::Device(_)) => {
+            eprintln!("error: {e}");
+            text(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string())
+        }
+        // The query needs more than the server allows (a budget, a product of components).
+        Failure::Engine(e) => text(StatusCode::BAD_REQUEST, &e.to_string()),
+    }
+}
+
+fn busy_response(busy: &Busy, limits: &Limits) -> Response {
+    let mut r = text(StatusCode::SERVICE_UNAVAILABLE, &busy.message(limits));
+    r.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    r
+}
+
+/// A text/plain response, the message on one or more lines ending with a line break.
+fn text(status: StatusCode, message: &str) -> Response {
+    let body = format!("{}\n", message.trim_end());
+    (
+        status,
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        body,
+    )
+        .into_response()
+}
+
+/// A message as a header value: one line of visible ASCII (others become `?`), at most 300 bytes.
+fn header_text(message: &str) -> Option<HeaderValue> {
+    let line: String = message
+        .chars()
+        .take(300)
+        .map(|c| {
+            if c == ' ' || c.is_ascii_graphic() {
+                c
+            } else {
+                '?'
+            }
+        })
+        .collect();
+    HeaderValue::from_str(&line).ok()
+}
+
+async fn health(State(s): State<Arc<Server>>) -> Response {
+    let g = s.engine.matcher.graph();
+    let mut origin = String::new();
+    results::json_string(&mut origin, &s.origin);
+    let body = format!(
+        "{{\"status\":\"ok\",\"graph\":{origin},\"nodes\":{},\"edges\":{},\"relations\":{},\
+         \"running\":{},\"waiting\":{},\"max_concurrent\":{}}}\n",
+        g.node_count(),
+        g.edge_count(),
+        g.relation_count(),
+        s.admission.running(&s.limits),
+        s.admission.waiting(),
+        s.limits.max_concurrent
+    );
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "application/json")],
+        body,
+    )
+        .into_response()
+}
+
+async fn index() -> Response {
+    text(
+        StatusCode::OK,
+        "gpsense SPARQL endpoint\n\
+         GET  /query?query=...   (or POST: application/sparql-query, or a form with query=...)\n\
+         results by Accept: application/sparql-results+json (default), \
+         application/sparql-results+xml, text/csv, text/tab-separated-values\n\
+         parameters: timeout (ms), max-rows: lower than the server's limits\n\
+         GET  /health",
+    )
+}
+
+async fn not_found() -> Response {
+    text(
+        StatusCode::NOT_FOUND,
+        "not found: queries go to /query, health checks to /health",
+    )
+}
