@@ -55,7 +55,11 @@ impl<D: Device> DeviceGraph<D> {
             g.edge_count() as u64,
             g.has_node_labels(),
         );
-        let placement = place_graph(need, dev.free_memory()?);
+        let placement = if dev.force_mapped() {
+            Placement::HostMapped
+        } else {
+            place_graph(need, dev.free_memory()?)
+        };
         fn put<D: Device, T: Pod>(
             dev: &D,
             placement: Placement,

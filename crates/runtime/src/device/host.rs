@@ -103,10 +103,11 @@ impl Device for HostDevice {
     }
 
     fn free_memory(&self) -> Result<u64, DeviceError> {
-        Ok(match (self.force_mapped, self.free_memory) {
-            (true, _) => 0,
-            (false, free) => free.unwrap_or(u64::MAX),
-        })
+        Ok(self.free_memory.unwrap_or(u64::MAX))
+    }
+
+    fn force_mapped(&self) -> bool {
+        self.force_mapped
     }
 
     fn alloc_zeroed(&self, bytes: usize) -> Result<HostBuffer, DeviceError> {

@@ -172,6 +172,11 @@ pub trait Device: Sync {
     fn describe(&self) -> String;
     /// Free device memory in bytes.
     fn free_memory(&self) -> Result<u64, DeviceError>;
+    /// Whether the graph must go to host-mapped memory whatever its size (a test setting of the
+    /// emulator: a device never says so).
+    fn force_mapped(&self) -> bool {
+        false
+    }
     /// A zeroed buffer of at least `bytes` bytes, 16-byte aligned.
     fn alloc_zeroed(&self, bytes: usize) -> Result<Self::Buffer, DeviceError>;
     /// Host memory the device reads directly (pinned and mapped): the paper's "CPU memory" mode for
