@@ -320,6 +320,16 @@ fn a_bad_query_is_a_400_with_the_parsers_message() {
     // The short dialect keeps its errors.
     let short = s.query("SELECT ?x WHERE { ?x IsA animl }", "*/*");
     assert_eq!(short.status, 400);
+    // Nesting deep enough to overflow the parser's stack is refused, and the server lives on.
+    let deep = format!("ASK {{ {}?a ?r ?b{} }}", "{".repeat(5000), "}".repeat(5000));
+    let refused = s.post("application/sparql-query", &deep, "*/*");
+    assert_eq!(refused.status, 400);
+    assert!(
+        refused.body.contains("nests brackets 5001 deep"),
+        "{}",
+        refused.body
+    );
+    assert_eq!(s.query("ASK { ?a ?r ?b }", "*/*").status, 200);
     assert!(
         short.body.contains("did you mean \"animal\""),
         "{}",
@@ -441,7 +451,14 @@ fn beyond_the_concurrency_bound_requests_get_503() {
 
 #[test]
 fn requests_wait_in_the_queue_for_a_slot() {
-    let s = Server::start(&["--max-concurrent", "1", "--max-queued", "4"]);
+    let s = Server::start(&[
+        "--max-concurrent",
+        "1",
+        "--max-queued",
+        "4",
+        "--queue-wait-ms",
+        "20000",
+    ]);
     let port = s.port;
     let slow = thread::spawn(move || {
         request(
@@ -453,29 +470,38 @@ fn requests_wait_in_the_queue_for_a_slot() {
         )
     });
     s.wait_running(1);
-    // Waits for the slow query's slot (at most --queue-wait-ms, 2 s), then answers.
+    // Waits for the slow query's slot, then answers.
     let queued = s.query("ASK { ?a ?r ?b }", "*/*");
     assert_eq!(queued.status, 200, "{}", queued.body);
     assert_eq!(slow.join().expect("the slow request").status, 503);
 }
 
-#[test]
-fn sigterm_stops_the_server_cleanly() {
-    let mut s = Server::start(&[]);
-    assert_eq!(s.query("ASK { ?a ?r ?b }", "*/*").status, 200);
+/// Sends `signal` (`TERM`, `INT`) to the server; its exit status.
+fn stop_with(s: &mut Server, signal: &str) -> std::process::ExitStatus {
     let pid = s.child.id().to_string();
-    let sent = Command::new("kill").args(["-TERM", &pid]).status();
-    assert!(sent.is_ok_and(|st| st.success()), "kill -TERM");
+    let sent = Command::new("kill")
+        .args([&format!("-{signal}"), &pid])
+        .status();
+    assert!(sent.is_ok_and(|st| st.success()), "kill -{signal}");
     let start = Instant::now();
-    let status = loop {
+    loop {
         if let Some(status) = s.child.try_wait().expect("wait") {
-            break status;
+            return status;
         }
         assert!(
             start.elapsed() < Duration::from_secs(30),
-            "still running after SIGTERM"
+            "still running after SIG{signal}"
         );
         thread::sleep(Duration::from_millis(20));
-    };
-    assert_eq!(status.code(), Some(0), "{status:?}");
+    }
+}
+
+#[test]
+fn sigterm_and_sigint_stop_the_server_cleanly() {
+    // At once after start: the handlers are in place before the address is printed.
+    let mut fresh = Server::start(&[]);
+    assert_eq!(stop_with(&mut fresh, "TERM").code(), Some(0));
+    let mut used = Server::start(&[]);
+    assert_eq!(used.query("ASK { ?a ?r ?b }", "*/*").status, 200);
+    assert_eq!(stop_with(&mut used, "INT").code(), Some(0));
 }

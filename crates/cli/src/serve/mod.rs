@@ -139,6 +139,9 @@ pub fn run(args: ServeArgs) -> Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .max_blocking_threads(args.limits.max_concurrent.max(1) + 1)
+        // Parsing and planning recurse over the query's nesting (bounded in `protocol`): a margin
+        // well beyond the default 2 MiB, reserved, not committed, until used.
+        .thread_stack_size(16 << 20)
         .thread_name("gpsense-serve")
         .enable_all()
         .build()
@@ -188,12 +191,13 @@ async fn serve(server: Arc<Server>, args: &Args) -> Result<()> {
              authentication and no encryption"
         );
     }
+    let stop = stop_signal()?;
     announce(&server.limits);
     // On stdout even with -q: scripts and tests read the port from it (`--bind 127.0.0.1:0`).
     crate::out::print(format_args!("listening on http://{addr}\n"))?;
     let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
     let shutdown = async move {
-        stop_signal().await;
+        stop.await;
         let _ = stop_tx.send(true);
     };
     let app = router(server.clone());
@@ -227,30 +231,29 @@ fn announce(l: &Limits) {
     );
 }
 
-/// SIGINT (Ctrl-C) or SIGTERM. Should a handler fail to install, that signal is never awaited
-/// (the other still stops the server; the process can always be killed).
-async fn stop_signal() {
-    let interrupt = async {
+/// Resolves at SIGINT (Ctrl-C) or SIGTERM. The handlers are installed here, before the address is
+/// printed, so that a signal sent as soon as the server is up already stops it gracefully.
+#[cfg(unix)]
+fn stop_signal() -> Result<impl std::future::Future<Output = ()>> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut interrupt = signal(SignalKind::interrupt()).context("cannot handle SIGINT")?;
+    let mut terminate = signal(SignalKind::terminate()).context("cannot handle SIGTERM")?;
+    Ok(async move {
+        tokio::select! {
+            _ = interrupt.recv() => {}
+            _ = terminate.recv() => {}
+        }
+    })
+}
+
+#[cfg(not(unix))]
+fn stop_signal() -> Result<impl std::future::Future<Output = ()>> {
+    Ok(async {
+        // Without a handler, Ctrl-C ends the process as it would anyway.
         if tokio::signal::ctrl_c().await.is_err() {
             std::future::pending::<()>().await;
         }
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        use tokio::signal::unix::{signal, SignalKind};
-        match signal(SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = interrupt => {}
-        () = terminate => {}
-    }
+    })
 }
 
 fn router(server: Arc<Server>) -> Router {
