@@ -187,3 +187,15 @@ fn several_standard_queries_in_one_input() {
     assert_eq!(sets.len(), 3, "{out}");
     assert_eq!(sets[1], "yes");
 }
+
+/// Brackets nested without end are refused before any parser recurses into them (1,000 levels
+/// overflowed the stack and aborted the process).
+#[test]
+fn deep_nesting_is_refused() {
+    let deep = format!("ASK {{ {}?a ?b ?c{} }}", "{".repeat(1000), "}".repeat(1000));
+    let err = fails(&["query", &deep]);
+    assert!(
+        err.contains("nests brackets 1001 deep, more than the limit of 64"),
+        "{err}"
+    );
+}

@@ -132,6 +132,16 @@ impl Prepared {
 /// a ConceptNet user types at a shell, standard SPARQL what a SPARQL client sends. A query that
 /// fails in both gets the error of the dialect it looks written in.
 pub fn prepare(text: &str, g: &KnowledgeGraph, prefer: Dialect) -> Result<Prepared, QueryError> {
+    let depth = nesting_depth(text);
+    if depth > MAX_NESTING {
+        return Err(QueryError::Parse(parse::ParseError {
+            line: 1,
+            column: 1,
+            message: format!(
+                "the query nests brackets {depth} deep, more than the limit of {MAX_NESTING}"
+            ),
+        }));
+    }
     let short = || parse::parse(text).map_err(QueryError::from);
     let standard = || SparqlParser::new().parse_query(text);
     match prefer {
@@ -808,5 +818,8 @@ fn local_name(iri: &str) -> &str {
     iri.rsplit(['/', '#']).next().unwrap_or(iri)
 }
 
+mod depth;
 #[cfg(test)]
 mod tests;
+
+pub use depth::{nesting_depth, MAX_NESTING};
