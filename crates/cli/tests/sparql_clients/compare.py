@@ -1,10 +1,16 @@
-"""`gpsense serve` against pyoxigraph, through a real SPARQL client (SPARQLWrapper).
+"""`gpsense serve` and `gpsense query` against pyoxigraph, the server through a real SPARQL client
+(SPARQLWrapper).
 
 Starts `gpsense serve --graph fixture.nt`, loads the same file into a pyoxigraph Store, and runs
 every query of QUERIES through SPARQLWrapper against the server (GET, form POST and direct POST
 in turn) in JSON, XML, CSV and TSV. The server's answer must equal pyoxigraph's own serialization
 of its answer, parsed the same way: as multisets of rows, or as lists where ORDER BY fixes the
 order. Blank node labels are compared as "some blank node" (each store names its own).
+
+Then the same queries through `gpsense query --graph fixture.nt --format json`: its rows hold node
+names (IRIs bare, literals in N-Triples form), compared with pyoxigraph's terms named the same way.
+A query naming something the fixture lacks is an error with suggestions there (exit 1), where
+SPARQL answers nothing: that counts as the same answer when pyoxigraph's is empty.
 
     python compare.py --gpsense target/debug/gpsense [--fixture fixture.nt]
 
@@ -206,6 +212,79 @@ def compare(query, fmt_name, served, expected):
     return None
 
 
+def name_of(term):
+    """A pyoxigraph term as gpsense names a node: IRIs bare, literals in N-Triples form."""
+    if isinstance(term, ox.NamedNode):
+        return term.value
+    if isinstance(term, ox.BlankNode):
+        return "_"
+    return str(term)
+
+
+def cli_answer(binary, fixture, query):
+    """`gpsense query`'s answer: ("boolean", bool), ("count", n), ("rows", [tuple]) or ("empty", why)."""
+    run = subprocess.run(
+        [binary, "query", "-q", "--graph", fixture, "--format", "json", query],
+        capture_output=True,
+        text=True,
+    )
+    if run.stdout.strip() in ("yes", "no"):
+        return ("boolean", run.stdout.strip() == "yes")
+    if run.returncode != 0:
+        if "unknown concept" in run.stderr or "unknown relation" in run.stderr:
+            return ("empty", run.stderr.strip().splitlines()[0])
+        raise RuntimeError(f"exit {run.returncode}: {run.stderr.strip()}")
+    rows = json.loads(run.stdout)
+    if "COUNT(*)" in query:
+        return ("count", rows[0]["n"])
+    return ("rows", [tuple("_" if str(v).startswith("_:") else v for v in r.values()) for r in rows])
+
+
+def oxigraph_answer(store, query):
+    result = store.query(query)
+    if isinstance(result, ox.QueryBoolean):
+        return ("boolean", bool(result))
+    variables = [v.value for v in result.variables]
+    rows = [tuple(name_of(s[v]) for v in variables) for s in result]
+    if "COUNT(*)" in query:
+        return ("count", int(rows[0][0].split('"')[1]))
+    return ("rows", rows)
+
+
+def compare_cli(query, got, expected):
+    if got[0] == "empty":
+        empty = expected in (("boolean", False), ("count", 0)) or expected == ("rows", [])
+        return None if empty else f"gpsense refused ({got[1]}), pyoxigraph answered {expected}"
+    if got[0] != expected[0]:
+        return f"{got[0]} answer, expected {expected[0]}"
+    if got[0] != "rows":
+        return None if got == expected else f"{got[1]}, expected {expected[1]}"
+    g, e = got[1], expected[1]
+    if "ORDER BY" not in query:
+        g, e = sorted(g, key=repr), sorted(e, key=repr)
+    if g != e:
+        missing = [r for r in e if r not in g][:3]
+        extra = [r for r in g if r not in e][:3]
+        return f"{len(g)} rows, expected {len(e)}; missing {missing}; extra {extra}"
+    return None
+
+
+def check_cli(binary, fixture, store):
+    passed = failed = 0
+    for name, body in QUERIES:
+        query = PREFIXES + body
+        try:
+            problem = compare_cli(query, cli_answer(binary, fixture, query), oxigraph_answer(store, query))
+        except Exception as e:  # an unexpected failure of this case
+            problem = f"{type(e).__name__}: {e}"
+        if problem:
+            failed += 1
+            print(f"FAIL {name} [gpsense query]: {problem}", flush=True)
+        else:
+            passed += 1
+    return passed, failed
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--gpsense", required=True)
@@ -241,7 +320,10 @@ def main():
     if code != 0:
         print(f"FAIL gpsense serve exited with {code} on SIGTERM")
         failed += 1
-    print(f"{len(QUERIES)} queries x {len(FORMATS)} formats x {len(METHODS)} methods")
+    cli_passed, cli_failed = check_cli(args.gpsense, args.fixture, store)
+    passed += cli_passed
+    failed += cli_failed
+    print(f"{len(QUERIES)} queries x {len(FORMATS)} formats x {len(METHODS)} methods, and each by gpsense query")
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 
