@@ -1,7 +1,6 @@
 //! `gpsense serve` (through a real SPARQL client, SPARQLWrapper) and `gpsense query` against
-//! pyoxigraph: runs
-//! `tests/sparql_clients/compare.py` in a virtual environment of its own under the target
-//! directory. pip needs PyPI, and tests do not touch the network by default: this runs only with
+//! pyoxigraph: runs `tests/sparql_clients/compare.py` in a virtual environment of its own under the
+//! target directory. pip needs PyPI, and tests do not touch the network by default: this runs only with
 //! `GPSENSE_PY_TESTS=1` (CI sets it), and passes with a note otherwise.
 
 use std::path::{Path, PathBuf};
