@@ -71,6 +71,14 @@ fn words_denote_all_their_senses() {
         "{explain}"
     );
 
+    // Standard SPARQL reaches WordNet too: a literal for the word, a dump IRI for the relation.
+    let (standard, _) = query(&[
+        "--semantics",
+        "iso",
+        "PREFIX r: <gpsense:r/> SELECT ?x WHERE { \"dog\" r:hypernym ?x }",
+    ]);
+    assert_eq!(rows(&standard), dog);
+
     // A synset's full name still denotes that synset alone.
     let (one, _) = query(&["SELECT ?x WHERE { dog/02084071-n hypernym ?x }"]);
     assert_eq!(

@@ -14,7 +14,8 @@
 //! Names: an IRI or literal denotes the node of that name; failing that, ConceptNet's URIs
 //! (`http://conceptnet.io/c/en/ice_cream`, `/c/en/ice_cream`) the concept `ice cream` of a graph
 //! ingested with one language, and a literal its lexical form (`"dog"@en` -> `dog`). Relations alike
-//! (`http://conceptnet.io/r/IsA` -> `IsA`).
+//! (`http://conceptnet.io/r/IsA` -> `IsA`). The IRIs `gpsense dump` writes for names that are no RDF
+//! terms (`gpsense:n/dog`, `gpsense:r/IsA`) denote those names on any graph.
 
 use std::collections::HashMap;
 
@@ -786,8 +787,13 @@ fn restrict_variables(mut q: QueryGraph, filters: Vec<RowFilter>) -> (QueryGraph
     (q, kept)
 }
 
-/// Names an IRI may have in a graph: itself, then ConceptNet's path form and concept term.
+/// Names an IRI may have in a graph: itself, or what a `gpsense dump` IRI encodes
+/// (`gpsense:n/ice%20cream` is `ice cream`), then ConceptNet's path form and concept term.
 fn node_names(iri: &str) -> Vec<String> {
+    let decoded = gpsense_graph::rdf::iri_name(iri);
+    if decoded != iri {
+        return vec![decoded.into_owned()];
+    }
     let mut names = vec![iri.to_owned()];
     let path = iri.strip_prefix("http://conceptnet.io").unwrap_or(iri);
     if path != iri {
@@ -802,8 +808,13 @@ fn node_names(iri: &str) -> Vec<String> {
     names
 }
 
-/// Names an IRI may have as a relation: itself, ConceptNet's `/r/IsA`, then `IsA`.
+/// Names an IRI may have as a relation: itself, or what a `gpsense dump` IRI encodes
+/// (`gpsense:r/IsA`), then ConceptNet's `/r/IsA` and `IsA`.
 fn relation_names(iri: &str) -> Vec<String> {
+    let decoded = gpsense_graph::rdf::iri_name(iri);
+    if decoded != iri {
+        return vec![decoded.into_owned()];
+    }
     let mut names = vec![iri.to_owned()];
     let path = iri.strip_prefix("http://conceptnet.io").unwrap_or(iri);
     if let Some(rel) = path.strip_prefix("/r/") {

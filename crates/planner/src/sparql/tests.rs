@@ -96,6 +96,24 @@ fn conceptnet_uris_reach_bare_names() {
 }
 
 #[test]
+fn dump_iris_name_any_graph() {
+    let g = small();
+    let p = sparql(
+        "PREFIX n: <gpsense:n/> PREFIX r: <gpsense:r/>\n\
+         SELECT ?x WHERE { ?x r:HasA n:chocolate . <gpsense:n/chocolate%20cake> r:IsA ?y }",
+        &g,
+    );
+    let concepts: Vec<&str> = p
+        .graph
+        .nodes
+        .iter()
+        .filter(|n| n.is_concept())
+        .map(|n| n.name.as_str())
+        .collect();
+    assert_eq!(concepts, ["chocolate", "chocolate cake"]);
+}
+
+#[test]
 fn pairwise_inequality_is_isomorphism() {
     let g = rdf();
     let full = sparql(
