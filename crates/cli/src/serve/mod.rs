@@ -15,7 +15,7 @@
 mod execute;
 mod limits;
 mod protocol;
-mod results;
+pub(crate) mod results;
 mod terms;
 
 use std::net::SocketAddr;

@@ -241,8 +241,9 @@ fn json_term(out: &mut String, t: &Term) {
     out.push('}');
 }
 
-/// A JSON string: `"` and `\` escaped, control characters as `\n`-style or `\u00XX` escapes.
-pub(super) fn json_string(out: &mut String, s: &str) {
+/// A JSON string: `"` and `\` escaped, control characters as `\n`-style or `\u00XX` escapes (as
+/// Oxigraph writes them). Also the CLI's JSON rows.
+pub(crate) fn json_string(out: &mut String, s: &str) {
     out.push('"');
     for c in s.chars() {
         match c {
