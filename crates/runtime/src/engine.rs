@@ -370,7 +370,7 @@ impl<'g> Engine<'g> {
         }
         let g = self.view();
         let injective = opts.semantics == Semantics::Iso;
-        filtering_fits(&layout, g.node_count(), opts.memory_budget)?;
+        let bitsets = filtering_fits(&layout, g.node_count(), opts.memory_budget)?;
         let (cands, filter) = Filtering {
             layout: &layout,
             g,
@@ -405,7 +405,8 @@ impl<'g> Engine<'g> {
                 injective,
                 ex,
                 lanes: opts.lanes.max(1),
-                memory_budget: opts.memory_budget,
+                // The candidate bitsets stay alive through the join: it has the rest.
+                memory_budget: opts.memory_budget - bitsets,
             };
             let ec_start = Instant::now();
             let ecs = kj.collect_edge_candidates();
@@ -569,14 +570,14 @@ pub(crate) enum Guard {
 }
 
 /// The filtering phase holds a candidate bitset over all data nodes per query node, plus one of
-/// marks while it filters: refused up front when that passes the budget.
-fn filtering_fits(layout: &Layout, data_nodes: usize, budget: u64) -> Result<(), MatchError> {
+/// marks while it filters: refused up front when that passes the budget. Returns their bytes.
+fn filtering_fits(layout: &Layout, data_nodes: usize, budget: u64) -> Result<u64, MatchError> {
     let words = gpsense_kernels::bits::words_for(data_nodes) as u64;
     let bytes = (layout.nodes as u64 + 1).saturating_mul(words * 4);
     if bytes > budget {
         return Err(MatchError::SpaceBudget { bytes, budget });
     }
-    Ok(())
+    Ok(bytes)
 }
 
 /// Whether an edge variable joins two components (it must bind one relation in both, so the

@@ -69,9 +69,11 @@ fn configurations(semantics: Semantics) -> Vec<MatchOptions> {
             });
         }
     }
+    // The candidate bitsets (about 10 KB per query node here) count against the budget; the join
+    // gets what is left, small enough to run in batches.
     out.push(MatchOptions {
         engine: EngineKind::Kernels,
-        memory_budget: 16 << 10,
+        memory_budget: 96 << 10,
         ..base
     });
     out
