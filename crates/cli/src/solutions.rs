@@ -5,6 +5,7 @@
 
 use std::cmp::Ordering;
 
+use gpsense_graph::rdf::TermKind;
 use gpsense_graph::KnowledgeGraph;
 use gpsense_planner::{Form, OrderKey, Prepared, Projected, QueryGraph};
 use gpsense_runtime::{MatchError, MatchOptions, RowBatch};
@@ -291,8 +292,31 @@ impl<'p> Stage<'p> {
             .map(|c| matches!(c, Projected::Edge(_)))
             .collect();
         let order = &self.p.order;
-        self.held
-            .sort_by(|a, b| compare_rows(g, &kinds, order, a, b));
+        // Each row's keys once (a term's kind needs a parse), then one sort of the row indexes.
+        let keys: Vec<Vec<SortKey>> = self
+            .held
+            .iter()
+            .map(|row| {
+                order
+                    .iter()
+                    .map(|k| {
+                        let id = row[k.column];
+                        SortKey::of(if kinds[k.column] {
+                            g.relation_name(id as u16)
+                        } else {
+                            g.node_name(id)
+                        })
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut by: Vec<usize> = (0..self.held.len()).collect();
+        by.sort_by(|&a, &b| compare_keys(order, &keys[a], &keys[b]));
+        let mut held = std::mem::take(&mut self.held);
+        self.held = by
+            .into_iter()
+            .map(|i| std::mem::take(&mut held[i]))
+            .collect();
         let start = (self.p.offset as usize).min(self.held.len());
         let end = self.limit.map_or(self.held.len(), |l| {
             start.saturating_add(l as usize).min(self.held.len())
@@ -314,23 +338,9 @@ impl<'p> Stage<'p> {
     }
 }
 
-fn compare_rows(
-    g: &KnowledgeGraph,
-    is_edge: &[bool],
-    order: &[OrderKey],
-    a: &[u32],
-    b: &[u32],
-) -> Ordering {
-    for key in order {
-        let c = key.column;
-        let name = |id: u32| {
-            if is_edge[c] {
-                g.relation_name(id as u16)
-            } else {
-                g.node_name(id)
-            }
-        };
-        let ord = term_order(name(a[c]), name(b[c]));
+fn compare_keys(order: &[OrderKey], a: &[SortKey], b: &[SortKey]) -> Ordering {
+    for ((key, x), y) in order.iter().zip(a).zip(b) {
+        let ord = x.cmp(y);
         let ord = if key.descending { ord.reverse() } else { ord };
         if ord != Ordering::Equal {
             return ord;
@@ -339,34 +349,72 @@ fn compare_rows(
     Ordering::Equal
 }
 
-/// SPARQL's order between terms (blank nodes, then IRIs, then literals), by name within a kind.
-/// Literals are compared by their lexical form, not by value.
-fn term_order(a: &str, b: &str) -> Ordering {
-    let rank = |s: &str| {
-        if s.starts_with("_:") {
-            0
-        } else if is_iri(s) {
-            1
-        } else {
-            2
-        }
-    };
-    rank(a).cmp(&rank(b)).then_with(|| a.cmp(b))
+/// A value's place in SPARQL's order: blank nodes, then IRIs, then numeric literals by value, then
+/// other literals (a name that is no RDF term counts as a plain literal), each by its text within
+/// its group: a total order, as a sort needs (numbers among strings compared now by value, now by
+/// text, would not be one).
+struct SortKey<'g> {
+    rank: u8,
+    number: Option<f64>,
+    text: &'g str,
 }
 
-/// Whether a node name is an IRI (an RDF graph's node): a scheme, then `:`.
-fn is_iri(s: &str) -> bool {
-    match s.split_once(':') {
-        Some((scheme, rest)) => {
-            !rest.is_empty()
-                && scheme.len() > 1
-                && scheme.starts_with(|c: char| c.is_ascii_alphabetic())
-                && scheme
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+impl<'g> SortKey<'g> {
+    fn of(name: &'g str) -> Self {
+        let kind = gpsense_graph::rdf::term_kind(name);
+        let number = (kind == TermKind::Literal)
+            .then(|| numeric_value(name))
+            .flatten();
+        let rank = match kind {
+            TermKind::BlankNode => 0,
+            TermKind::Iri => 1,
+            _ if number.is_some() => 2,
+            TermKind::Literal | TermKind::Plain => 3,
+        };
+        SortKey {
+            rank,
+            number,
+            text: name,
         }
-        None => false,
     }
+
+    fn cmp(&self, other: &SortKey) -> Ordering {
+        let by_value = match (self.number, other.number) {
+            (Some(a), Some(b)) => a.total_cmp(&b),
+            _ => Ordering::Equal,
+        };
+        self.rank
+            .cmp(&other.rank)
+            .then(by_value)
+            .then_with(|| self.text.cmp(other.text))
+    }
+}
+
+/// The value of a literal (N-Triples form) with an XSD numeric datatype.
+fn numeric_value(literal: &str) -> Option<f64> {
+    const XSD: &str = "^^<http://www.w3.org/2001/XMLSchema#";
+    let (lexical, datatype) = literal.strip_prefix('"')?.rsplit_once(XSD)?;
+    let numeric = matches!(
+        datatype.strip_suffix('>')?,
+        "integer"
+            | "decimal"
+            | "double"
+            | "float"
+            | "int"
+            | "long"
+            | "short"
+            | "byte"
+            | "nonNegativeInteger"
+            | "positiveInteger"
+            | "negativeInteger"
+            | "nonPositiveInteger"
+            | "unsignedInt"
+            | "unsignedLong"
+            | "unsignedShort"
+            | "unsignedByte"
+    );
+    let lexical = lexical.strip_suffix('"')?;
+    numeric.then(|| lexical.trim().parse().ok()).flatten()
 }
 
 #[cfg(test)]
@@ -375,28 +423,33 @@ mod tests {
 
     #[test]
     fn terms_order_as_sparql_says() {
-        let mut names = [
+        let int = |n: &str| format!("\"{n}\"^^<http://www.w3.org/2001/XMLSchema#integer>");
+        let (ten, four) = (int("10"), int("4"));
+        let mut names = vec![
             "\"b\"",
             "http://x/b",
             "_:a",
             "dog",
             "http://x/a",
             "\"a\"@en",
+            &ten,
+            &four,
         ];
-        names.sort_by(|a, b| term_order(a, b));
+        names.sort_by(|a, b| SortKey::of(a).cmp(&SortKey::of(b)));
         assert_eq!(
             names,
             [
                 "_:a",
                 "http://x/a",
                 "http://x/b",
+                four.as_str(),
+                ten.as_str(),
                 "\"a\"@en",
                 "\"b\"",
                 "dog"
             ]
         );
-        assert!(!is_iri("c:"));
-        assert!(!is_iri("dog"));
-        assert!(is_iri("urn:isbn:1"));
+        assert_eq!(numeric_value(&ten), Some(10.0));
+        assert_eq!(numeric_value("\"10\""), None);
     }
 }

@@ -86,6 +86,8 @@ QUERIES = [
     ("order by, offset", "SELECT ?x ?y WHERE { ?x ex:likes ?y } ORDER BY ?x ?y OFFSET 2"),
     ("order by, offset, limit", "SELECT ?x ?y WHERE { ?x ex:likes ?y } ORDER BY DESC(?y) ?x LIMIT 2 OFFSET 1"),
     ("order by a literal", "SELECT ?x ?n WHERE { ?x ex:note ?n } ORDER BY ?n ?x"),
+    ("order by a number", "SELECT ?x ?n WHERE { ?x ex:legs ?n } ORDER BY ?n ?x"),
+    ("order by a number, desc", "SELECT ?x ?n WHERE { ?x ex:legs ?n } ORDER BY DESC(?n) ?x"),
     ("order by mixed kinds", "SELECT ?s WHERE { ?s ?p ?o } ORDER BY ?s"),
     ("limit over everything", "SELECT ?s ?o WHERE { ?s ex:likes ?o } ORDER BY ?s ?o LIMIT 100"),
     ("unknown concept", "SELECT ?x WHERE { ?x ex:likes ex:unicorn }"),
