@@ -12,6 +12,7 @@ use gpsense_runtime::{MatchError, MatchOptions, RowBatch};
 use hashbrown::HashSet;
 
 use crate::matcher::{Matcher, Reported};
+use crate::serve::results::Term;
 
 /// Bytes a held row costs beyond its values (vector and hash-set overhead), for the budget.
 const ROW_OVERHEAD: u64 = 48;
@@ -392,10 +393,17 @@ impl<'g> SortKey<'g> {
 
 /// The value of a literal (N-Triples form) with an XSD numeric datatype.
 fn numeric_value(literal: &str) -> Option<f64> {
-    const XSD: &str = "^^<http://www.w3.org/2001/XMLSchema#";
-    let (lexical, datatype) = literal.strip_prefix('"')?.rsplit_once(XSD)?;
+    const XSD: &str = "http://www.w3.org/2001/XMLSchema#";
+    let Some(Term::Literal {
+        value,
+        datatype: Some(datatype),
+        ..
+    }) = crate::serve::terms::literal(literal)
+    else {
+        return None;
+    };
     let numeric = matches!(
-        datatype.strip_suffix('>')?,
+        datatype.strip_prefix(XSD)?,
         "integer"
             | "decimal"
             | "double"
@@ -413,8 +421,7 @@ fn numeric_value(literal: &str) -> Option<f64> {
             | "unsignedShort"
             | "unsignedByte"
     );
-    let lexical = lexical.strip_suffix('"')?;
-    numeric.then(|| lexical.trim().parse().ok()).flatten()
+    numeric.then(|| value.trim().parse().ok()).flatten()
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ mod execute;
 mod limits;
 mod protocol;
 pub(crate) mod results;
-mod terms;
+pub(crate) mod terms;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
