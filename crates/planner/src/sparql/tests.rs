@@ -26,6 +26,16 @@ fn rdf() -> KnowledgeGraph {
     b.build().unwrap().0
 }
 
+/// The names of the query's concept nodes, in node order.
+fn concept_names(p: &Prepared) -> Vec<&str> {
+    p.graph
+        .nodes
+        .iter()
+        .filter(|n| n.is_concept())
+        .map(|n| n.name.as_str())
+        .collect()
+}
+
 fn sparql(text: &str, g: &KnowledgeGraph) -> Prepared {
     prepare(text, g, Dialect::Sparql).unwrap_or_else(|e| panic!("{}", e.render(text)))
 }
@@ -48,13 +58,7 @@ fn prefixes_shorthand_and_a_build_one_graph() {
     assert_eq!(p.dialect, Dialect::Sparql);
     assert_eq!(p.form, Form::Select);
     assert_eq!(p.graph.edges.len(), 4);
-    let concepts: Vec<&str> = p
-        .graph
-        .nodes
-        .iter()
-        .filter(|n| n.is_concept())
-        .map(|n| n.name.as_str())
-        .collect();
+    let concepts = concept_names(&p);
     assert_eq!(concepts, [&format!("{EX}Cat"), &format!("{EX}rex")]);
     assert_eq!(p.injective, Some(false), "SPARQL is hom as written");
     assert_eq!(p.graph.projection.len(), 2);
@@ -103,13 +107,7 @@ fn dump_iris_name_any_graph() {
          SELECT ?x WHERE { ?x r:HasA n:chocolate . <gpsense:n/chocolate%20cake> r:IsA ?y }",
         &g,
     );
-    let concepts: Vec<&str> = p
-        .graph
-        .nodes
-        .iter()
-        .filter(|n| n.is_concept())
-        .map(|n| n.name.as_str())
-        .collect();
+    let concepts = concept_names(&p);
     assert_eq!(concepts, ["chocolate", "chocolate cake"]);
 }
 
