@@ -12,7 +12,7 @@ use gpsense_runtime::{MatchError, MatchOptions, RowBatch};
 use hashbrown::HashSet;
 
 use crate::matcher::{Matcher, Reported};
-use crate::serve::results::Term;
+use gpsense_graph::rdf::Term;
 
 /// Bytes a held row costs beyond its values (vector and hash-set overhead), for the budget.
 const ROW_OVERHEAD: u64 = 48;
@@ -398,7 +398,7 @@ fn numeric_value(literal: &str) -> Option<f64> {
         value,
         datatype: Some(datatype),
         ..
-    }) = crate::serve::terms::literal(literal)
+    }) = gpsense_graph::rdf::literal(literal)
     else {
         return None;
     };

@@ -240,6 +240,120 @@ fn parse_object(text: &str) -> Option<Parsed> {
     })
 }
 
+/// `xsd:string`: a literal of this datatype is a simple literal.
+const XSD_STRING: &str = "http://www.w3.org/2001/XMLSchema#string";
+
+/// An RDF term as SPARQL results carry it: a name of the graph read back into its parts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Term<'a> {
+    Iri(&'a str),
+    /// The label, without `_:`.
+    Blank(&'a str),
+    Literal {
+        value: Cow<'a, str>,
+        lang: Option<&'a str>,
+        /// `None` for a simple literal (`xsd:string`) and a language-tagged one.
+        datatype: Option<&'a str>,
+    },
+}
+
+impl<'a> Term<'a> {
+    /// A simple literal (how a plain name such as ConceptNet's `dog` is served).
+    pub fn plain(value: &'a str) -> Self {
+        Term::Literal {
+            value: Cow::Borrowed(value),
+            lang: None,
+            datatype: None,
+        }
+    }
+
+    /// A literal of `datatype`; `xsd:string` makes a simple literal.
+    pub fn typed(value: impl Into<Cow<'a, str>>, datatype: &'a str) -> Self {
+        Term::Literal {
+            value: value.into(),
+            lang: None,
+            datatype: (datatype != XSD_STRING).then_some(datatype),
+        }
+    }
+}
+
+/// A literal in N-Triples form (`"chat"@fr`, `"5"^^<…#integer>`, `"a\"b"`): its lexical form
+/// unescaped, its language tag or datatype.
+pub fn literal(name: &str) -> Option<Term<'_>> {
+    let body = name.strip_prefix('"')?;
+    let end = closing_quote(body)?;
+    let (escaped, suffix) = (&body[..end], &body[end + 1..]);
+    let value = unescape(escaped)?;
+    if suffix.is_empty() {
+        return Some(Term::Literal {
+            value,
+            lang: None,
+            datatype: None,
+        });
+    }
+    if let Some(lang) = suffix.strip_prefix('@') {
+        return Some(Term::Literal {
+            value,
+            lang: Some(lang),
+            datatype: None,
+        });
+    }
+    let datatype = suffix.strip_prefix("^^<")?.strip_suffix('>')?;
+    Some(Term::typed(value, datatype))
+}
+
+/// The byte index of the first unescaped `"`.
+fn closing_quote(s: &str) -> Option<usize> {
+    let mut escaped = false;
+    for (i, b) in s.bytes().enumerate() {
+        match b {
+            _ if escaped => escaped = false,
+            b'\\' => escaped = true,
+            b'"' => return Some(i),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// N-Triples string escapes (`ECHAR` and `UCHAR`) decoded; `None` on a malformed one.
+fn unescape(s: &str) -> Option<Cow<'_, str>> {
+    if !s.contains('\\') {
+        return Some(Cow::Borrowed(s));
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        let decoded = match chars.next()? {
+            't' => '\t',
+            'b' => '\u{08}',
+            'n' => '\n',
+            'r' => '\r',
+            'f' => '\u{0C}',
+            '"' => '"',
+            '\'' => '\'',
+            '\\' => '\\',
+            'u' => hex_char(&mut chars, 4)?,
+            'U' => hex_char(&mut chars, 8)?,
+            _ => return None,
+        };
+        out.push(decoded);
+    }
+    Some(Cow::Owned(out))
+}
+
+fn hex_char(chars: &mut std::str::Chars, digits: usize) -> Option<char> {
+    let hex: String = chars.by_ref().take(digits).collect();
+    if hex.len() != digits {
+        return None;
+    }
+    char::from_u32(u32::from_str_radix(&hex, 16).ok()?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -361,5 +475,31 @@ mod tests {
         assert_eq!(iri_name("gpsense:n/%4"), "gpsense:n/%4");
         assert_eq!(iri_name("gpsense:n/"), "gpsense:n/");
         assert_eq!(iri_name("http://e.org/x%20y"), "http://e.org/x%20y");
+    }
+
+    #[test]
+    fn literals_split_into_value_lang_and_datatype() {
+        assert_eq!(literal("\"dog\""), Some(Term::plain("dog")));
+        assert_eq!(
+            literal("\"chat\"@fr"),
+            Some(Term::Literal {
+                value: Cow::Borrowed("chat"),
+                lang: Some("fr"),
+                datatype: None
+            })
+        );
+        assert_eq!(
+            literal("\"5\"^^<http://www.w3.org/2001/XMLSchema#integer>"),
+            Some(Term::typed("5", "http://www.w3.org/2001/XMLSchema#integer"))
+        );
+        assert_eq!(
+            literal(r#""say \"hi\"\n\u00E9\U0001F600""#),
+            Some(Term::plain("say \"hi\"\n\u{e9}\u{1F600}"))
+        );
+        // Malformed: no closing quote, a bad escape, a suffix that is neither.
+        assert_eq!(literal("\"open"), None);
+        assert_eq!(literal(r#""a\q""#), None);
+        assert_eq!(literal(r#""a"x"#), None);
+        assert_eq!(literal(r#""\u12""#), None);
     }
 }

@@ -10,10 +10,6 @@
 //!   integers, decimals, doubles and booleans bare when their lexical form is Turtle's), LF ends.
 //! - ASK in CSV and TSV: `true` or `false`, as Oxigraph writes it.
 
-use std::borrow::Cow;
-
-/// `xsd:string`: a literal of this datatype is written as a simple literal.
-const XSD_STRING: &str = "http://www.w3.org/2001/XMLSchema#string";
 pub const XSD_INTEGER: &str = "http://www.w3.org/2001/XMLSchema#integer";
 const XSD_DECIMAL: &str = "http://www.w3.org/2001/XMLSchema#decimal";
 const XSD_DOUBLE: &str = "http://www.w3.org/2001/XMLSchema#double";
@@ -40,39 +36,7 @@ impl Format {
     }
 }
 
-/// An RDF term of a result.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Term<'a> {
-    Iri(&'a str),
-    /// The label, without `_:`.
-    Blank(&'a str),
-    Literal {
-        value: Cow<'a, str>,
-        lang: Option<&'a str>,
-        /// `None` for a simple literal (`xsd:string`) and a language-tagged one.
-        datatype: Option<&'a str>,
-    },
-}
-
-impl<'a> Term<'a> {
-    /// A simple literal (how a plain name such as ConceptNet's `dog` is served).
-    pub fn plain(value: &'a str) -> Self {
-        Term::Literal {
-            value: Cow::Borrowed(value),
-            lang: None,
-            datatype: None,
-        }
-    }
-
-    /// A literal of `datatype`; `xsd:string` makes a simple literal.
-    pub fn typed(value: impl Into<Cow<'a, str>>, datatype: &'a str) -> Self {
-        Term::Literal {
-            value: value.into(),
-            lang: None,
-            datatype: (datatype != XSD_STRING).then_some(datatype),
-        }
-    }
-}
+pub use gpsense_graph::rdf::Term;
 
 /// The body of an ASK answer.
 pub fn boolean(format: Format, value: bool) -> Vec<u8> {
@@ -442,6 +406,7 @@ fn is_double(value: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::borrow::Cow;
 
     fn sample() -> Vec<Vec<Term<'static>>> {
         vec![
@@ -536,7 +501,10 @@ mod tests {
         assert!(!is_double("1.5") && !is_double("e5") && !is_double(".e5"));
         assert!(!is_turtle_short("yes", XSD_BOOLEAN));
         // xsd:string is a simple literal.
-        assert_eq!(Term::typed("a", XSD_STRING), Term::plain("a"));
+        assert_eq!(
+            Term::typed("a", "http://www.w3.org/2001/XMLSchema#string"),
+            Term::plain("a")
+        );
         let mut out = String::new();
         tsv_term(&mut out, &Term::typed("01", XSD_INTEGER));
         assert_eq!(out, "01");

@@ -1,13 +1,12 @@
 //! Node and relation names as RDF terms: the kind comes from `gpsense_graph::rdf::term_kind` (an
 //! IRI, a literal in N-Triples form, a blank node, or a plain name, served as a simple literal).
 
-use std::borrow::Cow;
 use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
 
 use gpsense_graph::rdf::{term_kind, TermKind};
 use gpsense_graph::KnowledgeGraph;
 
-use super::results::Term;
+use gpsense_graph::rdf::{literal, Term};
 
 /// Each name's kind, found on first use and kept: `term_kind` parses the name, which is too slow
 /// to repeat for every cell of every answer, and computing all kinds at start would cost seconds
@@ -88,112 +87,9 @@ pub fn term_of(name: &str, kind: TermKind) -> Term<'_> {
     }
 }
 
-/// A literal in N-Triples form (`"chat"@fr`, `"5"^^<…#integer>`, `"a\"b"`): its lexical form
-/// unescaped, its language tag or datatype.
-pub fn literal(name: &str) -> Option<Term<'_>> {
-    let body = name.strip_prefix('"')?;
-    let end = closing_quote(body)?;
-    let (escaped, suffix) = (&body[..end], &body[end + 1..]);
-    let value = unescape(escaped)?;
-    if suffix.is_empty() {
-        return Some(Term::Literal {
-            value,
-            lang: None,
-            datatype: None,
-        });
-    }
-    if let Some(lang) = suffix.strip_prefix('@') {
-        return Some(Term::Literal {
-            value,
-            lang: Some(lang),
-            datatype: None,
-        });
-    }
-    let datatype = suffix.strip_prefix("^^<")?.strip_suffix('>')?;
-    Some(Term::typed(value, datatype))
-}
-
-/// The byte index of the first unescaped `"`.
-fn closing_quote(s: &str) -> Option<usize> {
-    let mut escaped = false;
-    for (i, b) in s.bytes().enumerate() {
-        match b {
-            _ if escaped => escaped = false,
-            b'\\' => escaped = true,
-            b'"' => return Some(i),
-            _ => {}
-        }
-    }
-    None
-}
-
-/// N-Triples string escapes (`ECHAR` and `UCHAR`) decoded; `None` on a malformed one.
-fn unescape(s: &str) -> Option<Cow<'_, str>> {
-    if !s.contains('\\') {
-        return Some(Cow::Borrowed(s));
-    }
-    let mut out = String::with_capacity(s.len());
-    let mut chars = s.chars();
-    while let Some(c) = chars.next() {
-        if c != '\\' {
-            out.push(c);
-            continue;
-        }
-        let decoded = match chars.next()? {
-            't' => '\t',
-            'b' => '\u{08}',
-            'n' => '\n',
-            'r' => '\r',
-            'f' => '\u{0C}',
-            '"' => '"',
-            '\'' => '\'',
-            '\\' => '\\',
-            'u' => hex_char(&mut chars, 4)?,
-            'U' => hex_char(&mut chars, 8)?,
-            _ => return None,
-        };
-        out.push(decoded);
-    }
-    Some(Cow::Owned(out))
-}
-
-fn hex_char(chars: &mut std::str::Chars, digits: usize) -> Option<char> {
-    let hex: String = chars.by_ref().take(digits).collect();
-    if hex.len() != digits {
-        return None;
-    }
-    char::from_u32(u32::from_str_radix(&hex, 16).ok()?)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn literals_split_into_value_lang_and_datatype() {
-        assert_eq!(literal("\"dog\""), Some(Term::plain("dog")));
-        assert_eq!(
-            literal("\"chat\"@fr"),
-            Some(Term::Literal {
-                value: Cow::Borrowed("chat"),
-                lang: Some("fr"),
-                datatype: None
-            })
-        );
-        assert_eq!(
-            literal("\"5\"^^<http://www.w3.org/2001/XMLSchema#integer>"),
-            Some(Term::typed("5", "http://www.w3.org/2001/XMLSchema#integer"))
-        );
-        assert_eq!(
-            literal(r#""say \"hi\"\n\u00E9\U0001F600""#),
-            Some(Term::plain("say \"hi\"\n\u{e9}\u{1F600}"))
-        );
-        // Malformed: no closing quote, a bad escape, a suffix that is neither.
-        assert_eq!(literal("\"open"), None);
-        assert_eq!(literal(r#""a\q""#), None);
-        assert_eq!(literal(r#""a"x"#), None);
-        assert_eq!(literal(r#""\u12""#), None);
-    }
 
     #[test]
     fn kinds_map_to_terms() {
