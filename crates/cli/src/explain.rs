@@ -2,11 +2,12 @@
 
 use std::fmt::Write;
 
+use gpsense::Matcher;
 use gpsense_graph::KnowledgeGraph;
 use gpsense_planner::QueryGraph;
-use gpsense_runtime::MatchReport;
+use gpsense_runtime::{ExpansionStats, MatchReport};
 
-use crate::fmt::thousands;
+use crate::fmt::{millis, thousands};
 
 pub fn report(q: &QueryGraph, g: &KnowledgeGraph, r: &MatchReport) -> String {
     let mut out = String::new();
@@ -98,4 +99,24 @@ pub fn report(q: &QueryGraph, g: &KnowledgeGraph, r: &MatchReport) -> String {
         ms(t.total)
     );
     out
+}
+
+/// For a compressed graph: its size against the original's, and what expansion did.
+pub fn expansion(m: &Matcher, expansion: &ExpansionStats) -> String {
+    let Some(c) = m.compressed() else {
+        return String::new();
+    };
+    let top = c.compressed().top();
+    format!(
+        "compressed graph: {} levels, {} hyper-nodes and {} edges for {} nodes and {} edges\n\
+         expansion: {} compressed matches, {} pruned by the weight test (Definition 5), {}\n",
+        c.compressed().levels().len(),
+        thousands(top.node_count() as u64),
+        thousands(top.edge_count() as u64),
+        thousands(c.original().node_count() as u64),
+        thousands(c.original().edge_count() as u64),
+        thousands(expansion.compressed_matches),
+        thousands(expansion.pruned_by_weight),
+        millis(expansion.expand_time)
+    )
 }

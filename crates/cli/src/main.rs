@@ -5,12 +5,10 @@ mod commands;
 mod explain;
 mod fmt;
 mod graph_source;
-mod matcher;
 mod out;
 mod progress;
 mod rows;
 mod serve;
-mod solutions;
 
 /// mimalloc rather than the system allocator: a small query's answer allocates a few hundred small
 /// arrays (candidates, lists, search levels), and glibc's malloc and free were a sixth of HPRD's

@@ -7,15 +7,15 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use gpsense_graph::KnowledgeGraph;
-use gpsense_planner::{prepare, Dialect, Form, Prepared, Projected, QueryGraph};
-use gpsense_runtime::{MatchOptions, RowBatch, Semantics};
+use gpsense_planner::{prepare, Dialect, Form, Prepared, Projected};
+use gpsense_runtime::{MatchOptions, RowBatch};
 
 use crate::explain;
 use crate::fmt::{millis, thousands};
 use crate::graph_source;
-use crate::matcher::{Matcher, Reported};
 use crate::rows::{RowFormat, RowWriter};
-use crate::solutions;
+use gpsense::solutions;
+use gpsense::{Matcher, Reported};
 
 pub struct Args {
     pub graph: Option<PathBuf>,
@@ -135,7 +135,7 @@ fn run_one(text: &str, matcher: &Matcher, args: &Args, separator: &str) -> Resul
     let graph = matcher.graph();
     let p =
         prepare(text, graph, Dialect::Short).map_err(|e| anyhow::anyhow!("{}", e.render(text)))?;
-    let opts = options_for(&p, &args.options, args.semantics_given);
+    let opts = solutions::options_for(&p, &args.options, args.semantics_given);
     crate::out::print(separator)?;
     let start = Instant::now();
     if args.explain {
@@ -158,7 +158,7 @@ fn run_one(text: &str, matcher: &Matcher, args: &Args, separator: &str) -> Resul
     if args.explain {
         eprint!("{}", explain::report(&p.graph, graph, &report));
         if let Some(x) = &expansion {
-            eprint!("{}", matcher.describe(x));
+            eprint!("{}", explain::expansion(matcher, x));
         }
     }
     let cut = if report.timed_out {
@@ -186,24 +186,6 @@ fn run_one(text: &str, matcher: &Matcher, args: &Args, separator: &str) -> Resul
         report.engine
     );
     Ok(())
-}
-
-/// The match options for `p`: a standard SPARQL query brings its semantics unless `--semantics`
-/// was given (`semantics_given`). Also `gpsense serve`'s.
-pub(crate) fn options_for(
-    p: &Prepared,
-    options: &MatchOptions,
-    semantics_given: bool,
-) -> MatchOptions {
-    let mut opts = options.clone();
-    if let (Some(injective), false) = (p.injective, semantics_given) {
-        opts.semantics = if injective {
-            Semantics::Iso
-        } else {
-            Semantics::Hom
-        };
-    }
-    opts
 }
 
 /// For `--explain`: the dialect, where the semantics came from, and what runs around the pattern.
@@ -312,7 +294,7 @@ fn stream_rows(
 ) -> Result<Reported> {
     let graph = engine.graph();
     let q = &p.graph;
-    let header = column_names(q);
+    let header = solutions::column_names(q);
     let stdout = io::stdout();
     let mut writer = RowWriter::new(stdout, format, &header)?;
     let mut failure: Option<io::Error> = None;
@@ -362,15 +344,4 @@ fn write_batch<W: Write>(
         writer.row(&names)?;
     }
     writer.flush()
-}
-
-/// Column headers: the projected variables, without `?`.
-pub fn column_names(q: &QueryGraph) -> Vec<String> {
-    q.projection
-        .iter()
-        .map(|p| match *p {
-            Projected::Node(u) => q.nodes[u].name.trim_start_matches('?').to_owned(),
-            Projected::Edge(k) => q.edge_variables[k].trim_start_matches('?').to_owned(),
-        })
-        .collect()
 }

@@ -13,9 +13,9 @@ use spargebra::{Query as SparqlQuery, SparqlParser};
 
 use super::results::{self, Format, SolutionsWriter, Term, XSD_INTEGER};
 use super::terms::TermKinds;
-use crate::commands::query::{column_names, options_for};
-use crate::matcher::Matcher;
-use crate::solutions;
+use gpsense::solutions;
+use gpsense::solutions::{column_names, options_for};
+use gpsense::Matcher;
 
 /// What every query shares: the engine over the graph loaded once, and the base options.
 pub struct Engine {

@@ -34,8 +34,8 @@ use axum::Router;
 use gpsense_runtime::{default_memory_budget, parse_bytes, EngineKind, MatchError, MatchOptions};
 
 use crate::graph_source;
-use crate::matcher::Matcher;
 use execute::{Answer, Engine, Failure, Request};
+use gpsense::Matcher;
 use limits::{Admission, Busy, Limits};
 use protocol::{Params, Reject};
 

@@ -8,7 +8,7 @@ use std::cmp::Ordering;
 use gpsense_graph::rdf::TermKind;
 use gpsense_graph::KnowledgeGraph;
 use gpsense_planner::{Form, OrderKey, Prepared, Projected, QueryGraph};
-use gpsense_runtime::{MatchError, MatchOptions, RowBatch};
+use gpsense_runtime::{MatchError, MatchOptions, RowBatch, Semantics};
 use hashbrown::HashSet;
 
 use crate::matcher::{Matcher, Reported};
@@ -91,6 +91,31 @@ pub fn count_column(p: &Prepared) -> Option<&str> {
         Form::Count { variable, .. } => Some(variable),
         _ => None,
     }
+}
+
+/// The match options for `p`: a standard SPARQL query brings its semantics unless `--semantics`
+/// was given (`semantics_given`).
+pub fn options_for(p: &Prepared, options: &MatchOptions, semantics_given: bool) -> MatchOptions {
+    let mut opts = options.clone();
+    if let (Some(injective), false) = (p.injective, semantics_given) {
+        opts.semantics = if injective {
+            Semantics::Iso
+        } else {
+            Semantics::Hom
+        };
+    }
+    opts
+}
+
+/// Column headers: the projected variables, without `?`.
+pub fn column_names(q: &QueryGraph) -> Vec<String> {
+    q.projection
+        .iter()
+        .map(|p| match *p {
+            Projected::Node(u) => q.nodes[u].name.trim_start_matches('?').to_owned(),
+            Projected::Edge(k) => q.edge_variables[k].trim_start_matches('?').to_owned(),
+        })
+        .collect()
 }
 
 fn min_limit(a: Option<u64>, b: Option<u64>) -> Option<u64> {

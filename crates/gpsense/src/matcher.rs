@@ -1,16 +1,16 @@
 //! The engine a command matches with: the plain engine on a graph, or, for a compressed graph
 //! (`gpsense compress`), matching on its hyper-nodes then exact expansion on the original.
 
-use anyhow::Result;
+use gpsense_compress::CompressError;
 use gpsense_graph::KnowledgeGraph;
-use gpsense_planner::QueryGraph;
+use gpsense_planner::{prepare, Dialect, Prepared, QueryGraph};
 use gpsense_runtime::{
     CompressedEngine, CompressedReport, Engine, ExpansionStats, MatchError, MatchOptions,
     MatchReport, RowBatch,
 };
 
-use crate::fmt::{millis, thousands};
-use crate::graph_source::Loaded;
+use crate::source::Loaded;
+use crate::Error;
 
 pub enum Matcher<'g> {
     Plain(Engine<'g>),
@@ -24,7 +24,7 @@ pub struct Reported {
 }
 
 impl<'g> Matcher<'g> {
-    pub fn new(loaded: &'g Loaded) -> Result<Self> {
+    pub fn new(loaded: &'g Loaded) -> Result<Self, CompressError> {
         Ok(match &loaded.compressed {
             Some(c) => Matcher::Compressed(CompressedEngine::new(&loaded.graph, c)?),
             None => Matcher::Plain(Engine::new(&loaded.graph)),
@@ -67,24 +67,17 @@ impl<'g> Matcher<'g> {
         }
     }
 
-    /// For `--explain`: the compressed graph and what expansion did.
-    pub fn describe(&self, expansion: &ExpansionStats) -> String {
-        let Matcher::Compressed(c) = self else {
-            return String::new();
-        };
-        let top = c.compressed().top();
-        format!(
-            "compressed graph: {} levels, {} hyper-nodes and {} edges for {} nodes and {} edges\n\
-             expansion: {} compressed matches, {} pruned by the weight test (Definition 5), {}\n",
-            c.compressed().levels().len(),
-            thousands(top.node_count() as u64),
-            thousands(top.edge_count() as u64),
-            thousands(c.original().node_count() as u64),
-            thousands(c.original().edge_count() as u64),
-            thousands(expansion.compressed_matches),
-            thousands(expansion.pruned_by_weight),
-            millis(expansion.expand_time)
-        )
+    /// The compressed engine, for a compressed graph.
+    pub fn compressed(&self) -> Option<&CompressedEngine<'g>> {
+        match self {
+            Matcher::Plain(_) => None,
+            Matcher::Compressed(c) => Some(c),
+        }
+    }
+
+    /// Parses `text` against the graph answers refer to: `prefer`'s dialect first, then the other.
+    pub fn prepare(&self, text: &str, prefer: Dialect) -> Result<Prepared, Error> {
+        prepare(text, self.graph(), prefer).map_err(|e| Error::query(e, text))
     }
 }
 
