@@ -441,6 +441,7 @@ impl<'g> Engine<'g> {
             neighbour_labels: self.neighbour_labels.as_ref(),
             ex: Executor { parallel },
             deadline: opts.timeout.map(|t| started + t),
+            cancel: opts.cancel.as_deref(),
             budget: opts.memory_budget,
         }
         .build(&mut space);
@@ -650,6 +651,7 @@ pub(crate) fn output<'o>(
         on_rows,
     )
     .with_deadline(opts.timeout.map(|t| started + t))
+    .with_cancel(opts.cancel.clone())
 }
 
 /// The sub-query of one connected component (`nodes`), without projection or limit.

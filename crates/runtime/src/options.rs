@@ -2,6 +2,8 @@
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 /// Which maps count as matches.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -111,6 +113,10 @@ pub struct MatchOptions {
     pub single_thread: bool,
     /// Stop a match after this long; the report then says `timed_out` and holds the answer so far.
     pub timeout: Option<std::time::Duration>,
+    /// Set (from another thread, or a signal handler) to stop the match as if its time limit had
+    /// passed: the report says `timed_out` and holds the answer so far. Seen where the time limit
+    /// is (the search's checks, the candidate-space build, between device launches).
+    pub cancel: Option<Arc<AtomicBool>>,
     /// Search nodes (dfs) between two looks at the clock, the stop flag and idle workers. The default
     /// costs nothing measurable; tests set 1 to make work stealing split at every step.
     pub check_every: u32,
@@ -130,6 +136,7 @@ impl Default for MatchOptions {
             lanes: 1,
             single_thread: false,
             timeout: None,
+            cancel: None,
             check_every: 1024,
             explain: false,
         }

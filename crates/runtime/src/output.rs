@@ -1,7 +1,7 @@
 //! Where matches go: projection, DISTINCT, LIMIT and the caller's callback, shared by all workers.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use hashbrown::HashSet;
@@ -48,6 +48,8 @@ pub struct Output<'a> {
     stop: AtomicBool,
     /// When the caller's time limit ends the match.
     deadline: Option<Instant>,
+    /// The caller's stop flag (`MatchOptions::cancel`), seen as a passed deadline.
+    cancel: Option<Arc<AtomicBool>>,
     timed_out: AtomicBool,
     state: Mutex<State<'a>>,
 }
@@ -72,6 +74,7 @@ impl<'a> Output<'a> {
             // Even LIMIT 0 runs until a first row, to tell whether the limit cut anything.
             stop: AtomicBool::new(false),
             deadline: None,
+            cancel: None,
             timed_out: AtomicBool::new(false),
             state: Mutex::new(State {
                 emitted: 0,
@@ -94,11 +97,21 @@ impl<'a> Output<'a> {
         self
     }
 
+    /// Stops the match when `cancel` is set, as at a deadline.
+    pub fn with_cancel(mut self, cancel: Option<Arc<AtomicBool>>) -> Self {
+        self.cancel = cancel;
+        self
+    }
+
     pub fn stopped(&self) -> bool {
         if self.stop.load(Ordering::Relaxed) {
             return true;
         }
-        if self.deadline.is_some_and(|d| Instant::now() >= d) {
+        let cancelled = self
+            .cancel
+            .as_ref()
+            .is_some_and(|c| c.load(Ordering::Relaxed));
+        if cancelled || self.deadline.is_some_and(|d| Instant::now() >= d) {
             self.timed_out.store(true, Ordering::Relaxed);
             self.stop.store(true, Ordering::Relaxed);
             return true;

@@ -325,6 +325,8 @@ pub struct SpaceBuilder<'a> {
     /// The query's time limit: past it the build stops and leaves an empty space (no match found
     /// by then), so a long build does not overrun it.
     pub deadline: Option<Instant>,
+    /// The caller's stop flag, seen as a passed deadline.
+    pub cancel: Option<&'a std::sync::atomic::AtomicBool>,
     /// The query's memory budget: a space that outgrows it stops the build (see
     /// [`SpaceBuilder::build`]).
     pub budget: u64,
@@ -520,7 +522,9 @@ impl SpaceBuilder<'_> {
     }
 
     fn expired(&self) -> bool {
-        self.deadline.is_some_and(|d| Instant::now() >= d)
+        self.cancel
+            .is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed))
+            || self.deadline.is_some_and(|d| Instant::now() >= d)
     }
 
     /// The build stopped at the deadline: an empty space, every node without candidates.

@@ -270,6 +270,53 @@ fn a_timeout_stops_the_match_and_is_reported() {
     }
 }
 
+/// The caller's stop flag ends a long count from another thread, on every CPU engine, as a time
+/// limit would; a flag set before the start leaves the candidate space unbuilt.
+#[test]
+fn a_cancel_flag_stops_the_match_from_another_thread() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let mut b = gpsense_graph::GraphBuilder::new();
+    for i in 0..40 {
+        for j in 0..40 {
+            if i != j {
+                b.add_triple(&format!("n{i}"), "r", &format!("n{j}"), 1.0)
+                    .unwrap();
+            }
+        }
+    }
+    let g = b.build().unwrap().0;
+    let q = gpsense_planner::compile(
+        "SELECT * WHERE { ?a r ?b . ?b r ?c . ?c r ?d . ?d r ?e . ?e r ?f . ?f r ?g }",
+        &g,
+    )
+    .unwrap();
+    let engine = Engine::new(&g);
+    for kind in [EngineKind::Dfs, EngineKind::Kernels, EngineKind::Emulated] {
+        let cancel = Arc::new(AtomicBool::new(false));
+        let o = MatchOptions {
+            cancel: Some(cancel.clone()),
+            ..opts(kind, Semantics::Iso)
+        };
+        let start = std::time::Instant::now();
+        let report = std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                cancel.store(true, Ordering::Relaxed);
+            });
+            engine.count(&q, &o).unwrap()
+        });
+        assert!(report.timed_out, "{kind}: 3.3e9 matches were counted?");
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(20),
+            "{kind} ignored the flag"
+        );
+        // Already set: nothing is built.
+        let report = engine.count(&compile_small(&g), &o).unwrap();
+        assert!(report.timed_out && report.rows == 0, "{kind}: {report:?}");
+    }
+}
+
 fn compile_small(g: &gpsense_graph::KnowledgeGraph) -> gpsense_planner::QueryGraph {
     gpsense_planner::compile("SELECT * WHERE { n1 r ?x }", g).unwrap()
 }
