@@ -3,7 +3,6 @@
 
 mod commands;
 mod explain;
-mod fmt;
 mod graph_source;
 mod out;
 mod progress;

@@ -24,6 +24,9 @@
 //! ```
 
 mod error;
+pub mod explain;
+pub mod fmt;
+pub mod info;
 mod matcher;
 pub mod solutions;
 mod source;

@@ -11,8 +11,8 @@ use gpsense_compress::{compress, format, CompressOptions, LevelRecord, LevelRow,
 use gpsense_runtime::parse_bytes;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::fmt::{millis, thousands};
 use crate::graph_source;
+use gpsense::fmt::{millis, thousands};
 
 #[derive(Args)]
 pub struct CompressArgs {

@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use gpsense_graph::export::{dump, DumpFormat, DumpReport};
 
-use crate::fmt::thousands;
 use crate::graph_source;
 use crate::out::note;
+use gpsense::fmt::thousands;
 
 pub struct Args {
     pub graph: Option<PathBuf>,

@@ -2,75 +2,17 @@
 
 use std::path::Path;
 
-use anyhow::Result;
-use gpsense_graph::KnowledgeGraph;
-
-use crate::fmt::{bytes, millis, thousands};
 use crate::graph_source;
+use anyhow::Result;
+use gpsense::fmt::millis;
 
 pub fn run(graph: Option<&Path>, top_relations: usize) -> Result<()> {
     let loaded = graph_source::load(graph)?;
-    crate::out::print(report(&loaded.graph, &loaded.origin, top_relations))?;
+    crate::out::print(gpsense::info::summary(
+        &loaded.graph,
+        &loaded.origin,
+        top_relations,
+    ))?;
     crate::out::print(format_args!("load time     {}\n", millis(loaded.load_time)))?;
     Ok(())
-}
-
-fn report(g: &KnowledgeGraph, origin: &str, top_relations: usize) -> String {
-    let s = g.stats();
-    let mut out = String::new();
-    let mut line = |k: &str, v: String| out.push_str(&format!("{k:<13} {v}\n"));
-    line("graph", origin.to_owned());
-    line("nodes", thousands(s.nodes as u64));
-    line("edges", thousands(s.edges as u64));
-    line("relations", thousands(s.relations as u64));
-    let labels = if g.has_node_labels() {
-        thousands(s.node_labels as u64)
-    } else {
-        "none".into()
-    };
-    line("node labels", labels);
-    line(
-        "weights",
-        if g.has_weights() {
-            "yes".into()
-        } else {
-            "all 1".into()
-        },
-    );
-    line(
-        "topology",
-        format!(
-            "{:.2} bytes/edge, {:.2} bytes/node (CSR out + in, labels)",
-            s.topology_bytes_per_edge, s.topology_bytes_per_node
-        ),
-    );
-    line("names", bytes(s.name_bytes));
-    let aliases = g.aliases();
-    if !aliases.is_empty() {
-        let several = aliases.iter().filter(|(_, nodes)| nodes.len() > 1).count();
-        line(
-            "aliases",
-            format!(
-                "{} names of nodes ({} denote several, e.g. a word's senses)",
-                thousands(aliases.names().len() as u64),
-                thousands(several as u64)
-            ),
-        );
-    }
-    let mut freq: Vec<(u64, &str)> = g
-        .relation_frequencies()
-        .into_iter()
-        .enumerate()
-        .map(|(r, n)| (n, g.relation_name(r as u16)))
-        .collect();
-    freq.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)));
-    let shown = freq.len().min(top_relations);
-    out.push_str(&format!(
-        "relations by edge count ({shown} of {}):\n",
-        freq.len()
-    ));
-    for (n, name) in &freq[..shown] {
-        out.push_str(&format!("  {name:<24} {:>12}\n", thousands(*n)));
-    }
-    out
 }

@@ -8,8 +8,8 @@ use gpsense_graph::ingest::{
     ingest, Columns, Format, IngestError, IngestOptions, IngestReport, OnError,
 };
 
-use crate::fmt::{bytes, millis, thousands};
 use crate::progress::Bar;
+use gpsense::fmt::{bytes, millis, thousands};
 
 pub struct Args {
     pub inputs: Vec<PathBuf>,

@@ -11,8 +11,8 @@ use gpsense_graph::KnowledgeGraph;
 use gpsense_planner::benchmark_query;
 use gpsense_runtime::{Engine, MatchOptions};
 
-use crate::fmt::millis;
 use crate::graph_source;
+use gpsense::fmt::millis;
 
 pub struct Args {
     pub data: PathBuf,

@@ -11,9 +11,9 @@ use gpsense_planner::{prepare, Dialect, Form, Prepared, Projected};
 use gpsense_runtime::{MatchOptions, RowBatch};
 
 use crate::explain;
-use crate::fmt::{millis, thousands};
 use crate::graph_source;
 use crate::rows::{RowFormat, RowWriter};
+use gpsense::fmt::{millis, thousands};
 use gpsense::solutions;
 use gpsense::{Matcher, Reported};
 

@@ -12,10 +12,10 @@ use gpsense_planner::parse::{Projection, Term};
 use gpsense_planner::Query;
 use gpsense_trust::{Answer, EdgeFound, Match, NodeLabel, NodeText, Params, Template, Trust};
 
-use crate::fmt::millis;
 use crate::graph_source;
 use crate::progress::Bar;
 use crate::rows::{RowFormat, RowWriter};
+use gpsense::fmt::millis;
 
 /// Options of `gpsense trust`.
 #[derive(clap::Args)]

@@ -162,10 +162,10 @@ fn load(args: &Args) -> Result<Server> {
     crate::out::note!(
         "graph: {} ({} nodes, {} edges, {} relations; loaded in {})",
         loaded.origin,
-        crate::fmt::thousands(g.node_count() as u64),
-        crate::fmt::thousands(g.edge_count() as u64),
-        crate::fmt::thousands(g.relation_count() as u64),
-        crate::fmt::millis(loaded.load_time)
+        gpsense::fmt::thousands(g.node_count() as u64),
+        gpsense::fmt::thousands(g.edge_count() as u64),
+        gpsense::fmt::thousands(g.relation_count() as u64),
+        gpsense::fmt::millis(loaded.load_time)
     );
     let kinds = terms::TermKinds::new(g);
     Ok(Server {

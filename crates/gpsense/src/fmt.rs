@@ -1,4 +1,4 @@
-//! Number formatting for human-readable reports.
+//! Number formatting for human-readable reports (the CLI's and the Python package's).
 
 /// `1234567` -> `1,234,567`.
 pub fn thousands(n: u64) -> String {

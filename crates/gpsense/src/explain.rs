@@ -1,0 +1,102 @@
+//! What `--explain` prints: the semantics, the plan, candidate set sizes after each phase, and time
+//! per phase.
+
+use std::fmt::Write;
+
+use gpsense_graph::KnowledgeGraph;
+use gpsense_planner::QueryGraph;
+use gpsense_runtime::MatchReport;
+
+use crate::fmt::thousands;
+
+pub fn report(q: &QueryGraph, g: &KnowledgeGraph, r: &MatchReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "semantics: {}", r.semantics.describe());
+    let _ = writeln!(out, "engine:    {}", r.engine);
+    if let Some(device) = &r.device {
+        let _ = writeln!(out, "device:    {device}");
+    }
+    // `describe` opens with its own "query graph: ..." line.
+    let described = q.describe(g);
+    let mut lines = described.lines();
+    let _ = writeln!(out, "{}", lines.next().unwrap_or("query graph:"));
+    for l in lines {
+        let _ = writeln!(out, "  {l}");
+    }
+    let _ = writeln!(
+        out,
+        "plan ({} component{}):",
+        r.plan.components.len(),
+        if r.plan.components.len() == 1 {
+            ""
+        } else {
+            "s"
+        }
+    );
+    for why in &r.plan.rationale {
+        let _ = writeln!(out, "  {why}");
+    }
+    if r.join_plan.order != r.plan.order {
+        let _ = writeln!(
+            out,
+            "join order (re-chosen from the candidate counts after filtering; dfs: its query DAG):"
+        );
+        for why in &r.join_plan.rationale {
+            let _ = writeln!(out, "  {why}");
+        }
+    }
+    let _ = writeln!(
+        out,
+        "candidates per query node:   after filtering   after refinement"
+    );
+    for &u in &r.plan.order {
+        let size = |v: &Vec<usize>| v.get(u).map_or("-".to_owned(), |&n| thousands(n as u64));
+        let _ = writeln!(
+            out,
+            "  {:<26} {:>15}   {:>16}",
+            q.nodes[u].name,
+            size(&r.filter.after_filter),
+            size(&r.filter.after_refine)
+        );
+    }
+    if let Some(n) = r.edge_candidates {
+        let _ = writeln!(out, "edge candidates: {}", thousands(n));
+    }
+    if let Some(d) = &r.device_report {
+        let c = &d.counters;
+        let _ = writeln!(
+            out,
+            "device: {} launches, {} reads (each waits for the device), {} allocations, {} bytes up, {} bytes down; {} join level runs; {} bytes of buffers kept for the next query",
+            thousands(c.launches),
+            thousands(c.syncs),
+            thousands(c.allocations),
+            thousands(c.bytes_up),
+            thousands(c.bytes_down),
+            thousands(d.levels),
+            thousands(d.arena_bytes)
+        );
+    }
+    if let Some(s) = &r.search {
+        let _ = writeln!(
+            out,
+            "search: {} partial matches grown, {} sibling loops cut by failing sets, {} leaf groups counted, {} pieces of work stolen",
+            thousands(s.nodes),
+            thousands(s.backjumps),
+            thousands(s.leaf_counts),
+            thousands(s.splits)
+        );
+    }
+    let t = &r.times;
+    let ms = |d: std::time::Duration| format!("{:.3} ms", d.as_secs_f64() * 1e3);
+    let _ = writeln!(
+        out,
+        "time: plan {}, filter {}, refine {}, edge candidates {}, join {}, total {}",
+        ms(t.plan),
+        ms(t.filter),
+        ms(t.refine),
+        ms(t.edge_candidates),
+        ms(t.join),
+        ms(t.total)
+    );
+    out
+}
