@@ -1,0 +1,344 @@
+//! `gpsense.Graph`: a knowledge graph opened from any source, and every call made on it.
+
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use gpsense::{solutions, Dialect, Error, Loaded, Reported};
+use gpsense_graph::ingest::{Columns, Format, IngestOptions, NoProgress, OnError};
+use gpsense_graph::KnowledgeGraph;
+use pyo3::exceptions::{PyUserWarning, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::errors::{self, from_gpsense};
+use crate::interrupt;
+use crate::options::{self, Call};
+use crate::result::QueryResult;
+use crate::shared::Shared;
+
+/// A knowledge graph: concepts joined by relations (a directed, edge-labelled graph), ready to
+/// answer queries. Open one with `Graph.load(path)`, `Graph.ingest(paths)` or `Graph.default()`.
+#[pyclass(module = "gpsense", frozen)]
+pub struct Graph {
+    pub(crate) shared: Arc<Shared>,
+}
+
+#[pymethods]
+impl Graph {
+    /// Opens a snapshot (`gpsense ingest -o`), a compressed graph (`.gpsc`), or any file `ingest`
+    /// reads (ConceptNet CSV, triples TSV, N-Triples, Turtle, KGTK, ...), ingested with the default
+    /// options.
+    #[staticmethod]
+    fn load(py: Python<'_>, path: PathBuf) -> PyResult<Graph> {
+        open(py, move || Loaded::open(Some(&path), &NoProgress))
+    }
+
+    /// The embedded default graph: ConceptNet-100K (CC BY-SA 4.0, Li et al. 2016).
+    #[staticmethod]
+    fn default(py: Python<'_>) -> PyResult<Graph> {
+        open(py, Loaded::embedded)
+    }
+
+    /// Ingests text files into a graph, with the options of `gpsense ingest`: `format` (detected
+    /// when None), `columns` ("hrt" or "rht" for triples TSV), `languages` and `strip_pos`
+    /// (ConceptNet), `on_error` ("fail", or "skip" to drop malformed lines with a warning), and
+    /// `max_line_bytes` (longer lines are malformed; default 1 MiB).
+    #[staticmethod]
+    #[pyo3(signature = (paths, *, format=None, columns=None, languages=None, strip_pos=false, on_error="fail", max_line_bytes=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn ingest(
+        py: Python<'_>,
+        paths: &Bound<'_, PyAny>,
+        format: Option<&str>,
+        columns: Option<&str>,
+        languages: Option<Vec<String>>,
+        strip_pos: bool,
+        on_error: &str,
+        max_line_bytes: Option<usize>,
+    ) -> PyResult<Graph> {
+        let paths: Vec<PathBuf> = match paths.extract::<PathBuf>() {
+            Ok(p) => vec![p],
+            Err(_) => paths.extract()?,
+        };
+        let bad = |e: String| PyValueError::new_err(e);
+        let opts = IngestOptions {
+            format: format.map(str::parse::<Format>).transpose().map_err(bad)?,
+            columns: columns
+                .map(str::parse::<Columns>)
+                .transpose()
+                .map_err(bad)?,
+            languages: languages.unwrap_or_default(),
+            strip_pos,
+            on_error: on_error.parse::<OnError>().map_err(bad)?,
+            max_line_bytes: max_line_bytes.unwrap_or(0),
+        };
+        let (loaded, report) = py
+            .detach(|| Loaded::ingest(&paths, &opts, &NoProgress))
+            .map_err(|e| from_gpsense(py, e))?;
+        let skipped = report.skipped_total();
+        if skipped > 0 {
+            let message = format!("ingest skipped {skipped} malformed line(s)");
+            PyErr::warn(
+                py,
+                &py.get_type::<PyUserWarning>(),
+                &std::ffi::CString::new(message)?,
+                1,
+            )?;
+        }
+        graph_of(py, loaded)
+    }
+
+    /// Writes the graph as a snapshot that `Graph.load` (and the CLI) open in milliseconds; a
+    /// compressed graph is written as a `.gpsc`. Atomic: a temporary file, then a rename.
+    fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+        py.detach(|| self.shared.loaded().save(&path))
+            .map_err(|e| from_gpsense(py, e))
+    }
+
+    /// The number of edges (triples).
+    fn __len__(&self) -> usize {
+        self.shared.graph().edge_count()
+    }
+
+    fn __repr__(&self) -> String {
+        let g = self.shared.graph();
+        format!(
+            "<gpsense.Graph {}: {} nodes, {} edges, {} relations>",
+            self.shared.loaded().origin,
+            g.node_count(),
+            g.edge_count(),
+            g.relation_count()
+        )
+    }
+
+    /// What the graph holds, as `gpsense info` reports it: origin, nodes, edges, relations, node
+    /// labels, aliases, load time (ms), whether it is compressed, and edges per relation.
+    fn info<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let loaded = self.shared.loaded();
+        let g = &loaded.graph;
+        let d = PyDict::new(py);
+        d.set_item("origin", &loaded.origin)?;
+        d.set_item("nodes", g.node_count())?;
+        d.set_item("edges", g.edge_count())?;
+        d.set_item("relations", g.relation_count())?;
+        let labels = g.has_node_labels().then(|| g.stats().node_labels);
+        d.set_item("node_labels", labels)?;
+        d.set_item("weighted", g.has_weights())?;
+        d.set_item("aliases", g.aliases().names().len())?;
+        d.set_item("compressed", loaded.compressed.is_some())?;
+        d.set_item("load_ms", loaded.load_time.as_secs_f64() * 1e3)?;
+        let by_relation = PyDict::new(py);
+        for (r, n) in relations_by_count(g) {
+            by_relation.set_item(r, n)?;
+        }
+        d.set_item("edges_by_relation", by_relation)?;
+        Ok(d)
+    }
+
+    /// The text `gpsense info` prints, with the `top_relations` most used relations.
+    #[pyo3(signature = (top_relations=20))]
+    fn summary(&self, top_relations: usize) -> String {
+        let loaded = self.shared.loaded();
+        gpsense::info::summary(&loaded.graph, &loaded.origin, top_relations)
+    }
+
+    /// The relation names, most used first.
+    fn relations(&self) -> Vec<String> {
+        relations_by_count(self.shared.graph())
+            .into_iter()
+            .map(|(r, _)| r.to_owned())
+            .collect()
+    }
+
+    /// Answers a query (gpsense's short SPARQL with bare names, or standard SPARQL 1.1 SELECT) and
+    /// returns its rows: iterate over them as they are found, or take them all with `to_list()`,
+    /// `to_pandas()` or `to_arrow()`. `semantics`: "iso" (subgraph isomorphism) or "hom" (as
+    /// SPARQL); None: iso, except a standard SPARQL query, whose semantics are its own. `limit`:
+    /// at most this many rows. `timeout`: seconds; past it, `QueryTimeout` is raised. `engine`:
+    /// "auto" (a GPU when present, else the CPU), "dfs", "kernels", "gpu" or "emulated".
+    #[pyo3(signature = (text, semantics=None, limit=None, timeout=None, engine="auto"))]
+    fn query(
+        &self,
+        text: &str,
+        semantics: Option<&str>,
+        limit: Option<u64>,
+        timeout: Option<f64>,
+        engine: &str,
+    ) -> PyResult<QueryResult> {
+        let call = options::call(semantics, limit, timeout, engine)?;
+        QueryResult::new(self.shared.clone(), text, call)
+    }
+
+    /// The number of matches (or of solutions, with FILTERs), counted without materialising them.
+    #[pyo3(signature = (text, semantics=None, limit=None, timeout=None, engine="auto"))]
+    fn count(
+        &self,
+        py: Python<'_>,
+        text: &str,
+        semantics: Option<&str>,
+        limit: Option<u64>,
+        timeout: Option<f64>,
+        engine: &str,
+    ) -> PyResult<u64> {
+        let call = options::call(semantics, limit, timeout, engine)?;
+        let reported = self.counted(py, text, &call, false)?;
+        let n = reported.report.rows;
+        if reported.report.timed_out {
+            let message = format!("the time limit stopped the count at {n} matches");
+            return Err(errors::timeout(
+                py,
+                message,
+                n.into_pyobject(py)?.into_any().unbind(),
+            ));
+        }
+        Ok(n)
+    }
+
+    /// Whether the query has a match (an ASK query, or any pattern).
+    #[pyo3(signature = (text, semantics=None, timeout=None, engine="auto"))]
+    fn ask(
+        &self,
+        py: Python<'_>,
+        text: &str,
+        semantics: Option<&str>,
+        timeout: Option<f64>,
+        engine: &str,
+    ) -> PyResult<bool> {
+        let call = options::call(semantics, Some(1), timeout, engine)?;
+        let reported = self.counted(py, text, &call, false)?;
+        if reported.report.rows == 0 && reported.report.timed_out {
+            let message = "the time limit stopped the search before a match was found".to_owned();
+            return Err(errors::timeout(py, message, py.None()));
+        }
+        Ok(reported.report.rows > 0)
+    }
+
+    /// Runs the query (counting its matches) and returns what `gpsense query --explain` prints, as
+    /// a dict: the semantics, engine and device, the plan, candidates per query node after
+    /// filtering and refinement, edge candidates, time per phase (ms), the count, and `text`, the
+    /// CLI's report.
+    #[pyo3(signature = (text, semantics=None, limit=None, timeout=None, engine="auto"))]
+    fn explain<'py>(
+        &self,
+        py: Python<'py>,
+        text: &str,
+        semantics: Option<&str>,
+        limit: Option<u64>,
+        timeout: Option<f64>,
+        engine: &str,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let call = options::call(semantics, limit, timeout, engine)?;
+        let reported = self.counted(py, text, &call, true)?;
+        let p = self
+            .shared
+            .with_dependent(|_, e| e.matcher.prepare(text, Dialect::Short))
+            .map_err(|e| from_gpsense(py, e))?;
+        crate::result::explained(py, self.shared.graph(), &p, &reported)
+    }
+
+    /// TruST's approximate matching: the `top` best near matches of the query, whose concepts may
+    /// be misspelt or absent, ranked by name similarity and topology (`beam` branches kept per
+    /// level). Each `TrustMatch` holds its score, the data node of each query node, and how each
+    /// node and edge agreed.
+    #[pyo3(signature = (text, top=10, beam=128, *, alpha=0.5, relation_weight=0.5, threshold=0.5, timeout=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn trust(
+        &self,
+        py: Python<'_>,
+        text: &str,
+        top: usize,
+        beam: usize,
+        alpha: f32,
+        relation_weight: f32,
+        threshold: f32,
+        timeout: Option<f64>,
+    ) -> PyResult<Vec<crate::trust::TrustMatch>> {
+        let params = gpsense_trust::Params {
+            alpha,
+            relation_weight,
+            threshold,
+            beam,
+            top,
+            timeout: timeout.map(options::seconds).transpose()?,
+            memory_budget: Some(gpsense_runtime::default_memory_budget()),
+        };
+        crate::trust::search(py, &self.shared, text, params)
+    }
+
+    /// The graph, or the subgraph among `nodes` (names), as a `networkx.MultiDiGraph`: one edge per
+    /// triple, with its `relation` and `weight`. Refused beyond `max_edges` edges, which networkx
+    /// would hold at about a kilobyte each.
+    #[pyo3(signature = (nodes=None, max_edges=100_000))]
+    fn to_networkx(
+        &self,
+        py: Python<'_>,
+        nodes: Option<Vec<String>>,
+        max_edges: usize,
+    ) -> PyResult<Py<PyAny>> {
+        crate::result::networkx(py, self.shared.graph(), nodes, max_edges)
+    }
+}
+
+impl Graph {
+    /// Counts on the calling thread with the GIL released, Ctrl-C stopping it.
+    fn counted(
+        &self,
+        py: Python<'_>,
+        text: &str,
+        call: &Call,
+        explain: bool,
+    ) -> PyResult<Reported> {
+        let shared = &self.shared;
+        let outcome = inline(py, |cancel| {
+            shared.with_dependent(|_, e| {
+                let p = e.matcher.prepare(text, Dialect::Short)?;
+                let mut opts = solutions::options_for(&p, &call.options, call.semantics_given);
+                opts.cancel = Some(cancel);
+                opts.explain = explain;
+                solutions::count(&e.matcher, &p, &opts).map_err(Error::from)
+            })
+        })?;
+        outcome.map_err(|e| from_gpsense(py, e))
+    }
+}
+
+/// Runs `f` on the calling thread with the GIL released; `f` gets the flag a SIGINT raises, and a
+/// SIGINT during it becomes `KeyboardInterrupt`.
+pub fn inline<T: Send>(py: Python<'_>, f: impl FnOnce(Arc<AtomicBool>) -> T + Send) -> PyResult<T> {
+    let (value, hit) = py.detach(|| {
+        let guard = interrupt::Guard::new();
+        let value = f(guard.flag());
+        (value, guard.interrupted())
+    });
+    if hit {
+        py.check_signals()?;
+        return Err(errors::interrupted());
+    }
+    Ok(value)
+}
+
+fn open(py: Python<'_>, load: impl FnOnce() -> Result<Loaded, Error> + Send) -> PyResult<Graph> {
+    let loaded = py.detach(load).map_err(|e| from_gpsense(py, e))?;
+    graph_of(py, loaded)
+}
+
+fn graph_of(py: Python<'_>, loaded: Loaded) -> PyResult<Graph> {
+    let shared = py
+        .detach(|| Shared::open(loaded))
+        .map_err(|e| from_gpsense(py, e))?;
+    Ok(Graph {
+        shared: Arc::new(shared),
+    })
+}
+
+fn relations_by_count(g: &KnowledgeGraph) -> Vec<(&str, u64)> {
+    let mut freq: Vec<(&str, u64)> = g
+        .relation_frequencies()
+        .into_iter()
+        .enumerate()
+        .map(|(r, n)| (g.relation_name(r as u16), n))
+        .collect();
+    freq.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    freq
+}

@@ -1,0 +1,551 @@
+//! `gpsense.QueryResult`: the rows of a query, streamed from a query thread as they are found, or
+//! collected on the calling thread when all of them are wanted at once; and the conversions that
+//! need a query's rows or a graph's edges (`explain`'s dict, networkx).
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use gpsense::{solutions, Dialect, Error, Form, Prepared, Reported};
+use gpsense_graph::KnowledgeGraph;
+use gpsense_planner::Projected;
+use pyo3::exceptions::{PyImportError, PyStopIteration};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+
+use crate::errors::{self, from_gpsense};
+use crate::graph::inline;
+use crate::options::Call;
+use crate::shared::Shared;
+
+/// Batches of rows the query thread may run ahead of the reader.
+const AHEAD: usize = 4;
+/// How often a waiting reader looks for Ctrl-C.
+const POLL: Duration = Duration::from_millis(50);
+
+/// What the query thread sends.
+enum Message {
+    /// A batch's ids, and its number of rows (a projection may have no columns).
+    Rows(Vec<u32>, usize),
+    End(Box<Result<Reported, Error>>),
+}
+
+enum State {
+    /// Nothing has run yet.
+    Fresh,
+    /// A query thread is producing rows.
+    Streaming {
+        /// In a mutex only to be `Sync`, as a pyclass must be: one reader at a time holds it.
+        rows: Mutex<Receiver<Message>>,
+        cancel: Arc<AtomicBool>,
+        batch: Vec<u32>,
+        at: usize,
+        /// Rows of no columns still to hand out.
+        empty: usize,
+    },
+    /// Rows already made (a COUNT(*) query's one row).
+    Ready(VecDeque<Py<PyTuple>>),
+    Done,
+}
+
+/// The rows of a query, as tuples of names (a relation's name for an edge variable). Iterating
+/// streams them as the engine finds them, from a thread of their own, with the GIL released
+/// while waiting; breaking off stops the query. `to_list()`, `to_pandas()` and `to_arrow()` take
+/// all rows at once (on the calling thread when nothing was read yet). A result is read once.
+#[pyclass(module = "gpsense")]
+pub struct QueryResult {
+    shared: Arc<Shared>,
+    prepared: Arc<Prepared>,
+    call: Call,
+    variables: Vec<String>,
+    /// Per column: an edge variable (a relation name) rather than a node.
+    relation: Vec<bool>,
+    state: State,
+}
+
+impl QueryResult {
+    pub fn new(shared: Arc<Shared>, text: &str, call: Call) -> PyResult<QueryResult> {
+        let prepared = shared
+            .with_dependent(|_, e| e.matcher.prepare(text, Dialect::Short))
+            .map_err(|e| Python::attach(|py| from_gpsense(py, e)))?;
+        if prepared.form == Form::Ask {
+            return Err(Python::attach(|py| {
+                errors::raise(
+                    py,
+                    "QueryError",
+                    ("an ASK query answers yes or no: use Graph.ask()",),
+                )
+            }));
+        }
+        let variables = match solutions::count_column(&prepared) {
+            Some(column) => vec![column.to_owned()],
+            None => solutions::column_names(&prepared.graph),
+        };
+        let relation = prepared
+            .graph
+            .projection
+            .iter()
+            .map(|p| matches!(p, Projected::Edge(_)))
+            .collect();
+        Ok(QueryResult {
+            shared,
+            prepared: Arc::new(prepared),
+            call,
+            variables,
+            relation,
+            state: State::Fresh,
+        })
+    }
+
+    fn options(&self, cancel: Arc<AtomicBool>) -> gpsense::MatchOptions {
+        let mut opts = solutions::options_for(
+            &self.prepared,
+            &self.call.options,
+            self.call.semantics_given,
+        );
+        opts.cancel = Some(cancel);
+        opts
+    }
+
+    /// Starts the query thread (or answers a COUNT(*) query on this one).
+    fn start(&mut self, py: Python<'_>) -> PyResult<()> {
+        if solutions::count_column(&self.prepared).is_some() {
+            let n = self.count(py)?;
+            let row = PyTuple::new(py, [n])?.unbind();
+            self.state = State::Ready(VecDeque::from([row]));
+            return Ok(());
+        }
+        let cancel = Arc::new(AtomicBool::new(false));
+        let opts = self.options(cancel.clone());
+        let (tx, rx) = sync_channel(AHEAD);
+        let (shared, prepared) = (self.shared.clone(), self.prepared.clone());
+        let spawned = std::thread::Builder::new()
+            .name("gpsense-query".into())
+            .spawn(move || {
+                let result = shared.with_dependent(|_, e| {
+                    solutions::select(&e.matcher, &prepared, &opts, &mut |b| {
+                        tx.send(Message::Rows(b.data.to_vec(), b.rows)).is_ok()
+                    })
+                });
+                let _ = tx.send(Message::End(Box::new(result.map_err(Error::from))));
+            });
+        if let Err(e) = spawned {
+            return Err(errors::match_error(
+                py,
+                format!("cannot start the query thread: {e}"),
+            ));
+        }
+        self.state = State::Streaming {
+            rows: Mutex::new(rx),
+            cancel,
+            batch: Vec::new(),
+            at: 0,
+            empty: 0,
+        };
+        Ok(())
+    }
+
+    fn count(&self, py: Python<'_>) -> PyResult<u64> {
+        let reported = inline(py, |cancel| {
+            let opts = self.options(cancel);
+            self.shared.with_dependent(|_, e| {
+                solutions::count(&e.matcher, &self.prepared, &opts).map_err(Error::from)
+            })
+        })?
+        .map_err(|e| from_gpsense(py, e))?;
+        let n = reported.report.rows;
+        if reported.report.timed_out {
+            let message = format!("the time limit stopped the count at {n} matches");
+            return Err(errors::timeout(
+                py,
+                message,
+                n.into_pyobject(py)?.into_any().unbind(),
+            ));
+        }
+        Ok(n)
+    }
+
+    /// The next row, or `None` at the end.
+    fn next_row(&mut self, py: Python<'_>) -> PyResult<Option<Py<PyTuple>>> {
+        loop {
+            match &mut self.state {
+                State::Fresh => self.start(py)?,
+                State::Ready(rows) => return Ok(rows.pop_front()),
+                State::Done => return Ok(None),
+                State::Streaming { empty, .. } if *empty > 0 => {
+                    *empty -= 1;
+                    return Ok(Some(PyTuple::empty(py).unbind()));
+                }
+                State::Streaming { batch, at, .. } if *at < batch.len() => {
+                    let width = self.relation.len();
+                    let row = &batch[*at..*at + width];
+                    *at += width;
+                    return Ok(Some(tuple(py, self.shared.graph(), &self.relation, row)?));
+                }
+                State::Streaming {
+                    rows,
+                    cancel,
+                    batch,
+                    at,
+                    empty,
+                } => match wait(py, rows, cancel) {
+                    Ok(Message::Rows(next, n)) => {
+                        *batch = next;
+                        *at = 0;
+                        if self.relation.is_empty() {
+                            *empty = n;
+                        }
+                    }
+                    Ok(Message::End(result)) => {
+                        self.state = State::Done;
+                        let reported = (*result).map_err(|e| from_gpsense(py, e))?;
+                        if reported.report.timed_out {
+                            let n = reported.report.rows;
+                            let message =
+                                format!("the time limit stopped the query after {n} rows");
+                            return Err(errors::timeout(py, message, py.None()));
+                        }
+                        return Ok(None);
+                    }
+                    Err(e) => {
+                        self.state = State::Done;
+                        return Err(e);
+                    }
+                },
+            }
+        }
+    }
+
+    /// Every row's ids, found on the calling thread with the GIL released, within the memory
+    /// budget.
+    fn collect_ids(&self, py: Python<'_>) -> PyResult<(Vec<u32>, Reported)> {
+        let budget = self.call.options.memory_budget;
+        let outcome = inline(py, |cancel| {
+            let opts = self.options(cancel);
+            let mut ids: Vec<u32> = Vec::new();
+            let mut over = false;
+            let result = self.shared.with_dependent(|_, e| {
+                solutions::select(&e.matcher, &self.prepared, &opts, &mut |b| {
+                    if (ids.len() + b.data.len()) as u64 * 4 > budget {
+                        over = true;
+                        return false;
+                    }
+                    ids.extend_from_slice(b.data);
+                    true
+                })
+            });
+            (ids, over, result)
+        })?;
+        let (ids, over, result) = outcome;
+        let reported = result.map_err(|e| from_gpsense(py, Error::from(e)))?;
+        if over {
+            return Err(errors::match_error(
+                py,
+                format!(
+                    "the rows take more than the memory budget ({budget} bytes as ids, before \
+                     Python objects): iterate over the result instead, or add a LIMIT"
+                ),
+            ));
+        }
+        Ok((ids, reported))
+    }
+
+    /// All rows as one list per variable (in a dict, in column order).
+    fn columns<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let rows = self.rows(py)?;
+        let columns = PyDict::new(py);
+        for (c, name) in self.variables.iter().enumerate() {
+            let column = PyList::empty(py);
+            for row in &rows {
+                column.append(row.bind(py).get_item(c)?)?;
+            }
+            columns.set_item(name, column)?;
+        }
+        Ok(columns)
+    }
+
+    /// All rows as tuples: collected at once when nothing was read, else the rest of the stream.
+    fn rows(&mut self, py: Python<'_>) -> PyResult<Vec<Py<PyTuple>>> {
+        if !matches!(self.state, State::Fresh) || solutions::count_column(&self.prepared).is_some()
+        {
+            let mut out = Vec::new();
+            while let Some(row) = self.next_row(py)? {
+                out.push(row);
+            }
+            return Ok(out);
+        }
+        self.state = State::Done;
+        let (ids, reported) = self.collect_ids(py)?;
+        let g = self.shared.graph();
+        let width = self.relation.len();
+        let mut out = Vec::with_capacity(reported.report.rows as usize);
+        if width == 0 {
+            out.extend((0..reported.report.rows).map(|_| PyTuple::empty(py).unbind()));
+        } else {
+            for row in ids.chunks_exact(width) {
+                out.push(tuple(py, g, &self.relation, row)?);
+            }
+        }
+        if reported.report.timed_out {
+            let message = format!("the time limit stopped the query after {} rows", out.len());
+            let partial = PyList::new(py, out)?.into_any().unbind();
+            return Err(errors::timeout(py, message, partial));
+        }
+        Ok(out)
+    }
+}
+
+// Python's names: `to_list` and the others consume the result's rows, as `list()` does.
+#[allow(clippy::wrong_self_convention)]
+#[pymethods]
+impl QueryResult {
+    /// The projected variables, without `?`, in column order.
+    #[getter]
+    fn variables(&self) -> Vec<String> {
+        self.variables.clone()
+    }
+
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__(&mut self, py: Python<'_>) -> PyResult<Py<PyTuple>> {
+        self.next_row(py)?
+            .ok_or_else(|| PyStopIteration::new_err(()))
+    }
+
+    /// Every row (the rest of them, if some were read), as a list of tuples.
+    fn to_list(&mut self, py: Python<'_>) -> PyResult<Vec<Py<PyTuple>>> {
+        self.rows(py)
+    }
+
+    /// The rows as a `pandas.DataFrame`, one column per variable (needs pandas).
+    fn to_pandas(&mut self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let pandas = optional(py, "pandas", "to_pandas()")?;
+        let columns = self.columns(py)?;
+        let kwargs = PyDict::new(py);
+        kwargs.set_item("columns", self.variables.clone())?;
+        let frame = pandas
+            .getattr("DataFrame")?
+            .call((columns,), Some(&kwargs))?;
+        Ok(frame.unbind())
+    }
+
+    /// The rows as a `pyarrow.Table`, one column per variable (needs pyarrow).
+    fn to_arrow(&mut self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let pyarrow = optional(py, "pyarrow", "to_arrow()")?;
+        let columns = self.columns(py)?;
+        Ok(pyarrow.call_method1("table", (columns,))?.unbind())
+    }
+
+    fn __repr__(&self) -> String {
+        let state = match self.state {
+            State::Fresh => "not started",
+            State::Streaming { .. } | State::Ready(_) => "being read",
+            State::Done => "read",
+        };
+        format!(
+            "<gpsense.QueryResult ({}): {state}>",
+            self.variables.join(", ")
+        )
+    }
+}
+
+impl Drop for QueryResult {
+    /// A result dropped before its end (a `break`) stops its query thread.
+    fn drop(&mut self) {
+        if let State::Streaming { cancel, .. } = &self.state {
+            cancel.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The next message, the GIL released while waiting, Ctrl-C looked for every `POLL`.
+fn wait(py: Python<'_>, rows: &Mutex<Receiver<Message>>, cancel: &AtomicBool) -> PyResult<Message> {
+    loop {
+        let next = py.detach(|| {
+            let rows = rows.lock().unwrap_or_else(|p| p.into_inner());
+            rows.recv_timeout(POLL)
+        });
+        match next {
+            Ok(m) => return Ok(m),
+            Err(RecvTimeoutError::Timeout) => {
+                if let Err(e) = py.check_signals() {
+                    cancel.store(true, Ordering::Relaxed);
+                    return Err(e);
+                }
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                return Err(errors::match_error(
+                    py,
+                    "the query thread stopped without an answer (a bug: please report it)".into(),
+                ))
+            }
+        }
+    }
+}
+
+fn tuple(
+    py: Python<'_>,
+    g: &KnowledgeGraph,
+    relation: &[bool],
+    row: &[u32],
+) -> PyResult<Py<PyTuple>> {
+    let names = row.iter().zip(relation).map(|(&id, &r)| {
+        let name = if r {
+            g.relation_name(id as u16)
+        } else {
+            g.node_name(id)
+        };
+        PyString::new(py, name)
+    });
+    Ok(PyTuple::new(py, names)?.unbind())
+}
+
+/// A module the call needs but gpsense does not depend on.
+fn optional<'py>(py: Python<'py>, module: &str, call: &str) -> PyResult<Bound<'py, PyModule>> {
+    py.import(module).map_err(|e| {
+        if e.is_instance_of::<PyImportError>(py) {
+            PyImportError::new_err(format!(
+                "{call} needs {module}, which is not installed: pip install {module}"
+            ))
+        } else {
+            e
+        }
+    })
+}
+
+/// `Graph.explain`'s dict.
+pub fn explained<'py>(
+    py: Python<'py>,
+    g: &KnowledgeGraph,
+    p: &Prepared,
+    reported: &Reported,
+) -> PyResult<Bound<'py, PyDict>> {
+    let r = &reported.report;
+    let q = &p.graph;
+    let d = PyDict::new(py);
+    d.set_item(
+        "dialect",
+        match p.dialect {
+            Dialect::Short => "short",
+            Dialect::Sparql => "sparql",
+        },
+    )?;
+    d.set_item("semantics", r.semantics.to_string())?;
+    d.set_item("engine", r.engine.to_string())?;
+    d.set_item("device", r.device.clone())?;
+    d.set_item("fallback", r.fallback.clone())?;
+    d.set_item("plan", r.plan.rationale.clone())?;
+    d.set_item("join_plan", r.join_plan.rationale.clone())?;
+    let candidates = PyDict::new(py);
+    for &u in &r.plan.order {
+        let node = PyDict::new(py);
+        node.set_item("after_filter", r.filter.after_filter.get(u).copied())?;
+        node.set_item("after_refine", r.filter.after_refine.get(u).copied())?;
+        candidates.set_item(&q.nodes[u].name, node)?;
+    }
+    d.set_item("candidates", candidates)?;
+    d.set_item("edge_candidates", r.edge_candidates)?;
+    let t = &r.times;
+    let times = PyDict::new(py);
+    for (k, v) in [
+        ("plan", t.plan),
+        ("filter", t.filter),
+        ("refine", t.refine),
+        ("edge_candidates", t.edge_candidates),
+        ("join", t.join),
+        ("total", t.total),
+    ] {
+        times.set_item(k, v.as_secs_f64() * 1e3)?;
+    }
+    d.set_item("times_ms", times)?;
+    d.set_item("matches", r.rows)?;
+    d.set_item("timed_out", r.timed_out)?;
+    d.set_item("limit_reached", r.limit_reached)?;
+    d.set_item("text", gpsense::explain::report(q, g, r))?;
+    Ok(d)
+}
+
+/// `Graph.to_networkx`: the whole graph, or the subgraph among `nodes`.
+pub fn networkx(
+    py: Python<'_>,
+    g: &KnowledgeGraph,
+    nodes: Option<Vec<String>>,
+    max_edges: usize,
+) -> PyResult<Py<PyAny>> {
+    let nx = optional(py, "networkx", "to_networkx()")?;
+    let ids: Vec<u32> = match &nodes {
+        None => {
+            if g.edge_count() > max_edges {
+                return Err(errors::graph_error(
+                    py,
+                    format!(
+                        "the graph has {} edges, more than max_edges={max_edges}: pass nodes=[...] \
+                         for a subgraph, or a larger max_edges",
+                        g.edge_count()
+                    ),
+                ));
+            }
+            (0..g.node_count() as u32).collect()
+        }
+        Some(names) => node_ids(py, g, names)?,
+    };
+    let mut member = vec![nodes.is_none(); g.node_count()];
+    for &v in &ids {
+        member[v as usize] = true;
+    }
+    let out = g.out();
+    let mut edges = Vec::new();
+    for &v in &ids {
+        for i in out.range(v) {
+            let w = out.targets()[i];
+            if member[w as usize] {
+                if edges.len() == max_edges {
+                    return Err(errors::graph_error(
+                        py,
+                        format!("the subgraph has more than max_edges={max_edges} edges"),
+                    ));
+                }
+                edges.push((v, out.labels()[i], w, g.weight(i)));
+            }
+        }
+    }
+    let graph = nx.getattr("MultiDiGraph")?.call0()?;
+    let names: Vec<&str> = ids.iter().map(|&v| g.node_name(v)).collect();
+    graph.call_method1("add_nodes_from", (names,))?;
+    for (v, r, w, weight) in edges {
+        let attrs = PyDict::new(py);
+        attrs.set_item("relation", g.relation_name(r))?;
+        attrs.set_item("weight", weight)?;
+        graph.call_method("add_edge", (g.node_name(v), g.node_name(w)), Some(&attrs))?;
+    }
+    Ok(graph.unbind())
+}
+
+/// The nodes of `names` (a name, and the nodes it is an alias of); an unknown name is an error
+/// with suggestions.
+fn node_ids(py: Python<'_>, g: &KnowledgeGraph, names: &[String]) -> PyResult<Vec<u32>> {
+    let mut ids = Vec::new();
+    for name in names {
+        let found = g.nodes_named(name);
+        if found.is_empty() {
+            let near = gpsense_planner::concept_names(g, name, 3);
+            let hint = if near.is_empty() {
+                String::new()
+            } else {
+                format!("; did you mean {}?", near.join(", "))
+            };
+            return Err(errors::graph_error(
+                py,
+                format!("unknown node {name:?}{hint}"),
+            ));
+        }
+        ids.extend(found);
+    }
+    ids.sort_unstable();
+    ids.dedup();
+    Ok(ids)
+}

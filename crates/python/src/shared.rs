@@ -1,0 +1,41 @@
+//! A graph with the engines that borrow it, in one owner the Python objects share.
+
+use std::sync::OnceLock;
+
+use gpsense::{Loaded, Matcher};
+use gpsense_trust::Trust;
+
+/// What borrows the graph: the matcher (built with the graph) and TruST's name index (built on
+/// the first `trust` call, then kept).
+pub struct Engines<'g> {
+    pub matcher: Matcher<'g>,
+    pub trust: OnceLock<Trust<'g>>,
+}
+
+self_cell::self_cell!(
+    /// A loaded graph and its engines; held in an `Arc` by `Graph` and by running queries.
+    pub struct Shared {
+        owner: Loaded,
+        #[not_covariant]
+        dependent: Engines,
+    }
+);
+
+impl Shared {
+    pub fn open(loaded: Loaded) -> Result<Shared, gpsense::Error> {
+        Shared::try_new(loaded, |l| {
+            Ok(Engines {
+                matcher: Matcher::new(l).map_err(gpsense::Error::Compress)?,
+                trust: OnceLock::new(),
+            })
+        })
+    }
+
+    pub fn loaded(&self) -> &Loaded {
+        self.borrow_owner()
+    }
+
+    pub fn graph(&self) -> &gpsense_graph::KnowledgeGraph {
+        &self.borrow_owner().graph
+    }
+}
