@@ -13,6 +13,11 @@ mod trust;
 
 use pyo3::prelude::*;
 
+/// The allocator the `gpsense` CLI uses (a small answer makes a few hundred small allocations),
+/// so that Python pays what the Rust API pays. Only Rust's own allocations go through it.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[pymodule]
 fn _gpsense(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -2,11 +2,11 @@
 //! collected on the calling thread when all of them are wanted at once; and the conversions that
 //! need a query's rows or a graph's edges (`explain`'s dict, networkx).
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use gpsense::{solutions, Dialect, Error, Form, Prepared, Reported};
 use gpsense_graph::KnowledgeGraph;
@@ -24,6 +24,12 @@ use crate::shared::Shared;
 const AHEAD: usize = 4;
 /// How often a waiting reader looks for Ctrl-C.
 const POLL: Duration = Duration::from_millis(50);
+/// A query is first run on the calling thread, for at most this many rows and this long: most
+/// answers are small, and a query thread costs more than a small query takes. A longer one is
+/// then run again on a query thread that streams it (no row has been handed out yet, so nothing
+/// is repeated); what the first try spent is lost.
+const FIRST_TRY_ROWS: usize = 10_000;
+const FIRST_TRY_TIME: Duration = Duration::from_millis(20);
 
 /// What the query thread sends.
 enum Message {
@@ -45,6 +51,15 @@ enum State {
         /// Rows of no columns still to hand out.
         empty: usize,
     },
+    /// The whole answer, found by the first try.
+    Buffered {
+        batch: Vec<u32>,
+        at: usize,
+        /// Rows of no columns still to hand out.
+        empty: u64,
+        /// The number of rows, when the caller's time limit cut them short.
+        timed_out: Option<u64>,
+    },
     /// Rows already made (a COUNT(*) query's one row).
     Ready(VecDeque<Py<PyTuple>>),
     Done,
@@ -63,6 +78,9 @@ pub struct QueryResult {
     /// Per column: an edge variable (a relation name) rather than a node.
     relation: Vec<bool>,
     state: State,
+    /// Each name handed out, made once: answers repeat names, and a Python string costs more to
+    /// make than to look up.
+    names: HashMap<u64, Py<PyString>>,
 }
 
 impl QueryResult {
@@ -96,6 +114,7 @@ impl QueryResult {
             variables,
             relation,
             state: State::Fresh,
+            names: HashMap::new(),
         })
     }
 
@@ -117,8 +136,13 @@ impl QueryResult {
             self.state = State::Ready(VecDeque::from([row]));
             return Ok(());
         }
+        let started = Instant::now();
+        if self.first_try(py)? {
+            return Ok(());
+        }
         let cancel = Arc::new(AtomicBool::new(false));
-        let opts = self.options(cancel.clone());
+        let mut opts = self.options(cancel.clone());
+        opts.timeout = opts.timeout.map(|t| t.saturating_sub(started.elapsed()));
         let (tx, rx) = sync_channel(AHEAD);
         let (shared, prepared) = (self.shared.clone(), self.prepared.clone());
         let spawned = std::thread::Builder::new()
@@ -145,6 +169,42 @@ impl QueryResult {
             empty: 0,
         };
         Ok(())
+    }
+
+    /// Runs the query on the calling thread within `FIRST_TRY_ROWS` and `FIRST_TRY_TIME`; true
+    /// when that found the whole answer (then buffered).
+    fn first_try(&mut self, py: Python<'_>) -> PyResult<bool> {
+        let wanted = self.call.options.timeout;
+        let budget = wanted.map_or(FIRST_TRY_TIME, |t| t.min(FIRST_TRY_TIME));
+        let cap = FIRST_TRY_ROWS * self.relation.len().max(1);
+        let (ids, rows, capped, result) = inline(py, |cancel| {
+            let mut opts = self.options(cancel);
+            opts.timeout = Some(budget);
+            let (mut ids, mut rows, mut capped) = (Vec::new(), 0u64, false);
+            let result = self.shared.with_dependent(|_, e| {
+                solutions::select(&e.matcher, &self.prepared, &opts, &mut |b| {
+                    ids.extend_from_slice(b.data);
+                    rows += b.rows as u64;
+                    capped = rows as usize > FIRST_TRY_ROWS || ids.len() > cap;
+                    !capped
+                })
+            });
+            (ids, rows, capped, result)
+        })?;
+        let reported = result.map_err(|e| from_gpsense(py, Error::from(e)))?;
+        let ours = reported.report.timed_out && wanted.is_none_or(|t| t > FIRST_TRY_TIME);
+        if capped || ours {
+            return Ok(false);
+        }
+        let timed_out = reported.report.timed_out.then_some(rows);
+        let empty = if self.relation.is_empty() { rows } else { 0 };
+        self.state = State::Buffered {
+            batch: ids,
+            at: 0,
+            empty,
+            timed_out,
+        };
+        Ok(true)
     }
 
     fn count(&self, py: Python<'_>) -> PyResult<u64> {
@@ -174,15 +234,36 @@ impl QueryResult {
                 State::Fresh => self.start(py)?,
                 State::Ready(rows) => return Ok(rows.pop_front()),
                 State::Done => return Ok(None),
+                State::Buffered { empty, .. } if *empty > 0 => {
+                    *empty -= 1;
+                    return Ok(Some(PyTuple::empty(py).unbind()));
+                }
+                State::Buffered { batch, at, .. } if *at < batch.len() => {
+                    let width = self.relation.len();
+                    let (start, g) = (*at, self.shared.graph());
+                    *at += width;
+                    let row = &batch[start..start + width];
+                    return Ok(Some(tuple(py, g, &self.relation, row, &mut self.names)?));
+                }
+                State::Buffered { timed_out, .. } => {
+                    let cut = *timed_out;
+                    self.state = State::Done;
+                    if let Some(n) = cut {
+                        let message = format!("the time limit stopped the query after {n} rows");
+                        return Err(errors::timeout(py, message, py.None()));
+                    }
+                    return Ok(None);
+                }
                 State::Streaming { empty, .. } if *empty > 0 => {
                     *empty -= 1;
                     return Ok(Some(PyTuple::empty(py).unbind()));
                 }
                 State::Streaming { batch, at, .. } if *at < batch.len() => {
                     let width = self.relation.len();
-                    let row = &batch[*at..*at + width];
+                    let (start, g) = (*at, self.shared.graph());
                     *at += width;
-                    return Ok(Some(tuple(py, self.shared.graph(), &self.relation, row)?));
+                    let row = &batch[start..start + width];
+                    return Ok(Some(tuple(py, g, &self.relation, row, &mut self.names)?));
                 }
                 State::Streaming {
                     rows,
@@ -285,7 +366,7 @@ impl QueryResult {
             out.extend((0..reported.report.rows).map(|_| PyTuple::empty(py).unbind()));
         } else {
             for row in ids.chunks_exact(width) {
-                out.push(tuple(py, g, &self.relation, row)?);
+                out.push(tuple(py, g, &self.relation, row, &mut self.names)?);
             }
         }
         if reported.report.timed_out {
@@ -343,7 +424,7 @@ impl QueryResult {
     fn __repr__(&self) -> String {
         let state = match self.state {
             State::Fresh => "not started",
-            State::Streaming { .. } | State::Ready(_) => "being read",
+            State::Streaming { .. } | State::Buffered { .. } | State::Ready(_) => "being read",
             State::Done => "read",
         };
         format!(
@@ -387,21 +468,25 @@ fn wait(py: Python<'_>, rows: &Mutex<Receiver<Message>>, cancel: &AtomicBool) ->
     }
 }
 
+/// A row as a tuple of names, each made once per result (`names`).
 fn tuple(
     py: Python<'_>,
     g: &KnowledgeGraph,
     relation: &[bool],
     row: &[u32],
+    names: &mut HashMap<u64, Py<PyString>>,
 ) -> PyResult<Py<PyTuple>> {
-    let names = row.iter().zip(relation).map(|(&id, &r)| {
-        let name = if r {
-            g.relation_name(id as u16)
-        } else {
-            g.node_name(id)
-        };
-        PyString::new(py, name)
+    let values = row.iter().zip(relation).map(|(&id, &r)| {
+        let key = u64::from(id) | (u64::from(r) << 32);
+        names
+            .entry(key)
+            .or_insert_with(|| {
+                let name = if r { g.relation_name(id as u16) } else { g.node_name(id) };
+                PyString::new(py, name).unbind()
+            })
+            .clone_ref(py)
     });
-    Ok(PyTuple::new(py, names)?.unbind())
+    Ok(PyTuple::new(py, values)?.unbind())
 }
 
 /// A module the call needs but gpsense does not depend on.
