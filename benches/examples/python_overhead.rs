@@ -10,7 +10,7 @@
 use std::fmt::Write as _;
 use std::time::Instant;
 
-use gpsense::{solutions, Dialect, Loaded, Matcher, MatchOptions};
+use gpsense::{solutions, Dialect, Loaded, MatchOptions, Matcher};
 use gpsense_benches::{querygen, synth::Rng};
 use gpsense_graph::ingest::NoProgress;
 

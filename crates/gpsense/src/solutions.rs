@@ -50,8 +50,26 @@ pub fn select(
     Ok(reported)
 }
 
-/// The number of solutions (`COUNT(*)`, or `--count`): matches passing every filter.
+/// The number of solutions (`COUNT(*)`, or `--count`): matches passing every filter, less the
+/// OFFSET, within the LIMIT (the rows a SELECT would give).
 pub fn count(m: &Matcher, p: &Prepared, opts: &MatchOptions) -> Result<Reported, MatchError> {
+    if p.offset == 0 {
+        return count_filtered(m, p, opts);
+    }
+    // The limits apply after the offset: count `offset` more, then take them off.
+    let mut shifted = p.clone();
+    shifted.offset = 0;
+    shifted.graph.limit = p.graph.limit.map(|l| l.saturating_add(p.offset));
+    let opts = MatchOptions {
+        limit: opts.limit.map(|l| l.saturating_add(p.offset)),
+        ..opts.clone()
+    };
+    let mut reported = count_filtered(m, &shifted, &opts)?;
+    reported.report.rows = reported.report.rows.saturating_sub(p.offset);
+    Ok(reported)
+}
+
+fn count_filtered(m: &Matcher, p: &Prepared, opts: &MatchOptions) -> Result<Reported, MatchError> {
     if p.filters.is_empty() {
         return m.count(&p.graph, opts);
     }

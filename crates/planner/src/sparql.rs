@@ -147,7 +147,15 @@ pub fn prepare(text: &str, g: &KnowledgeGraph, prefer: Dialect) -> Result<Prepar
     let standard = || SparqlParser::new().parse_query(text);
     match prefer {
         Dialect::Short => match short() {
-            Ok(q) => resolve(&q, g).map(Prepared::short),
+            // `<http://...>` is a bare name to the short dialect: a text that looks standard and
+            // names nothing the graph has is read as standard SPARQL before giving up.
+            Ok(q) => match resolve(&q, g) {
+                Err(e) if looks_standard(text) => match standard() {
+                    Ok(s) => compile_standard(&s, text, g),
+                    Err(_) => Err(e),
+                },
+                resolved => resolved.map(Prepared::short),
+            },
             Err(e) => match standard() {
                 Ok(q) => compile_standard(&q, text, g),
                 Err(s) if looks_standard(text) => Err(syntax_error(&s)),

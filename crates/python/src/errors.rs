@@ -40,6 +40,11 @@ where
     }
 }
 
+/// Whether `e` is one of `_errors.py`'s exceptions of class `name`.
+pub fn is(py: Python<'_>, e: &PyErr, name: &'static str) -> bool {
+    class(py, name).is_ok_and(|c| e.is_instance(py, &c))
+}
+
 pub fn graph_error(py: Python<'_>, message: String) -> PyErr {
     raise(py, "GraphError", (message,))
 }

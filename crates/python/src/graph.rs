@@ -262,6 +262,7 @@ impl Graph {
             top,
             timeout: timeout.map(options::seconds).transpose()?,
             memory_budget: Some(gpsense_runtime::default_memory_budget()),
+            cancel: Some(gpsense_trust::Cancel(interrupt::flag())),
         };
         crate::trust::search(py, &self.shared, text, params)
     }

@@ -16,6 +16,11 @@ use std::sync::{Arc, LazyLock};
 /// runs any more.
 static FLAG: LazyLock<Arc<AtomicBool>> = LazyLock::new(|| Arc::new(AtomicBool::new(false)));
 
+/// The flag as a `&'static` (for TruST's `Params`, which are `Copy`).
+pub fn flag() -> &'static AtomicBool {
+    &FLAG
+}
+
 /// Held while a query runs on the calling thread.
 pub struct Guard {
     #[cfg(unix)]

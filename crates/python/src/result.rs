@@ -2,7 +2,7 @@
 //! collected on the calling thread when all of them are wanted at once; and the conversions that
 //! need a query's rows or a graph's edges (`explain`'s dict, networkx).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use gpsense::{solutions, Dialect, Error, Form, Prepared, Reported};
 use gpsense_graph::KnowledgeGraph;
 use gpsense_planner::Projected;
+use hashbrown::HashMap;
 use pyo3::exceptions::{PyImportError, PyStopIteration};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
@@ -28,7 +29,7 @@ const POLL: Duration = Duration::from_millis(50);
 /// answers are small, and a query thread costs more than a small query takes. A longer one is
 /// then run again on a query thread that streams it (no row has been handed out yet, so nothing
 /// is repeated); what the first try spent is lost.
-const FIRST_TRY_ROWS: usize = 10_000;
+const FIRST_TRY_ROWS: usize = 100_000;
 const FIRST_TRY_TIME: Duration = Duration::from_millis(20);
 
 /// What the query thread sends.
@@ -352,10 +353,22 @@ impl QueryResult {
         if !matches!(self.state, State::Fresh) || solutions::count_column(&self.prepared).is_some()
         {
             let mut out = Vec::new();
-            while let Some(row) = self.next_row(py)? {
-                out.push(row);
+            loop {
+                match self.next_row(py) {
+                    Ok(Some(row)) => out.push(row),
+                    Ok(None) => return Ok(out),
+                    // The rows this call gathered are the timeout's partial answer.
+                    Err(e) if errors::is(py, &e, "QueryTimeout") => {
+                        let message = format!(
+                            "the time limit stopped the query; {} rows read by to_list()",
+                            out.len()
+                        );
+                        let partial = PyList::new(py, out)?.into_any().unbind();
+                        return Err(errors::timeout(py, message, partial));
+                    }
+                    Err(e) => return Err(e),
+                }
             }
-            return Ok(out);
         }
         self.state = State::Done;
         let (ids, reported) = self.collect_ids(py)?;
@@ -481,7 +494,11 @@ fn tuple(
         names
             .entry(key)
             .or_insert_with(|| {
-                let name = if r { g.relation_name(id as u16) } else { g.node_name(id) };
+                let name = if r {
+                    g.relation_name(id as u16)
+                } else {
+                    g.node_name(id)
+                };
                 PyString::new(py, name).unbind()
             })
             .clone_ref(py)

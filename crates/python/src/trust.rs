@@ -1,7 +1,7 @@
 //! `Graph.trust`: TruST's ranked near matches, as `gpsense.TrustMatch` objects.
 
 use gpsense_trust::{EdgeFound, Match, Params, Template, Trust, TrustError};
-use pyo3::exceptions::PyUserWarning;
+use pyo3::exceptions::{PyUserWarning, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
@@ -84,6 +84,7 @@ fn query_error(py: Python<'_>, e: TrustError, text: &str) -> PyErr {
             "QueryError",
             (p.render(text), Some(p.line), Some(p.column)),
         ),
+        TrustError::BadParameter { .. } => PyValueError::new_err(e.to_string()),
         _ => errors::match_error(py, errors::chain(&e)),
     }
 }

@@ -27,6 +27,7 @@ WORDNET_FILES = [
 ]
 CONCEPTNET5_SAMPLE = DATASETS / "conceptnet5-sample" / "assertions.csv"
 PATTERN_COMMONSENSE = DATASETS / "pattern-commonsense" / "commonsense.csv"
+RUSSIAN_CONCEPTNET = DATASETS / "russian-conceptnet" / "edges.tsv.gz"
 HPRD_GRAPH = DATASETS / "subgraph-matching" / "hprd-study" / "data_graph" / "HPRD.graph"
 
 #: Three hops with every relation a variable: 13,642,935 matches (iso) on ConceptNet-100K, about
@@ -80,6 +81,19 @@ def wordnet_snapshot(wordnet, tmp_path_factory) -> Path:
     """WordNet written by ``Graph.save``, for ``Graph.load`` and the CLI's ``--graph``."""
     path = tmp_path_factory.mktemp("wordnet") / "wn30.gps"
     wordnet.save(path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def russian() -> gpsense.Graph:
+    """The Russian part of ConceptNet 5.7 (Cyrillic names), ingested once."""
+    return gpsense.Graph.ingest(RUSSIAN_CONCEPTNET)
+
+
+@pytest.fixture(scope="session")
+def russian_snapshot(russian, tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("russian") / "ru.gps"
+    russian.save(path)
     return path
 
 
@@ -139,7 +153,7 @@ def query_threads() -> int:
         try:
             with open(f"/proc/self/task/{task}/comm") as f:
                 n += f.read().strip() == "gpsense-query"
-        except FileNotFoundError:  # the thread just ended
+        except (FileNotFoundError, ProcessLookupError):  # the thread just ended
             pass
     return n
 

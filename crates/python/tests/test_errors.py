@@ -58,6 +58,19 @@ def test_query_error_position_and_message(cn, text, line, column, words):
         assert caret.rstrip().endswith("^")
 
 
+def test_query_error_column_counts_characters(russian, russian_snapshot, cli):
+    """Columns count characters, not bytes (Cyrillic takes two bytes each); the CLI agrees."""
+    text = "SELECT ?x WHERE { молитвам FormOf ?x . ?x IsA кризззз }"
+    with pytest.raises(gpsense.QueryError) as info:
+        russian.query(text)
+    e = info.value
+    assert (e.line, e.column) == (1, text.index("кризззз") + 1) == (1, 47)
+    assert 'unknown concept "кризззз"' in str(e) and '"криз"' in str(e)
+    done = cli("query", "-q", "--graph", russian_snapshot, text, check=False)
+    assert done.returncode != 0
+    assert done.stderr[len("error: ") :].rstrip("\n") == str(e)
+
+
 def test_query_error_caught_as_value_error(cn):
     with pytest.raises(ValueError):
         cn.query("SELECT ?x WHERE { ?x IsA animall }")
@@ -94,6 +107,14 @@ def test_negative_timeout_is_value_error(cn):
         cn.count(ANIMALS, timeout=-1)
     with pytest.raises(ValueError, match="timeout"):
         cn.trust(ANIMALS, timeout=-1.0)
+
+
+@pytest.mark.parametrize("option", [{"top": 0}, {"beam": 0}])
+def test_trust_bad_argument_is_value_error(cn, option):
+    """top=0 or beam=0 is a bad argument value, a ValueError like every other bad value (not a
+    MatchError, which is for bounds and engines)."""
+    with pytest.raises(ValueError, match=f"{next(iter(option))} = 0"):
+        cn.trust("SELECT ?x WHERE { ?x IsA animal . ?x AtLocation home }", **option)
 
 
 @pytest.mark.parametrize("engine", ["dfs", "kernels", "emulated", "auto"])

@@ -4,7 +4,6 @@ info, summary, relations, to_networkx."""
 from __future__ import annotations
 
 import warnings
-from pathlib import Path
 
 import pytest
 
@@ -20,7 +19,6 @@ from conftest import (
     TINY_EDGES,
     TINY_NODES,
     TINY_TSV,
-    WORDNET_FILES,
 )
 
 
@@ -183,6 +181,16 @@ def test_ingest_conceptnet_dump_options():
     assert stripped.info()["nodes"] < english.info()["nodes"]
 
 
+def test_ingest_russian_conceptnet(russian):
+    """The Russian ConceptNet: 473,562 edges, 403,420 concepts, 12 relations; Cyrillic names."""
+    info = russian.info()
+    assert (info["edges"], info["nodes"], info["relations"]) == (473_562, 403_420, 12)
+    assert russian.relations()[0] == "FormOf"
+    assert russian.query("SELECT ?x WHERE { молитвам FormOf ?x }").to_list() == [("молитва",)]
+    G = russian.to_networkx(nodes=["молитвам", "молитва"])
+    assert ("молитвам", "молитва") in G.edges()
+
+
 def test_ingest_pattern_commonsense():
     """Pattern's common-sense CSV (with a BOM): 9,215 edges, 3,891 concepts, 7 relations."""
     g = gpsense.Graph.ingest(PATTERN_COMMONSENSE)
@@ -292,7 +300,6 @@ def test_load_text_file(tiny_tsv):
     """Graph.load reads any file ingest reads, with the default options."""
     g = gpsense.Graph.load(tiny_tsv)
     assert len(g) == 6
-    assert {(h, r, t) for r, h, t in (l.split("\t") for l in TINY_TSV.splitlines())} == TINY_EDGES
     rows = g.query("SELECT ?h ?r ?t WHERE { ?h ?r ?t }", semantics="hom").to_list()
     assert {(h, r, t) for h, r, t in rows} == TINY_EDGES
 
@@ -418,3 +425,30 @@ def test_to_networkx_unknown_node_suggests(cn):
     message = str(info.value)
     assert "chocolat cake" in message
     assert "did you mean" in message and "chocolate" in message
+
+
+# --- compressed graphs -------------------------------------------------------------------------
+
+
+def test_compressed_graph_loads_answers_and_saves(cli, tmp_path):
+    """A .gpsc written by `gpsense compress` loads (compressed: True), answers exactly as the
+    uncompressed graph, and save() keeps it compressed."""
+    plain = gpsense.Graph.ingest(PATTERN_COMMONSENSE)
+    snapshot, compressed_path = tmp_path / "pattern.gps", tmp_path / "pattern.gpsc"
+    plain.save(snapshot)
+    cli("compress", snapshot, "-o", compressed_path)
+    g = gpsense.Graph.load(compressed_path)
+    assert g.info()["compressed"] is True
+    assert plain.info()["compressed"] is False
+    assert (len(g), g.info()["nodes"]) == (9_215, 3_891)
+    for q in (
+        "SELECT ?x ?y WHERE { ?x is-a ?y . ?y is-a ?x }",
+        "SELECT * WHERE { ?x is-a ?y . ?y is-property-of ?z }",
+    ):
+        for semantics in ("iso", "hom"):
+            assert sorted(g.query(q, semantics=semantics)) == sorted(plain.query(q, semantics=semantics))
+            assert g.count(q, semantics=semantics) == plain.count(q, semantics=semantics)
+    again = tmp_path / "again.gpsc"
+    g.save(again)
+    reloaded = gpsense.Graph.load(again)
+    assert reloaded.info()["compressed"] is True and len(reloaded) == 9_215

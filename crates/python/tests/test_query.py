@@ -165,6 +165,17 @@ def test_standard_sparql_order_offset(cn):
     assert cn.query(q).to_list() == expected
 
 
+@pytest.mark.parametrize(
+    "modifiers, rows",
+    [("LIMIT 5 OFFSET 2", 5), ("OFFSET 110", 2), ("LIMIT 3 OFFSET 110", 2), ("OFFSET 200", 0)],
+)
+def test_count_honours_offset(cn, modifiers, rows):
+    """count() is the number of rows the query gives: it honours LIMIT, so OFFSET too."""
+    q = PREFIX + "SELECT ?x WHERE { ?x r:IsA c:animal } " + modifiers
+    assert len(cn.query(q).to_list()) == rows
+    assert cn.count(q) == rows
+
+
 def test_count_star_query_returns_one_int_row(cn):
     """SELECT (COUNT(*) AS ?n): one row holding an int."""
     q = PREFIX + "SELECT (COUNT(*) AS ?n) WHERE { ?x r:IsA c:animal }"
@@ -275,7 +286,9 @@ def test_ask_semantics(cn):
     """`dog IsA dog` is a match under hom only (iso keeps ?x apart from the concept)."""
     q = "SELECT ?x WHERE { dog IsA ?x . ?x IsA dog }"
     assert cn.ask(q, semantics="hom") is True
-    assert cn.count(q, semantics="iso") == len(cn.query(q, semantics="iso").to_list())
+    assert cn.ask(q, semantics="iso") is False
+    assert cn.ask(q) is False  # iso by default
+    assert cn.query(q, semantics="hom").to_list() == [("dog",)]
 
 
 # --- WordNet -------------------------------------------------------------------------------------

@@ -74,6 +74,33 @@ pub struct Params {
     /// Bytes the score tables may take (`None`: unchecked). They hold two `f32` per template node
     /// and data node, the bulk of a search's memory on a large graph.
     pub memory_budget: Option<u64>,
+    /// A stop flag another thread or a signal handler sets: the search stops as at its time limit.
+    pub cancel: Option<Cancel>,
+}
+
+/// A caller's stop flag (compared by identity).
+#[derive(Clone, Copy, Debug)]
+pub struct Cancel(pub &'static std::sync::atomic::AtomicBool);
+
+impl PartialEq for Cancel {
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::eq(self.0, other.0)
+    }
+}
+
+/// When a search stops early: its time limit, or its caller's flag.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Stop {
+    deadline: Option<Instant>,
+    cancel: Option<Cancel>,
+}
+
+impl Stop {
+    pub(crate) fn hit(&self) -> bool {
+        self.cancel
+            .is_some_and(|c| c.0.load(std::sync::atomic::Ordering::Relaxed))
+            || self.deadline.is_some_and(|d| Instant::now() >= d)
+    }
 }
 
 impl Default for Params {
@@ -86,6 +113,7 @@ impl Default for Params {
             top: 10,
             timeout: None,
             memory_budget: None,
+            cancel: None,
         }
     }
 }
@@ -240,11 +268,14 @@ impl<'g> Trust<'g> {
         let g = view(self.graph);
         let scoring = params.scoring();
         let start = Instant::now();
-        let deadline = params.timeout.map(|t| start + t);
+        let stop = Stop {
+            deadline: params.timeout.map(|t| start + t),
+            cancel: params.cancel,
+        };
         let sim = score::similarity_table(template, &self.index, params.threshold);
         let similarity = start.elapsed();
         let start = Instant::now();
-        let oh = score::one_hop_table(&prepared, &sim, &g, &scoring, deadline);
+        let oh = score::one_hop_table(&prepared, &sim, &g, &scoring, stop);
         let one_hop = start.elapsed();
         let start = Instant::now();
         let plan = Plan::new(template, &prepared.edge_relations);
@@ -255,9 +286,9 @@ impl<'g> Trust<'g> {
             scoring,
             beam: params.beam,
         }
-        .run(deadline);
+        .run(stop);
         let traversal = start.elapsed();
-        let timed_out = deadline.is_some_and(|d| Instant::now() >= d);
+        let timed_out = stop.hit();
         let complete = if branches.len() > 0 && !branches.row(0).contains(&gpsense_kernels::NONE) {
             branches.len().min(params.top)
         } else {

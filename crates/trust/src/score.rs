@@ -141,14 +141,14 @@ pub(crate) fn similarity_table(t: &Template, index: &NameIndex, threshold: f32) 
 /// parallel over chunks of data nodes, all template nodes of one data node in a row, so its
 /// neighbours' similarity rows are read once for all of them. Each worker has its own scratch space
 /// for the assignment.
-/// Past `deadline`, the chunks not started yet are left at 0 (the caller reports a timed-out
+/// Once `stop` is hit, the chunks not started yet are left at 0 (the caller reports a timed-out
 /// answer).
 pub(crate) fn one_hop_table(
     p: &Prepared,
     sim: &[f32],
     g: &GraphView,
     scoring: &Scoring,
-    deadline: Option<std::time::Instant>,
+    stop: crate::Stop,
 ) -> Vec<f32> {
     let tpl = p.view();
     let nt = tpl.node_count();
@@ -159,7 +159,7 @@ pub(crate) fn one_hop_table(
         |(sf, su), (chunk, out)| {
             for (j, o) in out.iter_mut().enumerate() {
                 // The clock, once per data node: a chunk of a dense template takes long.
-                if j % nt == 0 && deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+                if j % nt == 0 && stop.hit() {
                     return;
                 }
                 let d = (chunk * HOP_CHUNK + j / nt) as u32;

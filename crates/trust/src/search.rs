@@ -114,9 +114,9 @@ impl Branches {
 type Child = (f32, u32, u32);
 
 impl Beam<'_> {
-    /// The search, stopped before a level that starts after `deadline` (the rows are then
+    /// The search, stopped before a level that starts once `stop` is hit (the rows are then
     /// incomplete).
-    pub fn run(&self, deadline: Option<std::time::Instant>) -> Branches {
+    pub(crate) fn run(&self, stop: crate::Stop) -> Branches {
         let width = self.plan.order.len();
         let mut branches = Branches {
             rows: vec![NONE; width],
@@ -124,7 +124,7 @@ impl Beam<'_> {
             width,
         };
         for level in 0..width {
-            if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+            if stop.hit() {
                 break;
             }
             let node = self.plan.order[level];

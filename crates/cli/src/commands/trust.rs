@@ -134,6 +134,7 @@ fn run_on_pool(args: &TrustArgs) -> Result<()> {
             args.memory_budget
                 .unwrap_or_else(gpsense_runtime::default_memory_budget),
         ),
+        cancel: None,
     };
     if let Some(limit) = job.limit {
         params.top = params.top.min(limit as usize);
