@@ -14,7 +14,7 @@ use pyo3::types::PyDict;
 use crate::errors::{self, from_gpsense};
 use crate::interrupt;
 use crate::options::{self, Call};
-use crate::result::QueryResult;
+use crate::result::{QueryResult, FIRST_TRY_TIME};
 use crate::shared::Shared;
 
 /// A knowledge graph: concepts joined by relations (a directed, edge-labelled graph), ready to
@@ -291,16 +291,31 @@ impl Graph {
         explain: bool,
     ) -> PyResult<Reported> {
         let shared = &self.shared;
-        let outcome = inline(py, |cancel| {
+        let started = std::time::Instant::now();
+        let wanted = call.options.timeout;
+        let run = |cancel, timeout| {
             shared.with_dependent(|_, e| {
                 let p = e.matcher.prepare(text, Dialect::Short)?;
                 let mut opts = solutions::options_for(&p, &call.options, call.semantics_given);
                 opts.cancel = Some(cancel);
                 opts.explain = explain;
+                opts.timeout = timeout;
                 solutions::count(&e.matcher, &p, &opts).map_err(Error::from)
             })
-        })?;
-        outcome.map_err(|e| from_gpsense(py, e))
+        };
+        // A first try within FIRST_TRY_TIME needs no SIGINT handler (see `brief`); a longer count
+        // runs again with one, its first try lost.
+        let first = wanted.map_or(FIRST_TRY_TIME, |t| t.min(FIRST_TRY_TIME));
+        let tried = brief(py, |cancel| run(cancel, Some(first)))?;
+        let done = match &tried {
+            Ok(r) => !r.report.timed_out || wanted.is_some_and(|t| t <= FIRST_TRY_TIME),
+            Err(_) => true,
+        };
+        if done {
+            return tried.map_err(|e| from_gpsense(py, e));
+        }
+        let rest = wanted.map(|t| t.saturating_sub(started.elapsed()));
+        inline(py, |cancel| run(cancel, rest))?.map_err(|e| from_gpsense(py, e))
     }
 }
 
@@ -316,6 +331,14 @@ pub fn inline<T: Send>(py: Python<'_>, f: impl FnOnce(Arc<AtomicBool>) -> T + Se
         py.check_signals()?;
         return Err(errors::interrupted());
     }
+    Ok(value)
+}
+
+/// `inline` for work bounded to a few milliseconds (the first try of a query): no SIGINT handler
+/// (two system calls a query), as a Ctrl-C meanwhile is Python's to handle once it returns.
+pub fn brief<T: Send>(py: Python<'_>, f: impl FnOnce(Arc<AtomicBool>) -> T + Send) -> PyResult<T> {
+    let value = py.detach(|| f(Arc::new(AtomicBool::new(false))));
+    py.check_signals()?;
     Ok(value)
 }
 

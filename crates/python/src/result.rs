@@ -17,7 +17,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
 use crate::errors::{self, from_gpsense};
-use crate::graph::inline;
+use crate::graph::{brief, inline};
 use crate::options::Call;
 use crate::shared::Shared;
 
@@ -30,7 +30,7 @@ const POLL: Duration = Duration::from_millis(50);
 /// then run again on a query thread that streams it (no row has been handed out yet, so nothing
 /// is repeated); what the first try spent is lost.
 const FIRST_TRY_ROWS: usize = 100_000;
-const FIRST_TRY_TIME: Duration = Duration::from_millis(20);
+pub const FIRST_TRY_TIME: Duration = Duration::from_millis(20);
 
 /// What the query thread sends.
 enum Message {
@@ -178,7 +178,7 @@ impl QueryResult {
         let wanted = self.call.options.timeout;
         let budget = wanted.map_or(FIRST_TRY_TIME, |t| t.min(FIRST_TRY_TIME));
         let cap = FIRST_TRY_ROWS * self.relation.len().max(1);
-        let (ids, rows, capped, result) = inline(py, |cancel| {
+        let (ids, rows, capped, result) = brief(py, |cancel| {
             let mut opts = self.options(cancel);
             opts.timeout = Some(budget);
             let (mut ids, mut rows, mut capped) = (Vec::new(), 0u64, false);
@@ -369,6 +369,9 @@ impl QueryResult {
                     Err(e) => return Err(e),
                 }
             }
+        }
+        if self.first_try(py)? {
+            return self.rows(py);
         }
         self.state = State::Done;
         let (ids, reported) = self.collect_ids(py)?;
