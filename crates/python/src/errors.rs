@@ -57,6 +57,17 @@ pub fn timeout(py: Python<'_>, message: String, partial: Py<PyAny>) -> PyErr {
     raise(py, "QueryTimeout", (message, partial))
 }
 
+/// A count, or `QueryTimeout` (its `partial` the count so far) when the time limit cut it.
+pub fn counted(py: Python<'_>, reported: &gpsense::Reported) -> PyResult<u64> {
+    let n = reported.report.rows;
+    if reported.report.timed_out {
+        let message = format!("the time limit stopped the count at {n} matches");
+        let partial = n.into_pyobject(py)?.into_any().unbind();
+        return Err(timeout(py, message, partial));
+    }
+    Ok(n)
+}
+
 pub fn interrupted() -> PyErr {
     PyKeyboardInterrupt::new_err("the query was interrupted")
 }

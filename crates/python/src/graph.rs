@@ -183,16 +183,7 @@ impl Graph {
     ) -> PyResult<u64> {
         let call = options::call(semantics, limit, timeout, engine)?;
         let reported = self.counted(py, text, &call, false)?;
-        let n = reported.report.rows;
-        if reported.report.timed_out {
-            let message = format!("the time limit stopped the count at {n} matches");
-            return Err(errors::timeout(
-                py,
-                message,
-                n.into_pyobject(py)?.into_any().unbind(),
-            ));
-        }
-        Ok(n)
+        errors::counted(py, &reported)
     }
 
     /// Whether the query has a match (an ASK query, or any pattern).

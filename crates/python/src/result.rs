@@ -216,16 +216,7 @@ impl QueryResult {
             })
         })?
         .map_err(|e| from_gpsense(py, e))?;
-        let n = reported.report.rows;
-        if reported.report.timed_out {
-            let message = format!("the time limit stopped the count at {n} matches");
-            return Err(errors::timeout(
-                py,
-                message,
-                n.into_pyobject(py)?.into_any().unbind(),
-            ));
-        }
-        Ok(n)
+        errors::counted(py, &reported)
     }
 
     /// The next row, or `None` at the end.

@@ -232,21 +232,7 @@ fn the_row_callback_can_stop_the_match() {
 /// A time limit stops a huge count early and says so; without one the same engine runs on.
 #[test]
 fn a_timeout_stops_the_match_and_is_reported() {
-    let mut b = gpsense_graph::GraphBuilder::new();
-    for i in 0..40 {
-        for j in 0..40 {
-            if i != j {
-                b.add_triple(&format!("n{i}"), "r", &format!("n{j}"), 1.0)
-                    .unwrap();
-            }
-        }
-    }
-    let g = b.build().unwrap().0;
-    let q = gpsense_planner::compile(
-        "SELECT * WHERE { ?a r ?b . ?b r ?c . ?c r ?d . ?d r ?e . ?e r ?f . ?f r ?g }",
-        &g,
-    )
-    .unwrap();
+    let (g, q) = six_paths_in_a_clique();
     let engine = Engine::new(&g);
     for kind in [EngineKind::Dfs, EngineKind::Kernels] {
         let o = MatchOptions {
@@ -276,21 +262,7 @@ fn a_timeout_stops_the_match_and_is_reported() {
 fn a_cancel_flag_stops_the_match_from_another_thread() {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
-    let mut b = gpsense_graph::GraphBuilder::new();
-    for i in 0..40 {
-        for j in 0..40 {
-            if i != j {
-                b.add_triple(&format!("n{i}"), "r", &format!("n{j}"), 1.0)
-                    .unwrap();
-            }
-        }
-    }
-    let g = b.build().unwrap().0;
-    let q = gpsense_planner::compile(
-        "SELECT * WHERE { ?a r ?b . ?b r ?c . ?c r ?d . ?d r ?e . ?e r ?f . ?f r ?g }",
-        &g,
-    )
-    .unwrap();
+    let (g, q) = six_paths_in_a_clique();
     let engine = Engine::new(&g);
     for kind in [EngineKind::Dfs, EngineKind::Kernels, EngineKind::Emulated] {
         let cancel = Arc::new(AtomicBool::new(false));
@@ -315,6 +287,27 @@ fn a_cancel_flag_stops_the_match_from_another_thread() {
         let report = engine.count(&compile_small(&g), &o).unwrap();
         assert!(report.timed_out && report.rows == 0, "{kind}: {report:?}");
     }
+}
+
+/// A 40-node clique and the 6-edge paths through it: 40*39*...*34 = 3.3e9 matches, far too many to
+/// count in a test.
+fn six_paths_in_a_clique() -> (KnowledgeGraph, gpsense_planner::QueryGraph) {
+    let mut b = gpsense_graph::GraphBuilder::new();
+    for i in 0..40 {
+        for j in 0..40 {
+            if i != j {
+                b.add_triple(&format!("n{i}"), "r", &format!("n{j}"), 1.0)
+                    .unwrap();
+            }
+        }
+    }
+    let g = b.build().unwrap().0;
+    let q = gpsense_planner::compile(
+        "SELECT * WHERE { ?a r ?b . ?b r ?c . ?c r ?d . ?d r ?e . ?e r ?f . ?f r ?g }",
+        &g,
+    )
+    .unwrap();
+    (g, q)
 }
 
 fn compile_small(g: &gpsense_graph::KnowledgeGraph) -> gpsense_planner::QueryGraph {
