@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use gpsense::{solutions, Dialect, Error, Loaded, Reported};
+use gpsense::{solutions, Dialect, Error, Loaded, Prepared, Reported};
 use gpsense_graph::ingest::{Columns, Format, IngestOptions, NoProgress, OnError};
 use gpsense_graph::KnowledgeGraph;
 use pyo3::exceptions::{PyUserWarning, PyValueError};
@@ -182,7 +182,7 @@ impl Graph {
         engine: &str,
     ) -> PyResult<u64> {
         let call = options::call(semantics, limit, timeout, engine)?;
-        let reported = self.counted(py, text, &call, false)?;
+        let (_, reported) = self.counted(py, text, &call, false)?;
         errors::counted(py, &reported)
     }
 
@@ -197,7 +197,7 @@ impl Graph {
         engine: &str,
     ) -> PyResult<bool> {
         let call = options::call(semantics, Some(1), timeout, engine)?;
-        let reported = self.counted(py, text, &call, false)?;
+        let (_, reported) = self.counted(py, text, &call, false)?;
         if reported.report.rows == 0 && reported.report.timed_out {
             let message = "the time limit stopped the search before a match was found".to_owned();
             return Err(errors::timeout(py, message, py.None()));
@@ -220,11 +220,7 @@ impl Graph {
         engine: &str,
     ) -> PyResult<Bound<'py, PyDict>> {
         let call = options::call(semantics, limit, timeout, engine)?;
-        let reported = self.counted(py, text, &call, true)?;
-        let p = self
-            .shared
-            .with_dependent(|_, e| e.matcher.prepare(text, Dialect::Short))
-            .map_err(|e| from_gpsense(py, e))?;
+        let (p, reported) = self.counted(py, text, &call, true)?;
         crate::result::explained(py, self.shared.graph(), &p, &reported)
     }
 
@@ -280,18 +276,20 @@ impl Graph {
         text: &str,
         call: &Call,
         explain: bool,
-    ) -> PyResult<Reported> {
+    ) -> PyResult<(Prepared, Reported)> {
         let shared = &self.shared;
         let started = std::time::Instant::now();
+        let p = shared
+            .with_dependent(|_, e| e.matcher.prepare(text, Dialect::Short))
+            .map_err(|e| from_gpsense(py, e))?;
         let wanted = call.options.timeout;
         let run = |cancel, timeout| {
             shared.with_dependent(|_, e| {
-                let p = e.matcher.prepare(text, Dialect::Short)?;
                 let mut opts = solutions::options_for(&p, &call.options, call.semantics_given);
                 opts.cancel = Some(cancel);
                 opts.explain = explain;
                 opts.timeout = timeout;
-                solutions::count(&e.matcher, &p, &opts).map_err(Error::from)
+                solutions::count(&e.matcher, &p, &opts)
             })
         };
         // A first try within FIRST_TRY_TIME needs no SIGINT handler (see `brief`); a longer count
@@ -302,11 +300,14 @@ impl Graph {
             Ok(r) => !r.report.timed_out || wanted.is_some_and(|t| t <= FIRST_TRY_TIME),
             Err(_) => true,
         };
-        if done {
-            return tried.map_err(|e| from_gpsense(py, e));
-        }
-        let rest = wanted.map(|t| t.saturating_sub(started.elapsed()));
-        inline(py, |cancel| run(cancel, rest))?.map_err(|e| from_gpsense(py, e))
+        let reported = if done {
+            tried
+        } else {
+            let rest = wanted.map(|t| t.saturating_sub(started.elapsed()));
+            inline(py, |cancel| run(cancel, rest))?
+        };
+        let reported = reported.map_err(|e| from_gpsense(py, Error::from(e)))?;
+        Ok((p, reported))
     }
 }
 

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use gpsense_graph::KnowledgeGraph;
-use gpsense_planner::{prepare, Dialect, Form, Prepared, Projected};
+use gpsense_planner::{Dialect, Form, Prepared, Projected};
 use gpsense_runtime::{MatchOptions, RowBatch};
 
 use crate::explain;
@@ -133,8 +133,7 @@ fn split_queries(text: &str) -> Vec<(usize, &str)> {
 /// Answers one query, its output preceded by `separator` (once it is known to have one).
 fn run_one(text: &str, matcher: &Matcher, args: &Args, separator: &str) -> Result<()> {
     let graph = matcher.graph();
-    let p =
-        prepare(text, graph, Dialect::Short).map_err(|e| anyhow::anyhow!("{}", e.render(text)))?;
+    let p = matcher.prepare(text, Dialect::Short)?;
     let opts = solutions::options_for(&p, &args.options, args.semantics_given);
     crate::out::print(separator)?;
     let start = Instant::now();
