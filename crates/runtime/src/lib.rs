@@ -17,7 +17,7 @@ mod executor;
 mod filtering;
 mod gpu_pipeline;
 mod kernel_join;
-mod layout;
+pub mod layout;
 mod options;
 mod order;
 mod output;
