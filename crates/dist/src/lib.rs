@@ -14,4 +14,7 @@ mod error;
 pub mod partition;
 
 pub use error::DistError;
-pub use partition::{owner, Partition, Vocab};
+pub use partition::{
+    fingerprint, load_part, owner, part_path, write_parts, write_parts_with, PartWritten,
+    Partition, Vocab,
+};

@@ -18,8 +18,13 @@ pub struct Aliases {
 }
 
 impl Aliases {
-    /// The aliases from `(name, node)` pairs (repeats allowed): groups them by name id.
-    pub(crate) fn from_pairs(names: Dictionary, mut pairs: Vec<(u32, NodeId)>) -> Self {
+    /// The aliases from `(name, node)` pairs (repeats allowed): groups them by name id, each name's
+    /// nodes ascending and distinct. Public so that a subset of a graph's aliases (one part of a
+    /// partitioned graph: only the nodes a process owns) is built the same way the builder builds
+    /// the whole. Every id of `names` must occur in `pairs` (a name without nodes fails
+    /// [`Aliases::validate`]), and every pair's name id must be below `names.len()` (else this
+    /// panics: the ids come from interning into `names`).
+    pub fn from_pairs(names: Dictionary, mut pairs: Vec<(u32, NodeId)>) -> Self {
         pairs.sort_unstable();
         pairs.dedup();
         let mut offsets = vec![0u32; names.len() + 1];
@@ -71,8 +76,9 @@ impl Aliases {
     }
 
     /// Offsets cover `nodes` in order, every name has a node, and each name's nodes are ascending,
-    /// distinct and below `node_count`.
-    pub(crate) fn validate(&self, node_count: usize) -> Result<(), GraphError> {
+    /// distinct and below `node_count`. Public for other containers of aliases loaded from outside
+    /// (partition files), which must check them before [`Aliases::nodes_of`] may index.
+    pub fn validate(&self, node_count: usize) -> Result<(), GraphError> {
         let bad = |what: &str| Err(GraphError::Inconsistent(format!("aliases: {what}")));
         if self.names.is_empty() {
             return if self.offsets.is_empty() && self.nodes.is_empty() {

@@ -28,3 +28,4 @@ pub use query::{
 };
 pub use sparql::{prepare, Dialect, Form, OrderKey, Prepared, RowFilter, Slot};
 pub use suggest::{concept_names, relations_near};
+pub use suggest::nearest_names;

@@ -39,6 +39,18 @@ pub fn concept_names(g: &gpsense_graph::KnowledgeGraph, name: &str, limit: usize
     nearest(name, nodes.chain(aliases), limit)
 }
 
+/// Up to `limit` names from `names` (each with a popularity: degree or frequency, for ties)
+/// nearest to `wanted`, nearest first, ranked as `query`'s "did you mean" ranks them: for front
+/// ends whose names are not one graph's (a part of a partitioned graph ranks its own names, and
+/// the parts' candidates are ranked again together).
+pub fn nearest_names<'a>(
+    wanted: &str,
+    names: impl Iterator<Item = (&'a str, u64)>,
+    limit: usize,
+) -> Vec<String> {
+    nearest(wanted, names, limit)
+}
+
 /// Up to `limit` names from `names` (each with a popularity, for ties) nearest to `wanted`,
 /// nearest first.
 ///
