@@ -168,6 +168,21 @@ enum Command {
         #[arg(short, long)]
         output: Option<PathBuf>,
     },
+    /// Cut a graph by node into one part file per process of a distributed run
+    /// (DIR/part-I-of-P.gpsp), e.g. `gpsense partition graph.gps -n 4 -o parts`.
+    Partition {
+        /// A snapshot (.gps) or any file `ingest` reads (default: the embedded ConceptNet-100K).
+        graph: Option<PathBuf>,
+        /// Same as the positional argument.
+        #[arg(long = "graph", conflicts_with = "graph")]
+        graph_flag: Option<PathBuf>,
+        /// How many parts (one per process), 1 to 1024.
+        #[arg(short = 'n', long = "parts", value_parser = commands::partition::parse_parts)]
+        parts: u32,
+        /// The directory to write the parts into (created if needed).
+        #[arg(short, long)]
+        output: PathBuf,
+    },
 }
 
 /// Options shared by `query` and `match`.
@@ -389,6 +404,16 @@ fn main() -> ExitCode {
         } => commands::dump::run(commands::dump::Args {
             graph: graph.or(graph_flag),
             format,
+            output,
+        }),
+        Command::Partition {
+            graph,
+            graph_flag,
+            parts,
+            output,
+        } => commands::partition::run(commands::partition::Args {
+            graph: graph.or(graph_flag),
+            parts,
             output,
         }),
     };

@@ -406,6 +406,9 @@ fn load_error(bytes: &[u8]) -> String {
     }
 }
 
+/// A change to a valid partition that makes it invalid.
+type Mutation = Box<dyn Fn(&mut Partition)>;
+
 /// The error of a partition mutated by `f`, re-encoded with a valid header and checksum.
 fn crafted(p: &Partition, f: impl FnOnce(&mut Partition)) -> String {
     let mut p = p.clone();
@@ -435,7 +438,7 @@ fn damaged_and_crafted_files_are_errors_naming_the_problem() {
     assert!(load_error(&graph_file).contains("kind 1, expected kind 3"));
 
     let n = p.vocab.node_count;
-    let cases: Vec<(&str, Box<dyn Fn(&mut Partition)>)> = vec![
+    let cases: Vec<(&str, Mutation)> = vec![
         (
             "target 7 out of range",
             Box::new(move |p| p.out.targets[0] = n),

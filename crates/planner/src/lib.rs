@@ -27,5 +27,5 @@ pub use query::{
     QueryGraph, QueryNode,
 };
 pub use sparql::{prepare, Dialect, Form, OrderKey, Prepared, RowFilter, Slot};
-pub use suggest::{concept_names, relations_near};
 pub use suggest::nearest_names;
+pub use suggest::{concept_names, relations_near};
