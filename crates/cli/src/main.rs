@@ -219,6 +219,25 @@ struct MatchArgs {
     /// Stop each query after this many milliseconds, reporting what was found by then as timed out.
     #[arg(long)]
     timeout_ms: Option<u64>,
+    /// Match on timely dataflow: worker threads in this process (with --processes, across
+    /// processes, each holding one part of a `gpsense partition` directory given as --graph/--data).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=256))]
+    workers: Option<u16>,
+    /// Processes of the timely cluster (timely's -n); needs --process and --hostfile.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    processes: Option<u16>,
+    /// This process's index, from 0 (timely's -p).
+    #[arg(long, requires = "processes")]
+    process: Option<u16>,
+    /// One host:port line per process (timely's -h).
+    #[arg(long, requires = "processes")]
+    hostfile: Option<PathBuf>,
+    /// Seeds each worker starts per batch (batches bound each worker's memory).
+    #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u32).range(1..))]
+    batch: u32,
+    /// Seconds to wait for every process of the cluster to connect.
+    #[arg(long, default_value_t = 30)]
+    connect_timeout_s: u64,
 }
 
 impl MatchArgs {
@@ -236,6 +255,21 @@ impl MatchArgs {
             o.memory_budget = b;
         }
         o
+    }
+
+    /// The timely cluster, when `--workers` or `--processes` asks for one.
+    fn distributed(&self) -> Option<commands::distributed::DistArgs> {
+        if self.workers.is_none() && self.processes.is_none() {
+            return None;
+        }
+        Some(commands::distributed::DistArgs {
+            workers: usize::from(self.workers.unwrap_or(1)),
+            processes: usize::from(self.processes.unwrap_or(1)),
+            process: usize::from(self.process.unwrap_or(0)),
+            hostfile: self.hostfile.clone(),
+            batch: self.batch as usize,
+            connect_timeout: std::time::Duration::from_secs(self.connect_timeout_s),
+        })
     }
 }
 
@@ -371,6 +405,7 @@ fn main() -> ExitCode {
             count,
             explain,
             semantics_given: matching.semantics.is_some(),
+            dist: matching.distributed(),
             options: MatchOptions {
                 explain,
                 max_cartesian,
@@ -391,6 +426,7 @@ fn main() -> ExitCode {
             expected,
             max_expected,
             search_stats,
+            dist: matching.distributed(),
             options: matching.options(),
         }),
         Command::Trust(args) => commands::trust::run(args),

@@ -18,3 +18,10 @@ pub use partition::{
     fingerprint, load_part, owner, part_path, write_parts, write_parts_with, PartWritten,
     Partition, Vocab,
 };
+pub mod dataflow;
+pub mod plan;
+pub mod cluster;
+pub mod job;
+mod run;
+
+pub use run::{run, Outcome};

@@ -83,9 +83,9 @@ pub struct Partition {
 }
 
 /// Nodes of part `part` when `node_count` nodes are split into `parts` (`part < parts`): the `v`
-/// below `node_count` with `v % parts == part`.
+/// below `node_count` with `v % parts == part` (none when `parts` is 0, which no cut has).
 pub fn local_count_of(node_count: u32, part: u32, parts: u32) -> usize {
-    if part >= node_count {
+    if part >= node_count || parts == 0 {
         0
     } else {
         ((node_count - part - 1) / parts + 1) as usize

@@ -17,6 +17,7 @@ pub mod plan;
 pub mod query;
 pub mod sparql;
 mod suggest;
+mod vocabulary;
 #[cfg(test)]
 mod testutil;
 
@@ -28,4 +29,5 @@ pub use query::{
 };
 pub use sparql::{prepare, Dialect, Form, OrderKey, Prepared, RowFilter, Slot};
 pub use suggest::nearest_names;
+pub use vocabulary::Vocabulary;
 pub use suggest::{concept_names, relations_near};

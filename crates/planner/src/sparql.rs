@@ -19,7 +19,9 @@
 
 use std::collections::HashMap;
 
-use gpsense_graph::{KnowledgeGraph, NodeId};
+use gpsense_graph::NodeId;
+
+use crate::Vocabulary;
 use spargebra::algebra::{AggregateExpression, Expression, GraphPattern, OrderExpression};
 use spargebra::term::{NamedNodePattern, TermPattern, TriplePattern};
 use spargebra::{Query as SparqlQuery, SparqlParser};
@@ -132,7 +134,7 @@ impl Prepared {
 /// Parses and resolves `text` in either dialect, trying `prefer` first: the short dialect is what
 /// a ConceptNet user types at a shell, standard SPARQL what a SPARQL client sends. A query that
 /// fails in both gets the error of the dialect it looks written in.
-pub fn prepare(text: &str, g: &KnowledgeGraph, prefer: Dialect) -> Result<Prepared, QueryError> {
+pub fn prepare(text: &str, g: &dyn Vocabulary, prefer: Dialect) -> Result<Prepared, QueryError> {
     let depth = nesting_depth(text);
     if depth > MAX_NESTING {
         return Err(QueryError::Parse(parse::ParseError {
@@ -252,7 +254,7 @@ struct Shape<'q> {
 fn compile_standard(
     q: &SparqlQuery,
     text: &str,
-    g: &KnowledgeGraph,
+    g: &dyn Vocabulary,
 ) -> Result<Prepared, QueryError> {
     let (pattern, ask, dataset) = match q {
         SparqlQuery::Select {
@@ -358,13 +360,13 @@ fn refusal(p: &GraphPattern, text: &str) -> QueryError {
 /// them), resolves it, then translates filters and modifiers against the resolved graph.
 struct Translator<'a> {
     text: &'a str,
-    g: &'a KnowledgeGraph,
+    g: &'a dyn Vocabulary,
     /// Blank node label -> its variable name.
     blanks: HashMap<String, String>,
 }
 
 impl<'a> Translator<'a> {
-    fn new(text: &'a str, g: &'a KnowledgeGraph) -> Self {
+    fn new(text: &'a str, g: &'a dyn Vocabulary) -> Self {
         Translator {
             text,
             g,

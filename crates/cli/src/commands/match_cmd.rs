@@ -22,10 +22,15 @@ pub struct Args {
     pub max_expected: Option<u64>,
     /// Print the search counters.
     pub search_stats: bool,
+    /// Across processes on timely dataflow (`--workers`, `--processes`).
+    pub dist: Option<super::distributed::DistArgs>,
     pub options: MatchOptions,
 }
 
 pub fn run(args: Args) -> Result<()> {
+    if let Some(d) = &args.dist {
+        return run_distributed(&args, d);
+    }
     let loaded = graph_source::load(Some(&args.data))?;
     let data = &loaded.graph;
     let mut files = query_files(&args.queries)?;
@@ -184,4 +189,57 @@ fn read_expected(path: &Path) -> Result<HashMap<String, u64>> {
 
 fn lookup(expected: &HashMap<String, u64>, name: &str) -> Option<u64> {
     expected.get(name).copied()
+}
+
+/// `match` across processes: every query in one timely run; process 0 prints the lines.
+fn run_distributed(args: &Args, d: &super::distributed::DistArgs) -> Result<()> {
+    let start = Instant::now();
+    let part = super::distributed::load(Some(&args.data), d)?;
+    let names = super::distributed::names_only(&part.vocab)?;
+    let mut files = query_files(&args.queries)?;
+    let expected = match &args.expected {
+        Some(p) => Some(read_expected(p)?),
+        None => None,
+    };
+    if let (Some(max), Some(e)) = (args.max_expected, &expected) {
+        files.retain(|f| lookup(e, &stem(f)).is_some_and(|n| n <= max));
+        if files.is_empty() {
+            bail!("no query has an expected count of at most {max}");
+        }
+    }
+    let queries = files
+        .iter()
+        .map(|f| load_query(f, &names))
+        .collect::<Result<Vec<_>>>()?;
+    let outcome = super::distributed::count_graphs(&part, queries, &args.options, d)?;
+    let mut mismatches = 0;
+    for (file, r) in files.iter().zip(&outcome.reports) {
+        let report = match r {
+            Ok(Some(report)) => report,
+            Ok(None) => continue,
+            Err(e) => bail!("{}: {e}", file.display()),
+        };
+        let name = stem(file);
+        let ms = report.elapsed.as_secs_f64() * 1e3;
+        let mut line = format!("{name}\t{}\t{ms:.3}", report.rows);
+        if report.limit_reached {
+            line.push_str("\tlimit reached");
+        }
+        if report.timed_out {
+            line.push_str("\ttimed out");
+        }
+        if let Some(want) = expected.as_ref().and_then(|e| lookup(e, &name)) {
+            let cut_short = report.limit_reached || report.timed_out;
+            if want != report.rows && !(cut_short && want > report.rows) {
+                mismatches += 1;
+                line.push_str(&format!("\tMISMATCH: expected {want}"));
+            }
+        }
+        crate::out::print(format_args!("{line}\n"))?;
+    }
+    super::distributed::traffic_note(&outcome, d, start);
+    if mismatches > 0 {
+        bail!("{mismatches} counts differ from the expected answers");
+    }
+    Ok(())
 }

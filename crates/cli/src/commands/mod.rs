@@ -1,4 +1,5 @@
 pub mod compress;
+pub mod distributed;
 pub mod dump;
 pub mod info;
 pub mod ingest;

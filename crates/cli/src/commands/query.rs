@@ -26,6 +26,8 @@ pub struct Args {
     pub explain: bool,
     /// Whether `--semantics` was given (else a standard SPARQL query brings its own).
     pub semantics_given: bool,
+    /// Across processes on timely dataflow (`--workers`, `--processes`).
+    pub dist: Option<super::distributed::DistArgs>,
     pub options: MatchOptions,
 }
 
@@ -34,6 +36,23 @@ pub fn run(args: Args) -> Result<()> {
     let queries = split_queries(&text);
     if queries.is_empty() {
         bail!("no query in the input (a query starts with SELECT)");
+    }
+    if let Some(d) = &args.dist {
+        let [(_, only)] = queries[..] else {
+            bail!("--workers/--processes answer one query at a time; this input holds {}", queries.len());
+        };
+        if args.explain {
+            bail!("--explain is not available with --workers/--processes");
+        }
+        return super::distributed::query(
+            args.graph.as_deref(),
+            only,
+            args.format,
+            args.count,
+            &args.options,
+            args.semantics_given,
+            d,
+        );
     }
     let loaded = graph_source::load(args.graph.as_deref())?;
     // A compressed graph (`gpsense compress`) matches on its hyper-nodes, then expands exactly.

@@ -2,17 +2,17 @@
 
 use std::collections::{HashMap, HashSet};
 
-use gpsense_graph::{KnowledgeGraph, NodeId};
+use gpsense_graph::NodeId;
 
 use super::{EdgeLabel, NodeKind, Projected, QueryEdge, QueryError, QueryGraph, QueryNode};
 use crate::parse::{self, Projection, Query, Spanned, Term};
-use crate::suggest;
+use crate::Vocabulary;
 
 /// The most names an unknown-name error suggests.
 pub const MAX_SUGGESTIONS: usize = 5;
 
 /// Parses `text` and resolves it against `g`. See [`resolve`].
-pub fn compile(text: &str, g: &KnowledgeGraph) -> Result<QueryGraph, QueryError> {
+pub fn compile(text: &str, g: &dyn Vocabulary) -> Result<QueryGraph, QueryError> {
     resolve(&parse::parse(text)?, g)
 }
 
@@ -25,7 +25,7 @@ pub fn compile(text: &str, g: &KnowledgeGraph) -> Result<QueryGraph, QueryError>
 ///
 /// O(T) hash lookups for T triples when every name exists; an unknown name adds one suggestion scan
 /// of the dictionary (see `suggest`).
-pub fn resolve(q: &Query, g: &KnowledgeGraph) -> Result<QueryGraph, QueryError> {
+pub fn resolve(q: &Query, g: &dyn Vocabulary) -> Result<QueryGraph, QueryError> {
     let mut b = Builder::new(g);
     for t in &q.triples {
         let source = b.node(&t.subject)?;
@@ -55,7 +55,7 @@ pub fn resolve(q: &Query, g: &KnowledgeGraph) -> Result<QueryGraph, QueryError> 
 
 /// The query graph under construction and the indexes that deduplicate it.
 struct Builder<'g> {
-    g: &'g KnowledgeGraph,
+    g: &'g dyn Vocabulary,
     nodes: Vec<QueryNode>,
     variables: HashMap<String, usize>,
     /// Query node per denoted data-node set (one node for a plain concept).
@@ -70,7 +70,7 @@ struct Builder<'g> {
 }
 
 impl<'g> Builder<'g> {
-    fn new(g: &'g KnowledgeGraph) -> Self {
+    fn new(g: &'g dyn Vocabulary) -> Self {
         Builder {
             g,
             nodes: Vec::new(),
@@ -120,7 +120,7 @@ impl<'g> Builder<'g> {
                 name: name.to_owned(),
                 line: term.span.line,
                 column: term.span.column,
-                suggestions: suggest::concept_names(self.g, name, MAX_SUGGESTIONS),
+                suggestions: self.g.concept_suggestions(name, MAX_SUGGESTIONS),
             });
         }
         if let Some(&i) = self.concepts.get(&nodes) {
@@ -149,19 +149,12 @@ impl<'g> Builder<'g> {
             Term::Variable(v) => Ok(EdgeLabel::Variable(self.edge_variable(v))),
             Term::Name(name) => match self.g.relation_id(name) {
                 Some(r) => Ok(EdgeLabel::Fixed(r)),
-                None => {
-                    let freq = self.g.relation_frequencies();
-                    let names = self.g.relations().iter().map(|(id, n)| {
-                        let popularity = freq.get(id as usize).copied().unwrap_or(0);
-                        (n, popularity)
-                    });
-                    Err(QueryError::UnknownRelation {
-                        name: name.clone(),
-                        line: term.span.line,
-                        column: term.span.column,
-                        suggestions: suggest::nearest(name, names, MAX_SUGGESTIONS),
-                    })
-                }
+                None => Err(QueryError::UnknownRelation {
+                    name: name.clone(),
+                    line: term.span.line,
+                    column: term.span.column,
+                    suggestions: self.g.relation_suggestions(name, MAX_SUGGESTIONS),
+                }),
             },
         }
     }

@@ -1,0 +1,267 @@
+//! `gpsense query|match --workers W --processes P --process I --hostfile H`: the same answers from
+//! timely dataflow workers across processes (`gpsense-dist`), each process holding one part of the
+//! graph.
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use gpsense_dist::cluster::{read_hostfile, Cluster};
+use gpsense_dist::dataflow::RowSink;
+use gpsense_dist::job::{Job, Report, Request, SinkFactory};
+use gpsense_dist::partition::{self, load_part};
+use gpsense_dist::{Outcome, Partition, Vocab};
+use gpsense_graph::{Csr, GraphParts, KnowledgeGraph};
+use gpsense_planner::{Dialect, Form};
+use gpsense_runtime::MatchOptions;
+
+use crate::rows::{RowFormat, RowWriter};
+use gpsense::fmt::{millis, thousands};
+
+/// Where this process stands, from the command line.
+#[derive(Clone, Debug)]
+pub struct DistArgs {
+    pub workers: usize,
+    pub processes: usize,
+    pub process: usize,
+    pub hostfile: Option<PathBuf>,
+    /// Seeds per worker per epoch.
+    pub batch: usize,
+    pub connect_timeout: Duration,
+}
+
+impl DistArgs {
+    fn cluster(&self) -> Result<Cluster> {
+        let hosts = match (&self.hostfile, self.processes) {
+            (Some(h), _) => read_hostfile(h, self.processes)?,
+            (None, 1) => Vec::new(),
+            (None, p) => bail!("--processes {p} needs --hostfile (one host:port line per process)"),
+        };
+        Ok(Cluster {
+            processes: self.processes,
+            process: self.process,
+            workers: self.workers,
+            hosts,
+            connect_timeout: self.connect_timeout,
+        })
+    }
+}
+
+/// This process's part: from a `gpsense partition` directory, or cut from a whole graph (which
+/// this process then loads whole, once).
+pub fn load(graph: Option<&Path>, d: &DistArgs) -> Result<Arc<Partition>> {
+    if d.process >= d.processes {
+        bail!(
+            "--process {} of --processes {}: processes count from 0",
+            d.process,
+            d.processes
+        );
+    }
+    if let Some(dir) = graph.filter(|p| p.is_dir()) {
+        return Ok(Arc::new(load_part(dir, d.process as u32, d.processes as u32)?));
+    }
+    let loaded = crate::graph_source::load(graph)?;
+    if loaded.compressed.is_some() {
+        bail!("a compressed graph cannot be cut into parts: give the original graph");
+    }
+    if d.processes > 1 {
+        crate::out::note!(
+            "process {}: loaded the whole graph to cut its part; `gpsense partition` writes parts \
+             that each process loads alone",
+            d.process
+        );
+    }
+    let g = &loaded.graph;
+    let vocab = Vocab::of(g);
+    let fp = partition::fingerprint(g);
+    Ok(Arc::new(Partition::cut(
+        g,
+        &vocab,
+        fp,
+        d.process as u32,
+        d.processes as u32,
+    )?))
+}
+
+/// Writes rows as they reach worker 0.
+struct Writer {
+    out: RowWriter<io::Stdout>,
+    failure: Arc<Mutex<Option<io::Error>>>,
+}
+
+impl RowSink for Writer {
+    fn row(&mut self, names: &[&str]) -> bool {
+        match self.out.row(names) {
+            Ok(()) => true,
+            Err(e) => {
+                if let Ok(mut f) = self.failure.lock() {
+                    f.get_or_insert(e);
+                }
+                false
+            }
+        }
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        let _ = self.out.flush();
+    }
+}
+
+/// `gpsense query` across processes. Only process 0 prints rows.
+pub fn query(
+    graph: Option<&Path>,
+    text: &str,
+    format: RowFormat,
+    count: bool,
+    options: &MatchOptions,
+    semantics_given: bool,
+    d: &DistArgs,
+) -> Result<()> {
+    let part = load(graph, d)?;
+    let job = Job {
+        request: Request::Text {
+            text: text.to_owned(),
+            prefer: Dialect::Short,
+        },
+        semantics: semantics_given.then_some(options.semantics),
+        count_only: count,
+        limit: options.limit,
+        timeout: options.timeout,
+        memory_budget: options.memory_budget,
+        batch: d.batch,
+    };
+    let failure = Arc::new(Mutex::new(None));
+    let sink_failure = Arc::clone(&failure);
+    let factory: SinkFactory = Box::new(move |columns: &[String]| {
+        let out = RowWriter::new(io::stdout(), format, columns);
+        Box::new(Writer {
+            out: match out {
+                Ok(w) => w,
+                Err(_) => RowWriter::new(io::stdout(), RowFormat::Tsv, &[]).expect("stdout"),
+            },
+            failure: sink_failure,
+        }) as Box<dyn RowSink>
+    });
+    let start = Instant::now();
+    let cluster = d.cluster()?;
+    let mut outcome = gpsense_dist::run(&cluster, vec![part], vec![job], vec![Some(factory)])?;
+    let result = outcome.reports.pop().unwrap_or(Ok(None));
+    let report = result.map_err(|e| anyhow::anyhow!(render_dist(&e, text)))?;
+    if let Some(e) = failure.lock().ok().and_then(|mut f| f.take()) {
+        if e.kind() != io::ErrorKind::BrokenPipe {
+            return Err(e).context("cannot write the results");
+        }
+    }
+    let Some(report) = &report else {
+        note_traffic(&outcome, d, start);
+        return Ok(());
+    };
+    match &report.form {
+        Form::Ask if !count => {
+            crate::out::print(if report.rows > 0 { "yes\n" } else { "no\n" })?;
+        }
+        Form::Count { variable, .. } if !count => {
+            let mut w = RowWriter::new(io::stdout(), format, &[variable.clone()])?.numeric(0);
+            w.row(&[&report.rows.to_string()])?;
+            w.finish()?;
+        }
+        _ if count => crate::out::print(format_args!("{}\n", report.rows))?,
+        _ => io::stdout().flush()?,
+    }
+    summary(report, &outcome, d, count, start);
+    if matches!(report.form, Form::Ask) && !count && report.rows == 0 {
+        return Err(crate::out::NoMatch.into());
+    }
+    Ok(())
+}
+
+/// A query error with its caret under the offending text, like single-process queries.
+fn render_dist(e: &gpsense_dist::DistError, text: &str) -> String {
+    match e {
+        gpsense_dist::DistError::Query(q) => q.render(text),
+        other => other.to_string(),
+    }
+}
+
+fn summary(report: &Report, o: &Outcome, d: &DistArgs, count: bool, start: Instant) {
+    let cut = if report.timed_out {
+        " (timed out: the answer is incomplete)"
+    } else if report.limit_reached {
+        " (limit reached: more matches exist)"
+    } else {
+        ""
+    };
+    let what = match (count, report.rows == 1) {
+        (true, true) => "match",
+        (true, false) => "matches",
+        (false, true) => "row",
+        (false, false) => "rows",
+    };
+    crate::out::note!(
+        "{} {what}{cut} in {} [{} semantics, timely dataflow: {} process(es) x {} worker(s); \
+         {} partial matches; process 0 sent {} and received {} bytes]",
+        thousands(report.rows),
+        millis(start.elapsed()),
+        report.semantics,
+        d.processes,
+        d.workers,
+        thousands(report.partial_matches),
+        thousands(o.bytes_sent),
+        thousands(o.bytes_received)
+    );
+}
+
+fn note_traffic(o: &Outcome, d: &DistArgs, start: Instant) {
+    crate::out::note!(
+        "process {}: done in {}; sent {} and received {} bytes",
+        d.process,
+        millis(start.elapsed()),
+        thousands(o.bytes_sent),
+        thousands(o.bytes_received)
+    );
+}
+
+/// A graph with no nodes but the part's relation and node-label names, for resolving benchmark
+/// queries (which name labels, never nodes).
+pub fn names_only(v: &Vocab) -> Result<KnowledgeGraph> {
+    let empty = || Csr::from_parts(vec![0], Vec::new(), Vec::new());
+    Ok(KnowledgeGraph::from_parts(GraphParts {
+        relations: v.relations.clone(),
+        node_label_names: v.node_label_names.clone(),
+        out: empty(),
+        inc: empty(),
+        ..GraphParts::default()
+    })?)
+}
+
+/// Benchmark queries across processes, in one connection: their counts (`gpsense match`).
+pub fn count_graphs(
+    part: &Arc<Partition>,
+    queries: Vec<gpsense_planner::QueryGraph>,
+    options: &MatchOptions,
+    d: &DistArgs,
+) -> Result<Outcome> {
+    let jobs: Vec<Job> = queries
+        .into_iter()
+        .map(|q| Job {
+            request: Request::Graph(q),
+            semantics: Some(options.semantics),
+            count_only: true,
+            limit: options.limit,
+            timeout: options.timeout,
+            memory_budget: options.memory_budget,
+            batch: d.batch,
+        })
+        .collect();
+    let sinks = jobs.iter().map(|_| None).collect();
+    Ok(gpsense_dist::run(&d.cluster()?, vec![Arc::clone(part)], jobs, sinks)?)
+}
+
+/// Process 0's note on what it sent; the others' (with `-v`).
+pub fn traffic_note(o: &Outcome, d: &DistArgs, start: Instant) {
+    note_traffic(o, d, start)
+}

@@ -1,0 +1,343 @@
+//! One query on every worker: resolve its names across the parts, plan, run the join, and gather
+//! what each worker saw at worker 0.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use gpsense_planner::{nearest_names, Dialect, Form, Projected, QueryGraph, Vocabulary};
+use gpsense_runtime::Semantics;
+use timely::dataflow::operators::vec::Broadcast;
+use timely::dataflow::operators::{Input, Inspect, Probe};
+use timely::dataflow::{InputHandleVec, ProbeHandle};
+use timely::worker::Worker;
+
+use crate::dataflow::{self, Finish, RowSink, Settings, Topology};
+use crate::plan::DistPlan;
+use crate::{DistError, Partition, Vocab};
+
+/// The query: text in either dialect, or a query graph resolved already (benchmark queries).
+#[derive(Clone, Debug)]
+pub enum Request {
+    Text { text: String, prefer: Dialect },
+    Graph(QueryGraph),
+}
+
+/// One query and its limits, the same on every process.
+#[derive(Clone, Debug)]
+pub struct Job {
+    pub request: Request,
+    /// `None`: the query's own (standard SPARQL), else iso.
+    pub semantics: Option<Semantics>,
+    /// Count instead of producing rows (`--count`).
+    pub count_only: bool,
+    /// The caller's row limit (the query's LIMIT applies too).
+    pub limit: Option<u64>,
+    pub timeout: Option<Duration>,
+    /// Bytes each worker may hold in queued partial matches and in its DISTINCT set.
+    pub memory_budget: u64,
+    /// Seeds per epoch per worker.
+    pub batch: usize,
+}
+
+/// What a query did, as worker 0 reports it.
+#[derive(Clone, Debug)]
+pub struct Report {
+    /// Rows handed to the sink, or the count (COUNT, ASK, `--count`).
+    pub rows: u64,
+    pub limit_reached: bool,
+    pub timed_out: bool,
+    pub form: Form,
+    pub semantics: Semantics,
+    pub columns: Vec<String>,
+    /// Partial matches produced on all workers, every level.
+    pub partial_matches: u64,
+    pub workers: usize,
+    pub elapsed: Duration,
+}
+
+/// Makes worker 0's sink once the columns are known.
+pub type SinkFactory = Box<dyn FnOnce(&[String]) -> Box<dyn RowSink> + Send>;
+
+/// Runs `job` on this worker; worker 0 returns the report, the others `None`.
+pub fn run_worker(
+    worker: &mut Worker,
+    part: &Arc<Partition>,
+    topo: Topology,
+    job: &Job,
+    sink: Option<SinkFactory>,
+    failed: &dyn Fn() -> Option<String>,
+) -> Result<Option<Report>, DistError> {
+    let start = Instant::now();
+    let prepared = prepare(worker, part, topo, &job.request, failed)?;
+    let (q, form, offset, injective) = prepared;
+    let semantics = match (job.semantics, injective) {
+        (Some(s), _) => s,
+        (None, Some(false)) => Semantics::Hom,
+        (None, _) => Semantics::Iso,
+    };
+    let plan = Arc::new(DistPlan::new(&q, semantics, &part.vocab)?);
+    let columns = column_names(&q);
+    let limit = match (q.limit, job.limit) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    let (count_only, distinct, limit) = match &form {
+        Form::Select => (job.count_only, q.distinct, limit),
+        Form::Ask => (true, false, Some(1)),
+        Form::Count { distinct, .. } => (true, *distinct || q.distinct, limit),
+    };
+    let row_bytes = 4 * plan.row_width() as u64 + 48;
+    let high_water = (job.memory_budget / (row_bytes * 2 * plan.levels.len() as u64 + 1))
+        .clamp(1024, 1 << 22) as usize;
+    let settings = Settings {
+        finish: Finish {
+            count_only,
+            distinct,
+            offset,
+            limit,
+            distinct_budget: job.memory_budget / 2,
+        },
+        deadline: job.timeout.map(|t| start + t),
+        batch: job.batch.max(1),
+        in_flight: 2,
+        high_water,
+    };
+    let sink = match (worker.index(), sink) {
+        (0, Some(make)) if !count_only => Some(make(&columns)),
+        _ => None,
+    };
+    let answer = dataflow::run(worker, part, topo, &plan, &settings, sink, failed)?;
+    // Every worker's share: timed out, partial matches, an error.
+    let mine = (
+        worker.index() as u32,
+        u32::from(answer.timed_out),
+        answer.partial_matches,
+        answer.error.clone().unwrap_or_default(),
+    );
+    let all = all_gather(worker, vec![mine], failed)?;
+    if let Some((_, _, _, e)) = all.iter().find(|x| !x.3.is_empty()) {
+        return Err(DistError::Unsupported(e.clone()));
+    }
+    if worker.index() != 0 {
+        return Ok(None);
+    }
+    Ok(Some(Report {
+        rows: answer.rows,
+        limit_reached: answer.limit_reached,
+        timed_out: all.iter().any(|x| x.1 != 0),
+        form,
+        semantics,
+        columns,
+        partial_matches: all.iter().map(|x| x.2).sum(),
+        workers: worker.peers(),
+        elapsed: start.elapsed(),
+    }))
+}
+
+/// The query graph, its form, OFFSET and whether it asks for injective matches.
+type Resolved = (QueryGraph, Form, u64, Option<bool>);
+
+/// Resolves the query's names on every part: each round looks up, on all parts at once, the names
+/// the last try asked for, until a try asks for nothing new. Every worker runs the same rounds and
+/// gets the same answers, so all reach the same query graph (or the same error).
+fn prepare(
+    worker: &mut Worker,
+    part: &Partition,
+    topo: Topology,
+    request: &Request,
+    failed: &dyn Fn() -> Option<String>,
+) -> Result<Resolved, DistError> {
+    let (text, prefer) = match request {
+        Request::Graph(q) => return Ok((q.clone(), Form::Select, 0, None)),
+        Request::Text { text, prefer } => (text, *prefer),
+    };
+    let mut names = Fetched {
+        vocab: &part.vocab,
+        nodes: HashMap::new(),
+        suggestions: HashMap::new(),
+        asked: RefCell::new(Vec::new()),
+    };
+    // Each round settles at least one name; a query names far fewer than this.
+    for _ in 0..256 {
+        let result = gpsense_planner::prepare(text, &names, prefer);
+        let asked = std::mem::take(&mut *names.asked.borrow_mut());
+        if asked.is_empty() {
+            let p = result?;
+            if !p.filters.is_empty() {
+                return Err(DistError::Unsupported(
+                    "FILTER is not supported across processes yet: run the query without \
+                     --workers/--processes, or drop the FILTER"
+                        .into(),
+                ));
+            }
+            if !p.order.is_empty() {
+                return Err(DistError::Unsupported(
+                    "ORDER BY is not supported across processes yet: run the query without \
+                     --workers/--processes, or sort the rows afterwards"
+                        .into(),
+                ));
+            }
+            return Ok((p.graph, p.form, p.offset, p.injective));
+        }
+        lookup(worker, part, topo, &mut names, asked, failed)?;
+    }
+    Err(DistError::Unsupported(
+        "the query's names did not resolve in 256 rounds".into(),
+    ))
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Ask {
+    Nodes(String),
+    Suggest(String, usize),
+}
+
+/// Names looked up on every part so far; what a try asked for and was not known yet.
+struct Fetched<'a> {
+    vocab: &'a Vocab,
+    nodes: HashMap<String, Vec<u32>>,
+    suggestions: HashMap<String, Vec<String>>,
+    asked: RefCell<Vec<Ask>>,
+}
+
+impl Vocabulary for Fetched<'_> {
+    fn nodes_named(&self, name: &str) -> Vec<u32> {
+        match self.nodes.get(name) {
+            Some(v) => v.clone(),
+            None => {
+                self.asked.borrow_mut().push(Ask::Nodes(name.to_owned()));
+                Vec::new()
+            }
+        }
+    }
+
+    fn relation_id(&self, name: &str) -> Option<u16> {
+        self.vocab.relations.get(name).map(|r| r as u16)
+    }
+
+    fn concept_suggestions(&self, name: &str, limit: usize) -> Vec<String> {
+        match self.suggestions.get(name) {
+            Some(v) => v.clone(),
+            None => {
+                self.asked
+                    .borrow_mut()
+                    .push(Ask::Suggest(name.to_owned(), limit));
+                Vec::new()
+            }
+        }
+    }
+
+    fn relation_suggestions(&self, name: &str, limit: usize) -> Vec<String> {
+        let names = self.vocab.relations.iter().map(|(id, n)| {
+            let popularity = self.vocab.relation_edges.get(id as usize).copied();
+            (n, popularity.unwrap_or(0))
+        });
+        nearest_names(name, names, limit)
+    }
+}
+
+/// One lookup round: the first worker of each part answers from its part; all workers get every
+/// answer. Node lists are merged (ascending, distinct); suggestions are ranked again over the
+/// union of each part's nearest, with popularity summed per name.
+fn lookup(
+    worker: &mut Worker,
+    part: &Partition,
+    topo: Topology,
+    names: &mut Fetched,
+    mut asked: Vec<Ask>,
+    failed: &dyn Fn() -> Option<String>,
+) -> Result<(), DistError> {
+    asked.sort_by_key(|a| format!("{a:?}"));
+    asked.dedup();
+    let answers: Vec<(u32, Vec<u32>, Vec<(String, u64)>)> =
+        if worker.index() % topo.per_part == 0 {
+            asked
+                .iter()
+                .enumerate()
+                .map(|(i, a)| match a {
+                    Ask::Nodes(n) => (i as u32, part.nodes_named(n), Vec::new()),
+                    Ask::Suggest(n, limit) => {
+                        (i as u32, Vec::new(), part.suggestion_candidates(n, *limit))
+                    }
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+    let all = all_gather(worker, answers, failed)?;
+    let mut nodes: Vec<Vec<u32>> = vec![Vec::new(); asked.len()];
+    let mut candidates: Vec<HashMap<String, u64>> = vec![HashMap::new(); asked.len()];
+    for (i, ids, sugg) in all {
+        let i = i as usize;
+        if i >= asked.len() {
+            continue;
+        }
+        nodes[i].extend(ids);
+        for (n, pop) in sugg {
+            *candidates[i].entry(n).or_insert(0) += pop;
+        }
+    }
+    for (i, a) in asked.into_iter().enumerate() {
+        match a {
+            Ask::Nodes(n) => {
+                let mut ids = std::mem::take(&mut nodes[i]);
+                ids.sort_unstable();
+                ids.dedup();
+                names.nodes.insert(n, ids);
+            }
+            Ask::Suggest(n, limit) => {
+                let mut pool: Vec<(&String, &u64)> = candidates[i].iter().collect();
+                pool.sort();
+                let ranked = nearest_names(&n, pool.into_iter().map(|(s, &p)| (s.as_str(), p)), limit);
+                names.suggestions.insert(n, ranked);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Every worker's `items` on every worker, sorted (so all see the same sequence).
+pub fn all_gather<D>(
+    worker: &mut Worker,
+    items: Vec<D>,
+    failed: &dyn Fn() -> Option<String>,
+) -> Result<Vec<D>, DistError>
+where
+    D: timely::ExchangeData + Clone + Ord,
+{
+    let mut input: InputHandleVec<u64, D> = InputHandleVec::new();
+    let probe = ProbeHandle::new();
+    let got = Rc::new(RefCell::new(Vec::new()));
+    let sink = Rc::clone(&got);
+    worker.dataflow::<u64, _, _>(|scope| {
+        scope
+            .input_from(&mut input)
+            .broadcast()
+            .inspect(move |x: &D| sink.borrow_mut().push(x.clone()))
+            .probe_with(&probe);
+    });
+    for x in items {
+        input.send(x);
+    }
+    drop(input);
+    while !probe.done() {
+        dataflow::step(worker, failed)?;
+    }
+    let mut out = std::mem::take(&mut *got.borrow_mut());
+    out.sort();
+    Ok(out)
+}
+
+/// Column names as `gpsense query` prints them (without `?`).
+pub fn column_names(q: &QueryGraph) -> Vec<String> {
+    q.projection
+        .iter()
+        .map(|p| match *p {
+            Projected::Node(u) => q.nodes[u].name.trim_start_matches('?').to_owned(),
+            Projected::Edge(k) => q.edge_variables[k].trim_start_matches('?').to_owned(),
+        })
+        .collect()
+}

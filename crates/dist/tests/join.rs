@@ -1,0 +1,343 @@
+//! The distributed join against the single-machine engine, in one process: every part of a cut held
+//! in memory and served by its own timely workers, so every record is routed to its owner exactly
+//! as across processes. Random graphs and queries (with the brute-force oracle), HPRD (all 200
+//! queries), a yeast subset, and common-sense queries over ConceptNet-100K, under both semantics.
+
+#[path = "../../runtime/tests/common/mod.rs"]
+#[allow(dead_code)]
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use gpsense_dist::cluster::Cluster;
+use gpsense_dist::dataflow::RowSink;
+use gpsense_dist::job::{Job, Report, Request, SinkFactory};
+use gpsense_dist::{DistError, Partition};
+use gpsense_graph::ingest::{ingest, IngestOptions, NoProgress};
+use gpsense_graph::KnowledgeGraph;
+use gpsense_planner::{benchmark_query, compile, Dialect, Projected, QueryGraph};
+use gpsense_runtime::{Engine, EngineKind, MatchOptions, Semantics};
+
+fn dataset(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../datasets")
+        .join(rel)
+}
+
+fn load(path: &Path) -> KnowledgeGraph {
+    ingest(&[path.to_path_buf()], &IngestOptions::default(), &NoProgress)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .0
+}
+
+fn conceptnet() -> &'static KnowledgeGraph {
+    static G: OnceLock<KnowledgeGraph> = OnceLock::new();
+    G.get_or_init(|| load(&dataset("conceptnet-100k/train.txt.gz")))
+}
+
+fn cut(g: &KnowledgeGraph, parts: u32) -> Vec<Arc<Partition>> {
+    Partition::cut_all(g, parts)
+        .unwrap()
+        .into_iter()
+        .map(Arc::new)
+        .collect()
+}
+
+fn job(request: Request, semantics: Semantics, count_only: bool) -> Job {
+    Job {
+        request,
+        semantics: Some(semantics),
+        count_only,
+        limit: None,
+        timeout: None,
+        memory_budget: 1 << 30,
+        batch: 64,
+    }
+}
+
+struct Collect(Arc<Mutex<Vec<Vec<String>>>>);
+
+impl RowSink for Collect {
+    fn row(&mut self, names: &[&str]) -> bool {
+        self.0
+            .lock()
+            .unwrap()
+            .push(names.iter().map(|s| s.to_string()).collect());
+        true
+    }
+}
+
+/// Runs `jobs` on the parts (`per_part` workers each); returns each report and its rows (sorted).
+fn run(
+    parts: &[Arc<Partition>],
+    per_part: usize,
+    jobs: Vec<Job>,
+) -> Vec<Result<(Report, Vec<Vec<String>>), DistError>> {
+    let cluster = Cluster {
+        processes: 1,
+        process: 0,
+        workers: per_part,
+        hosts: Vec::new(),
+        connect_timeout: std::time::Duration::from_secs(5),
+    };
+    let stores: Vec<Arc<Mutex<Vec<Vec<String>>>>> = jobs.iter().map(|_| Arc::default()).collect();
+    let sinks: Vec<Option<SinkFactory>> = stores
+        .iter()
+        .map(|s| {
+            let s = Arc::clone(s);
+            Some(Box::new(move |_: &[String]| Box::new(Collect(s)) as Box<dyn RowSink>) as SinkFactory)
+        })
+        .collect();
+    let outcome = gpsense_dist::run(&cluster, parts.to_vec(), jobs, sinks).unwrap();
+    outcome
+        .reports
+        .into_iter()
+        .zip(stores)
+        .map(|(r, s)| {
+            r.map(|rep| {
+                let mut rows = std::mem::take(&mut *s.lock().unwrap());
+                rows.sort();
+                (rep.expect("worker 0 reports"), rows)
+            })
+        })
+        .collect()
+}
+
+/// The engine's projected rows of `q`, as names, sorted.
+fn engine_rows(g: &KnowledgeGraph, q: &QueryGraph, semantics: Semantics) -> Vec<Vec<String>> {
+    let engine = Engine::new(g);
+    let opts = MatchOptions {
+        semantics,
+        engine: EngineKind::Dfs,
+        ..MatchOptions::default()
+    };
+    let (rows, _) = engine.collect(q, &opts).unwrap();
+    let mut named: Vec<Vec<String>> = rows
+        .iter()
+        .map(|row| {
+            q.projection
+                .iter()
+                .zip(row)
+                .map(|(p, &v)| match p {
+                    Projected::Node(_) => g.node_name(v).to_owned(),
+                    Projected::Edge(_) => g.relation_name(v as u16).to_owned(),
+                })
+                .collect()
+        })
+        .collect();
+    named.sort();
+    named
+}
+
+fn engine_count(g: &KnowledgeGraph, q: &QueryGraph, semantics: Semantics) -> u64 {
+    let opts = MatchOptions {
+        semantics,
+        engine: EngineKind::Dfs,
+        ..MatchOptions::default()
+    };
+    Engine::new(g).count(q, &opts).unwrap().rows
+}
+
+#[test]
+fn random_queries_give_the_engines_rows() {
+    let mut rng = common::SplitMix64::new(0xD157);
+    let mut checked = 0;
+    for round in 0..12 {
+        let tg = common::random_graph(&mut rng);
+        let queries: Vec<QueryGraph> = (0..8).map(|_| common::random_query(&mut rng, &tg)).collect();
+        for (parts, per_part) in [(1, 1), (2, 2), (3, 1)] {
+            let cut = cut(&tg.g, parts);
+            for semantics in [Semantics::Iso, Semantics::Hom] {
+                let jobs = queries
+                    .iter()
+                    .map(|q| job(Request::Graph(q.clone()), semantics, false))
+                    .collect();
+                let got = run(&cut, per_part, jobs);
+                for (q, r) in queries.iter().zip(got) {
+                    let (report, rows) = r.unwrap_or_else(|e| panic!("{q}: {e}"));
+                    let want = engine_rows(&tg.g, q, semantics);
+                    assert_eq!(
+                        rows, want,
+                        "round {round}, {parts} parts x {per_part}, {semantics}: {q}\n{}",
+                        tg.describe()
+                    );
+                    assert_eq!(report.rows, want.len() as u64);
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert_eq!(checked, 12 * 8 * 3 * 2);
+}
+
+fn hprd() -> &'static KnowledgeGraph {
+    static G: OnceLock<KnowledgeGraph> = OnceLock::new();
+    G.get_or_init(|| load(&dataset("subgraph-matching/hprd-study/data_graph/HPRD.graph")))
+}
+
+/// `(name, query, expected iso count)` of the HPRD study, all 200.
+fn hprd_cases() -> Vec<(String, QueryGraph, u64)> {
+    let text = std::fs::read_to_string(dataset("subgraph-matching/hprd-study/expected_output.res"))
+        .unwrap();
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let (name, count) = l.trim().split_once(':').unwrap();
+            let path = dataset("subgraph-matching/hprd-study/query_graph").join(format!("{name}.graph"));
+            let q = benchmark_query(&load(&path), hprd()).unwrap();
+            (name.to_owned(), q, count.parse().unwrap())
+        })
+        .collect()
+}
+
+/// Counts of `cases` on a cut, against the expected iso counts and the engine's hom counts.
+fn check_counts(g: &KnowledgeGraph, cases: &[(String, QueryGraph, u64)], parts: u32, per_part: usize) {
+    let cut = cut(g, parts);
+    for semantics in [Semantics::Iso, Semantics::Hom] {
+        let jobs = cases
+            .iter()
+            .map(|(_, q, _)| job(Request::Graph(q.clone()), semantics, true))
+            .collect();
+        let got = run(&cut, per_part, jobs);
+        let mut wrong = Vec::new();
+        for ((name, q, iso), r) in cases.iter().zip(got) {
+            let (report, _) = r.unwrap();
+            let want = match semantics {
+                Semantics::Iso => *iso,
+                Semantics::Hom => engine_count(g, q, semantics),
+            };
+            if report.rows != want {
+                wrong.push(format!("{name} {semantics}: {} (want {want})", report.rows));
+            }
+        }
+        assert!(wrong.is_empty(), "{parts} parts x {per_part}: {wrong:?}");
+    }
+}
+
+#[test]
+fn hprd_all_queries_both_semantics() {
+    let cases = hprd_cases();
+    assert_eq!(cases.len(), 200);
+    check_counts(hprd(), &cases, 2, 2);
+    check_counts(hprd(), &cases, 4, 1);
+}
+
+#[test]
+fn yeast_subset_both_semantics() {
+    let g = load(&dataset("subgraph-matching/yeast/data_graph/yeast.graph"));
+    let text = std::fs::read_to_string(dataset("subgraph-matching/yeast/yeast_ans.txt")).unwrap();
+    // Every seventh query with a count of at most 10^4: all sizes and densities, a few seconds.
+    let cases: Vec<(String, QueryGraph, u64)> = text
+        .lines()
+        .filter_map(|l| {
+            let mut it = l.split_whitespace();
+            let (file, count) = (it.next()?, it.next()?.parse::<u64>().ok()?);
+            Some((file.to_owned(), count))
+        })
+        .filter(|(_, c)| *c <= 10_000)
+        .step_by(7)
+        .map(|(file, count)| {
+            let path = dataset("subgraph-matching/yeast/query_graph").join(&file);
+            (file, benchmark_query(&load(&path), &g).unwrap(), count)
+        })
+        .collect();
+    assert!(cases.len() >= 40, "{} yeast cases", cases.len());
+    check_counts(&g, &cases, 3, 1);
+}
+
+const COMMON_SENSE: &[&str] = &[
+    "SELECT ?x WHERE { ?x IsA animal . ?x AtLocation home }",
+    "SELECT ?x ?y WHERE { ?x IsA ?y . ?y IsA animal }",
+    "SELECT ?x ?r WHERE { ?x ?r animal }",
+    "SELECT DISTINCT ?r WHERE { ?x ?r animal }",
+    "SELECT ?x ?r WHERE { ?x ?r home . ?x ?r house }",
+    "SELECT ?r ?s WHERE { dog ?r ?x . ?x ?s animal }",
+    "SELECT * WHERE { ?x AtLocation ?y . ?y AtLocation ?x }",
+    "SELECT ?x WHERE { ?x IsA ?x }",
+    "SELECT * WHERE { ?a IsA ?b . ?b IsA ?c . ?a IsA ?c . ?c IsA animal }",
+    "SELECT ?x ?y ?r WHERE { ?x IsA animal . ?y IsA animal . ?x ?r ?y }",
+    "SELECT ?x ?y WHERE { ?x IsA animal . ?y AtLocation home }",
+    "SELECT ?x WHERE { ?x UsedFor eat . ?x AtLocation kitchen . ?x IsA ?y }",
+];
+
+#[test]
+fn common_sense_queries_give_the_engines_rows() {
+    let g = conceptnet();
+    for (parts, per_part) in [(1, 2), (3, 1)] {
+        let cut = cut(g, parts);
+        for semantics in [Semantics::Iso, Semantics::Hom] {
+            let jobs = COMMON_SENSE
+                .iter()
+                .map(|t| {
+                    let request = Request::Text {
+                        text: t.to_string(),
+                        prefer: Dialect::Short,
+                    };
+                    job(request, semantics, false)
+                })
+                .collect();
+            for (text, r) in COMMON_SENSE.iter().zip(run(&cut, per_part, jobs)) {
+                let (_, rows) = r.unwrap_or_else(|e| panic!("{text}: {e}"));
+                let q = compile(text, g).unwrap();
+                assert_eq!(
+                    rows,
+                    engine_rows(g, &q, semantics),
+                    "{text} ({parts} parts x {per_part}, {semantics})"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn limits_offset_count_and_ask() {
+    let g = conceptnet();
+    let cut = cut(g, 2);
+    let text = |t: &str| Request::Text {
+        text: t.to_owned(),
+        prefer: Dialect::Short,
+    };
+    let all = "SELECT ?x ?y WHERE { ?x IsA animal . ?y AtLocation home }";
+    let total = engine_count(g, &compile(all, g).unwrap(), Semantics::Iso);
+    let mut limited = job(text(&format!("{all} LIMIT 25")), Semantics::Iso, false);
+    limited.limit = Some(40);
+    let counted = job(text(all), Semantics::Iso, true);
+    let mut counted_limit = job(text(all), Semantics::Iso, true);
+    counted_limit.limit = Some(10);
+    let ask_yes = job(text("ASK { cat IsA animal }"), Semantics::Iso, false);
+    let ask_no = job(text("ASK { animal IsA cat }"), Semantics::Iso, false);
+    let out = run(&cut, 2, vec![limited, counted, counted_limit, ask_yes, ask_no]);
+    let (r, rows) = out[0].as_ref().unwrap();
+    assert_eq!((rows.len(), r.rows, r.limit_reached), (25, 25, true));
+    assert_eq!(out[1].as_ref().unwrap().0.rows, total);
+    let (r, _) = out[2].as_ref().unwrap();
+    assert_eq!((r.rows, r.limit_reached), (10, true));
+    assert_eq!(out[3].as_ref().unwrap().0.rows, 1);
+    assert_eq!(out[4].as_ref().unwrap().0.rows, 0);
+}
+
+#[test]
+fn unknown_names_are_the_single_machine_errors() {
+    let g = conceptnet();
+    let cut = cut(g, 3);
+    for t in [
+        "SELECT ?x WHERE { ?x IsA aniaml }",
+        "SELECT ?x WHERE { ?x IsAA animal }",
+        "SELECT ?x WHERE { ?x IsA animal FILTER(?x != cat) }",
+    ] {
+        let request = Request::Text {
+            text: t.to_owned(),
+            prefer: Dialect::Short,
+        };
+        let got = run(&cut, 1, vec![job(request, Semantics::Iso, false)]);
+        let e = match &got[0] {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("{t}: no error"),
+        };
+        match gpsense_planner::prepare(t, g, Dialect::Short) {
+            Err(want) => assert_eq!(e, want.to_string(), "{t}"),
+            Ok(_) => assert!(e.contains("not supported across processes"), "{t}: {e}"),
+        }
+    }
+}
