@@ -3,8 +3,9 @@
 //! - [`mod@parse`]: the basic graph pattern of SPARQL (`SELECT ?x WHERE { ?x IsA animal }`) into a
 //!   [`Query`] AST, with positioned [`ParseError`]s.
 //! - [`query`]: a [`Query`] resolved against a [`KnowledgeGraph`](gpsense_graph::KnowledgeGraph)
-//!   into a [`QueryGraph`] (concept and variable nodes, fixed and variable edge labels), with
-//!   "did you mean" suggestions for unknown names; and benchmark query files into the same form.
+//!   (or any [`Vocabulary`]: the names resolution reads) into a [`QueryGraph`] (concept and
+//!   variable nodes, fixed and variable edge labels), with "did you mean" suggestions for unknown
+//!   names; and benchmark query files into the same form.
 //! - [`sparql`]: standard SPARQL 1.1 (through `spargebra`) into the same query graph, with the
 //!   query form, row filters, OFFSET and ORDER BY; [`prepare`] takes either dialect.
 //! - [`mod@plan`]: the matching order of GpSense (paper sections 4 and 6), with per-graph
@@ -17,9 +18,9 @@ pub mod plan;
 pub mod query;
 pub mod sparql;
 mod suggest;
-mod vocabulary;
 #[cfg(test)]
 mod testutil;
+mod vocabulary;
 
 pub use parse::{parse, ParseError, Query};
 pub use plan::{plan, plan_brief, plan_with, InvalidPlan, Plan, PlannerStats};
@@ -29,5 +30,5 @@ pub use query::{
 };
 pub use sparql::{prepare, Dialect, Form, OrderKey, Prepared, RowFilter, Slot};
 pub use suggest::nearest_names;
-pub use vocabulary::Vocabulary;
 pub use suggest::{concept_names, relations_near};
+pub use vocabulary::Vocabulary;

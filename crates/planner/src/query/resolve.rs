@@ -23,8 +23,9 @@ pub fn compile(text: &str, g: &dyn Vocabulary) -> Result<QueryGraph, QueryError>
 /// appearance (subject, predicate, object, triple after triple); concepts are never projected.
 /// The first unknown concept or relation, in text order, is an error with suggestions.
 ///
-/// O(T) hash lookups for T triples when every name exists; an unknown name adds one suggestion scan
-/// of the dictionary (see `suggest`).
+/// `g` is a graph or any other [`Vocabulary`] (a partitioned graph's names, spread over processes).
+/// O(T) name look-ups for T triples when every name exists; an unknown name adds one suggestion
+/// query (over a graph, one scan of its dictionary: see `suggest`).
 pub fn resolve(q: &Query, g: &dyn Vocabulary) -> Result<QueryGraph, QueryError> {
     let mut b = Builder::new(g);
     for t in &q.triples {
