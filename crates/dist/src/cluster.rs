@@ -160,10 +160,7 @@ fn install_panic_hook(hosts: Vec<String>) {
                 .rsplit_once('-')
                 .and_then(|(_, i)| i.parse::<usize>().ok());
             let who = match peer {
-                Some(i) => format!(
-                    "process {i} ({})",
-                    hosts.get(i).map_or("?", String::as_str)
-                ),
+                Some(i) => format!("process {i} ({})", hosts.get(i).map_or("?", String::as_str)),
                 None => "a peer process".to_owned(),
             };
             if let Ok(mut f) = failure().lock() {
@@ -181,7 +178,11 @@ fn install_panic_hook(hosts: Vec<String>) {
 /// Connects to every peer (process `i` connects to the processes before it and accepts the ones
 /// after it, as timely does) within `connect_timeout`, and checks each one's handshake: the same
 /// process count, workers per process and `agreement` (a hash of the graph and the query).
-fn connect(c: &Cluster, agreement: u64, traffic: &Traffic) -> Result<Vec<Option<Counted>>, DistError> {
+fn connect(
+    c: &Cluster,
+    agreement: u64,
+    traffic: &Traffic,
+) -> Result<Vec<Option<Counted>>, DistError> {
     let deadline = Instant::now() + c.connect_timeout;
     let me = c.process;
     let listener = TcpListener::bind(&c.hosts[me]).map_err(|e| {
@@ -266,10 +267,18 @@ fn handshake(
     agreement: u64,
     deadline: Instant,
 ) -> Result<usize, DistError> {
-    let wait = deadline.saturating_duration_since(Instant::now()).max(Duration::from_secs(1));
+    let wait = deadline
+        .saturating_duration_since(Instant::now())
+        .max(Duration::from_secs(1));
     let io_err = |e: io::Error| DistError::Peer(format!("handshake with a peer failed: {e}"));
     stream.set_read_timeout(Some(wait)).map_err(io_err)?;
-    let mine = [MAGIC, c.process as u64, c.processes as u64, c.workers as u64, agreement];
+    let mine = [
+        MAGIC,
+        c.process as u64,
+        c.processes as u64,
+        c.workers as u64,
+        agreement,
+    ];
     let mut bytes = Vec::with_capacity(40);
     for x in mine {
         bytes.extend_from_slice(&x.to_le_bytes());
@@ -319,7 +328,12 @@ fn handshake(
 
 /// Runs `func` on every worker of this process (`c.workers` threads), connected to the other
 /// processes; returns each worker's result, in worker order, or the first peer failure.
-pub fn execute<T, F>(c: &Cluster, agreement: u64, traffic: &Traffic, func: F) -> Result<Vec<T>, DistError>
+pub fn execute<T, F>(
+    c: &Cluster,
+    agreement: u64,
+    traffic: &Traffic,
+    func: F,
+) -> Result<Vec<T>, DistError>
 where
     T: Send + 'static,
     F: Fn(&mut Worker) -> T + Send + Sync + 'static,
@@ -337,32 +351,37 @@ where
             c.process, c.processes
         )));
     }
-    let (builders, guard): (Vec<AllocatorBuilder>, Box<dyn std::any::Any + Send>) =
-        if c.processes == 1 {
-            let b = ProcessBuilder::new_typed_vector(c.workers, Hooks::default().refill, None)
-                .into_iter()
-                .map(AllocatorBuilder::Process)
-                .collect();
-            (b, Box::new(()))
-        } else {
-            install_panic_hook(c.hosts.clone());
-            let sockets = connect(c, agreement, traffic)?;
-            let hooks = Hooks::default();
-            let local = ProcessBuilder::new_typed_vector(c.workers, hooks.refill.clone(), None);
-            let (tcp, guard) =
-                initialize_networking_from_sockets(local, sockets, c.process, c.workers, hooks)
-                    .map_err(|e| DistError::Peer(format!("cannot start the network threads: {e}")))?;
-            (tcp.into_iter().map(AllocatorBuilder::Tcp).collect(), Box::new(guard))
-        };
+    let (builders, guard): (Vec<AllocatorBuilder>, Box<dyn std::any::Any + Send>) = if c.processes
+        == 1
+    {
+        let b = ProcessBuilder::new_typed_vector(c.workers, Hooks::default().refill, None)
+            .into_iter()
+            .map(AllocatorBuilder::Process)
+            .collect();
+        (b, Box::new(()))
+    } else {
+        install_panic_hook(c.hosts.clone());
+        let sockets = connect(c, agreement, traffic)?;
+        let hooks = Hooks::default();
+        let local = ProcessBuilder::new_typed_vector(c.workers, hooks.refill.clone(), None);
+        let (tcp, guard) =
+            initialize_networking_from_sockets(local, sockets, c.process, c.workers, hooks)
+                .map_err(|e| DistError::Peer(format!("cannot start the network threads: {e}")))?;
+        (
+            tcp.into_iter().map(AllocatorBuilder::Tcp).collect(),
+            Box::new(guard),
+        )
+    };
     let (tx, rx) = mpsc::channel::<(usize, T)>();
     let tx = Mutex::new(tx);
-    let guards = timely::execute::execute_from(builders, guard, WorkerConfig::default(), move |w| {
-        let out = func(w);
-        if let Ok(tx) = tx.lock() {
-            let _ = tx.send((w.index(), out));
-        }
-    })
-    .map_err(DistError::Setup)?;
+    let guards =
+        timely::execute::execute_from(builders, guard, WorkerConfig::default(), move |w| {
+            let out = func(w);
+            if let Ok(tx) = tx.lock() {
+                let _ = tx.send((w.index(), out));
+            }
+        })
+        .map_err(DistError::Setup)?;
     let mut results: Vec<Option<T>> = (0..c.workers).map(|_| None).collect();
     let mut got = 0;
     while got < c.workers {

@@ -34,6 +34,7 @@ use timely::dataflow::operators::{Input, Inspect, Probe};
 use timely::dataflow::{InputHandleVec, ProbeHandle, StreamVec};
 use timely::worker::Worker;
 
+use crate::filter::Candidates;
 use crate::partition::{local, owner};
 use crate::plan::{bound_label, DistPlan, Level};
 use crate::{DistError, Partition};
@@ -150,6 +151,7 @@ pub fn run(
     part: &Arc<Partition>,
     topo: Topology,
     plan: &Arc<DistPlan>,
+    cands: &Rc<Candidates>,
     settings: &Settings,
     sink: Option<Box<dyn RowSink>>,
     failed: &dyn Fn() -> Option<String>,
@@ -175,10 +177,29 @@ pub fn run(
     let me = worker.index() as u64;
     worker.dataflow::<u64, _, _>(|scope| {
         let seeds = scope.input_from(&mut input);
-        let mut stream = intersect_stage(seeds, 0, part, topo, plan, &local_state, settings);
+        let mut stream = intersect_stage(seeds, 0, part, topo, plan, cands, &local_state, settings);
         for j in 1..levels {
-            let proposals = propose_stage(stream, j, part, topo, plan, &local_state, me);
-            stream = intersect_stage(proposals, j, part, topo, plan, &local_state, settings);
+            let proposals = propose_stage(
+                stream,
+                j,
+                part,
+                topo,
+                plan,
+                cands,
+                &local_state,
+                me,
+                settings.high_water,
+            );
+            stream = intersect_stage(
+                proposals,
+                j,
+                part,
+                topo,
+                plan,
+                cands,
+                &local_state,
+                settings,
+            );
         }
         let done = finish_stage(
             stream,
@@ -199,6 +220,7 @@ pub fn run(
         part,
         topo,
         plan,
+        cands,
         settings,
         &local_state,
         &mut input,
@@ -246,26 +268,19 @@ fn feed_seeds(
     part: &Partition,
     topo: Topology,
     plan: &DistPlan,
+    cands: &Candidates,
     settings: &Settings,
     local_state: &Local,
     input: &mut InputHandleVec<u64, Rec>,
     probe: &ProbeHandle<u64>,
     failed: &dyn Fn() -> Option<String>,
 ) -> Result<(), DistError> {
-    let me = worker.index() as u64;
-    let first = &plan.levels[0];
+    let sub = worker.index() % topo.per_part;
     let empty = vec![NONE; plan.row_width()];
-    let mine = |v: u32| topo.owner_worker(v) == me;
-    let seeds: Box<dyn Iterator<Item = u32>> = if first.domain.is_empty() {
-        let sub = me as usize % topo.per_part;
-        Box::new(
-            (sub..part.local_count())
-                .step_by(topo.per_part)
-                .map(|i| part.global(i as u32)),
-        )
-    } else {
-        Box::new(first.domain.clone().into_iter().filter(move |&v| mine(v)))
-    };
+    let seeds = cands
+        .iter(0)
+        .filter(move |l| *l as usize % topo.per_part == sub)
+        .map(|l| part.global(l));
     let mut epoch = 0u64;
     let mut fed = 0usize;
     for v in seeds {
@@ -375,9 +390,12 @@ fn propose_stage<'s>(
     part: &Arc<Partition>,
     topo: Topology,
     plan: &Arc<DistPlan>,
+    cands: &Rc<Candidates>,
     local_state: &Rc<Local>,
     me: u64,
+    high_water: usize,
 ) -> StreamVec<'s, u64, Rec> {
+    let cands = Rc::clone(cands);
     let (route_plan, work_plan) = (Arc::clone(plan), Arc::clone(plan));
     let part = Arc::clone(part);
     let route = move |(tag, row): &Rec| match *tag {
@@ -400,8 +418,8 @@ fn propose_stage<'s>(
         match tag {
             DOMAIN => level.domain.iter().for_each(|&c| give(c)),
             t if t & SCAN != 0 => {
-                for i in 0..part.local_count() as u32 {
-                    give(part.global(i));
+                for l in cands.iter(j) {
+                    give(part.global(l));
                 }
             }
             k => {
@@ -422,15 +440,14 @@ fn propose_stage<'s>(
             }
         }
     };
-    let next = Some(2 * j + 1);
     stage(
         stream,
         "propose",
         route,
         2 * j,
-        next,
+        Some(2 * j + 1),
         local_state,
-        usize::MAX,
+        high_water,
         work,
     )
 }
@@ -443,31 +460,41 @@ fn intersect_stage<'s>(
     part: &Arc<Partition>,
     topo: Topology,
     plan: &Arc<DistPlan>,
+    cands: &Rc<Candidates>,
     local_state: &Rc<Local>,
     settings: &Settings,
 ) -> StreamVec<'s, u64, Rec> {
+    let cands = Rc::clone(cands);
     let plan = Arc::clone(plan);
     let part = Arc::clone(part);
     let route = move |(c, _): &Rec| topo.owner_worker(*c);
     let last = j + 1 == plan.levels.len();
     let work = move |(c, mut row): Rec, emit: &mut dyn FnMut(Rec)| {
-        intersect(&part, &plan, j, c, &mut row, &mut |row: &[u32]| {
-            if last {
-                emit((0, row.to_vec()));
-                return;
-            }
-            let next = &plan.levels[j + 1];
-            match choose(&plan, next, row) {
-                Choice::Dead => {}
-                Choice::Domain => emit((DOMAIN, row.to_vec())),
-                Choice::Proposer(k) => emit((k, row.to_vec())),
-                Choice::Scan => {
-                    for p in 0..topo.parts {
-                        emit((SCAN | p, row.to_vec()));
+        intersect(
+            &part,
+            &plan,
+            &cands,
+            j,
+            c,
+            &mut row,
+            &mut |row: &[u32]| {
+                if last {
+                    emit((0, row.to_vec()));
+                    return;
+                }
+                let next = &plan.levels[j + 1];
+                match choose(&plan, next, row) {
+                    Choice::Dead => {}
+                    Choice::Domain => emit((DOMAIN, row.to_vec())),
+                    Choice::Proposer(k) => emit((k, row.to_vec())),
+                    Choice::Scan => {
+                        for p in 0..topo.parts {
+                            emit((SCAN | p, row.to_vec()));
+                        }
                     }
                 }
-            }
-        });
+            },
+        );
     };
     let next = if last { None } else { Some(2 * j + 2) };
     stage(
@@ -513,6 +540,7 @@ fn choose(plan: &DistPlan, next: &Level, row: &[u32]) -> Choice {
 pub fn intersect(
     part: &Partition,
     plan: &DistPlan,
+    cands: &Candidates,
     j: usize,
     c: u32,
     row: &mut [u32],
@@ -522,10 +550,11 @@ pub fn intersect(
         return;
     }
     let level = &plan.levels[j];
-    if !passes(&level.filter, part, c) {
+    let l = local(c, part.parts);
+    // The candidate set holds only nodes that pass the node filter (and the neighbour filtering).
+    if !cands.has(j, l) {
         return;
     }
-    let l = local(c, part.parts);
     for carry in &level.carries {
         let n = adj(part, carry.dir).by_label(l, carry.label).0.len();
         row[plan.count_slot(carry.count)] = n as u32;
@@ -925,7 +954,7 @@ fn assemble(row: &[u32], width: usize, edge: &[bool]) -> Vec<u32> {
 }
 
 /// One direction of a part's lists, indexed by local node.
-fn adj(part: &Partition, dir: Dir) -> gpsense_kernels::view::Adjacency<'_> {
+pub(crate) fn adj(part: &Partition, dir: Dir) -> gpsense_kernels::view::Adjacency<'_> {
     match dir {
         Dir::Out => part.out_adj(),
         Dir::In => part.inc_adj(),

@@ -66,6 +66,7 @@ pub fn run_worker(
     worker: &mut Worker,
     part: &Arc<Partition>,
     topo: Topology,
+    workers_here: usize,
     job: &Job,
     sink: Option<SinkFactory>,
     failed: &dyn Fn() -> Option<String>,
@@ -89,16 +90,19 @@ pub fn run_worker(
         Form::Ask => (true, false, Some(1)),
         Form::Count { distinct, .. } => (true, *distinct || q.distinct, limit),
     };
+    // The budget is the process's: shared by its workers and, on each, by the queues of every
+    // stage (two per level); a queued partial match costs its row plus the vector around it.
     let row_bytes = 4 * plan.row_width() as u64 + 48;
-    let high_water = (job.memory_budget / (row_bytes * 2 * plan.levels.len() as u64 + 1))
-        .clamp(1024, 1 << 22) as usize;
+    let queues = 2 * plan.levels.len() as u64 * workers_here as u64;
+    let high_water =
+        (job.memory_budget / 2 / (row_bytes * queues).max(1)).clamp(64, 1 << 20) as usize;
     let settings = Settings {
         finish: Finish {
             count_only,
             distinct,
             offset,
             limit,
-            distinct_budget: job.memory_budget / 2,
+            distinct_budget: job.memory_budget / 2 / workers_here as u64,
         },
         deadline: job.timeout.map(|t| start + t),
         batch: job.batch.max(1),
@@ -109,7 +113,12 @@ pub fn run_worker(
         (0, Some(make)) if !count_only => Some(make(&columns)),
         _ => None,
     };
-    let answer = dataflow::run(worker, part, topo, &plan, &settings, sink, failed)?;
+    let deadline = settings.deadline;
+    let stopped = move || deadline.is_some_and(|d| Instant::now() >= d);
+    let cands = Rc::new(crate::filter::filter(
+        worker, part, topo, &plan, &stopped, failed,
+    )?);
+    let answer = dataflow::run(worker, part, topo, &plan, &cands, &settings, sink, failed)?;
     // Every worker's share: timed out, partial matches, an error.
     let mine = (
         worker.index() as u32,
@@ -252,21 +261,20 @@ fn lookup(
 ) -> Result<(), DistError> {
     asked.sort_by_key(|a| format!("{a:?}"));
     asked.dedup();
-    let answers: Vec<(u32, Vec<u32>, Vec<(String, u64)>)> =
-        if worker.index() % topo.per_part == 0 {
-            asked
-                .iter()
-                .enumerate()
-                .map(|(i, a)| match a {
-                    Ask::Nodes(n) => (i as u32, part.nodes_named(n), Vec::new()),
-                    Ask::Suggest(n, limit) => {
-                        (i as u32, Vec::new(), part.suggestion_candidates(n, *limit))
-                    }
-                })
-                .collect()
-        } else {
-            Vec::new()
-        };
+    let answers: Vec<(u32, Vec<u32>, Vec<(String, u64)>)> = if worker.index() % topo.per_part == 0 {
+        asked
+            .iter()
+            .enumerate()
+            .map(|(i, a)| match a {
+                Ask::Nodes(n) => (i as u32, part.nodes_named(n), Vec::new()),
+                Ask::Suggest(n, limit) => {
+                    (i as u32, Vec::new(), part.suggestion_candidates(n, *limit))
+                }
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
     let all = all_gather(worker, answers, failed)?;
     let mut nodes: Vec<Vec<u32>> = vec![Vec::new(); asked.len()];
     let mut candidates: Vec<HashMap<String, u64>> = vec![HashMap::new(); asked.len()];
@@ -291,7 +299,8 @@ fn lookup(
             Ask::Suggest(n, limit) => {
                 let mut pool: Vec<(&String, &u64)> = candidates[i].iter().collect();
                 pool.sort();
-                let ranked = nearest_names(&n, pool.into_iter().map(|(s, &p)| (s.as_str(), p)), limit);
+                let ranked =
+                    nearest_names(&n, pool.into_iter().map(|(s, &p)| (s.as_str(), p)), limit);
                 names.suggestions.insert(n, ranked);
             }
         }

@@ -18,10 +18,11 @@ pub use partition::{
     fingerprint, load_part, owner, part_path, write_parts, write_parts_with, PartWritten,
     Partition, Vocab,
 };
-pub mod dataflow;
-pub mod plan;
 pub mod cluster;
+pub mod dataflow;
 pub mod job;
+pub mod plan;
 mod run;
 
 pub use run::{run, Outcome};
+pub mod filter;

@@ -69,16 +69,23 @@ pub fn run(
     };
     let sinks = Mutex::new(sinks);
     let results = cluster::execute(&local, agreement, &traffic, move |w| {
-        let part = &parts[if c_is_local(&parts) { w.index() / topo.per_part } else { 0 }];
+        let part = &parts[if c_is_local(&parts) {
+            w.index() / topo.per_part
+        } else {
+            0
+        }];
         let mut sinks = if w.index() == 0 {
-            sinks.lock().map(|mut s| std::mem::take(&mut *s)).unwrap_or_default()
+            sinks
+                .lock()
+                .map(|mut s| std::mem::take(&mut *s))
+                .unwrap_or_default()
         } else {
             Vec::new()
         };
         let mut out = Vec::with_capacity(jobs.len());
         for (k, job) in jobs.iter().enumerate() {
             let sink = sinks.get_mut(k).and_then(Option::take);
-            let r = job::run_worker(w, part, topo, job, sink, &cluster::peer_failure);
+            let r = job::run_worker(w, part, topo, threads, job, sink, &cluster::peer_failure);
             // A broken peer ends every query; any other error is the same on every worker.
             let broken = matches!(r, Err(DistError::Peer(_)));
             out.push(r);

@@ -60,7 +60,11 @@ pub fn load(graph: Option<&Path>, d: &DistArgs) -> Result<Arc<Partition>> {
         );
     }
     if let Some(dir) = graph.filter(|p| p.is_dir()) {
-        return Ok(Arc::new(load_part(dir, d.process as u32, d.processes as u32)?));
+        return Ok(Arc::new(load_part(
+            dir,
+            d.process as u32,
+            d.processes as u32,
+        )?));
     }
     let loaded = crate::graph_source::load(graph)?;
     if loaded.compressed.is_some() {
@@ -258,7 +262,12 @@ pub fn count_graphs(
         })
         .collect();
     let sinks = jobs.iter().map(|_| None).collect();
-    Ok(gpsense_dist::run(&d.cluster()?, vec![Arc::clone(part)], jobs, sinks)?)
+    Ok(gpsense_dist::run(
+        &d.cluster()?,
+        vec![Arc::clone(part)],
+        jobs,
+        sinks,
+    )?)
 }
 
 /// Process 0's note on what it sent; the others' (with `-v`).

@@ -39,7 +39,10 @@ pub fn run(args: Args) -> Result<()> {
     }
     if let Some(d) = &args.dist {
         let [(_, only)] = queries[..] else {
-            bail!("--workers/--processes answer one query at a time; this input holds {}", queries.len());
+            bail!(
+                "--workers/--processes answer one query at a time; this input holds {}",
+                queries.len()
+            );
         };
         if args.explain {
             bail!("--explain is not available with --workers/--processes");
