@@ -151,7 +151,9 @@ fn install_panic_hook(hosts: Vec<String>) {
                 .unwrap_or_default();
             let network = thread.starts_with("timely:")
                 || message.contains("timely communication error")
-                || message.contains("MergeQueue poisoned");
+                || message.contains("MergeQueue poisoned")
+                || message.starts_with("Send thread panic")
+                || message.starts_with("Recv thread panic");
             if !network {
                 previous(info);
                 return;
@@ -369,7 +371,7 @@ where
                 .map_err(|e| DistError::Peer(format!("cannot start the network threads: {e}")))?;
         (
             tcp.into_iter().map(AllocatorBuilder::Tcp).collect(),
-            Box::new(guard),
+            Box::new(NetworkGuard(Some(Box::new(guard)))),
         )
     };
     let (tx, rx) = mpsc::channel::<(usize, T)>();
@@ -409,6 +411,31 @@ where
             "a worker thread stopped without an answer (see the message above)".into()
         })));
     }
-    drop(guards);
+    // A worker may still panic as it tears down a connection to a peer that died: join without
+    // unwinding, then report the peer.
+    let joined_cleanly = guards.join().iter().all(Result::is_ok);
+    if let Some(why) = peer_failure() {
+        return Err(DistError::Peer(why));
+    }
+    if !joined_cleanly {
+        return Err(DistError::Peer(
+            "a worker thread failed while closing its connections".into(),
+        ));
+    }
     Ok(results.into_iter().flatten().collect())
+}
+
+/// Timely's network threads, joined on drop; a thread that panicked (its peer died) is already in
+/// [`peer_failure`], so its panic is caught here rather than taking the process down.
+struct NetworkGuard(Option<Box<dyn std::any::Any + Send>>);
+
+impl Drop for NetworkGuard {
+    fn drop(&mut self) {
+        let Some(inner) = self.0.take() else { return };
+        if std::thread::panicking() {
+            std::mem::forget(inner);
+            return;
+        }
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(inner)));
+    }
 }

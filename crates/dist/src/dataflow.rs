@@ -144,18 +144,30 @@ struct SinkState {
     limit_reached: bool,
 }
 
+/// What one worker's operators read: its part, the cut, the plan and its candidate sets.
+pub struct Shared {
+    pub part: Arc<Partition>,
+    pub topo: Topology,
+    pub plan: Arc<DistPlan>,
+    pub cands: Rc<Candidates>,
+}
+
 /// Runs one match on this worker: builds the dataflow, feeds this worker's seeds in epochs and steps
 /// until every worker is done or stopped. `failed` reports a broken peer (checked between steps).
 pub fn run(
     worker: &mut Worker,
-    part: &Arc<Partition>,
-    topo: Topology,
-    plan: &Arc<DistPlan>,
-    cands: &Rc<Candidates>,
+    shared: &Shared,
     settings: &Settings,
     sink: Option<Box<dyn RowSink>>,
     failed: &dyn Fn() -> Option<String>,
 ) -> Result<Answer, DistError> {
+    let Shared {
+        part,
+        topo,
+        plan,
+        cands,
+    } = shared;
+    let topo = *topo;
     let levels = plan.levels.len();
     let local_state = Rc::new(Local {
         stop: Cell::new(false),
@@ -177,29 +189,10 @@ pub fn run(
     let me = worker.index() as u64;
     worker.dataflow::<u64, _, _>(|scope| {
         let seeds = scope.input_from(&mut input);
-        let mut stream = intersect_stage(seeds, 0, part, topo, plan, cands, &local_state, settings);
+        let mut stream = intersect_stage(seeds, 0, shared, &local_state, settings);
         for j in 1..levels {
-            let proposals = propose_stage(
-                stream,
-                j,
-                part,
-                topo,
-                plan,
-                cands,
-                &local_state,
-                me,
-                settings.high_water,
-            );
-            stream = intersect_stage(
-                proposals,
-                j,
-                part,
-                topo,
-                plan,
-                cands,
-                &local_state,
-                settings,
-            );
+            let proposals = propose_stage(stream, j, shared, &local_state, me, settings.high_water);
+            stream = intersect_stage(proposals, j, shared, &local_state, settings);
         }
         let done = finish_stage(
             stream,
@@ -387,17 +380,15 @@ where
 fn propose_stage<'s>(
     stream: StreamVec<'s, u64, Rec>,
     j: usize,
-    part: &Arc<Partition>,
-    topo: Topology,
-    plan: &Arc<DistPlan>,
-    cands: &Rc<Candidates>,
+    shared: &Shared,
     local_state: &Rc<Local>,
     me: u64,
     high_water: usize,
 ) -> StreamVec<'s, u64, Rec> {
-    let cands = Rc::clone(cands);
-    let (route_plan, work_plan) = (Arc::clone(plan), Arc::clone(plan));
-    let part = Arc::clone(part);
+    let topo = shared.topo;
+    let cands = Rc::clone(&shared.cands);
+    let (route_plan, work_plan) = (Arc::clone(&shared.plan), Arc::clone(&shared.plan));
+    let part = Arc::clone(&shared.part);
     let route = move |(tag, row): &Rec| match *tag {
         DOMAIN => me,
         t if t & SCAN != 0 => {
@@ -457,16 +448,14 @@ fn propose_stage<'s>(
 fn intersect_stage<'s>(
     stream: StreamVec<'s, u64, Rec>,
     j: usize,
-    part: &Arc<Partition>,
-    topo: Topology,
-    plan: &Arc<DistPlan>,
-    cands: &Rc<Candidates>,
+    shared: &Shared,
     local_state: &Rc<Local>,
     settings: &Settings,
 ) -> StreamVec<'s, u64, Rec> {
-    let cands = Rc::clone(cands);
-    let plan = Arc::clone(plan);
-    let part = Arc::clone(part);
+    let topo = shared.topo;
+    let cands = Rc::clone(&shared.cands);
+    let plan = Arc::clone(&shared.plan);
+    let part = Arc::clone(&shared.part);
     let route = move |(c, _): &Rec| topo.owner_worker(*c);
     let last = j + 1 == plan.levels.len();
     let work = move |(c, mut row): Rec, emit: &mut dyn FnMut(Rec)| {

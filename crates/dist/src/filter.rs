@@ -188,7 +188,7 @@ fn mark_round(
                 input.send((k, v));
             }
             sent += 1;
-            if sent % (1 << 16) == 0 {
+            if sent.is_multiple_of(1 << 16) {
                 step(worker, failed)?;
             }
         }

@@ -118,7 +118,13 @@ pub fn run_worker(
     let cands = Rc::new(crate::filter::filter(
         worker, part, topo, &plan, &stopped, failed,
     )?);
-    let answer = dataflow::run(worker, part, topo, &plan, &cands, &settings, sink, failed)?;
+    let shared = dataflow::Shared {
+        part: Arc::clone(part),
+        topo,
+        plan,
+        cands,
+    };
+    let answer = dataflow::run(worker, &shared, &settings, sink, failed)?;
     // Every worker's share: timed out, partial matches, an error.
     let mine = (
         worker.index() as u32,
@@ -261,7 +267,9 @@ fn lookup(
 ) -> Result<(), DistError> {
     asked.sort_by_key(|a| format!("{a:?}"));
     asked.dedup();
-    let answers: Vec<(u32, Vec<u32>, Vec<(String, u64)>)> = if worker.index() % topo.per_part == 0 {
+    // (question index, node ids, suggestions with popularity)
+    type Answer = (u32, Vec<u32>, Vec<(String, u64)>);
+    let answers: Vec<Answer> = if worker.index().is_multiple_of(topo.per_part) {
         asked
             .iter()
             .enumerate()

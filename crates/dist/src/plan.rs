@@ -96,7 +96,7 @@ impl DistPlan {
         let n = q.nodes.len();
         let plan = Plan {
             order: order.clone(),
-            components: vec![0..n],
+            components: std::iter::once(0..n).collect(), // one component: the join covers them all
             rationale: Vec::new(),
         };
         let shape = DataShape {

@@ -72,12 +72,11 @@ impl RowSink for Collect {
     }
 }
 
-/// Runs `jobs` on the parts (`per_part` workers each); returns each report and its rows (sorted).
-fn run(
-    parts: &[Arc<Partition>],
-    per_part: usize,
-    jobs: Vec<Job>,
-) -> Vec<Result<(Report, Vec<Vec<String>>), DistError>> {
+/// A job's report and its rows (sorted).
+type Answered = Result<(Report, Vec<Vec<String>>), DistError>;
+
+/// Runs `jobs` on the parts (`per_part` workers each).
+fn run(parts: &[Arc<Partition>], per_part: usize, jobs: Vec<Job>) -> Vec<Answered> {
     let cluster = Cluster {
         processes: 1,
         process: 0,

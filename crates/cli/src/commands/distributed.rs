@@ -169,7 +169,8 @@ pub fn query(
             crate::out::print(if report.rows > 0 { "yes\n" } else { "no\n" })?;
         }
         Form::Count { variable, .. } if !count => {
-            let mut w = RowWriter::new(io::stdout(), format, &[variable.clone()])?.numeric(0);
+            let mut w =
+                RowWriter::new(io::stdout(), format, std::slice::from_ref(variable))?.numeric(0);
             w.row(&[&report.rows.to_string()])?;
             w.finish()?;
         }
