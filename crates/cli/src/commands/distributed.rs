@@ -59,12 +59,11 @@ pub fn load(graph: Option<&Path>, d: &DistArgs) -> Result<Arc<Partition>> {
             d.processes
         );
     }
+    let start = Instant::now();
     if let Some(dir) = graph.filter(|p| p.is_dir()) {
-        return Ok(Arc::new(load_part(
-            dir,
-            d.process as u32,
-            d.processes as u32,
-        )?));
+        let part = load_part(dir, d.process as u32, d.processes as u32)?;
+        note_part(&part, start);
+        return Ok(Arc::new(part));
     }
     let loaded = crate::graph_source::load(graph)?;
     if loaded.compressed.is_some() {
@@ -80,13 +79,24 @@ pub fn load(graph: Option<&Path>, d: &DistArgs) -> Result<Arc<Partition>> {
     let g = &loaded.graph;
     let vocab = Vocab::of(g);
     let fp = partition::fingerprint(g);
-    Ok(Arc::new(Partition::cut(
-        g,
-        &vocab,
-        fp,
-        d.process as u32,
-        d.processes as u32,
-    )?))
+    let part = Partition::cut(g, &vocab, fp, d.process as u32, d.processes as u32)?;
+    note_part(&part, start);
+    Ok(Arc::new(part))
+}
+
+/// What this process holds: the measure of a cut's balance and of memory against the count of parts.
+fn note_part(part: &Partition, start: Instant) {
+    crate::out::note!(
+        "process {}: part {} of {}: {} nodes, {} edges out and {} in, {:.1} MB in memory; loaded in {}",
+        part.part,
+        part.part,
+        part.parts,
+        thousands(part.local_count() as u64),
+        thousands(part.out.targets.len() as u64),
+        thousands(part.inc.targets.len() as u64),
+        part.heap_bytes() as f64 / 1e6,
+        millis(start.elapsed())
+    );
 }
 
 /// Writes rows as they reach worker 0.
@@ -206,10 +216,13 @@ fn summary(report: &Report, o: &Outcome, d: &DistArgs, count: bool, start: Insta
         (false, true) => "row",
         (false, false) => "rows",
     };
+    let answer = match report.form {
+        Form::Ask if !count => format!("{}{cut}", if report.rows > 0 { "yes" } else { "no" }),
+        _ => format!("{} {what}{cut}", thousands(report.rows)),
+    };
     crate::out::note!(
-        "{} {what}{cut} in {} [{} semantics, timely dataflow: {} process(es) x {} worker(s); \
+        "{answer} in {} [{} semantics, timely dataflow: {} process(es) x {} worker(s); \
          {} partial matches; process 0 sent {} and received {} bytes]",
-        thousands(report.rows),
         millis(start.elapsed()),
         report.semantics,
         d.processes,
