@@ -4,8 +4,9 @@
 For each graph (a snapshot, or a triples file ingested first) and P in --parts, it cuts the graph
 with `gpsense partition`, starts P processes of one worker each, and records per process its peak
 resident memory (`/usr/bin/time -f %M`), the part's in-memory bytes and the bytes it sent and
-received; per query and P, process 0's query time (connection, name lookups, filtering and join;
-not the load), the median of --runs. The single-process engine
+received; per query and P, process 0's query time (name lookups, filtering and join), and the
+same with starting the cluster (threads, connections: what a one-shot command pays; not the load),
+the median of --runs. The single-process engine
 (`gpsense query --graph G`) is run beside it for reference. Prints a markdown report.
 
     cargo build --release
@@ -38,11 +39,16 @@ QUERIES = [
 
 NOTE_PART = re.compile(r"([\d,.]+) MB in memory")
 NOTE_TRAFFIC = re.compile(r"sent ([\d,]+) and received ([\d,]+) bytes")
-NOTE_DONE = re.compile(r"^([\d,]+) match(?:es)? .*? in ([\d.]+) (ms|s)\b", re.M)
+NOTE_DONE = re.compile(r"^(?:[\d,]+ (?:match|row)(?:es|s)?|yes|no)\b.*? in ([\d.]+) (ms|s)\b"
+                       r"(?: \(([\d.]+) (ms|s) with starting the cluster\))?", re.M)
 
 
 def num(s):
     return float(s.replace(",", ""))
+
+
+def seconds(value, unit):
+    return float(value) / (1000 if unit == "ms" else 1)
 
 
 def free_ports(n):
@@ -87,7 +93,7 @@ def single(gpsense, graph, q, sem, limit):
     out, err, rss, secs = collect(p, start, limit)
     done = NOTE_DONE.search(err)
     if done:
-        secs = float(done.group(2)) / (1000 if done.group(3) == "ms" else 1)
+        secs = seconds(done.group(1), done.group(2))
     return int(out.strip()), rss, secs
 
 
@@ -113,10 +119,12 @@ def cluster(gpsense, parts_dir, n, q, sem, limit, tmp):
             "received": num(traffic.group(2)) if traffic else 0.0,
         })
     done = NOTE_DONE.search(results[0][1])
-    query_secs = float("nan")
+    query_secs = started_secs = float("nan")
     if done:
-        query_secs = float(done.group(2)) / (1000 if done.group(3) == "ms" else 1)
-    return count, per, query_secs, results[0][3]
+        query_secs = seconds(done.group(1), done.group(2))
+        if done.group(3):
+            started_secs = seconds(done.group(3), done.group(4))
+    return count, per, query_secs, started_secs
 
 
 def main():
@@ -149,8 +157,8 @@ def main():
             dirs[n] = d
         print("| query | semantics | matches | P | part MB per process | peak RSS MB per process "
               "| bytes sent, all processes | query time (process 0, median) "
-              "| single-process engine: query time, peak RSS |")
-        print("|---|---|---|---|---|---|---|---|---|")
+              "| with starting the cluster | single-process engine: query time, peak RSS |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
         for qname, sem, q in queries:
             ref = [single(args.gpsense, snap, q, sem, args.limit) for _ in range(args.runs)]
             ref_count = ref[0][0]
@@ -167,8 +175,9 @@ def main():
                 rss = " / ".join(f"{max(r[1][i]['rss'] for r in runs):.0f}" for i in range(n))
                 traffic = sum(p["sent"] for p in per)
                 secs = statistics.median(r[2] for r in runs)
+                started = statistics.median(r[3] for r in runs)
                 print(f"| {qname} | {sem} | {count:,} | {n} | {parts} | {rss} | {traffic:,.0f} "
-                      f"| {secs * 1000:.1f} ms | {ref_secs * 1000:.1f} ms, "
+                      f"| {secs * 1000:.1f} ms | {started * 1000:.1f} ms | {ref_secs * 1000:.1f} ms, "
                       f"{ref_rss:.0f} MB |")
             sys.stdout.flush()
         print()

@@ -2,7 +2,9 @@
 //! nodes, then neighbour filtering and one refinement round before the join.
 //!
 //! A part starts each query node's set from the node filter (the single-machine engine's
-//! [`FilterSpec`], a concept's own nodes). A step "filter `a` by `b`" marks every neighbour (over the
+//! [`FilterSpec`], a concept's own nodes); a node an earlier one reaches starts from that one's
+//! marks instead, so that filtering an anchored query costs what its neighbourhood holds, not what
+//! the part holds. A step "filter `a` by `b`" marks every neighbour (over the
 //! query edge, seen from `b`) of each candidate of `b`: the marks go to each neighbour's owner, which
 //! keeps only the marked candidates of `a`. Steps run along the plan order (each node by its earlier
 //! neighbours), then once in reverse (each node by its later neighbours), as the paper's one
@@ -28,6 +30,8 @@ use crate::{DistError, Partition};
 #[derive(Clone, Debug)]
 pub struct Candidates {
     bits: Vec<Vec<u64>>,
+    /// Slots whose set the first filtering step into them has yet to start.
+    pending: Vec<bool>,
 }
 
 impl Candidates {
@@ -42,16 +46,10 @@ impl Candidates {
 
     /// The local candidates of slot `j`, ascending.
     pub fn iter(&self, j: usize) -> impl Iterator<Item = u32> + '_ {
-        self.bits[j].iter().enumerate().flat_map(|(i, &w)| {
-            let mut w = w;
-            std::iter::from_fn(move || {
-                (w != 0).then(|| {
-                    let b = w.trailing_zeros();
-                    w &= w - 1;
-                    (i * 64) as u32 + b
-                })
-            })
-        })
+        self.bits[j]
+            .iter()
+            .enumerate()
+            .flat_map(|(i, &w)| ones(w).map(move |b| (i * 64) as u32 + b))
     }
 
     /// Candidates of slot `j` on this part.
@@ -113,10 +111,42 @@ pub fn filter(
     stopped: &dyn Fn() -> bool,
     failed: &dyn Fn() -> Option<String>,
 ) -> Result<Candidates, DistError> {
+    let steps = steps(plan);
+    let mut c = initial_sets(part, plan, &steps);
+    for s in steps {
+        if stopped() {
+            break;
+        }
+        let marks = mark_round(worker, part, topo, &c, s, failed)?;
+        let filter = &plan.levels[s.target].filter;
+        let set = &mut c.bits[s.target];
+        if std::mem::take(&mut c.pending[s.target]) {
+            // The first step into a node starts its set: the marked nodes that pass its filter.
+            for (i, (w, m)) in set.iter_mut().zip(marks).enumerate() {
+                *w = ones(m)
+                    .filter(|&b| passes(filter, part, part.global((i * 64) as u32 + b)))
+                    .fold(0, |w, b| w | 1 << b);
+            }
+        } else {
+            for (w, m) in set.iter_mut().zip(marks) {
+                *w &= m;
+            }
+        }
+    }
+    Ok(c)
+}
+
+/// Each slot's starting set: a concept's nodes on this part that pass the node filter; every node of
+/// the part that passes it, for a slot no earlier neighbour reaches (the first of a component); none
+/// yet, for the others, whose first step starts them from its marks (so an anchored query never
+/// looks at every node of the part).
+fn initial_sets(part: &Partition, plan: &DistPlan, steps: &[FilterStep]) -> Candidates {
     let n = part.local_count();
     let words = n.div_ceil(64);
+    let reached = |j: usize| steps.iter().any(|s| s.target == j && s.source < j);
     let mut bits = Vec::with_capacity(plan.levels.len());
-    for level in &plan.levels {
+    let mut pending = Vec::with_capacity(plan.levels.len());
+    for (j, level) in plan.levels.iter().enumerate() {
         let mut set = vec![0u64; words];
         let mut mark = |c: u32| {
             if part.owns(c) && passes(&level.filter, part, c) {
@@ -124,24 +154,27 @@ pub fn filter(
                 set[l / 64] |= 1 << (l % 64);
             }
         };
-        if level.domain.is_empty() {
-            (0..n as u32).for_each(|l| mark(part.global(l)));
-        } else {
+        let lazy = level.domain.is_empty() && reached(j);
+        if !level.domain.is_empty() {
             level.domain.iter().for_each(|&c| mark(c));
+        } else if !lazy {
+            (0..n as u32).for_each(|l| mark(part.global(l)));
         }
         bits.push(set);
+        pending.push(lazy);
     }
-    let mut c = Candidates { bits };
-    for s in steps(plan) {
-        if stopped() {
-            break;
-        }
-        let marks = mark_round(worker, part, topo, &c, s, failed)?;
-        for (w, m) in c.bits[s.target].iter_mut().zip(marks) {
-            *w &= m;
-        }
-    }
-    Ok(c)
+    Candidates { bits, pending }
+}
+
+/// The set bits of a word, ascending.
+fn ones(mut w: u64) -> impl Iterator<Item = u32> {
+    std::iter::from_fn(move || {
+        (w != 0).then(|| {
+            let b = w.trailing_zeros();
+            w &= w - 1;
+            b
+        })
+    })
 }
 
 /// One step's marks on this part: the local nodes reached from the source's candidates anywhere.

@@ -236,6 +236,9 @@ impl Vocabulary for Fetched<'_> {
     fn concept_suggestions(&self, name: &str, limit: usize) -> Vec<String> {
         match self.suggestions.get(name) {
             Some(v) => v.clone(),
+            // Suggestions scan every name of every part: ask for them only once the name is
+            // known to be missing, not in the round that first looks it up.
+            None if !self.nodes.get(name).is_some_and(Vec::is_empty) => Vec::new(),
             None => {
                 self.asked
                     .borrow_mut()

@@ -221,8 +221,9 @@ fn summary(report: &Report, o: &Outcome, d: &DistArgs, count: bool, start: Insta
         _ => format!("{} {what}{cut}", thousands(report.rows)),
     };
     crate::out::note!(
-        "{answer} in {} [{} semantics, timely dataflow: {} process(es) x {} worker(s); \
-         {} partial matches; process 0 sent {} and received {} bytes]",
+        "{answer} in {} ({} with starting the cluster) [{} semantics, timely dataflow: \
+         {} process(es) x {} worker(s); {} partial matches; process 0 sent {} and received {} bytes]",
+        millis(report.elapsed),
         millis(start.elapsed()),
         report.semantics,
         d.processes,
