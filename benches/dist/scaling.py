@@ -2,9 +2,10 @@
 """Scale-out measurements for the README: `gpsense query --processes P` on loopback.
 
 For each graph (a snapshot, or a triples file ingested first) and P in --parts, it cuts the graph
-with `gpsense partition`, starts P processes of one worker each, and records per process its peak
-resident memory (`/usr/bin/time -f %M`), the part's in-memory bytes and the bytes it sent and
-received; per query and P, process 0's query time (name lookups, filtering and join), and the
+with `gpsense partition`, starts P processes of one worker each, and records per process the
+part's in-memory bytes, its resident memory once loaded (the process's note) and its peak resident
+memory (`/usr/bin/time -f %M`, which includes the part file read during the load), and the bytes it
+sent and received; per query and P, process 0's query time (name lookups, filtering and join), and the
 same with starting the cluster (threads, connections: what a one-shot command pays; not the load),
 the median of --runs. The single-process engine
 (`gpsense query --graph G`) is run beside it for reference. Prints a markdown report.
@@ -38,6 +39,7 @@ QUERIES = [
 ]
 
 NOTE_PART = re.compile(r"([\d,.]+) MB in memory")
+NOTE_RESIDENT = re.compile(r"process resident: ([\d,.]+) MB")
 NOTE_TRAFFIC = re.compile(r"sent ([\d,]+) and received ([\d,]+) bytes")
 NOTE_DONE = re.compile(r"^(?:[\d,]+ (?:match|row)(?:es|s)?|yes|no)\b.*? in ([\d.]+) (ms|s)\b"
                        r"(?: \(([\d.]+) (ms|s) with starting the cluster\))?", re.M)
@@ -111,10 +113,12 @@ def cluster(gpsense, parts_dir, n, q, sem, limit, tmp):
     per = []
     for out, err, rss, secs in results:
         part = NOTE_PART.search(err)
+        resident = NOTE_RESIDENT.search(err)
         traffic = NOTE_TRAFFIC.search(err)
         per.append({
             "rss": rss,
             "part_mb": num(part.group(1)) if part else float("nan"),
+            "resident": num(resident.group(1)) if resident else float("nan"),
             "sent": num(traffic.group(1)) if traffic else 0.0,
             "received": num(traffic.group(2)) if traffic else 0.0,
         })
@@ -155,10 +159,11 @@ def main():
             subprocess.run([args.gpsense, "partition", snap, "-n", str(n), "-o", d], check=True,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             dirs[n] = d
-        print("| query | semantics | matches | P | part MB per process | peak RSS MB per process "
+        print("| query | semantics | matches | P | part MB per process | resident MB after load "
+              "| peak RSS MB per process "
               "| bytes sent, all processes | query time (process 0, median) "
               "| with starting the cluster | single-process engine: query time, peak RSS |")
-        print("|---|---|---|---|---|---|---|---|---|---|")
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
         for qname, sem, q in queries:
             ref = [single(args.gpsense, snap, q, sem, args.limit) for _ in range(args.runs)]
             ref_count = ref[0][0]
@@ -172,11 +177,12 @@ def main():
                     raise SystemExit(f"{qname} on {n} processes: {count} != {ref_count}")
                 per = runs[0][1]
                 parts = " / ".join(f"{p['part_mb']:.1f}" for p in per)
+                resident = " / ".join(f"{p['resident']:.0f}" for p in per)
                 rss = " / ".join(f"{max(r[1][i]['rss'] for r in runs):.0f}" for i in range(n))
                 traffic = sum(p["sent"] for p in per)
                 secs = statistics.median(r[2] for r in runs)
                 started = statistics.median(r[3] for r in runs)
-                print(f"| {qname} | {sem} | {count:,} | {n} | {parts} | {rss} | {traffic:,.0f} "
+                print(f"| {qname} | {sem} | {count:,} | {n} | {parts} | {resident} | {rss} | {traffic:,.0f} "
                       f"| {secs * 1000:.1f} ms | {started * 1000:.1f} ms | {ref_secs * 1000:.1f} ms, "
                       f"{ref_rss:.0f} MB |")
             sys.stdout.flush()

@@ -99,6 +99,20 @@ fn cluster(dir: &Path, p: usize, w: usize, args: &[&str]) -> Vec<(Option<i32>, S
         .collect()
 }
 
+/// The nodes and in-memory MB of the part a process's note says it holds.
+fn part_note(err: &str) -> (u64, f64) {
+    let line = err
+        .lines()
+        .find(|l| l.contains(" nodes, ") && l.contains("MB in memory"))
+        .unwrap_or_else(|| panic!("no part note in {err}"));
+    let number = |before: &str| -> f64 {
+        let head = &line[..line.find(before).unwrap()];
+        let word = head.rsplit(' ').next().unwrap().replace(',', "");
+        word.parse().unwrap()
+    };
+    (number(" nodes, ") as u64, number(" MB in memory"))
+}
+
 fn sorted_lines(text: &str) -> Vec<String> {
     let mut v: Vec<String> = text.lines().map(str::to_owned).collect();
     v.sort();
@@ -173,9 +187,30 @@ fn common_sense_rows_on_one_two_and_four_processes() {
         "SELECT DISTINCT ?r WHERE { ?x ?r animal }",
         "SELECT * WHERE { ?a IsA ?b . ?b IsA ?c . ?a IsA ?c . ?c IsA animal }",
     ];
+    let mut whole_mb = 0.0;
     for p in [1, 2, 4] {
         // The embedded ConceptNet-100K, cut for p processes.
         ok(&["partition", "-n", &p.to_string(), "-o", &parts_arg]);
+        // Each process holds its part only: the parts' nodes add up to the graph's, and each part's
+        // memory is close to 1/p of the whole (the vocabulary is replicated, so a little more).
+        let out = cluster(
+            dir.path(),
+            p,
+            1,
+            &["query", queries[0], "--graph", &parts_arg],
+        );
+        let notes: Vec<(u64, f64)> = out.iter().map(|(_, _, err)| part_note(err)).collect();
+        assert_eq!(notes.iter().map(|n| n.0).sum::<u64>(), 78_093, "{notes:?}");
+        if p == 1 {
+            whole_mb = notes[0].1;
+        }
+        for (nodes, mb) in &notes {
+            assert!(*nodes * p as u64 <= 78_093 + p as u64, "{notes:?}");
+            assert!(
+                *mb < whole_mb / p as f64 * 1.1,
+                "{p} parts: {notes:?}, whole {whole_mb} MB"
+            );
+        }
         for q in queries {
             for semantics in ["iso", "hom"] {
                 let (single, _) = ok(&["query", q, "--semantics", semantics]);

@@ -285,6 +285,13 @@ impl LocalCsr {
         (self.offsets[i + 1] - self.offsets[i]) as usize
     }
 
+    fn shrink_to_fit(&mut self) {
+        self.offsets.shrink_to_fit();
+        self.targets.shrink_to_fit();
+        self.labels.shrink_to_fit();
+        self.target_labels.shrink_to_fit();
+    }
+
     fn heap_bytes(&self) -> usize {
         4 * (self.offsets.capacity() + self.targets.capacity() + self.target_labels.capacity())
             + 2 * self.labels.capacity()
@@ -611,8 +618,13 @@ impl Partition {
 
     /// Decodes and validates a partition file held in memory; `origin` names it in errors.
     pub fn from_bytes(bytes: &[u8], origin: &Path) -> Result<Partition, DistError> {
-        let p: Partition = snapshot::decode(bytes, KIND_PARTITION, origin)?;
+        let mut p: Partition = snapshot::decode(bytes, KIND_PARTITION, origin)?;
         p.validate(origin)?;
+        // The decoder grows each array by doubling; a part is held for the process's lifetime.
+        p.node_labels.shrink_to_fit();
+        p.aliases.shrink_to_fit();
+        p.out.shrink_to_fit();
+        p.inc.shrink_to_fit();
         Ok(p)
     }
 

@@ -71,6 +71,12 @@ impl Aliases {
             .map(move |(id, name)| (name, self.nodes_of(id)))
     }
 
+    /// Gives back the spare capacity a decoder's growth left (a loaded file's arrays).
+    pub fn shrink_to_fit(&mut self) {
+        self.offsets.shrink_to_fit();
+        self.nodes.shrink_to_fit();
+    }
+
     pub fn heap_bytes(&self) -> usize {
         self.names.heap_bytes() + (self.offsets.capacity() + self.nodes.capacity()) * 4
     }

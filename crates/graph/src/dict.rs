@@ -99,7 +99,9 @@ impl Dictionary {
 
     /// A dictionary from its buffer and end offsets, rebuilding the index; fails if they are
     /// inconsistent (e.g. a crafted snapshot) or repeat a name, so that `name` can never panic.
-    pub fn from_parts(bytes: String, ends: Vec<u32>) -> Result<Self, GraphError> {
+    pub fn from_parts(bytes: String, mut ends: Vec<u32>) -> Result<Self, GraphError> {
+        // A decoder grows `ends` by doubling: give the slack back.
+        ends.shrink_to_fit();
         let mut prev = 0usize;
         for &end in &ends {
             let end = end as usize;

@@ -80,14 +80,20 @@ pub fn load(graph: Option<&Path>, d: &DistArgs) -> Result<Arc<Partition>> {
     let vocab = Vocab::of(g);
     let fp = partition::fingerprint(g);
     let part = Partition::cut(g, &vocab, fp, d.process as u32, d.processes as u32)?;
+    drop(loaded);
     note_part(&part, start);
     Ok(Arc::new(part))
 }
 
 /// What this process holds: the measure of a cut's balance and of memory against the count of parts.
 fn note_part(part: &Partition, start: Instant) {
+    crate::release_freed_memory();
+    let resident = resident_bytes()
+        .map(|b| format!(" (process resident: {:.1} MB)", b as f64 / 1e6))
+        .unwrap_or_default();
     crate::out::note!(
-        "process {}: part {} of {}: {} nodes, {} edges out and {} in, {:.1} MB in memory; loaded in {}",
+        "process {}: part {} of {}: {} nodes, {} edges out and {} in, {:.1} MB in memory{resident}; \
+         loaded in {}",
         part.part,
         part.part,
         part.parts,
@@ -97,6 +103,15 @@ fn note_part(part: &Partition, start: Instant) {
         part.heap_bytes() as f64 / 1e6,
         millis(start.elapsed())
     );
+}
+
+/// The process's resident memory now (Linux's `VmRSS`; `None` elsewhere): what holding the part
+/// costs once the file read during the load is freed.
+fn resident_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
 }
 
 /// Writes rows as they reach worker 0.
