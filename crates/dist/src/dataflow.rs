@@ -108,6 +108,9 @@ pub struct Answer {
     pub timed_out: bool,
     /// Partial matches this worker produced (all levels), for the report.
     pub partial_matches: u64,
+    /// The most partial matches waiting in one of this worker's stage queues at any time: what the
+    /// memory budget (through `Settings::high_water`) bounds.
+    pub peak_queued: u64,
     /// A worker's error (DISTINCT over its budget).
     pub error: Option<String>,
 }
@@ -118,6 +121,7 @@ struct Local {
     timed_out: Cell<bool>,
     deadline: Option<Instant>,
     pending: Vec<Cell<usize>>,
+    peak_queued: Cell<usize>,
     produced: Cell<u64>,
     error: RefCell<Option<String>>,
 }
@@ -174,6 +178,7 @@ pub fn run(
         timed_out: Cell::new(false),
         deadline: settings.deadline,
         pending: (0..2 * levels + 2).map(|_| Cell::new(0)).collect(),
+        peak_queued: Cell::new(0),
         produced: Cell::new(0),
         error: RefCell::new(None),
     });
@@ -240,6 +245,7 @@ pub fn run(
         limit_reached: sink.limit_reached,
         timed_out: local_state.timed_out.get(),
         partial_matches: local_state.produced.get(),
+        peak_queued: local_state.peak_queued.get() as u64,
         error,
     })
 }
@@ -334,6 +340,8 @@ where
                 if let Some(cap) = cap.retain_least(output.output_index()) {
                     let pending = &local_state.pending[me];
                     pending.set(pending.get() + recs.len());
+                    let peak = &local_state.peak_queued;
+                    peak.set(peak.get().max(pending.get()));
                     queue.stash.push_back((cap, recs));
                 }
             });
@@ -343,15 +351,21 @@ where
                 queue.stash.clear();
                 return;
             }
-            let gated = || next.is_some_and(|s| local_state.pending[s].get() >= high_water);
+            // The next stage counts what reached it; what this activation sends is not there
+            // yet, so an activation also stops once it has sent a high-water mark's worth.
+            let mut emitted = 0usize;
+            let gated = |emitted: usize| {
+                emitted >= high_water
+                    || next.is_some_and(|s| local_state.pending[s].get() >= high_water)
+            };
             let mut budget = CHUNK;
-            while budget > 0 && !gated() {
+            while budget > 0 && !gated(emitted) {
                 let Some((cap, recs)) = queue.stash.front_mut() else {
                     break;
                 };
                 let mut session = output.session(cap);
                 let mut produced = 0u64;
-                while budget > 0 {
+                while budget > 0 && (produced as usize) + emitted < high_water {
                     let Some(rec) = recs.pop() else { break };
                     work(rec, &mut |r| {
                         produced += 1;
@@ -363,6 +377,7 @@ where
                 local_state
                     .produced
                     .set(local_state.produced.get() + produced);
+                emitted += produced as usize;
                 drop(session);
                 if recs.is_empty() {
                     queue.stash.pop_front();

@@ -54,6 +54,8 @@ pub struct Report {
     pub columns: Vec<String>,
     /// Partial matches produced on all workers, every level.
     pub partial_matches: u64,
+    /// The most partial matches one stage queue of one worker held (the memory bound at work).
+    pub peak_queued: u64,
     pub workers: usize,
     pub elapsed: Duration,
 }
@@ -131,9 +133,10 @@ pub fn run_worker(
         u32::from(answer.timed_out),
         answer.partial_matches,
         answer.error.clone().unwrap_or_default(),
+        answer.peak_queued,
     );
     let all = all_gather(worker, vec![mine], failed)?;
-    if let Some((_, _, _, e)) = all.iter().find(|x| !x.3.is_empty()) {
+    if let Some((_, _, _, e, _)) = all.iter().find(|x| !x.3.is_empty()) {
         return Err(DistError::Unsupported(e.clone()));
     }
     if worker.index() != 0 {
@@ -147,6 +150,7 @@ pub fn run_worker(
         semantics,
         columns,
         partial_matches: all.iter().map(|x| x.2).sum(),
+        peak_queued: all.iter().map(|x| x.4).max().unwrap_or(0),
         workers: worker.peers(),
         elapsed: start.elapsed(),
     }))

@@ -405,3 +405,55 @@ fn unknown_names_are_the_single_machine_errors() {
         }
     }
 }
+
+#[test]
+fn the_memory_budget_bounds_the_queues_and_the_time_limit_stops_every_worker() {
+    let g = conceptnet();
+    let cut = cut(g, 2);
+    let text = |t: &str| Request::Text {
+        text: t.to_owned(),
+        prefer: Dialect::Short,
+    };
+    // 54,398 matches through hub nodes (`person` has 3,198 edges).
+    let fan_out = "SELECT * WHERE { ?a IsA animal . ?a ?r ?b . ?b ?s ?c }";
+    let total = engine_count(g, &compile(fan_out, g).unwrap(), Semantics::Hom);
+    let mut tight = job(text(fan_out), Semantics::Hom, true);
+    tight.memory_budget = 1; // the smallest high-water mark: 64 queued partial matches
+    tight.batch = 1;
+    let mut roomy = job(text(fan_out), Semantics::Hom, true);
+    roomy.batch = 4096;
+    // Four hops over any relation: billions of partial matches, far beyond the time limit.
+    let mut endless = job(
+        text("SELECT * WHERE { ?a ?r ?b . ?b ?s ?c . ?c ?t ?d . ?d ?u ?e }"),
+        Semantics::Hom,
+        true,
+    );
+    endless.timeout = Some(std::time::Duration::from_millis(300));
+    let out = run(&cut, 2, vec![tight, roomy, endless]);
+    let (tight, _) = out[0].as_ref().unwrap();
+    let (roomy, _) = out[1].as_ref().unwrap();
+    assert_eq!((tight.rows, roomy.rows), (total, total));
+    // A stage stops at the high-water mark, but one proposer's list goes out whole: each of the
+    // four workers may add one node's neighbours beyond the mark.
+    let max_degree = (0..g.node_count() as u32)
+        .map(|v| g.degree(v))
+        .max()
+        .unwrap() as u64;
+    assert!(
+        tight.peak_queued <= 64 + 4 * max_degree,
+        "{} queued under the smallest budget (max degree {max_degree})",
+        tight.peak_queued
+    );
+    assert!(
+        tight.peak_queued < roomy.peak_queued,
+        "{} vs {}",
+        tight.peak_queued,
+        roomy.peak_queued
+    );
+    let (endless, _) = out[2].as_ref().unwrap();
+    assert!(endless.timed_out, "{endless:?}");
+    assert!(
+        endless.elapsed < std::time::Duration::from_secs(60),
+        "{endless:?}"
+    );
+}

@@ -237,13 +237,15 @@ fn summary(report: &Report, o: &Outcome, d: &DistArgs, count: bool, start: Insta
     };
     crate::out::note!(
         "{answer} in {} ({} with starting the cluster) [{} semantics, timely dataflow: \
-         {} process(es) x {} worker(s); {} partial matches; process 0 sent {} and received {} bytes]",
+         {} process(es) x {} worker(s); {} partial matches, at most {} queued at one stage; \
+         process 0 sent {} and received {} bytes]",
         millis(report.elapsed),
         millis(start.elapsed()),
         report.semantics,
         d.processes,
         d.workers,
         thousands(report.partial_matches),
+        thousands(report.peak_queued),
         thousands(o.bytes_sent),
         thousands(o.bytes_received)
     );
