@@ -247,16 +247,15 @@ fn common_sense_rows_on_one_two_and_four_processes() {
     }
 }
 
-#[test]
-fn a_process_that_dies_fails_the_query_on_the_others() {
-    let dir = tempfile::tempdir().unwrap();
-    let parts = dir.path().join("cn");
+/// Three processes counting far more matches than `timeout_ms` allows, on ConceptNet-100K.
+fn three_long_counts(dir: &Path, timeout_ms: u64) -> Vec<Child> {
+    let parts = dir.join("cn");
     let parts_arg = parts.display().to_string();
     ok(&["partition", "-n", "3", "-o", &parts_arg]);
-    let hosts = hostfile(dir.path(), 3);
-    // Two hops over any relations, counted under hom: far longer than the wait below.
+    let hosts = hostfile(dir, 3);
+    // Three hops over any relations, counted under hom: far longer than the waits below.
     let q = "SELECT * WHERE { ?a ?r ?b . ?b ?s ?c . ?c ?t ?d }";
-    let mut children: Vec<Child> = (0..3)
+    (0..3)
         .map(|i| {
             let args: Vec<String> = [
                 "query",
@@ -267,7 +266,7 @@ fn a_process_that_dies_fails_the_query_on_the_others() {
                 "hom",
                 "--count",
                 "--timeout-ms",
-                "120000",
+                &timeout_ms.to_string(),
                 "--workers",
                 "1",
                 "--processes",
@@ -282,7 +281,13 @@ fn a_process_that_dies_fails_the_query_on_the_others() {
             .collect();
             spawn(&args)
         })
-        .collect();
+        .collect()
+}
+
+#[test]
+fn a_process_that_dies_fails_the_query_on_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut children = three_long_counts(dir.path(), 120_000);
     std::thread::sleep(Duration::from_secs(4));
     let victim = children.pop().unwrap();
     let mut victim = victim;
@@ -307,6 +312,38 @@ fn a_process_that_dies_fails_the_query_on_the_others() {
         "{:?}",
         start.elapsed()
     );
+}
+
+#[test]
+fn a_process_that_stops_answering_fails_the_query_after_the_time_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut children = three_long_counts(dir.path(), 3_000);
+    std::thread::sleep(Duration::from_secs(1));
+    // Stopped, its connections stay open and its kernel answers keepalives: only the clock tells.
+    let mut victim = children.pop().unwrap();
+    let stopped = Command::new("kill")
+        .args(["-STOP", &victim.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(stopped.success());
+    let mut errors = Vec::new();
+    for (i, c) in children.into_iter().enumerate() {
+        let (code, _, err) = finish(c, Duration::from_secs(90));
+        assert!(code.is_some(), "process {i} hung on a stopped peer");
+        assert_eq!(code, Some(1), "process {i}: {err}");
+        // The first to give up closes its connections, so the other may report that instead.
+        assert!(
+            err.contains("stopped answering") || err.contains("stopped or broke its connection"),
+            "process {i}: {err}"
+        );
+        errors.push(err);
+    }
+    assert!(
+        errors.iter().any(|e| e.contains("stopped answering")),
+        "{errors:?}"
+    );
+    let _ = victim.kill();
+    let _ = victim.wait();
 }
 
 #[test]

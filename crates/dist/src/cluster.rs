@@ -136,6 +136,14 @@ pub fn peer_failure() -> Option<String> {
     failure().lock().ok().and_then(|f| f.clone())
 }
 
+/// Records that the cluster cannot finish (the first reason stays), so that [`execute`] leaves
+/// the connections to a stuck peer alone instead of waiting to close them.
+pub fn give_up(why: String) {
+    if let Ok(mut f) = failure().lock() {
+        f.get_or_insert(why);
+    }
+}
+
 /// Routes panics of timely's network threads to [`peer_failure`] instead of stderr.
 fn install_panic_hook(hosts: Vec<String>) {
     static INSTALLED: OnceLock<()> = OnceLock::new();
@@ -251,6 +259,7 @@ fn connect(
         .map(|s| {
             s.map(|inner| {
                 let _ = inner.set_nodelay(true);
+                watch_for_silence(&inner);
                 Counted {
                     inner,
                     traffic: traffic.clone(),
@@ -258,6 +267,17 @@ fn connect(
             })
         })
         .collect())
+}
+
+/// Keepalive probes after 5 s of silence, every 2 s, 3 unanswered ending the connection: a peer
+/// whose machine vanished (no FIN, no RST) then fails the query in about 11 s instead of never.
+/// (A peer that is alive but stuck answers the probes; the time limit covers that one.)
+fn watch_for_silence(stream: &TcpStream) {
+    let keepalive = socket2::TcpKeepalive::new()
+        .with_time(Duration::from_secs(5))
+        .with_interval(Duration::from_secs(2))
+        .with_retries(3);
+    let _ = socket2::SockRef::from(stream).set_tcp_keepalive(&keepalive);
 }
 
 /// Sends this process's header and reads the peer's; returns the peer's process index. `expect` is
@@ -410,6 +430,11 @@ where
         return Err(DistError::Peer(peer_failure().unwrap_or_else(|| {
             "a worker thread stopped without an answer (see the message above)".into()
         })));
+    }
+    if let Some(why) = peer_failure() {
+        // Closing the connections would wait on the peer that failed.
+        std::mem::forget(guards);
+        return Err(DistError::Peer(why));
     }
     // A worker may still panic as it tears down a connection to a peer that died: join without
     // unwinding, then report the peer.

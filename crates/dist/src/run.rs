@@ -1,6 +1,7 @@
 //! The entry point: one query on this process's workers, in a cluster or on parts held in memory.
 
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use crate::cluster::{self, Cluster, Traffic};
 use crate::dataflow::Topology;
@@ -68,6 +69,7 @@ pub fn run(
         ..c.clone()
     };
     let sinks = Mutex::new(sinks);
+    let remote = c.processes > 1;
     let results = cluster::execute(&local, agreement, &traffic, move |w| {
         let part = &parts[if c_is_local(&parts) {
             w.index() / topo.per_part
@@ -85,7 +87,8 @@ pub fn run(
         let mut out = Vec::with_capacity(jobs.len());
         for (k, job) in jobs.iter().enumerate() {
             let sink = sinks.get_mut(k).and_then(Option::take);
-            let r = job::run_worker(w, part, topo, threads, job, sink, &cluster::peer_failure);
+            let failed = deadline_watch(remote, job.timeout);
+            let r = job::run_worker(w, part, topo, threads, job, sink, &failed);
             // A broken peer ends every query; any other error is the same on every worker.
             let broken = matches!(r, Err(DistError::Peer(_)));
             out.push(r);
@@ -113,6 +116,33 @@ pub fn run(
         bytes_sent: traffic.sent(),
         bytes_received: traffic.received(),
     })
+}
+
+/// How long past its time limit a query may take to stop on every process before the others
+/// give up on the one that does not answer.
+pub const STOP_GRACE: Duration = Duration::from_secs(10);
+
+/// A failed peer, or, across processes, a query still running [`STOP_GRACE`] after its time limit:
+/// a process is stuck with its connections open (stopped, swapping, or its machine unreachable),
+/// which only the clock can tell.
+fn deadline_watch(remote: bool, timeout: Option<Duration>) -> impl Fn() -> Option<String> {
+    let late = timeout
+        .filter(|_| remote)
+        .map(|t| (t, Instant::now() + t + STOP_GRACE));
+    move || {
+        cluster::peer_failure().or_else(|| {
+            let (t, at) = late?;
+            (Instant::now() >= at).then(|| {
+                let why = format!(
+                    "the time limit ({t:.1?}) passed {STOP_GRACE:.0?} ago and the cluster has not \
+                     stopped: a process stopped answering with its connections open (stopped, stuck, \
+                     or its machine unreachable); no answer is given, as it would be incomplete"
+                );
+                cluster::give_up(why.clone());
+                why
+            })
+        })
+    }
 }
 
 /// Whether this process holds every part (one process) rather than its own.
