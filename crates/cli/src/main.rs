@@ -270,7 +270,18 @@ impl MatchArgs {
         if self.workers.is_none() && self.processes.is_none() {
             return None;
         }
+        // Options the dataflow has no use for are refused, not silently dropped.
+        let unused = if self.threads.is_some() {
+            Some("--threads (--workers sets the threads of each process)")
+        } else if self.engine != EngineKind::Auto {
+            Some("--engine (each process matches with its CPU workers)")
+        } else if self.refine_rounds != 1 {
+            Some("--refine-rounds (the dataflow filters with one refinement round)")
+        } else {
+            None
+        };
         Some(commands::distributed::DistArgs {
+            unused,
             workers: usize::from(self.workers.unwrap_or(1)),
             processes: usize::from(self.processes.unwrap_or(1)),
             process: usize::from(self.process.unwrap_or(0)),

@@ -186,6 +186,8 @@ fn common_sense_rows_on_one_two_and_four_processes() {
         "SELECT ?x ?r WHERE { ?x ?r home . ?x ?r house }",
         "SELECT DISTINCT ?r WHERE { ?x ?r animal }",
         "SELECT * WHERE { ?a IsA ?b . ?b IsA ?c . ?a IsA ?c . ?c IsA animal }",
+        // Disconnected: two components, their product under --max-cartesian.
+        "SELECT ?x ?y WHERE { ?x IsA animal . ?y AtLocation kitchen }",
     ];
     let mut whole_mb = 0.0;
     for p in [1, 2, 4] {
@@ -347,6 +349,56 @@ fn a_process_that_stops_answering_fails_the_query_after_the_time_limit() {
 }
 
 #[test]
+fn limits_and_options_are_honoured_or_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let parts = dir.path().join("cn");
+    let parts_arg = parts.display().to_string();
+    ok(&["partition", "-n", "2", "-o", &parts_arg]);
+    // A disconnected query whose components multiply past --max-cartesian: refused before any row,
+    // with the single-machine message, on every process.
+    let cartesian = "SELECT * WHERE { ?x IsA ?a . ?y AtLocation ?b }";
+    let single = common::fails(&["query", cartesian, "--max-cartesian", "1000"]);
+    let out = cluster(
+        dir.path(),
+        2,
+        1,
+        &[
+            "query",
+            cartesian,
+            "--graph",
+            &parts_arg,
+            "--max-cartesian",
+            "1000",
+        ],
+    );
+    for (i, (code, stdout, err)) in out.iter().enumerate() {
+        assert_eq!(*code, Some(1), "process {i}: {err}");
+        assert!(stdout.is_empty(), "process {i} printed rows");
+        let error: Vec<&str> = err.lines().filter(|l| !l.starts_with("process ")).collect();
+        assert_eq!(error.join("\n").trim(), single.trim(), "process {i}");
+    }
+    // Options the dataflow does not use are refused, not ignored.
+    for (flag, value) in [
+        ("--threads", "2"),
+        ("--engine", "gpu"),
+        ("--refine-rounds", "2"),
+    ] {
+        let err = common::fails(&[
+            "query",
+            "--workers",
+            "1",
+            flag,
+            value,
+            "SELECT ?x WHERE { ?x IsA animal }",
+        ]);
+        assert!(
+            err.contains(flag) && err.contains("not available with --workers"),
+            "{flag}: {err}"
+        );
+    }
+}
+
+#[test]
 fn processes_that_disagree_or_never_start_are_errors() {
     let dir = tempfile::tempdir().unwrap();
     let parts = dir.path().join("h");
@@ -393,6 +445,7 @@ fn processes_that_disagree_or_never_start_are_errors() {
     assert!(err.contains("process(es) 1"), "{err}");
     // A part of another cut: process 1 of 2 cannot use a cut for 3.
     ok(&["partition", &dataset(HPRD), "-n", "3", "-o", &parts_arg]);
+    let hosts = hostfile(dir.path(), 4).display().to_string();
     let err = common::fails(&[
         "match",
         "--data",

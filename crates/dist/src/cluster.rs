@@ -181,6 +181,16 @@ fn install_panic_hook(hosts: Vec<String>) {
                     )
                 });
             }
+            let poisoned = message.contains("MergeQueue poisoned")
+                || message.contains("timely communication error");
+            if thread.starts_with("timely:work-") && poisoned {
+                // Unwinding a worker whose channels are poisoned drops endpoints that flush into
+                // them and panic again, which aborts the process before it can report the peer.
+                // The worker stops here instead; `execute` sees the failure and never joins it.
+                loop {
+                    std::thread::park();
+                }
+            }
         }));
     });
 }
@@ -418,7 +428,7 @@ where
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 if let Some(why) = peer_failure() {
                     // The workers may be blocked on the broken connection: do not join them.
-                    std::mem::forget(guards);
+                    abandon(guards);
                     return Err(DistError::Peer(why));
                 }
             }
@@ -426,14 +436,14 @@ where
         }
     }
     if got < c.workers {
-        std::mem::forget(guards);
+        abandon(guards);
         return Err(DistError::Peer(peer_failure().unwrap_or_else(|| {
             "a worker thread stopped without an answer (see the message above)".into()
         })));
     }
     if let Some(why) = peer_failure() {
         // Closing the connections would wait on the peer that failed.
-        std::mem::forget(guards);
+        abandon(guards);
         return Err(DistError::Peer(why));
     }
     // A worker may still panic as it tears down a connection to a peer that died: join without
@@ -448,6 +458,14 @@ where
         ));
     }
     Ok(results.into_iter().flatten().collect())
+}
+
+/// Leaves a failed cluster's threads unjoined (joining would wait on the failed peer), after a
+/// moment with the connections still open: the other processes then see the original failure
+/// themselves rather than this process leaving, and report the peer that really failed.
+fn abandon<T>(guards: T) {
+    std::thread::sleep(Duration::from_millis(500));
+    std::mem::forget(guards);
 }
 
 /// Timely's network threads, joined on drop; a thread that panicked (its peer died) is already in

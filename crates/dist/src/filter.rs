@@ -30,8 +30,6 @@ use crate::{DistError, Partition};
 #[derive(Clone, Debug)]
 pub struct Candidates {
     bits: Vec<Vec<u64>>,
-    /// Slots whose set the first filtering step into them has yet to start.
-    pending: Vec<bool>,
 }
 
 impl Candidates {
@@ -112,7 +110,8 @@ pub fn filter(
     failed: &dyn Fn() -> Option<String>,
 ) -> Result<Candidates, DistError> {
     let steps = steps(plan);
-    let mut c = initial_sets(part, plan, &steps);
+    // `pending[j]`: slot j's set is started by the first step into it.
+    let (mut c, mut pending) = initial_sets(part, plan, &steps);
     for s in steps {
         if stopped() {
             break;
@@ -120,7 +119,7 @@ pub fn filter(
         let marks = mark_round(worker, part, topo, &c, s, failed)?;
         let filter = &plan.levels[s.target].filter;
         let set = &mut c.bits[s.target];
-        if std::mem::take(&mut c.pending[s.target]) {
+        if std::mem::take(&mut pending[s.target]) {
             // The first step into a node starts its set: the marked nodes that pass its filter.
             for (i, (w, m)) in set.iter_mut().zip(marks).enumerate() {
                 *w = ones(m)
@@ -138,9 +137,13 @@ pub fn filter(
 
 /// Each slot's starting set: a concept's nodes on this part that pass the node filter; every node of
 /// the part that passes it, for a slot no earlier neighbour reaches (the first of a component); none
-/// yet, for the others, whose first step starts them from its marks (so an anchored query never
-/// looks at every node of the part).
-fn initial_sets(part: &Partition, plan: &DistPlan, steps: &[FilterStep]) -> Candidates {
+/// yet, for the others (flagged in the second vector), whose first step starts them from its marks
+/// (so an anchored query never looks at every node of the part).
+fn initial_sets(
+    part: &Partition,
+    plan: &DistPlan,
+    steps: &[FilterStep],
+) -> (Candidates, Vec<bool>) {
     let n = part.local_count();
     let words = n.div_ceil(64);
     let reached = |j: usize| steps.iter().any(|s| s.target == j && s.source < j);
@@ -163,7 +166,7 @@ fn initial_sets(part: &Partition, plan: &DistPlan, steps: &[FilterStep]) -> Cand
         bits.push(set);
         pending.push(lazy);
     }
-    Candidates { bits, pending }
+    (Candidates { bits }, pending)
 }
 
 /// The set bits of a word, ascending.

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use gpsense_planner::{nearest_names, Dialect, Form, Projected, QueryGraph, Vocabulary};
-use gpsense_runtime::Semantics;
+use gpsense_runtime::{MatchError, Semantics};
 use timely::dataflow::operators::vec::Broadcast;
 use timely::dataflow::operators::{Input, Inspect, Probe};
 use timely::dataflow::{InputHandleVec, ProbeHandle};
@@ -36,6 +36,9 @@ pub struct Job {
     /// The caller's row limit (the query's LIMIT applies too).
     pub limit: Option<u64>,
     pub timeout: Option<Duration>,
+    /// A disconnected query without a limit whose components' counts multiply beyond this is
+    /// refused (`--max-cartesian`).
+    pub max_cartesian: u64,
     /// Bytes each worker may hold in queued partial matches and in its DISTINCT set.
     pub memory_budget: u64,
     /// Seeds per epoch per worker.
@@ -81,7 +84,6 @@ pub fn run_worker(
         (None, Some(false)) => Semantics::Hom,
         (None, _) => Semantics::Iso,
     };
-    let plan = Arc::new(DistPlan::new(&q, semantics, &part.vocab)?);
     let columns = column_names(&q);
     let limit = match (q.limit, job.limit) {
         (Some(a), Some(b)) => Some(a.min(b)),
@@ -92,41 +94,29 @@ pub fn run_worker(
         Form::Ask => (true, false, Some(1)),
         Form::Count { distinct, .. } => (true, *distinct || q.distinct, limit),
     };
-    // The budget is the process's: shared by its workers and, on each, by the queues of every
-    // stage (two per level); a queued partial match costs its row plus the vector around it.
-    let row_bytes = 4 * plan.row_width() as u64 + 48;
-    let queues = 2 * plan.levels.len() as u64 * workers_here as u64;
-    let high_water =
-        (job.memory_budget / 2 / (row_bytes * queues).max(1)).clamp(64, 1 << 20) as usize;
-    let settings = Settings {
-        finish: Finish {
-            count_only,
-            distinct,
-            offset,
-            limit,
-            distinct_budget: job.memory_budget / 2 / workers_here as u64,
-        },
-        deadline: job.timeout.map(|t| start + t),
-        batch: job.batch.max(1),
-        in_flight: 2,
-        high_water,
+    let finish = Finish {
+        count_only,
+        distinct,
+        offset,
+        limit,
+        distinct_budget: job.memory_budget / 2 / workers_here as u64,
     };
+    let run = Run {
+        part,
+        topo,
+        workers_here,
+        job,
+        semantics,
+        deadline: job.timeout.map(|t| start + t),
+    };
+    if !count_only && limit.is_none() {
+        cartesian_guard(worker, &run, &q, failed)?;
+    }
     let sink = match (worker.index(), sink) {
         (0, Some(make)) if !count_only => Some(make(&columns)),
         _ => None,
     };
-    let deadline = settings.deadline;
-    let stopped = move || deadline.is_some_and(|d| Instant::now() >= d);
-    let cands = Rc::new(crate::filter::filter(
-        worker, part, topo, &plan, &stopped, failed,
-    )?);
-    let shared = dataflow::Shared {
-        part: Arc::clone(part),
-        topo,
-        plan,
-        cands,
-    };
-    let answer = dataflow::run(worker, &shared, &settings, sink, failed)?;
+    let answer = run.answer(worker, &q, finish, sink, failed)?;
     // Every worker's share: timed out, partial matches, an error.
     let mine = (
         worker.index() as u32,
@@ -154,6 +144,104 @@ pub fn run_worker(
         workers: worker.peers(),
         elapsed: start.elapsed(),
     }))
+}
+
+/// What one match on this worker needs besides the query and how its matches end.
+struct Run<'a> {
+    part: &'a Arc<Partition>,
+    topo: Topology,
+    workers_here: usize,
+    job: &'a Job,
+    semantics: Semantics,
+    deadline: Option<Instant>,
+}
+
+impl Run<'_> {
+    /// Plans `q`, filters its candidates across the parts and joins it: what this worker saw.
+    fn answer(
+        &self,
+        worker: &mut Worker,
+        q: &QueryGraph,
+        finish: Finish,
+        sink: Option<Box<dyn RowSink>>,
+        failed: &dyn Fn() -> Option<String>,
+    ) -> Result<dataflow::Answer, DistError> {
+        let plan = Arc::new(DistPlan::new(q, self.semantics, &self.part.vocab)?);
+        // The budget is the process's: shared by its workers and, on each, by the queues of every
+        // stage (two per level); a queued partial match costs its row plus the vector around it.
+        let row_bytes = 4 * plan.row_width() as u64 + 48;
+        let queues = 2 * plan.levels.len() as u64 * self.workers_here as u64;
+        let high_water =
+            (self.job.memory_budget / 2 / (row_bytes * queues).max(1)).clamp(64, 1 << 20) as usize;
+        let settings = Settings {
+            finish,
+            deadline: self.deadline,
+            batch: self.job.batch.max(1),
+            in_flight: 2,
+            high_water,
+        };
+        let deadline = self.deadline;
+        let stopped = move || deadline.is_some_and(|d| Instant::now() >= d);
+        let cands = Rc::new(crate::filter::filter(
+            worker, self.part, self.topo, &plan, &stopped, failed,
+        )?);
+        let shared = dataflow::Shared {
+            part: Arc::clone(self.part),
+            topo: self.topo,
+            plan,
+            cands,
+        };
+        dataflow::run(worker, &shared, &settings, sink, failed)
+    }
+}
+
+/// A disconnected query asked for rows without a limit: each component is counted alone (up to
+/// `max_cartesian + 1`), and a product of the counts beyond `max_cartesian` is refused with the
+/// single-machine engine's error, before any row is produced. Every worker learns worker 0's
+/// counts, so all decide alike. A count cut by the time limit refuses nothing (the join then
+/// stops at once and reports the answer timed out).
+fn cartesian_guard(
+    worker: &mut Worker,
+    run: &Run,
+    q: &QueryGraph,
+    failed: &dyn Fn() -> Option<String>,
+) -> Result<(), DistError> {
+    let components = q.components();
+    if components.len() < 2 {
+        return Ok(());
+    }
+    let max = run.job.max_cartesian;
+    let (mut product, mut capped) = (1u128, false);
+    for nodes in &components {
+        let finish = Finish {
+            count_only: true,
+            distinct: false,
+            offset: 0,
+            limit: Some(max.saturating_add(1)),
+            distinct_budget: 0,
+        };
+        let sub = gpsense_runtime::component_query(q, nodes);
+        let a = run.answer(worker, &sub, finish, None, failed)?;
+        let mine = (worker.index() as u32, a.rows, a.limit_reached, a.timed_out);
+        let all = all_gather(worker, vec![mine], failed)?;
+        let Some(&(_, rows, limited, timed_out)) = all.iter().find(|x| x.0 == 0) else {
+            return Ok(());
+        };
+        if timed_out || all.iter().any(|x| x.3) {
+            return Ok(());
+        }
+        capped |= limited;
+        product = product.saturating_mul(u128::from(rows));
+    }
+    if product > u128::from(max) {
+        let at_least = if capped { "at least " } else { "" };
+        return Err(DistError::Match(MatchError::CartesianExplosion {
+            components: components.len(),
+            product: format!("{at_least}{product}"),
+            limit: max,
+        }));
+    }
+    Ok(())
 }
 
 /// The query graph, its form, OFFSET and whether it asks for injective matches.

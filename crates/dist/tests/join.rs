@@ -55,6 +55,7 @@ fn job(request: Request, semantics: Semantics, count_only: bool) -> Job {
         count_only,
         limit: None,
         timeout: None,
+        max_cartesian: 1_000_000_000,
         memory_budget: 1 << 30,
         batch: 64,
     }

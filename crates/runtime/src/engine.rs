@@ -655,7 +655,7 @@ pub(crate) fn output<'o>(
 }
 
 /// The sub-query of one connected component (`nodes`), without projection or limit.
-pub(crate) fn component_query(q: &QueryGraph, nodes: &[usize]) -> QueryGraph {
+pub fn component_query(q: &QueryGraph, nodes: &[usize]) -> QueryGraph {
     let index = |u: usize| nodes.iter().position(|&x| x == u);
     let mut vars: Vec<usize> = Vec::new();
     let mut edges = Vec::new();

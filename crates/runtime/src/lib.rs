@@ -26,7 +26,7 @@ mod space;
 
 pub use compressed::{CompressedEngine, CompressedReport, ExpansionStats};
 pub use device::DeviceCounters;
-pub use engine::{Engine, MatchReport, SearchSummary, Timings};
+pub use engine::{component_query, Engine, MatchReport, SearchSummary, Timings};
 pub use error::MatchError;
 pub use filtering::FilterReport;
 pub use gpu_pipeline::DeviceReport;

@@ -23,6 +23,8 @@ use gpsense::fmt::{millis, thousands};
 /// Where this process stands, from the command line.
 #[derive(Clone, Debug)]
 pub struct DistArgs {
+    /// An option given that matching across processes does not use (refused).
+    pub unused: Option<&'static str>,
     pub workers: usize,
     pub processes: usize,
     pub process: usize,
@@ -59,6 +61,11 @@ pub fn load(graph: Option<&Path>, d: &DistArgs) -> Result<Arc<Partition>> {
             d.processes
         );
     }
+    if let Some(option) = d.unused {
+        bail!("{option} is not available with --workers/--processes");
+    }
+    // A bad hostfile is an error before a large part is loaded, not after.
+    d.cluster()?;
     let start = Instant::now();
     if let Some(dir) = graph.filter(|p| p.is_dir()) {
         let part = load_part(dir, d.process as u32, d.processes as u32)?;
@@ -160,6 +167,7 @@ pub fn query(
         count_only: count,
         limit: options.limit,
         timeout: options.timeout,
+        max_cartesian: options.max_cartesian,
         memory_budget: options.memory_budget,
         batch: d.batch,
     };
@@ -289,6 +297,7 @@ pub fn count_graphs(
             count_only: true,
             limit: options.limit,
             timeout: options.timeout,
+            max_cartesian: options.max_cartesian,
             memory_budget: options.memory_budget,
             batch: d.batch,
         })
