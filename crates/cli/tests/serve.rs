@@ -3,12 +3,11 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
-use std::process::{Child, ChildStdout, Command, Stdio};
+use std::process::Command;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use common::http::{encode, request, Server};
 use common::ok;
 
 const P: &str = "PREFIX c: <http://conceptnet.io/c/en/>\nPREFIX r: <http://conceptnet.io/r/>\n";
@@ -16,154 +15,6 @@ const P: &str = "PREFIX c: <http://conceptnet.io/c/en/>\nPREFIX r: <http://conce
 /// (a filter on rows) to be counted, one row out.
 const SLOW: &str = "SELECT (COUNT(*) AS ?n) WHERE { ?a ?r ?b . ?b ?s ?c . ?c ?t ?d . ?d ?u ?e \
                     FILTER(?a != ?e) }";
-
-/// A running server, killed on every path out of a test.
-struct Server {
-    child: Child,
-    port: u16,
-    /// Kept open: a closed pipe would make the server's own prints fail.
-    _stdout: BufReader<ChildStdout>,
-}
-
-impl Server {
-    fn start(extra: &[&str]) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_gpsense"))
-            .args(["serve", "-q", "--bind", "127.0.0.1:0"])
-            .args(extra)
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("start gpsense serve");
-        let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        let mut line = String::new();
-        let read = stdout.read_line(&mut line);
-        let port = line
-            .trim()
-            .strip_prefix("listening on http://127.0.0.1:")
-            .and_then(|p| p.parse().ok());
-        let mut server = Server {
-            child,
-            port: 0,
-            _stdout: stdout,
-        };
-        match (read, port) {
-            (Ok(_), Some(port)) => server.port = port,
-            other => panic!("no address from gpsense serve: {other:?} ({line:?})"),
-        }
-        server
-    }
-
-    fn get(&self, path: &str, accept: &str) -> Reply {
-        request(self.port, "GET", path, &[("Accept", accept)], b"")
-    }
-
-    fn query(&self, query: &str, accept: &str) -> Reply {
-        self.get(&format!("/query?query={}", encode(query)), accept)
-    }
-
-    fn post(&self, content_type: &str, body: &str, accept: &str) -> Reply {
-        request(
-            self.port,
-            "POST",
-            "/query",
-            &[("Accept", accept), ("Content-Type", content_type)],
-            body.as_bytes(),
-        )
-    }
-
-    /// Waits until `/health` reports `running` queries.
-    fn wait_running(&self, running: usize) {
-        let want = format!("\"running\":{running},");
-        let start = Instant::now();
-        while !self.get("/health", "*/*").body.contains(&want) {
-            assert!(start.elapsed() < Duration::from_secs(30), "never {want}");
-            thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-#[derive(Debug)]
-struct Reply {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: String,
-}
-
-impl Reply {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-
-    /// The rows of a TSV answer after its header.
-    fn tsv_rows(&self) -> Vec<String> {
-        assert_eq!(self.status, 200, "{}", self.body);
-        let mut rows: Vec<String> = self.body.lines().skip(1).map(str::to_owned).collect();
-        rows.sort();
-        rows
-    }
-}
-
-/// One HTTP/1.1 request on its own connection; the whole response.
-fn request(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Reply {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-    stream
-        .set_read_timeout(Some(Duration::from_secs(120)))
-        .expect("timeout");
-    let mut head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: {}\r\n",
-        body.len()
-    );
-    for (name, value) in headers {
-        head.push_str(&format!("{name}: {value}\r\n"));
-    }
-    head.push_str("\r\n");
-    stream.write_all(head.as_bytes()).expect("send");
-    stream.write_all(body).expect("send body");
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).expect("read the response");
-    parse_response(&raw)
-}
-
-fn parse_response(raw: &[u8]) -> Reply {
-    let text = String::from_utf8_lossy(raw);
-    let (head, body) = text.split_once("\r\n\r\n").expect("a response head");
-    let mut lines = head.lines();
-    let status = lines
-        .next()
-        .and_then(|l| l.split(' ').nth(1))
-        .and_then(|s| s.parse().ok())
-        .expect("a status line");
-    let headers = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(n, v)| (n.trim().to_owned(), v.trim().to_owned()))
-        .collect();
-    Reply {
-        status,
-        headers,
-        body: body.to_owned(),
-    }
-}
-
-/// Percent-encodes everything but unreserved characters.
-fn encode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
 
 /// `gpsense query`'s rows (TSV, no header), each name as a TSV literal (`"kitten"`), sorted.
 fn cli_rows(args: &[&str]) -> Vec<String> {
@@ -426,7 +277,15 @@ fn the_time_limit_stops_a_query_and_a_request_cannot_raise_it() {
 
 #[test]
 fn beyond_the_concurrency_bound_requests_get_503() {
-    let s = Server::start(&["--max-concurrent", "1", "--max-queued", "0"]);
+    // No light slot: the bound is the main slots'.
+    let s = Server::start(&[
+        "--max-concurrent",
+        "1",
+        "--max-queued",
+        "0",
+        "--light-slots",
+        "0",
+    ]);
     let port = s.port;
     let slow = thread::spawn(move || {
         request(
@@ -458,6 +317,8 @@ fn requests_wait_in_the_queue_for_a_slot() {
         "4",
         "--queue-wait-ms",
         "20000",
+        "--light-slots",
+        "0",
     ]);
     let port = s.port;
     let slow = thread::spawn(move || {

@@ -1,9 +1,15 @@
 //! One query, start to end, on a blocking thread: parse and resolve (standard SPARQL first, the
-//! short dialect as the fallback), run through `solutions` as `gpsense query` does, write the body.
+//! short dialect as the fallback), run through `solutions` as `gpsense query` does, write the body:
+//! whole when it fits in [`HELD`] bytes, else streamed in chunks through a bounded channel.
 
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::http::{HeaderMap, HeaderValue};
+use http_body::Frame;
+use tokio::sync::{mpsc, oneshot};
 
 use gpsense_graph::KnowledgeGraph;
 use gpsense_planner::{prepare, Dialect, Form, Prepared, Projected, QueryError};
@@ -11,7 +17,9 @@ use gpsense_runtime::{MatchError, MatchOptions, RowBatch};
 use spargebra::algebra::GraphPattern;
 use spargebra::{Query as SparqlQuery, SparqlParser};
 
+use super::limits::Lane;
 use super::results::{self, Format, SolutionsWriter, Term, XSD_INTEGER};
+use super::stream::{Piece, CHUNK, HELD};
 use super::terms::TermKinds;
 use gpsense::solutions;
 use gpsense::solutions::{column_names, options_for};
@@ -26,13 +34,28 @@ pub struct Engine {
 }
 
 /// One query to answer.
+#[derive(Clone)]
 pub struct Request {
     pub text: String,
     pub format: Format,
     pub timeout: Duration,
     pub max_rows: u64,
-    /// Set when the client is gone: the rows are no longer wanted.
+    pub max_bytes: u64,
+    /// Set when the client is gone: the engine stops at its next check, in any phase.
     pub cancel: Arc<AtomicBool>,
+    pub lane: Lane,
+    /// The time limit in a light slot.
+    pub light_limit: Duration,
+}
+
+/// How an answer leaves the query's thread: whole (with its true status), or as a stream whose
+/// head is sent once more than [`HELD`] bytes are written.
+pub enum Head {
+    Whole(Result<Answer, Failure>),
+    Stream {
+        content_type: &'static str,
+        body: mpsc::UnboundedReceiver<Piece>,
+    },
 }
 
 /// A body ready to send.
@@ -55,6 +78,9 @@ pub enum Failure {
     TimedOut(Duration),
     /// The client went away.
     Cancelled,
+    /// In a light slot, the query ran past the light limit or its answer outgrew [`HELD`]: it
+    /// runs again in a main slot.
+    Heavy,
     /// The engine refused or failed (a budget, a device).
     Engine(MatchError),
 }
@@ -70,18 +96,42 @@ impl Engine {
         self.matcher.graph()
     }
 
-    /// Answers `req`. Never panics on its input: errors come back as [`Failure`]s.
-    pub fn execute(&self, req: &Request) -> Result<Answer, Failure> {
+    /// Answers `req` through `head`. Never panics on its input: errors come back as [`Failure`]s.
+    pub fn execute(&self, req: &Request, head: oneshot::Sender<Head>) {
+        let mut out = Out {
+            head: Some(head),
+            body: None,
+            may_stream: req.lane == Lane::Main,
+            content_type: req.format.content_type(),
+        };
+        let result = self.answer(req, &mut out);
+        out.finish(result);
+    }
+
+    fn answer(&self, req: &Request, out: &mut Out) -> Result<Answer, Failure> {
         let p = match prepare(&req.text, self.graph(), Dialect::Sparql) {
             Ok(p) => p,
             Err(e) => return self.unknown_name(req, &e),
         };
         let mut opts = options_for(&p, &self.options, false);
-        opts.timeout = Some(req.timeout);
-        match &p.form {
+        let light = req.lane == Lane::Light && req.light_limit < req.timeout;
+        opts.timeout = Some(if light { req.light_limit } else { req.timeout });
+        opts.cancel = Some(req.cancel.clone());
+        // A light query runs on its own thread, not in the shared pool, where a heavy query's
+        // work would be ahead of it.
+        opts.single_thread |= req.lane == Lane::Light;
+        let result = match &p.form {
             Form::Ask => self.ask(req, &p, &opts),
             Form::Count { variable, .. } => self.count(req, &p, &opts, variable),
-            Form::Select => self.select(req, &p, opts),
+            Form::Select => self.select(req, &p, opts, out),
+        };
+        match result {
+            _ if req.cancel.load(Relaxed) => Err(Failure::Cancelled),
+            Err(Failure::TimedOut(_)) if light => Err(Failure::Heavy),
+            Err(Failure::Engine(e)) if !matches!(e, MatchError::Device(_)) => {
+                Err(Failure::BadQuery(refusal(&e, p.graph.limit.is_some())))
+            }
+            other => other,
         }
     }
 
@@ -136,71 +186,278 @@ impl Engine {
         )))
     }
 
-    /// The rows, at most `max_rows` of them (one more is asked for, to know whether there are more),
-    /// held as ids until the match is complete, then written.
+    /// The rows, at most `max_rows` of them and `max_bytes` of body (one more row is asked for, to
+    /// know whether there are more), written as they come: held up to [`HELD`] bytes, then
+    /// streamed in [`CHUNK`]s.
     fn select(
         &self,
         req: &Request,
         p: &Prepared,
         mut opts: MatchOptions,
+        out: &mut Out,
     ) -> Result<Answer, Failure> {
         let cap = req.max_rows;
         opts.limit = Some(cap.saturating_add(1));
-        let mut ids: Vec<u32> = Vec::new();
-        let mut rows = 0u64;
-        let cancel = &req.cancel;
+        let mut rows = Rows::new(self, req, p);
+        let mut stop = None;
         let mut take = |batch: RowBatch| {
-            if cancel.load(Relaxed) {
+            if req.cancel.load(Relaxed) {
                 return false;
             }
             for row in batch.iter() {
-                if rows > cap {
-                    break;
+                if let Err(cut) = rows.write(row) {
+                    rows.cut = Some(cut);
+                    return false;
                 }
-                ids.extend_from_slice(row);
-                rows += 1;
+                // Within the batch: one batch may hold many rows.
+                if let Err(failure) = rows.flush(out) {
+                    stop = Some(failure);
+                    return false;
+                }
             }
-            rows <= cap
+            true
         };
         let reported = solutions::select(&self.matcher, p, &opts, &mut take)?;
-        if cancel.load(Relaxed) {
-            return Err(Failure::Cancelled);
+        if let Some(failure) = stop {
+            return Err(failure);
         }
         if reported.report.timed_out {
             return Err(Failure::TimedOut(req.timeout));
         }
-        let truncated = rows > cap;
-        let width = p.graph.projection.len();
-        ids.truncate(width * cap.min(rows) as usize);
+        let warning = (rows.cut == Some(Cut::Bytes)).then(|| {
+            format!(
+                "the answer was cut after {} rows: the next row would pass this server's limit of \
+                 {} bytes",
+                rows.written, req.max_bytes
+            )
+        });
         Ok(Answer {
-            body: self.write_rows(req.format, p, &ids),
-            truncated,
-            warning: None,
+            truncated: rows.cut.is_some(),
+            body: rows.writer.finish(),
+            warning,
         })
     }
+}
 
-    fn write_rows(&self, format: Format, p: &Prepared, ids: &[u32]) -> Vec<u8> {
-        let g = self.graph();
+/// Bytes a body's end may add after its last row (`</results></sparql>` is the longest).
+const CLOSING: u64 = 32;
+
+/// Why an answer stops before the engine's last row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Cut {
+    Rows,
+    Bytes,
+}
+
+/// A SELECT's rows on their way out: terms written, caps checked, bytes flushed.
+struct Rows<'a> {
+    engine: &'a Engine,
+    writer: SolutionsWriter,
+    is_edge: Vec<bool>,
+    terms: Vec<Term<'a>>,
+    written: u64,
+    /// Bytes already handed to the stream.
+    sent: u64,
+    max_rows: u64,
+    max_bytes: u64,
+    cut: Option<Cut>,
+}
+
+impl<'a> Rows<'a> {
+    fn new(engine: &'a Engine, req: &Request, p: &Prepared) -> Self {
         let vars = column_names(&p.graph);
-        let is_edge: Vec<bool> = p
+        let is_edge = p
             .graph
             .projection
             .iter()
             .map(|c| matches!(c, Projected::Edge(_)))
             .collect();
-        let mut writer = SolutionsWriter::new(format, &vars);
-        let mut terms: Vec<Term> = Vec::with_capacity(vars.len());
-        // An empty projection cannot reach here (no variable is ASK), but `chunks` needs width > 0.
-        for row in ids.chunks(vars.len().max(1)) {
-            terms.clear();
-            terms.extend(
-                row.iter()
-                    .zip(&is_edge)
-                    .map(|(&id, &edge)| self.kinds.term(g, id, edge)),
-            );
-            writer.row(&terms);
+        Rows {
+            engine,
+            writer: SolutionsWriter::new(req.format, &vars),
+            is_edge,
+            terms: Vec::with_capacity(vars.len()),
+            written: 0,
+            sent: 0,
+            max_rows: req.max_rows,
+            max_bytes: req.max_bytes,
+            cut: None,
         }
-        writer.finish()
+    }
+
+    /// Writes one row, or says which cap it would pass (it is then not written).
+    fn write(&mut self, row: &[u32]) -> Result<(), Cut> {
+        if self.written >= self.max_rows {
+            return Err(Cut::Rows);
+        }
+        let g = self.engine.graph();
+        let kinds = &self.engine.kinds;
+        self.terms.clear();
+        self.terms.extend(
+            row.iter()
+                .zip(&self.is_edge)
+                .map(|(&id, &edge)| kinds.term(g, id, edge)),
+        );
+        let mark = self.writer.buffered();
+        self.writer.row(&self.terms);
+        // With room for the format's closing tags.
+        if self.sent + self.writer.buffered() as u64 + CLOSING > self.max_bytes {
+            self.writer.undo_row(mark);
+            return Err(Cut::Bytes);
+        }
+        self.written += 1;
+        Ok(())
+    }
+
+    /// Streams what is written once there is enough of it (starting the stream past [`HELD`]).
+    fn flush(&mut self, out: &mut Out) -> Result<(), Failure> {
+        let enough = if out.streaming() { CHUNK } else { HELD };
+        if self.writer.buffered() < enough {
+            return Ok(());
+        }
+        if !out.streaming() {
+            out.start()?;
+        }
+        let chunk = self.writer.take();
+        self.sent += chunk.len() as u64;
+        out.send(chunk)
+    }
+}
+
+/// Where an answer goes: the head until it is decided, then the stream's channel.
+struct Out {
+    head: Option<oneshot::Sender<Head>>,
+    body: Option<mpsc::UnboundedSender<Piece>>,
+    may_stream: bool,
+    content_type: &'static str,
+}
+
+impl Out {
+    fn streaming(&self) -> bool {
+        self.body.is_some()
+    }
+
+    /// Sends a streamed response's head; in a light slot, a big answer makes the query heavy.
+    fn start(&mut self) -> Result<(), Failure> {
+        if !self.may_stream {
+            return Err(Failure::Heavy);
+        }
+        let (tx, rx) = mpsc::unbounded_channel();
+        let head = Head::Stream {
+            content_type: self.content_type,
+            body: rx,
+        };
+        match self.head.take().map(|h| h.send(head)) {
+            Some(Ok(())) => {
+                self.body = Some(tx);
+                Ok(())
+            }
+            _ => Err(Failure::Cancelled),
+        }
+    }
+
+    /// One chunk of a streamed answer, queued without waiting (the answer's byte cap bounds the
+    /// queue); fails when the client is gone.
+    fn send(&mut self, bytes: Vec<u8>) -> Result<(), Failure> {
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        let piece = Ok(Frame::data(Bytes::from(bytes)));
+        match self.body.as_ref().map(|tx| tx.send(piece)) {
+            Some(Ok(())) => Ok(()),
+            _ => Err(Failure::Cancelled),
+        }
+    }
+
+    /// The end: the whole answer as the head, or the stream's last bytes and trailers; a failure
+    /// in mid-stream aborts the response, which the client sees as incomplete.
+    fn finish(mut self, result: Result<Answer, Failure>) {
+        if let Some(head) = self.head.take() {
+            let _ = head.send(Head::Whole(result));
+            return;
+        }
+        let Some(tx) = self.body.take() else { return };
+        let last = match result {
+            Ok(answer) => {
+                let trailers = trailers(&answer);
+                let _ = self.send_on(&tx, Ok(Frame::data(Bytes::from(answer.body))));
+                trailers.map(|t| Ok(Frame::trailers(t)))
+            }
+            Err(failure) => Some(Err(std::io::Error::other(failure.to_string()))),
+        };
+        if let Some(piece) = last {
+            let _ = self.send_on(&tx, piece);
+        }
+    }
+
+    fn send_on(&self, tx: &mpsc::UnboundedSender<Piece>, piece: Piece) -> Result<(), Failure> {
+        tx.send(piece).map_err(|_| Failure::Cancelled)
+    }
+}
+
+/// The trailers of a streamed answer: what its headers would have said, known only at its end.
+fn trailers(answer: &Answer) -> Option<HeaderMap> {
+    let mut map = HeaderMap::new();
+    if answer.truncated {
+        map.insert("x-gpsense-truncated", HeaderValue::from_static("true"));
+    }
+    if let Some(w) = answer.warning.as_deref().and_then(super::header_text) {
+        map.insert("x-gpsense-warning", w);
+    }
+    (!map.is_empty()).then_some(map)
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::BadQuery(m) => f.write_str(m),
+            Failure::TimedOut(limit) => {
+                write!(
+                    f,
+                    "the query ran past its time limit of {} ms",
+                    limit.as_millis()
+                )
+            }
+            Failure::Cancelled => f.write_str("the client went away"),
+            Failure::Heavy => f.write_str("the query outgrew a light slot"),
+            Failure::Engine(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+/// Why the server will not answer a query, in the endpoint's terms: the engine's own messages
+/// name the command line's flags, which a client cannot set.
+fn refusal(e: &MatchError, has_limit: bool) -> String {
+    match e {
+        MatchError::CartesianExplosion {
+            components,
+            product,
+            limit,
+        } => {
+            let remedy = if has_limit {
+                "count them with COUNT(*) or connect the components"
+            } else {
+                "add a LIMIT, count them with COUNT(*), or connect the components"
+            };
+            format!(
+                "the query is disconnected: its {components} components have {product} combined \
+                 matches, more than this server's limit of {limit}; {remedy}"
+            )
+        }
+        MatchError::MemoryBudget { .. }
+        | MatchError::DeviceBudget { .. }
+        | MatchError::SpaceBudget { .. }
+        | MatchError::DistinctTooLarge { .. }
+        | MatchError::OrderTooLarge { .. } => {
+            let what = e.to_string();
+            let what = what.split(';').next().unwrap_or_default();
+            let what = what.split(" (--").next().unwrap_or_default();
+            format!(
+                "{what}, this server's limit per query; narrow the query (a concept, a LIMIT, no \
+                 ORDER BY or DISTINCT over a large answer)"
+            )
+        }
+        other => other.to_string(),
     }
 }
 

@@ -6,16 +6,24 @@
 //! stalls the executor. The graph is leaked (`'static`: it lives as long as the process) and one
 //! `Matcher` is shared by all requests; its pools of scratch space are already shared safely.
 //!
+//! Connections (`conn`): capped, with time limits on a request's head, on idle keep-alive and on a
+//! blocked write. Admission (`limits`): main slots and light slots, heavy queries kept to the main
+//! ones. Bodies (`stream`): whole up to a few hundred KB, else streamed through a bounded channel,
+//! the query's slot held until the body is sent or dropped. A client that goes away stops its
+//! query in whatever phase it is (the engine's cancel flag).
+//!
 //! Status codes: 200 with the results; 400 for a request or query the server cannot answer (the
 //! parser's message with line, column and caret); 406 for an Accept no format satisfies; 413 for a
 //! body or query over the limits; 415 for another Content-Type; 503 when the server is busy
 //! (with `Retry-After`) or the query ran past its time limit (without it: retrying the same query
 //! would not help); 500 if the engine failed.
 
+mod conn;
 mod execute;
 mod limits;
 mod protocol;
 pub(crate) mod results;
+mod stream;
 pub(crate) mod terms;
 
 use std::net::SocketAddr;
@@ -25,7 +33,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use axum::body::{Body, Bytes};
+use axum::body::Body;
 use axum::extract::{DefaultBodyLimit, RawQuery, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -34,10 +42,12 @@ use axum::Router;
 use gpsense_runtime::{default_memory_budget, parse_bytes, EngineKind, MatchError, MatchOptions};
 
 use crate::graph_source;
-use execute::{Answer, Engine, Failure, Request};
+use conn::ConnLimits;
+use execute::{Answer, Engine, Failure, Head, Request};
 use gpsense::Matcher;
-use limits::{Admission, Busy, Limits};
+use limits::{Admission, Busy, Lane, Limits, Slot};
 use protocol::{Params, Reject};
+use stream::{ChannelBody, Guarded};
 
 /// `gpsense serve`'s command line.
 #[derive(clap::Args)]
@@ -52,25 +62,50 @@ pub struct ServeArgs {
     /// Queries run at once (default: the number of cores).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1024))]
     max_concurrent: Option<u64>,
+    /// Slots for light queries beside those: a query that takes one and runs past --light-ms, or
+    /// whose answer passes 256 KB, is heavy and restarts in a main slot (its text remembered).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(0..=64))]
+    light_slots: u64,
+    /// The time limit of a query in a light slot.
+    #[arg(long, default_value_t = 250, value_parser = clap::value_parser!(u64).range(1..=60_000))]
+    light_ms: u64,
     /// Requests that may wait for a free slot; beyond them, 503 at once.
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(0..=100_000))]
     max_queued: u64,
     /// How long a request may wait for a slot before a 503.
-    #[arg(long, default_value_t = 2_000)]
+    #[arg(long, default_value_t = 2_000, value_parser = clap::value_parser!(u64).range(0..=600_000))]
     queue_wait_ms: u64,
     /// Each query's time limit (a request may ask for less with `timeout=MS`).
-    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
     timeout_ms: u64,
     /// Rows per answer; beyond, the answer is cut and says so (`X-Gpsense-Truncated: true`). A
     /// request may ask for fewer with `max-rows=N`.
-    #[arg(long, default_value_t = 100_000)]
+    #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(0..=1_000_000_000))]
     max_rows: u64,
+    /// Bytes per answer (e.g. 64M); beyond, the answer is cut at a row and says so.
+    #[arg(long, default_value = "64M", value_parser = bytes_up_to(1 << 40))]
+    max_response_bytes: u64,
     /// The largest request body (e.g. 1M).
-    #[arg(long, default_value = "1M", value_parser = parse_bytes)]
+    #[arg(long, default_value = "1M", value_parser = bytes_up_to(1 << 30))]
     max_body: u64,
     /// The longest query text (e.g. 64K).
-    #[arg(long, default_value = "64K", value_parser = parse_bytes)]
+    #[arg(long, default_value = "64K", value_parser = bytes_up_to(16 << 20))]
     max_query_bytes: u64,
+    /// Open connections; beyond, a connection gets a 503 and is closed (default: 1,000, less if
+    /// the descriptor limit is lower).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    max_connections: Option<u64>,
+    /// Time a request's head (line and headers) may take to arrive, counted from when the
+    /// server waits for it; a slower client is disconnected.
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=600_000))]
+    header_timeout_ms: u64,
+    /// Time a keep-alive connection may stay idle between requests.
+    #[arg(long, default_value_t = 5_000, value_parser = clap::value_parser!(u64).range(1..=600_000))]
+    idle_timeout_ms: u64,
+    /// Time a response may stay unwritten because the client reads nothing; then the client is
+    /// dropped and its query stopped.
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=600_000))]
+    write_timeout_ms: u64,
     /// Engine: auto (the GPU if present, else dfs), dfs, kernels, gpu, emulated.
     #[arg(
         long,
@@ -89,8 +124,22 @@ struct Args {
     graph: Option<PathBuf>,
     bind: SocketAddr,
     limits: Limits,
+    conn: ConnLimits,
+    /// Whether `--max-connections` was given (else it follows the descriptor limit).
+    connections_given: bool,
     /// Engine kind and memory budget per query.
     options: MatchOptions,
+}
+
+/// A size option with an upper bound.
+fn bytes_up_to(max: u64) -> impl Fn(&str) -> Result<u64, String> + Clone {
+    move |s| {
+        let n = parse_bytes(s)?;
+        if n > max {
+            return Err(format!("{s:?} is more than the most allowed, {max} bytes"));
+        }
+        Ok(n)
+    }
 }
 
 impl ServeArgs {
@@ -101,18 +150,31 @@ impl ServeArgs {
         let memory_budget = self
             .memory_budget
             .unwrap_or_else(|| shared.max(64 << 20).min(default_memory_budget()));
+        let ms = Duration::from_millis;
         Args {
             graph: self.graph,
             bind: self.bind,
             limits: Limits {
                 max_concurrent,
                 max_queued: self.max_queued as usize,
-                queue_wait: Duration::from_millis(self.queue_wait_ms),
-                timeout: Duration::from_millis(self.timeout_ms),
+                queue_wait: ms(self.queue_wait_ms),
+                timeout: ms(self.timeout_ms),
                 max_rows: self.max_rows,
+                max_response_bytes: self.max_response_bytes,
                 max_body_bytes: usize::try_from(self.max_body).unwrap_or(usize::MAX),
                 max_query_bytes: usize::try_from(self.max_query_bytes).unwrap_or(usize::MAX),
+                light_slots: self.light_slots as usize,
+                light_limit: ms(self.light_ms),
             },
+            conn: ConnLimits {
+                max_connections: self
+                    .max_connections
+                    .map_or(DEFAULT_CONNECTIONS, |n| n as usize),
+                header_timeout: ms(self.header_timeout_ms),
+                idle_timeout: ms(self.idle_timeout_ms),
+                write_timeout: ms(self.write_timeout_ms),
+            },
+            connections_given: self.max_connections.is_some(),
             options: MatchOptions {
                 engine: self.engine,
                 memory_budget,
@@ -122,23 +184,53 @@ impl ServeArgs {
     }
 }
 
+const DEFAULT_CONNECTIONS: usize = 1_000;
+/// Descriptors kept for the graph, logs, the queries' own files and refusals.
+const SPARE_DESCRIPTORS: u64 = 64;
+
+/// The connection cap within the descriptor limit (raised to its hard limit first).
+fn fit_connections(args: &mut Args) -> Result<()> {
+    let Some(limit) = conn::raise_fd_limit() else {
+        return Ok(());
+    };
+    let room = limit.saturating_sub(SPARE_DESCRIPTORS) as usize;
+    if args.conn.max_connections <= room {
+        return Ok(());
+    }
+    if args.connections_given {
+        anyhow::bail!(
+            "--max-connections {} needs more file descriptors than this process may open ({limit}, \
+             {SPARE_DESCRIPTORS} kept spare); raise `ulimit -n` or lower --max-connections",
+            args.conn.max_connections
+        );
+    }
+    crate::out::note!(
+        "connections: at most {room} (the descriptor limit is {limit}; raise `ulimit -n` for more)"
+    );
+    args.conn.max_connections = room.max(1);
+    Ok(())
+}
+
 /// Shared by every request.
 struct Server {
     engine: Engine,
     limits: Limits,
     admission: Admission,
+    /// How long a request body may take to arrive.
+    body_timeout: Duration,
     /// For `/health`.
     origin: String,
 }
 
 pub fn run(args: ServeArgs) -> Result<()> {
-    let args = args.resolve();
+    let mut args = args.resolve();
+    fit_connections(&mut args)?;
     let server = Arc::new(load(&args)?);
     // HTTP needs little: two threads; queries run on blocking threads, at most one per slot (the
     // slot is taken before the thread), plus one spare.
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
-        .max_blocking_threads(args.limits.max_concurrent.max(1) + 1)
+        .max_blocking_threads(args.limits.max_concurrent.max(1) + args.limits.light_slots + 1)
         // Parsing and planning recurse over the query's nesting (bounded in `protocol`): a margin
         // well beyond the default 2 MiB, reserved, not committed, until used.
         .thread_stack_size(16 << 20)
@@ -175,6 +267,7 @@ fn load(args: &Args) -> Result<Server> {
             options: args.options.clone(),
         },
         admission: Admission::new(&args.limits),
+        body_timeout: args.conn.header_timeout,
         limits: args.limits.clone(),
         origin: loaded.origin.clone(),
     })
@@ -192,42 +285,52 @@ async fn serve(server: Arc<Server>, args: &Args) -> Result<()> {
         );
     }
     let stop = stop_signal()?;
-    announce(&server.limits);
+    announce(&server.limits, &args.conn);
     // On stdout even with -q: scripts and tests read the port from it (`--bind 127.0.0.1:0`).
     crate::out::print(format_args!("listening on http://{addr}\n"))?;
-    let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
-    let shutdown = async move {
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
         stop.await;
         let _ = stop_tx.send(true);
-    };
+    });
+    let open = Arc::new(tokio::sync::Semaphore::new(args.conn.max_connections));
     let app = router(server.clone());
-    let serving = axum::serve(listener, app).with_graceful_shutdown(shutdown);
+    conn::accept_loop(listener, app, args.conn.clone(), open.clone(), stop_rx).await;
+    crate::out::note!("stopping: finishing the requests in flight");
     // In-flight requests finish; a client that holds its connection longer than a query may run
     // (plus a margin to send the answer) does not hold the process.
     let grace = server.limits.timeout + Duration::from_secs(10);
-    let give_up = async move {
-        let _ = stop_rx.wait_for(|stop| *stop).await;
-        crate::out::note!("stopping: finishing the requests in flight");
-        tokio::time::sleep(grace).await;
-    };
-    tokio::select! {
-        served = serving => served.context("the server failed")?,
-        () = give_up => eprintln!("stopping: requests still open after {} s, closed", grace.as_secs()),
+    let all = u32::try_from(args.conn.max_connections).unwrap_or(u32::MAX);
+    if tokio::time::timeout(grace, open.acquire_many(all))
+        .await
+        .is_err()
+    {
+        eprintln!(
+            "stopping: requests still open after {} s, closed",
+            grace.as_secs()
+        );
     }
     crate::out::note!("stopped");
     Ok(())
 }
 
-fn announce(l: &Limits) {
+fn announce(l: &Limits, c: &ConnLimits) {
     crate::out::note!(
-        "limits: {} queries at once, {} waiting (at most {} ms each), time limit {} ms, {} rows, \
-         queries up to {} bytes",
+        "limits: {} queries at once and {} light ones, {} waiting (at most {} ms each), time limit \
+         {} ms, {} rows and {} bytes per answer, queries up to {} bytes; {} connections, head \
+         within {} ms, idle {} ms, writes blocked {} ms",
         l.max_concurrent,
+        l.light_slots,
         l.max_queued,
         l.queue_wait.as_millis(),
         l.timeout.as_millis(),
         l.max_rows,
-        l.max_query_bytes
+        l.max_response_bytes,
+        l.max_query_bytes,
+        c.max_connections,
+        c.header_timeout.as_millis(),
+        c.idle_timeout.as_millis(),
+        c.write_timeout.as_millis()
     );
 }
 
@@ -280,8 +383,32 @@ async fn query_post(
     State(s): State<Arc<Server>>,
     RawQuery(url): RawQuery,
     headers: HeaderMap,
-    body: Bytes,
+    body: Body,
 ) -> Response {
+    // The head arrived in time (the connection layer); the body gets as long again.
+    let read = axum::body::to_bytes(body, s.limits.max_body_bytes);
+    let body = match tokio::time::timeout(s.body_timeout, read).await {
+        Ok(Ok(body)) => body,
+        Ok(Err(_)) => {
+            return text(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                &format!(
+                    "the request body is larger than this server's limit of {} bytes (or broken \
+                     off)",
+                    s.limits.max_body_bytes
+                ),
+            )
+        }
+        Err(_) => {
+            return text(
+                StatusCode::REQUEST_TIMEOUT,
+                &format!(
+                    "the request body did not arrive within {} ms",
+                    s.body_timeout.as_millis()
+                ),
+            )
+        }
+    };
     let content_type = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok());
@@ -298,12 +425,11 @@ async fn query_post(
 async fn respond(s: Arc<Server>, params: Result<Params, Reject>, headers: &HeaderMap) -> Response {
     let started = Instant::now();
     let preview = crate::out::verbose().then(|| match &params {
-        Ok(p) => p.query.split_whitespace().collect::<Vec<_>>().join(" "),
+        Ok(p) => log_text(&p.query, 100),
         Err(_) => String::new(),
     });
     let response = answer(s, params, headers).await;
-    if let Some(query) = preview {
-        let shown: String = query.chars().take(100).collect();
+    if let Some(shown) = preview {
         eprintln!(
             "{} {:.1} ms {shown}",
             response.status().as_u16(),
@@ -311,6 +437,29 @@ async fn respond(s: Arc<Server>, params: Result<Params, Reject>, headers: &Heade
         );
     }
     response
+}
+
+/// A query's text for the log: white space runs as one space, control and other invisible
+/// characters escaped (`\u{1b}`), at most `max` characters: a query cannot forge log lines or
+/// drive the terminal.
+fn log_text(query: &str, max: usize) -> String {
+    let mut out = String::new();
+    for (i, word) in query.split_whitespace().enumerate() {
+        if i > 0 {
+            out.push(' ');
+        }
+        for c in word.chars() {
+            if c.is_control() || matches!(c, '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}') {
+                out.extend(c.escape_unicode());
+            } else {
+                out.push(c);
+            }
+        }
+    }
+    match out.char_indices().nth(max) {
+        Some((at, _)) => out[..at].to_owned(),
+        None => out,
+    }
 }
 
 /// Negotiates the format, waits for a slot, runs the query on a blocking thread, answers.
@@ -325,36 +474,68 @@ async fn answer(s: Arc<Server>, params: Result<Params, Reject>, headers: &Header
         (Err(r), _) | (_, Err(r)) => return text(r.status, &r.message),
     };
     let (timeout, max_rows) = s.limits.for_request(&params);
-    let slot = match s.admission.admit().await {
-        Ok(slot) => slot,
-        Err(busy) => return busy_response(&busy, &s.limits),
-    };
-    // Dropped with this future when the client goes away: the query then stops at its next rows.
+    // Dropped with this future when the client goes away: the engine stops at its next check.
     let cancel = CancelOnDrop(Arc::new(AtomicBool::new(false)));
-    let request = Request {
+    let mut request = Request {
         text: params.query,
         format,
         timeout,
         max_rows,
+        max_bytes: s.limits.max_response_bytes,
         cancel: cancel.0.clone(),
+        lane: Lane::Main,
+        light_limit: s.limits.light_limit,
     };
-    let worker = s.clone();
-    let outcome = tokio::task::spawn_blocking(move || {
-        let _slot = slot;
-        worker.engine.execute(&request)
-    })
-    .await;
-    match outcome {
-        Ok(Ok(answer)) => ok_response(format.content_type(), answer),
-        Ok(Err(failure)) => failure_response(failure),
-        Err(e) => {
-            eprintln!("error: a query's thread failed: {e}");
-            text(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "internal error while answering the query",
-            )
+    let mut heavy = s.admission.is_heavy(&request.text);
+    loop {
+        let slot = match s.admission.admit(heavy).await {
+            Ok(slot) => slot,
+            Err(busy) => return busy_response(&busy, &s.limits),
+        };
+        request.lane = slot.lane;
+        let (head, slot) = run_query(&s, &request, slot).await;
+        match head {
+            Some(Head::Whole(Err(Failure::Heavy))) => {
+                s.admission.mark_heavy(&request.text);
+                heavy = true;
+            }
+            Some(Head::Whole(Ok(answer))) => {
+                return with_slot(ok_response(format.content_type(), answer), slot, cancel)
+            }
+            Some(Head::Whole(Err(failure))) => return failure_response(failure),
+            Some(Head::Stream { content_type, body }) => {
+                // The stream is the query: dropped unsent, it cancels the query.
+                return with_slot(stream_response(content_type, body), slot, cancel);
+            }
+            None => {
+                return text(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "internal error while answering the query",
+                )
+            }
         }
     }
+}
+
+/// Runs `request` in `slot` on a blocking thread: its head (`None` if the thread failed) and the
+/// slot, which the answer's body keeps until it is sent.
+async fn run_query(s: &Arc<Server>, request: &Request, slot: Slot) -> (Option<Head>, Arc<Slot>) {
+    let slot = Arc::new(slot);
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let worker = s.clone();
+    let req = request.clone();
+    let held = slot.clone();
+    let thread = tokio::task::spawn_blocking(move || {
+        let _slot = held;
+        worker.engine.execute(&req, tx);
+    });
+    let head = rx.await.ok();
+    if head.is_none() {
+        if let Err(e) = thread.await {
+            eprintln!("error: a query's thread failed: {e}");
+        }
+    }
+    (head, slot)
 }
 
 struct CancelOnDrop(Arc<AtomicBool>);
@@ -363,6 +544,26 @@ impl Drop for CancelOnDrop {
     fn drop(&mut self) {
         self.0.store(true, Relaxed);
     }
+}
+
+/// The response, keeping its query's slot and cancel flag until its body is sent or dropped.
+fn with_slot(response: Response, slot: Arc<Slot>, cancel: CancelOnDrop) -> Response {
+    response.map(|body| Body::new(Guarded::new(body, (slot, cancel))))
+}
+
+fn stream_response(
+    content_type: &'static str,
+    body: tokio::sync::mpsc::UnboundedReceiver<stream::Piece>,
+) -> Response {
+    let mut response = Response::new(Body::new(ChannelBody(body)));
+    let h = response.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    // What the headers would say is known at the end: then in trailers.
+    h.insert(
+        header::TRAILER,
+        HeaderValue::from_static("x-gpsense-truncated, x-gpsense-warning"),
+    );
+    response
 }
 
 fn ok_response(content_type: &'static str, answer: Answer) -> Response {
@@ -397,6 +598,11 @@ fn failure_response(failure: Failure) -> Response {
         }
         // Nobody is listening; the status is for the log.
         Failure::Cancelled => text(StatusCode::BAD_REQUEST, "the client went away"),
+        // Retried in a main slot before it gets here.
+        Failure::Heavy => text(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal error: a light query was not retried",
+        ),
         Failure::Engine(e @ MatchError::Device(_)) => {
             eprintln!("error: {e}");
             text(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string())
@@ -425,7 +631,7 @@ fn text(status: StatusCode, message: &str) -> Response {
 }
 
 /// A message as a header value: one line of visible ASCII (others become `?`), at most 300 bytes.
-fn header_text(message: &str) -> Option<HeaderValue> {
+pub(crate) fn header_text(message: &str) -> Option<HeaderValue> {
     let line: String = message
         .chars()
         .take(300)

@@ -165,7 +165,23 @@ impl SolutionsWriter {
         out.push_str("</result>");
     }
 
-    /// The whole body.
+    /// Bytes written and not yet taken.
+    pub fn buffered(&self) -> usize {
+        self.out.len()
+    }
+
+    /// The bytes written so far, for a streamed answer; the writer goes on after them.
+    pub fn take(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.out).into_bytes()
+    }
+
+    /// Takes back the last row, written from `mark` (its [`buffered`](Self::buffered) before).
+    pub fn undo_row(&mut self, mark: usize) {
+        self.out.truncate(mark);
+        self.rows = self.rows.saturating_sub(1);
+    }
+
+    /// The rest of the body.
     pub fn finish(mut self) -> Vec<u8> {
         match self.format {
             Format::Json => self.out.push_str("]}}"),

@@ -1,6 +1,8 @@
 //! Running the `gpsense` binary in the CLI tests.
 #![allow(dead_code)] // each test file uses a different subset
 
+pub mod http;
+
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 

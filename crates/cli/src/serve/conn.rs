@@ -1,0 +1,322 @@
+//! The connection layer, as a production HTTP server has it: a cap on open connections (beyond it,
+//! a 503 and a close), a time limit on a request's head, on an idle keep-alive connection and on
+//! a blocked write, back-off when the process runs out of file descriptors, and the descriptor
+//! limit raised at start. Idle and slow clients then cost a bounded number of descriptors, for a
+//! bounded time, and cannot keep others out.
+
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::Router;
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{watch, Semaphore};
+use tokio::time::{sleep, Instant, Sleep};
+
+/// Bounds of the connection layer, from the command line.
+#[derive(Clone, Debug)]
+pub struct ConnLimits {
+    pub max_connections: usize,
+    /// From waiting for a request's head (a new connection, or the end of the previous response)
+    /// to having all of it.
+    pub header_timeout: Duration,
+    /// A keep-alive connection with no request in flight and no byte arriving is closed.
+    pub idle_timeout: Duration,
+    /// A response that cannot be written for this long (the client reads nothing) is dropped.
+    pub write_timeout: Duration,
+}
+
+/// Refusals written at once while over the cap; beyond them the connection is simply closed.
+const MAX_REFUSING: usize = 64;
+
+const REFUSAL: &[u8] =
+    b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\n\
+retry-after: 1\r\nconnection: close\r\ncontent-length: 71\r\n\r\n\
+server busy: too many open connections (the most it allows); retry later";
+
+/// Accepts connections until `stop` turns true, serving each with `app` within `limits`.
+/// `open` holds a permit per open connection (the caller waits for them all at shutdown).
+pub async fn accept_loop(
+    listener: TcpListener,
+    app: Router,
+    limits: ConnLimits,
+    open: Arc<Semaphore>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let refusing = Arc::new(AtomicUsize::new(0));
+    let mut exhausted_logged: Option<Instant> = None;
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            () = stopped(&mut stop) => return,
+        };
+        let stream = match accepted {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                back_off(&e, &mut exhausted_logged).await;
+                continue;
+            }
+        };
+        let Ok(permit) = open.clone().try_acquire_owned() else {
+            refuse(stream, &refusing);
+            continue;
+        };
+        let app = app.clone();
+        let limits = limits.clone();
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            serve_connection(stream, app, &limits, stop).await;
+            drop(permit);
+        });
+    }
+}
+
+/// After a failed accept: out of descriptors (the pending connection stays in the backlog) waits
+/// for some to close, noting it at most once a minute; other errors (a connection reset before
+/// it was accepted) are the client's and cost a moment.
+async fn back_off(e: &io::Error, logged: &mut Option<Instant>) {
+    let exhausted = matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
+        || e.kind() == io::ErrorKind::OutOfMemory;
+    if !exhausted {
+        sleep(Duration::from_millis(5)).await;
+        return;
+    }
+    if logged.is_none_or(|at| at.elapsed() > Duration::from_secs(60)) {
+        eprintln!(
+            "warning: out of file descriptors ({e}): new connections wait; lower --max-connections \
+             or raise `ulimit -n`"
+        );
+        *logged = Some(Instant::now());
+    }
+    sleep(Duration::from_millis(100)).await;
+}
+
+/// Over the cap: a short 503, written without waiting on the client, then the close.
+fn refuse(mut stream: TcpStream, refusing: &Arc<AtomicUsize>) {
+    if refusing.fetch_add(1, Relaxed) >= MAX_REFUSING {
+        refusing.fetch_sub(1, Relaxed);
+        return;
+    }
+    let refusing = refusing.clone();
+    tokio::spawn(async move {
+        // Written, then the request read and dropped: a close with unread bytes would be a reset,
+        // which may reach the client before the 503.
+        let _ = tokio::time::timeout(Duration::from_secs(1), async {
+            stream.write_all(REFUSAL).await?;
+            stream.shutdown().await?;
+            let mut sink = [0u8; 4096];
+            while stream.read(&mut sink).await? > 0 {}
+            Ok::<_, io::Error>(())
+        })
+        .await;
+        refusing.fetch_sub(1, Relaxed);
+    });
+}
+
+async fn serve_connection(
+    stream: TcpStream,
+    app: Router,
+    limits: &ConnLimits,
+    mut stop: watch::Receiver<bool>,
+) {
+    let _ = stream.set_nodelay(true);
+    let in_flight = Arc::new(AtomicUsize::new(0));
+    let io = Watched::new(stream, limits, in_flight.clone());
+    let service = TowerToHyperService::new(InFlight::layer(app, in_flight));
+    let conn = http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_timeout)
+        .keep_alive(true)
+        .serve_connection(TokioIo::new(io), service);
+    tokio::pin!(conn);
+    tokio::select! {
+        _ = conn.as_mut() => {}
+        () = stopped(&mut stop) => {
+            // Finish the request in flight, take no other.
+            conn.as_mut().graceful_shutdown();
+            let _ = conn.await;
+        }
+    }
+}
+
+async fn stopped(stop: &mut watch::Receiver<bool>) {
+    let _ = stop.wait_for(|s| *s).await;
+}
+
+/// Counts a connection's requests from their arrival until their response body is dropped (sent
+/// whole or abandoned): a connection with none is idle.
+#[derive(Clone)]
+struct InFlight {
+    app: Router,
+    count: Arc<AtomicUsize>,
+}
+
+impl InFlight {
+    fn layer(app: Router, count: Arc<AtomicUsize>) -> Self {
+        InFlight { app, count }
+    }
+}
+
+impl tower_service::Service<axum::http::Request<hyper::body::Incoming>> for InFlight {
+    type Response = axum::response::Response;
+    type Error = std::convert::Infallible;
+    type Future =
+        Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send + 'static>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: axum::http::Request<hyper::body::Incoming>) -> Self::Future {
+        let guard = Busy::new(self.count.clone());
+        let mut app = self.app.clone();
+        Box::pin(async move {
+            let response =
+                tower_service::Service::call(&mut app, req.map(axum::body::Body::new)).await?;
+            Ok(
+                response
+                    .map(|body| axum::body::Body::new(super::stream::Guarded::new(body, guard))),
+            )
+        })
+    }
+}
+
+/// One request in flight, until dropped.
+pub struct Busy(Arc<AtomicUsize>);
+
+impl Busy {
+    fn new(count: Arc<AtomicUsize>) -> Self {
+        count.fetch_add(1, Relaxed);
+        Busy(count)
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Relaxed);
+    }
+}
+
+/// The socket with two clocks: a write that stays blocked past the write timeout fails, and a
+/// read that waits past the idle timeout while no request is in flight fails. Either failure
+/// ends the connection, dropping whatever response it was sending.
+struct Watched {
+    inner: TcpStream,
+    in_flight: Arc<AtomicUsize>,
+    idle_timeout: Duration,
+    write_timeout: Duration,
+    idle: Option<Pin<Box<Sleep>>>,
+    blocked: Option<Pin<Box<Sleep>>>,
+}
+
+impl Watched {
+    fn new(inner: TcpStream, limits: &ConnLimits, in_flight: Arc<AtomicUsize>) -> Self {
+        Watched {
+            inner,
+            in_flight,
+            idle_timeout: limits.idle_timeout,
+            write_timeout: limits.write_timeout,
+            idle: None,
+            blocked: None,
+        }
+    }
+}
+
+/// Arms `clock` for `after` if it is not running; whether it has run out.
+fn expired(clock: &mut Option<Pin<Box<Sleep>>>, after: Duration, cx: &mut Context<'_>) -> bool {
+    let sleep = clock.get_or_insert_with(|| Box::pin(sleep(after)));
+    sleep.as_mut().poll(cx).is_ready()
+}
+
+impl AsyncRead for Watched {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = &mut *self;
+        match Pin::new(&mut this.inner).poll_read(cx, buf) {
+            Poll::Pending => {
+                if this.in_flight.load(Relaxed) > 0 {
+                    this.idle = None;
+                } else if expired(&mut this.idle, this.idle_timeout, cx) {
+                    return Poll::Ready(Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        "idle connection closed",
+                    )));
+                }
+                Poll::Pending
+            }
+            ready => {
+                this.idle = None;
+                ready
+            }
+        }
+    }
+}
+
+impl AsyncWrite for Watched {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = &mut *self;
+        match Pin::new(&mut this.inner).poll_write(cx, buf) {
+            Poll::Pending => {
+                if expired(&mut this.blocked, this.write_timeout, cx) {
+                    return Poll::Ready(Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        "the client read nothing for the write timeout",
+                    )));
+                }
+                Poll::Pending
+            }
+            ready => {
+                this.blocked = None;
+                ready
+            }
+        }
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+/// Raises the soft limit on open descriptors to the hard limit (Linux's usual 1,024 soft limit
+/// would cap connections far below what the process may hold); returns the limit in force.
+pub fn raise_fd_limit() -> Option<u64> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit only read and write the struct passed.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
+            return None;
+        }
+        if limit.rlim_cur < limit.rlim_max {
+            let raised = libc::rlimit {
+                rlim_cur: limit.rlim_max,
+                rlim_max: limit.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                limit = raised;
+            }
+        }
+    }
+    Some(limit.rlim_cur)
+}
