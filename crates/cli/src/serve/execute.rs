@@ -81,6 +81,9 @@ pub enum Failure {
     /// In a light slot, the query ran past the light limit or its answer outgrew [`HELD`]: it
     /// runs again in a main slot.
     Heavy,
+    /// In a light slot, the query ran out of time while it had less than a quarter of it on a
+    /// core (a loaded machine): it runs again, in either lane, and is not remembered as heavy.
+    Starved,
     /// The engine refused or failed (a budget, a device).
     Engine(MatchError),
 }
@@ -120,6 +123,7 @@ impl Engine {
         // A light query runs on its own thread, not in the shared pool, where a heavy query's
         // work would be ahead of it.
         opts.single_thread |= req.lane == Lane::Light;
+        let cpu_at_start = thread_cpu_time();
         let result = match &p.form {
             Form::Ask => self.ask(req, &p, &opts),
             Form::Count { variable, .. } => self.count(req, &p, &opts, variable),
@@ -127,7 +131,16 @@ impl Engine {
         };
         match result {
             _ if req.cancel.load(Relaxed) => Err(Failure::Cancelled),
-            Err(Failure::TimedOut(_)) if light => Err(Failure::Heavy),
+            // Heavy if it had a fair share of a core (a quarter: beside two heavy queries on
+            // two cores, a light thread gets a third); with less, only unlucky.
+            Err(Failure::TimedOut(_)) if light => {
+                let worked = thread_cpu_time().saturating_sub(cpu_at_start);
+                Err(if worked * 4 < req.light_limit {
+                    Failure::Starved
+                } else {
+                    Failure::Heavy
+                })
+            }
             Err(Failure::Engine(e)) if !matches!(e, MatchError::Device(_)) => {
                 Err(Failure::BadQuery(refusal(&e, p.graph.limit.is_some())))
             }
@@ -237,6 +250,23 @@ impl Engine {
             warning,
         })
     }
+}
+
+/// Time this thread has run on a core (zero where the platform cannot tell, which makes every
+/// light time-out count as heavy).
+fn thread_cpu_time() -> Duration {
+    #[cfg(unix)]
+    {
+        let mut t = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: clock_gettime only writes the struct passed.
+        if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) } == 0 {
+            return Duration::new(t.tv_sec as u64, t.tv_nsec as u32);
+        }
+    }
+    Duration::ZERO
 }
 
 /// Bytes a body's end may add after its last row (`</results></sparql>` is the longest).
@@ -420,6 +450,7 @@ impl std::fmt::Display for Failure {
             }
             Failure::Cancelled => f.write_str("the client went away"),
             Failure::Heavy => f.write_str("the query outgrew a light slot"),
+            Failure::Starved => f.write_str("the query had too little time on a core"),
             Failure::Engine(e) => write!(f, "{e}"),
         }
     }

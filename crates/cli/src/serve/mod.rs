@@ -487,6 +487,7 @@ async fn answer(s: Arc<Server>, params: Result<Params, Reject>, headers: &Header
         light_limit: s.limits.light_limit,
     };
     let mut heavy = s.admission.is_heavy(&request.text);
+    let mut starved = 0;
     loop {
         let slot = match s.admission.admit(heavy).await {
             Ok(slot) => slot,
@@ -498,6 +499,11 @@ async fn answer(s: Arc<Server>, params: Result<Params, Reject>, headers: &Header
             Some(Head::Whole(Err(Failure::Heavy))) => {
                 s.admission.mark_heavy(&request.text);
                 heavy = true;
+            }
+            // Twice unlucky: the main lane's full time limit, not remembered.
+            Some(Head::Whole(Err(Failure::Starved))) => {
+                starved += 1;
+                heavy = starved >= 2;
             }
             Some(Head::Whole(Ok(answer))) => {
                 return with_slot(ok_response(format.content_type(), answer), slot, cancel)
@@ -598,8 +604,8 @@ fn failure_response(failure: Failure) -> Response {
         }
         // Nobody is listening; the status is for the log.
         Failure::Cancelled => text(StatusCode::BAD_REQUEST, "the client went away"),
-        // Retried in a main slot before it gets here.
-        Failure::Heavy => text(
+        // Retried before it gets here.
+        Failure::Heavy | Failure::Starved => text(
             StatusCode::INTERNAL_SERVER_ERROR,
             "internal error: a light query was not retried",
         ),
