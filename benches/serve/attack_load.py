@@ -7,7 +7,7 @@ memory and open descriptors. Standard library only.
     python3 benches/serve/attack_load.py --gpsense target/release/gpsense --duration 20 \
         --out benches/serve/attack-2026-11-25.md
 
-The server starts under `ulimit -n 1024` (the usual soft limit) with its default limits; arguments
+The server starts under `ulimit -Sn 1024` (the usual soft limit; it raises it to the hard limit) with its default limits; arguments
 after `--` go to `gpsense serve`. Exits 1 if a light request failed without an HTTP answer.
 """
 
@@ -40,7 +40,7 @@ def path(query, **params):
 
 def start_server(binary, extra):
     log = os.environ.get("ATTACK_SERVER_LOG")
-    cmd = ["sh", "-c", 'ulimit -n 1024 && exec "$0" "$@"', binary, "serve",
+    cmd = ["sh", "-c", 'ulimit -Sn 1024 && exec "$0" "$@"', binary, "serve",
            "-v" if log else "-q", "--bind", "127.0.0.1:0", *extra]
     err = open(log, "w") if log else None
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True)
@@ -227,7 +227,7 @@ def summarize(a, quiet, results, base, peak, after, alive):
     for s, _ in results:
         statuses[s] = statuses.get(s, 0) + 1
     lines = [
-        "# `gpsense serve` under attack (loopback, `ulimit -n 1024`)",
+        "# `gpsense serve` under attack (loopback, `ulimit -Sn 1024`)",
         "",
         f"Attackers for {a.duration:.0f} s: {a.idle} idle connections held, {a.slowloris} slowloris "
         f"(a head byte a second, reconnecting), {a.never_read} requests for a big answer never "

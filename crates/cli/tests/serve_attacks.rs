@@ -19,6 +19,12 @@ const LIGHT: &str = "PREFIX c: <http://conceptnet.io/c/en/> PREFIX r: <http://co
 const SLOW: &str = "SELECT (COUNT(*) AS ?n) WHERE { ?a ?r ?b . ?b ?s ?c . ?c ?t ?d . ?d ?u ?e \
                     FILTER(?a != ?e) }";
 
+/// These tests load the machine on purpose: one at a time, so that each measures its own attack.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 fn light(s: &Server) -> Reply {
     s.query(LIGHT, "text/tab-separated-values")
 }
@@ -107,6 +113,7 @@ fn light_within(s: &Server, within: Duration) -> Reply {
 
 #[test]
 fn idle_connections_cannot_keep_others_out() {
+    let _serial = serial();
     // 40 descriptors for connections under this limit (64 are kept spare).
     let s = Server::start_with_fd_limit(
         104,
@@ -128,18 +135,50 @@ fn idle_connections_cannot_keep_others_out() {
 }
 
 #[test]
-fn over_the_connection_cap_a_connection_gets_a_503() {
-    let s = Server::start(&["--max-connections", "4", "--idle-timeout-ms", "5000"]);
-    let _held: Vec<TcpStream> = (0..4).map(|_| idle(s.port)).collect();
+fn at_the_connection_cap_idle_connections_make_room() {
+    let _serial = serial();
+    let s = Server::start(&["--max-connections", "4", "--idle-timeout-ms", "60000"]);
+    let mut held: Vec<TcpStream> = (0..4).map(|_| idle(s.port)).collect();
     thread::sleep(Duration::from_millis(200));
-    let r = light(&s);
+    // Long before the idle time-out, the oldest idle connection gave up its place.
+    assert_alive(&s);
+    assert!(closed_by_server(&mut held[0], Duration::from_secs(5)));
+}
+
+#[test]
+fn at_the_connection_cap_with_every_connection_busy_a_connection_gets_a_503() {
+    let s = Server::start(&[
+        "--max-connections",
+        "2",
+        "--max-concurrent",
+        "1",
+        "--light-slots",
+        "0",
+    ]);
+    let port = s.port;
+    // One query running, one waiting for its slot: both connections have requests in flight.
+    let busy: Vec<_> = (0..2)
+        .map(|_| {
+            thread::spawn(move || {
+                let path = format!("/query?query={}&timeout=3000", encode(SLOW));
+                request(port, "GET", &path, &[], b"")
+            })
+        })
+        .collect();
+    // (No /health here: it would need a connection of its own.)
+    thread::sleep(Duration::from_millis(1_000));
+    let r = try_request(port, "GET", &light_path(), &[]).expect("a 503, not a reset");
     assert_eq!(r.status, 503, "{}", r.body);
     assert!(r.body.contains("too many open connections"), "{}", r.body);
     assert_eq!(r.header("retry-after"), Some("1"));
+    for b in busy {
+        let _ = b.join();
+    }
 }
 
 #[test]
 fn slowloris_clients_are_disconnected() {
+    let _serial = serial();
     let s = Server::start(&["--header-timeout-ms", "1000", "--idle-timeout-ms", "600"]);
     let mut slow: Vec<TcpStream> = (0..20).map(|_| idle(s.port)).collect();
     // A byte of a head every 200 ms: never idle, never done.
@@ -183,6 +222,7 @@ fn abandon(port: u16, query: &str) {
 
 #[test]
 fn a_client_that_leaves_frees_its_slot_in_every_query_form() {
+    let _serial = serial();
     let s = Server::start(&[
         "--max-concurrent",
         "1",
@@ -215,6 +255,7 @@ fn a_client_that_leaves_frees_its_slot_in_every_query_form() {
 
 #[test]
 fn heavy_clients_do_not_starve_a_light_one() {
+    let _serial = serial();
     let s = Server::start(&["--max-concurrent", "2", "--timeout-ms", "1500"]);
     let port = s.port;
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -254,6 +295,7 @@ fn rss_kb(s: &Server) -> u64 {
 
 #[test]
 fn a_big_answer_is_streamed_and_cut_at_the_byte_cap() {
+    let _serial = serial();
     let s = Server::start(&["--max-response-bytes", "1M"]);
     // Trailers are sent to a client that says it reads them.
     let r = request(
@@ -282,6 +324,7 @@ fn a_big_answer_is_streamed_and_cut_at_the_byte_cap() {
 
 #[test]
 fn clients_that_never_read_hold_bounded_memory_and_are_dropped() {
+    let _serial = serial();
     let s = Server::start(&["--max-concurrent", "2", "--write-timeout-ms", "1500"]);
     assert_alive(&s);
     let before = rss_kb(&s);
@@ -318,6 +361,7 @@ fn clients_that_never_read_hold_bounded_memory_and_are_dropped() {
 
 #[test]
 fn an_answer_that_runs_out_of_time_never_looks_complete() {
+    let _serial = serial();
     let s = Server::start(&["--max-response-bytes", "512M", "--max-rows", "1000000000"]);
     // Rows from the start, far more than 300 ms can write.
     let path = format!(
@@ -336,6 +380,7 @@ fn an_answer_that_runs_out_of_time_never_looks_complete() {
 
 #[test]
 fn refusals_speak_http_not_command_line_flags() {
+    let _serial = serial();
     let s = Server::start(&["--max-rows", "10"]);
     let r = s.query(
         "SELECT * WHERE { ?a ?r ?b . ?c ?s ?d } ORDER BY ?a LIMIT 5",
@@ -348,6 +393,7 @@ fn refusals_speak_http_not_command_line_flags() {
 
 #[test]
 fn the_log_escapes_control_characters() {
+    let _serial = serial();
     let mut s = Server::start(&["-v"]);
     let forged = format!("#\u{1b}[2J\u{7}forged\u{8}\n{P}ASK {{ ?x r:IsA c:animal }}");
     assert_eq!(post_query(&s, &forged).status, 200);
@@ -361,6 +407,7 @@ fn the_log_escapes_control_characters() {
 
 #[test]
 fn a_slow_request_body_is_cut_off() {
+    let _serial = serial();
     let s = Server::start(&["--header-timeout-ms", "800"]);
     let mut c = idle(s.port);
     c.write_all(

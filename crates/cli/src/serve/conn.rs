@@ -1,14 +1,15 @@
-//! The connection layer, as a production HTTP server has it: a cap on open connections (beyond it,
-//! a 503 and a close), a time limit on a request's head, on an idle keep-alive connection and on
+//! The connection layer, as a production HTTP server has it: a cap on open connections (at it, the
+//! oldest idle connection makes room; with none idle, a 503 and a close), a time limit on a request's head, on an idle keep-alive connection and on
 //! a blocked write, back-off when the process runs out of file descriptors, and the descriptor
 //! limit raised at start. Idle and slow clients then cost a bounded number of descriptors, for a
 //! bounded time, and cannot keep others out.
 
+use std::collections::VecDeque;
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -18,7 +19,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::{watch, Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::time::{sleep, Instant, Sleep};
 
 /// Bounds of the connection layer, from the command line.
@@ -53,6 +54,7 @@ pub async fn accept_loop(
 ) {
     let refusing = Arc::new(AtomicUsize::new(0));
     let mut exhausted_logged: Option<Instant> = None;
+    let mut conns = Registry::default();
     loop {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
@@ -65,17 +67,73 @@ pub async fn accept_loop(
                 continue;
             }
         };
-        let Ok(permit) = open.clone().try_acquire_owned() else {
+        let Some(permit) = admit(&open, &mut conns).await else {
             refuse(stream, &refusing);
             continue;
         };
         let app = app.clone();
         let limits = limits.clone();
         let stop = stop.clone();
+        let state = conns.add();
         tokio::spawn(async move {
-            serve_connection(stream, app, &limits, stop).await;
+            serve_connection(stream, app, &limits, stop, state).await;
             drop(permit);
         });
+    }
+}
+
+/// A place for a new connection: a free one, or, at the cap, one an idle connection (the oldest
+/// with no request in flight) gives up. So idle and slow-head clients cannot fill the server:
+/// only connections with requests in flight, which the slots and the queue bound, keep theirs.
+async fn admit(open: &Arc<Semaphore>, conns: &mut Registry) -> Option<OwnedSemaphorePermit> {
+    if let Ok(permit) = open.clone().try_acquire_owned() {
+        return Some(permit);
+    }
+    if !conns.evict_oldest_idle() {
+        return None;
+    }
+    tokio::time::timeout(Duration::from_millis(200), open.clone().acquire_owned())
+        .await
+        .ok()?
+        .ok()
+}
+
+/// What the accept loop knows of a connection: whether it has a request in flight, and how to
+/// ask it to close.
+#[derive(Default)]
+struct ConnState {
+    in_flight: AtomicUsize,
+    evict: Notify,
+}
+
+/// The open connections, oldest first (closed ones are dropped as they are met).
+#[derive(Default)]
+struct Registry(VecDeque<Weak<ConnState>>);
+
+impl Registry {
+    fn add(&mut self) -> Arc<ConnState> {
+        let state = Arc::new(ConnState::default());
+        self.0.push_back(Arc::downgrade(&state));
+        // Keep the list near the open connections: drop closed ones from the front.
+        while self.0.front().is_some_and(|w| w.strong_count() == 0) {
+            self.0.pop_front();
+        }
+        state
+    }
+
+    /// Asks the oldest idle connection to close; whether there was one.
+    fn evict_oldest_idle(&mut self) -> bool {
+        self.0.retain(|w| w.strong_count() > 0);
+        let oldest = self.0.iter().enumerate().find_map(|(i, w)| {
+            let state = w.upgrade()?;
+            (state.in_flight.load(Relaxed) == 0).then_some((i, state))
+        });
+        let Some((i, state)) = oldest else {
+            return false;
+        };
+        self.0.remove(i);
+        state.evict.notify_one();
+        true
     }
 }
 
@@ -126,23 +184,32 @@ async fn serve_connection(
     app: Router,
     limits: &ConnLimits,
     mut stop: watch::Receiver<bool>,
+    state: Arc<ConnState>,
 ) {
     let _ = stream.set_nodelay(true);
-    let in_flight = Arc::new(AtomicUsize::new(0));
-    let io = Watched::new(stream, limits, in_flight.clone());
-    let service = TowerToHyperService::new(InFlight::layer(app, in_flight));
+    let io = Watched::new(stream, limits, state.clone());
+    let service = TowerToHyperService::new(InFlight::layer(app, state.clone()));
     let conn = http1::Builder::new()
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_timeout)
         .keep_alive(true)
         .serve_connection(TokioIo::new(io), service);
     tokio::pin!(conn);
-    tokio::select! {
-        _ = conn.as_mut() => {}
-        () = stopped(&mut stop) => {
-            // Finish the request in flight, take no other.
-            conn.as_mut().graceful_shutdown();
-            let _ = conn.await;
+    loop {
+        tokio::select! {
+            _ = conn.as_mut() => return,
+            () = stopped(&mut stop) => {
+                // Finish the request in flight, take no other.
+                conn.as_mut().graceful_shutdown();
+                let _ = conn.await;
+                return;
+            }
+            // Evicted while idle: closed (a request that began meanwhile keeps it open).
+            () = state.evict.notified() => {
+                if state.in_flight.load(Relaxed) == 0 {
+                    return;
+                }
+            }
         }
     }
 }
@@ -156,12 +223,12 @@ async fn stopped(stop: &mut watch::Receiver<bool>) {
 #[derive(Clone)]
 struct InFlight {
     app: Router,
-    count: Arc<AtomicUsize>,
+    state: Arc<ConnState>,
 }
 
 impl InFlight {
-    fn layer(app: Router, count: Arc<AtomicUsize>) -> Self {
-        InFlight { app, count }
+    fn layer(app: Router, state: Arc<ConnState>) -> Self {
+        InFlight { app, state }
     }
 }
 
@@ -176,7 +243,7 @@ impl tower_service::Service<axum::http::Request<hyper::body::Incoming>> for InFl
     }
 
     fn call(&mut self, req: axum::http::Request<hyper::body::Incoming>) -> Self::Future {
-        let guard = Busy::new(self.count.clone());
+        let guard = Busy::new(self.state.clone());
         let mut app = self.app.clone();
         Box::pin(async move {
             let response =
@@ -190,18 +257,18 @@ impl tower_service::Service<axum::http::Request<hyper::body::Incoming>> for InFl
 }
 
 /// One request in flight, until dropped.
-pub struct Busy(Arc<AtomicUsize>);
+pub struct Busy(Arc<ConnState>);
 
 impl Busy {
-    fn new(count: Arc<AtomicUsize>) -> Self {
-        count.fetch_add(1, Relaxed);
-        Busy(count)
+    fn new(state: Arc<ConnState>) -> Self {
+        state.in_flight.fetch_add(1, Relaxed);
+        Busy(state)
     }
 }
 
 impl Drop for Busy {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Relaxed);
+        self.0.in_flight.fetch_sub(1, Relaxed);
     }
 }
 
@@ -210,7 +277,7 @@ impl Drop for Busy {
 /// ends the connection, dropping whatever response it was sending.
 struct Watched {
     inner: TcpStream,
-    in_flight: Arc<AtomicUsize>,
+    state: Arc<ConnState>,
     idle_timeout: Duration,
     write_timeout: Duration,
     idle: Option<Pin<Box<Sleep>>>,
@@ -218,10 +285,10 @@ struct Watched {
 }
 
 impl Watched {
-    fn new(inner: TcpStream, limits: &ConnLimits, in_flight: Arc<AtomicUsize>) -> Self {
+    fn new(inner: TcpStream, limits: &ConnLimits, state: Arc<ConnState>) -> Self {
         Watched {
             inner,
-            in_flight,
+            state,
             idle_timeout: limits.idle_timeout,
             write_timeout: limits.write_timeout,
             idle: None,
@@ -245,7 +312,7 @@ impl AsyncRead for Watched {
         let this = &mut *self;
         match Pin::new(&mut this.inner).poll_read(cx, buf) {
             Poll::Pending => {
-                if this.in_flight.load(Relaxed) > 0 {
+                if this.state.in_flight.load(Relaxed) > 0 {
                     this.idle = None;
                 } else if expired(&mut this.idle, this.idle_timeout, cx) {
                     return Poll::Ready(Err(io::Error::new(
