@@ -476,10 +476,11 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         // `| head`: the reader has what it wanted.
         Err(e) if out::closed_pipe(&e) => ExitCode::SUCCESS,
-        Err(e) if e.is::<out::NoMatch>() => ExitCode::FAILURE,
+        Err(e) if e.is::<out::NoMatch>() => ExitCode::from(out::exit::FAILURE),
+        Err(e) if e.is::<out::TimedOut>() => ExitCode::from(out::exit::TIMED_OUT),
         Err(e) => {
             eprintln!("error: {}", render(&e));
-            ExitCode::FAILURE
+            ExitCode::from(out::exit::FAILURE)
         }
     }
 }

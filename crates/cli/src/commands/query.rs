@@ -70,7 +70,7 @@ pub fn run(args: Args) -> Result<()> {
     }
     // Several queries: answered in turn, result sets separated by a blank line; one that fails is
     // reported and the others still run.
-    let (mut failed, mut printed) = (0, false);
+    let (mut failed, mut timed_out, mut printed) = (0, 0, false);
     for (k, &(line, text)) in queries.iter().enumerate() {
         crate::out::note!("query {} (line {line}):", k + 1);
         // A blank line between result sets: the separator goes out with the next set.
@@ -78,6 +78,10 @@ pub fn run(args: Args) -> Result<()> {
         match run_one(text, &matcher, &args, separator) {
             Err(e) if crate::out::closed_pipe(&e) => return Err(e),
             Err(e) if e.is::<crate::out::NoMatch>() => printed = true,
+            Err(e) if e.is::<crate::out::TimedOut>() => {
+                printed = true;
+                timed_out += 1;
+            }
             Err(e) => {
                 eprintln!("error: query {} (line {line}): {e:#}", k + 1);
                 failed += 1;
@@ -85,8 +89,13 @@ pub fn run(args: Args) -> Result<()> {
             Ok(()) => printed = true,
         }
     }
+    // A failure outranks a time-out: its exit status says more is wrong.
     if failed > 0 {
         bail!("{failed} of {} queries failed", queries.len());
+    }
+    if timed_out > 0 {
+        crate::out::note!("{timed_out} of {} queries timed out", queries.len());
+        return Err(crate::out::TimedOut.into());
     }
     Ok(())
 }
@@ -168,7 +177,8 @@ fn run_one(text: &str, matcher: &Matcher, args: &Args, separator: &str) -> Resul
     }
     let Reported { report, expansion } = if args.count {
         let reported = solutions::count(matcher, &p, &opts)?;
-        crate::out::print(format_args!("{}\n", reported.report.rows))?;
+        let r = &reported.report;
+        crate::out::print(crate::out::count_text(r.rows, r.timed_out))?;
         reported
     } else if let Some(column) = solutions::count_column(&p) {
         count_row(matcher, &p, &opts, column, args.format)?
@@ -206,6 +216,9 @@ fn run_one(text: &str, matcher: &Matcher, args: &Args, separator: &str) -> Resul
         report.semantics,
         report.engine
     );
+    if report.timed_out {
+        return Err(crate::out::TimedOut.into());
+    }
     Ok(())
 }
 
@@ -254,7 +267,8 @@ fn count_row(
     let reported = solutions::count(matcher, p, opts)?;
     let mut writer = RowWriter::new(io::stdout(), format, &[column.to_owned()])?.numeric(0);
     let n = reported.report.rows.to_string();
-    let written = writer.row(&[&n]).and_then(|()| writer.finish());
+    let timed_out = reported.report.timed_out;
+    let written = writer.row(&[&n]).and_then(|()| writer.end(timed_out));
     match written {
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {}
         other => other.context("cannot write the results")?,
@@ -283,26 +297,34 @@ fn query_text(args: &Args) -> Result<String> {
 }
 
 /// A yes/no question (ASK, or a query without variables): prints `yes` or `no`; `no` exits with
-/// status 1 (as `grep` does when nothing matches), so scripts can test it.
+/// status 1 (as `grep` does when nothing matches), so scripts can test it. When the time limit
+/// passed before a match was found the answer is unknown: `timeout`, and its own exit status.
 fn ask(matcher: &Matcher, p: &Prepared, opts: &MatchOptions, start: Instant) -> Result<()> {
     let (yes, reported) = solutions::ask(matcher, p, opts)?;
     let report = reported.report;
-    crate::out::print(if yes { "yes\n" } else { "no\n" })?;
-    let why = match p.dialect {
-        Dialect::Short => "no variable: a yes/no question",
-        Dialect::Sparql => "ASK",
+    // A match found is a true yes, time limit or not.
+    let cut = !yes && report.timed_out;
+    let answer = match (yes, cut) {
+        (true, _) => "yes",
+        (false, true) => crate::out::TIMED_OUT_ANSWER,
+        (false, false) => "no",
+    };
+    crate::out::print(format_args!("{answer}\n"))?;
+    let why = match (p.dialect, cut) {
+        (_, true) => "the time limit passed before a match was found",
+        (Dialect::Short, false) => "no variable: a yes/no question",
+        (Dialect::Sparql, false) => "ASK",
     };
     crate::out::note!(
-        "{} ({why}) in {} [{} semantics, {} engine]",
-        if yes { "yes" } else { "no" },
+        "{answer} ({why}) in {} [{} semantics, {} engine]",
         millis(start.elapsed()),
         report.semantics,
         report.engine
     );
-    if yes {
-        Ok(())
-    } else {
-        Err(crate::out::NoMatch.into())
+    match (yes, cut) {
+        (true, _) => Ok(()),
+        (false, true) => Err(crate::out::TimedOut.into()),
+        (false, false) => Err(crate::out::NoMatch.into()),
     }
 }
 
@@ -342,7 +364,9 @@ fn stream_rows(
         Some(e) => return Err(e).context("cannot write the results"),
         None => {}
     }
-    writer.finish().context("cannot write the results")?;
+    writer
+        .end(report.report.timed_out)
+        .context("cannot write the results")?;
     Ok(report)
 }
 

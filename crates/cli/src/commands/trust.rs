@@ -141,7 +141,7 @@ fn run_on_pool(args: &TrustArgs) -> Result<()> {
     }
     if params.top == 0 {
         // LIMIT 0 asks for no rows (the header only), as SPARQL's does.
-        return write_rows(graph, &job, &[], args.format);
+        return write_rows(graph, &job, &[], args.format, false);
     }
     let start = Instant::now();
     let trust = Trust::with_node_text(graph, text);
@@ -158,7 +158,13 @@ fn run_on_pool(args: &TrustArgs) -> Result<()> {
             "note: the graph has no relation {r:?}{hint}; its edges match by topology only"
         );
     }
-    write_rows(graph, &job, &answer.matches, args.format)?;
+    write_rows(
+        graph,
+        &job,
+        &answer.matches,
+        args.format,
+        answer.timed_out,
+    )?;
     if args.explain {
         eprint!("{}", explain(graph, &job.template, &answer));
     }
@@ -178,6 +184,9 @@ fn run_on_pool(args: &TrustArgs) -> Result<()> {
         millis(t.one_hop),
         millis(t.traversal)
     );
+    if answer.timed_out {
+        return Err(crate::out::TimedOut.into());
+    }
     Ok(())
 }
 
@@ -269,7 +278,14 @@ fn template_job(tg: &KnowledgeGraph, text: NodeText) -> Job {
     }
 }
 
-fn write_rows(g: &KnowledgeGraph, job: &Job, matches: &[Match], format: RowFormat) -> Result<()> {
+/// The matchings as rows; `timed_out` marks them incomplete.
+fn write_rows(
+    g: &KnowledgeGraph,
+    job: &Job,
+    matches: &[Match],
+    format: RowFormat,
+    timed_out: bool,
+) -> Result<()> {
     let mut header = vec!["score".to_owned()];
     header.extend(job.headers.iter().cloned());
     let mut writer = RowWriter::new(io::stdout(), format, &header)?.numeric(0);
@@ -280,7 +296,7 @@ fn write_rows(g: &KnowledgeGraph, job: &Job, matches: &[Match], format: RowForma
             row.extend(job.columns.iter().map(|&i| g.node_name(m.nodes[i])));
             writer.row(&row)?;
         }
-        writer.finish()
+        writer.end(timed_out)
     })();
     match written {
         // A closed pipe (`| head`) is the reader saying it has enough.

@@ -1,0 +1,115 @@
+//! The CLI under attack (issue 27): answers the time limit cut never pass for real ones, every
+//! user-set number has a bound, every file read is bounded, an output never replaces an input.
+
+mod common;
+
+use std::process::Stdio;
+
+/// The exit status of an answer the time limit cut (`out::exit::TIMED_OUT`).
+const CUT: Option<i32> = Some(3);
+const MARK: &str = "# timed out: the answer is incomplete\n";
+/// A 4-cycle over any relations: never answered within 0 ms.
+const CYCLE: &str = "?a ?r ?b . ?b ?s ?c . ?c ?t ?d . ?d ?u ?a";
+const ANIMALS_AT_HOME: &str = "SELECT ?x WHERE { ?x IsA animal . ?x AtLocation home }";
+
+/// `gpsense -q ARGS`: exit status, stdout, stderr.
+fn quiet(args: &[&str]) -> (Option<i32>, String, String) {
+    common::run_with(&[], &[&["-q"], args].concat(), Stdio::piped())
+}
+
+/// Under `-q` (nothing on stderr) an answer the time limit cut has its own exit status and says so
+/// on stdout: a yes/no question answers `timeout` (it printed `no`, exit 1, for a true yes), rows
+/// and counts end with a mark line (they printed a bare header or `0`, exit 0), JSON with a last
+/// element.
+#[test]
+fn an_answer_the_time_limit_cut_is_marked_and_has_its_own_exit_status() {
+    let cut = |extra: &[&str], query: &str| {
+        quiet(&[&["query", "--timeout-ms", "0"], extra, &[query]].concat())
+    };
+    let (code, out, err) = cut(&[], &format!("ASK {{ {CYCLE} }}"));
+    assert_eq!((code, out.as_str(), err.as_str()), (CUT, "timeout\n", ""));
+    let select = format!("SELECT ?a WHERE {{ {CYCLE} }}");
+    for format in ["tsv", "csv"] {
+        let (code, out, _) = cut(&["--format", format], &select);
+        assert_eq!(code, CUT, "{format}");
+        assert!(out.starts_with("a\n") && out.ends_with(MARK), "{format}: {out}");
+    }
+    let (code, out, _) = cut(&["--format", "json"], &select);
+    assert_eq!(code, CUT);
+    assert!(out.ends_with("{\"timed_out\": true}\n]\n"), "{out}");
+    let (code, out, _) = cut(&["--count"], &select);
+    assert_eq!(code, CUT);
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[0].parse::<u64>().is_ok(), "{out}");
+    assert_eq!(format!("{}\n", lines[1]), MARK);
+    let (code, out, _) = cut(&[], &format!("SELECT (COUNT(*) AS ?n) WHERE {{ {CYCLE} }}"));
+    assert_eq!(code, CUT);
+    assert!(out.starts_with("n\n") && out.ends_with(MARK), "{out}");
+    // A complete answer has neither.
+    let (code, out, _) = quiet(&["query", "--timeout-ms", "60000", "SELECT * WHERE { cat IsA pet }"]);
+    assert_eq!((code, out.as_str()), (Some(0), "yes\n"));
+}
+
+/// In a file of queries a time-out marks its own result set, and the exit status is the time-out's
+/// unless a query failed (an error outranks it).
+#[test]
+fn a_file_of_queries_exits_with_the_time_out_status_unless_one_failed() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("q.rq");
+    let heavy = "SELECT * WHERE { ?a ?r ?b . ?b ?s ?c . ?c ?t ?d }";
+    let fine = ANIMALS_AT_HOME;
+    std::fs::write(&file, format!("{fine}\n{heavy}\n{fine}\n")).unwrap();
+    let f = file.to_str().unwrap();
+    let (code, out, _) = quiet(&["query", "--timeout-ms", "1000", "-f", f]);
+    assert_eq!(code, CUT);
+    let sets: Vec<&str> = out.split("\n\n").collect();
+    assert_eq!(sets.len(), 3, "{out}");
+    assert!(!sets[0].contains("timed out") && !sets[2].contains("timed out"));
+    assert!(sets[1].ends_with(MARK.trim_end()), "{}", sets[1]);
+    std::fs::write(&file, format!("{heavy}\nSELECT ?x WHERE {{ ?x IsA animl }}\n")).unwrap();
+    let (code, _, err) = quiet(&["query", "--timeout-ms", "1000", "-f", f]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("1 of 2 queries failed"), "{err}");
+}
+
+/// `match` and `trust` follow the same rule: lines marked `timed out` (as before), and now exit 3.
+#[test]
+fn match_and_trust_exit_with_the_time_out_status() {
+    let hprd = common::dataset("subgraph-matching/hprd-study");
+    let (code, out, _) = quiet(&[
+        "match",
+        "--timeout-ms",
+        "0",
+        "--data",
+        &format!("{hprd}/data_graph/HPRD.graph"),
+        "--query",
+        &format!("{hprd}/query_graph/query_dense_16_1.graph"),
+    ]);
+    assert_eq!(code, CUT);
+    assert!(out.ends_with("\ttimed out\n"), "{out}");
+    let (code, out, _) = quiet(&[
+        "trust",
+        "--timeout-ms",
+        "0",
+        "SELECT ?x WHERE { ?x IsA animl . ?x AtLocation home }",
+    ]);
+    assert_eq!(code, CUT);
+    assert!(out.ends_with(MARK), "{out}");
+}
+
+/// Across processes (`--workers`) the same: JSON rows end their array (the closing bracket was
+/// never written) and a cut answer is marked, with exit 3.
+#[test]
+fn rows_across_workers_end_their_json_and_are_marked_when_cut() {
+    let json = ["query", "--workers", "1", "--format", "json"];
+    let (code, out, err) = quiet(&[&json[..], &[ANIMALS_AT_HOME]].concat());
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.starts_with("[\n{") && out.ends_with("}\n]\n"), "{out}");
+    let select = format!("SELECT ?a WHERE {{ {CYCLE} }}");
+    let (code, out, _) = quiet(&[&json[..], &["--timeout-ms", "0", &select]].concat());
+    assert_eq!(code, CUT);
+    assert!(out.ends_with("{\"timed_out\": true}\n]\n"), "{out}");
+    let (code, out, _) = quiet(&["query", "--workers", "1", "--timeout-ms", "0", &select]);
+    assert_eq!(code, CUT);
+    assert!(out.ends_with(MARK), "{out}");
+}
