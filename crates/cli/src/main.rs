@@ -214,18 +214,20 @@ struct MatchArgs {
     /// Stop after N rows (or N matches with --count).
     #[arg(long)]
     limit: Option<u64>,
-    /// Memory the join may use for partial matches before it works in batches (e.g. 512M, 4G).
-    /// Default: a quarter of RAM.
-    #[arg(long, value_parser = parse_bytes)]
+    /// Memory the join may use for partial matches before it works in batches (e.g. 512M, 4G), at
+    /// most this machine's memory. Default: a quarter of RAM.
+    #[arg(long, value_parser = parse_memory_budget)]
     memory_budget: Option<u64>,
-    /// Refinement rounds after filtering (the paper's best: 1).
-    #[arg(long, default_value_t = 1)]
+    /// Refinement rounds after filtering (the paper's best: 1), 0 to 100. Refinement also ends at
+    /// its fixpoint and at the time limit.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(0..=MAX_REFINE_ROUNDS))]
     refine_rounds: u32,
     /// Worker threads (default: all cores; at most 4 per core).
     #[arg(long, value_parser = parse_threads)]
     threads: Option<usize>,
-    /// Stop each query after this many milliseconds, reporting what was found by then as timed out.
-    #[arg(long)]
+    /// Stop each query after this many milliseconds (at most a week), reporting what was found by
+    /// then as timed out (exit status 3).
+    #[arg(long, value_parser = parse_timeout_ms)]
     timeout_ms: Option<u64>,
     /// Match on timely dataflow: worker threads in this process (with --processes, across
     /// processes, each holding one part of a `gpsense partition` directory given as --graph/--data).
@@ -320,6 +322,37 @@ pub fn parse_threads(s: &str) -> Result<usize, String> {
             "{n} threads: between 1 and {max} (4 per core, {cores} cores here)"
         )),
         Err(e) => Err(format!("{s:?}: {e}")),
+    }
+}
+
+/// The most `--refine-rounds`: refinement reaches its fixpoint within a few rounds on real queries
+/// (and stops there); beyond it the device pipeline would only launch idle rounds.
+const MAX_REFINE_ROUNDS: i64 = 100;
+
+/// The longest `--timeout-ms`: a week (no time limit at all: leave the option out).
+const MAX_TIMEOUT_MS: u64 = 7 * 24 * 3600 * 1000;
+
+/// `--timeout-ms`: milliseconds, at most [`MAX_TIMEOUT_MS`].
+pub fn parse_timeout_ms(s: &str) -> Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(ms) if ms <= MAX_TIMEOUT_MS => Ok(ms),
+        _ => Err(format!(
+            "{s:?}: a time limit is a whole number of milliseconds up to {MAX_TIMEOUT_MS} (a \
+             week); leave --timeout-ms out for none"
+        )),
+    }
+}
+
+/// `--memory-budget`: a size (`512M`, `4G`) no larger than this machine's memory, which the join
+/// would otherwise try to fill before it works in batches.
+pub fn parse_memory_budget(s: &str) -> Result<u64, String> {
+    let n = parse_bytes(s)?;
+    match gpsense_runtime::physical_memory() {
+        Some(total) if n > total => Err(format!(
+            "{s}: more than this machine's memory ({} bytes)",
+            total
+        )),
+        _ => Ok(n),
     }
 }
 

@@ -116,9 +116,10 @@ impl<W: Write> RowWriter<W> {
     pub fn end(mut self, timed_out: bool) -> io::Result<()> {
         self.begin()?;
         match (self.format, timed_out) {
-            (RowFormat::Json, false) => self
-                .out
-                .write_all(if self.rows == 0 { b"]\n" } else { b"\n]\n" })?,
+            (RowFormat::Json, false) => {
+                self.out
+                    .write_all(if self.rows == 0 { b"]\n" } else { b"\n]\n" })?
+            }
             (RowFormat::Json, true) => {
                 let sep = if self.rows == 0 { "\n" } else { ",\n" };
                 write!(self.out, "{sep}{}\n]\n", crate::out::TIMED_OUT_JSON)?

@@ -32,7 +32,10 @@ fn an_answer_the_time_limit_cut_is_marked_and_has_its_own_exit_status() {
     for format in ["tsv", "csv"] {
         let (code, out, _) = cut(&["--format", format], &select);
         assert_eq!(code, CUT, "{format}");
-        assert!(out.starts_with("a\n") && out.ends_with(MARK), "{format}: {out}");
+        assert!(
+            out.starts_with("a\n") && out.ends_with(MARK),
+            "{format}: {out}"
+        );
     }
     let (code, out, _) = cut(&["--format", "json"], &select);
     assert_eq!(code, CUT);
@@ -46,7 +49,12 @@ fn an_answer_the_time_limit_cut_is_marked_and_has_its_own_exit_status() {
     assert_eq!(code, CUT);
     assert!(out.starts_with("n\n") && out.ends_with(MARK), "{out}");
     // A complete answer has neither.
-    let (code, out, _) = quiet(&["query", "--timeout-ms", "60000", "SELECT * WHERE { cat IsA pet }"]);
+    let (code, out, _) = quiet(&[
+        "query",
+        "--timeout-ms",
+        "60000",
+        "SELECT * WHERE { cat IsA pet }",
+    ]);
     assert_eq!((code, out.as_str()), (Some(0), "yes\n"));
 }
 
@@ -66,7 +74,11 @@ fn a_file_of_queries_exits_with_the_time_out_status_unless_one_failed() {
     assert_eq!(sets.len(), 3, "{out}");
     assert!(!sets[0].contains("timed out") && !sets[2].contains("timed out"));
     assert!(sets[1].ends_with(MARK.trim_end()), "{}", sets[1]);
-    std::fs::write(&file, format!("{heavy}\nSELECT ?x WHERE {{ ?x IsA animl }}\n")).unwrap();
+    std::fs::write(
+        &file,
+        format!("{heavy}\nSELECT ?x WHERE {{ ?x IsA animl }}\n"),
+    )
+    .unwrap();
     let (code, _, err) = quiet(&["query", "--timeout-ms", "1000", "-f", f]);
     assert_eq!(code, Some(1), "{err}");
     assert!(err.contains("1 of 2 queries failed"), "{err}");
@@ -112,4 +124,76 @@ fn rows_across_workers_end_their_json_and_are_marked_when_cut() {
     let (code, out, _) = quiet(&["query", "--workers", "1", "--timeout-ms", "0", &select]);
     assert_eq!(code, CUT);
     assert!(out.ends_with(MARK), "{out}");
+}
+
+/// Every user-set number has an upper bound, refused with the bound by the command line (exit 2):
+/// `--refine-rounds 100000` ran 27 s past a 1 s limit; a memory budget beyond the machine's memory,
+/// a week-long time limit, a beam of millions and more compression levels than the format holds
+/// were all taken.
+#[test]
+fn user_set_numbers_have_upper_bounds() {
+    let q = "SELECT ?x WHERE { ?x IsA animal . ?x AtLocation home }";
+    for (args, says) in [
+        (vec!["query", "--refine-rounds", "100000", q], "0..=100"),
+        (
+            vec![
+                "match",
+                "--refine-rounds",
+                "101",
+                "--data",
+                "d",
+                "--query",
+                "q",
+            ],
+            "0..=100",
+        ),
+        (vec!["query", "--timeout-ms", "604800001", q], "a week"),
+        (
+            vec!["trust", "--timeout-ms", "18446744073709551615", q],
+            "a week",
+        ),
+        (
+            vec!["query", "--memory-budget", "1000000T", q],
+            "machine's memory",
+        ),
+        (
+            vec!["trust", "--memory-budget", "1000000T", q],
+            "machine's memory",
+        ),
+        (vec!["trust", "--beam", "1000001", q], "1 to 1000000"),
+        (vec!["trust", "--top", "0", q], "1 to 1000000"),
+    ] {
+        let (code, _, err) = quiet(&args);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    // The largest values are taken, and refinement at its bound stops at the time limit.
+    let (code, _, err) = quiet(&[
+        "query",
+        "--engine",
+        "emulated",
+        "--refine-rounds",
+        "100",
+        "--timeout-ms",
+        "1000",
+        q,
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("c.gpsc");
+    let tsv = dir.path().join("t.tsv");
+    std::fs::write(&tsv, "cat\tIsA\tanimal\ndog\tIsA\tanimal\n").unwrap();
+    let deltas = vec!["0.9"; 33].join(",");
+    let err = common::fails(&[
+        "compress",
+        tsv.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--delta",
+        &deltas,
+    ]);
+    assert!(
+        err.contains("33 thresholds given: at most 32 levels"),
+        "{err}"
+    );
 }

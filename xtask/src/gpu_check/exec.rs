@@ -143,7 +143,10 @@ mod tests {
             run.failure()
         );
         // Answers cut by the time limit: the run worked.
-        let cut = super::run(Command::new("sh").args(["-c", "exit 3"]), Duration::from_secs(10));
+        let cut = super::run(
+            Command::new("sh").args(["-c", "exit 3"]),
+            Duration::from_secs(10),
+        );
         assert!(cut.unwrap().failure().is_none());
     }
 

@@ -37,19 +37,19 @@ pub struct TrustArgs {
     /// matches anything).
     #[arg(long, requires = "data")]
     template: Option<PathBuf>,
-    /// Branches kept per level of the search.
-    #[arg(long, default_value_t = Params::default().beam)]
+    /// Branches kept per level of the search, 1 to 1,000,000.
+    #[arg(long, default_value_t = Params::default().beam, value_parser = beam_width)]
     beam: usize,
     /// Matchings printed (at most --beam).
-    #[arg(long, default_value_t = Params::default().top)]
+    #[arg(long, default_value_t = Params::default().top, value_parser = beam_width)]
     top: usize,
-    /// Stop after this many milliseconds; the matchings complete by then are reported, marked as
-    /// timed out.
-    #[arg(long)]
+    /// Stop after this many milliseconds (at most a week); the matchings complete by then are
+    /// reported, marked as timed out (exit status 3).
+    #[arg(long, value_parser = crate::parse_timeout_ms)]
     timeout_ms: Option<u64>,
     /// Memory the score tables may take (two 4-byte scores per template node and data node), e.g.
-    /// 512M or 4G. Default: a quarter of RAM.
-    #[arg(long, value_parser = gpsense_runtime::parse_bytes)]
+    /// 512M or 4G, at most this machine's memory. Default: a quarter of RAM.
+    #[arg(long, value_parser = crate::parse_memory_budget)]
     memory_budget: Option<u64>,
     /// Weight of the name similarity in the one-hop score (the rest is the neighbourhood).
     #[arg(long, default_value_t = Params::default().alpha)]
@@ -74,6 +74,19 @@ pub struct TrustArgs {
     /// Worker threads (default: all cores; at most 4 per core).
     #[arg(long, value_parser = crate::parse_threads)]
     threads: Option<usize>,
+}
+
+/// The widest `--beam` (and `--top`): each branch holds a row of the template's width, and a
+/// level buffers twice the beam's children, so this bounds the search's memory (about 100 MB for a
+/// 16-node template).
+const MAX_BEAM: usize = 1_000_000;
+
+/// `--beam` and `--top`: 1 to [`MAX_BEAM`].
+fn beam_width(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if (1..=MAX_BEAM).contains(&n) => Ok(n),
+        _ => Err(format!("{s:?}: a whole number from 1 to {MAX_BEAM}")),
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -158,13 +171,7 @@ fn run_on_pool(args: &TrustArgs) -> Result<()> {
             "note: the graph has no relation {r:?}{hint}; its edges match by topology only"
         );
     }
-    write_rows(
-        graph,
-        &job,
-        &answer.matches,
-        args.format,
-        answer.timed_out,
-    )?;
+    write_rows(graph, &job, &answer.matches, args.format, answer.timed_out)?;
     if args.explain {
         eprint!("{}", explain(graph, &job.template, &answer));
     }
