@@ -298,8 +298,8 @@ fn write_through(path: &Path) -> std::io::Result<PathBuf> {
 /// What a temporary file's name holds between the target's name and the writer's process id.
 const TEMP_MARK: &str = ".gpsense-tmp.";
 
-/// Creates `tmp` (mode from the umask, or `mode`) and locks it, writes and syncs `bytes`; returns
-/// the open file, whose lock lasts until it is dropped.
+/// Creates `tmp` (mode from the umask, or `mode`) and locks it where the file system can, writes
+/// and syncs `bytes`; returns the open file, whose lock lasts until it is dropped.
 fn write_new(
     tmp: &Path,
     bytes: &[u8],
@@ -309,7 +309,8 @@ fn write_new(
         .write(true)
         .create_new(true)
         .open(tmp)?;
-    lock(&file, true)?;
+    // Best effort: a file system without locks keeps the process-id test alone.
+    let _ = lock(&file, true);
     let mut w = BufWriter::new(&file);
     w.write_all(bytes)?;
     w.flush()?;
@@ -370,8 +371,10 @@ fn remove_stale_temps(dir: &Path) {
         let Ok(file) = File::open(e.path()) else {
             continue;
         };
-        // A live writer holds its lock until the rename.
-        if lock(&file, false).is_ok() {
+        // A live writer holds its lock until the rename; a file system without locks leaves the
+        // process-id test alone.
+        let held = lock(&file, false).is_err_and(|e| e.kind() == std::io::ErrorKind::WouldBlock);
+        if !held {
             let _ = std::fs::remove_file(e.path());
         }
     }
