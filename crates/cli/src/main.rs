@@ -4,6 +4,7 @@
 mod commands;
 mod explain;
 mod graph_source;
+mod input;
 mod out;
 mod progress;
 mod rows;

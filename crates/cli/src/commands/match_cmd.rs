@@ -192,8 +192,8 @@ fn load_query(path: &Path, data: &KnowledgeGraph) -> Result<gpsense_planner::Que
 
 /// Expected counts: `name:count` lines (the SIGMOD study) or `file count` lines (yeast_ans.txt).
 fn read_expected(path: &Path) -> Result<HashMap<String, u64>> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    use crate::input::{read_text, MAX_EXPECTED_BYTES, MAX_EXPECTED_LINE};
+    let text = read_text(path, MAX_EXPECTED_BYTES, MAX_EXPECTED_LINE)?;
     let counts = gpsense_graph::ingest::expected_counts(&text)
         .with_context(|| format!("{}", path.display()))?;
     Ok(counts.into_iter().collect())

@@ -207,8 +207,10 @@ fn render(e: &gpsense_trust::TrustError, text: &str) -> String {
 fn query_text(args: &TrustArgs) -> Result<String> {
     match (&args.query, &args.file) {
         (Some(t), None) => Ok(t.clone()),
-        (None, Some(f)) => std::fs::read_to_string(f)
-            .with_context(|| format!("cannot read the query file {}", f.display())),
+        (None, Some(f)) => {
+            let most = crate::input::MAX_QUERY_BYTES;
+            crate::input::read_text(f, most as u64, most)
+        }
         (Some(_), Some(_)) => {
             bail!("give the query either as an argument or with -f FILE, not both")
         }
