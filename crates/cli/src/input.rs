@@ -205,6 +205,8 @@ pub struct Splitter {
     quote: bool,
     iri: bool,
     comment: bool,
+    /// The next byte is escaped (`\"` in a string, `e:a\#` in a prefixed name).
+    escaped: bool,
     depth: usize,
     /// The current query has not opened its pattern yet.
     open: bool,
@@ -220,6 +222,7 @@ impl Default for Splitter {
             quote: false,
             iri: false,
             comment: false,
+            escaped: false,
             depth: 0,
             open: true,
             previous: b'\n',
@@ -234,9 +237,13 @@ impl Splitter {
         let mut found = Vec::new();
         for (i, &b) in line.iter().enumerate() {
             let previous = std::mem::replace(&mut self.previous, b);
+            if std::mem::take(&mut self.escaped) && b != b'\n' {
+                continue;
+            }
             match b {
                 b'\n' => self.comment = false,
                 _ if self.comment => {}
+                b'\\' if !self.iri => self.escaped = true,
                 b'"' if !self.iri => self.quote = !self.quote,
                 b'<' if !self.quote => self.iri = true,
                 b'>' if !self.quote => self.iri = false,
@@ -299,6 +306,11 @@ mod tests {
         assert!(q[2].1.starts_with("PREFIX p:") && q[2].1.ends_with("?c } "));
         assert_eq!(q[3].1, "SELECT ?z WHERE { ?z ?r ?w }");
         assert_eq!(split("  \n\n"), []);
+        // Escapes: neither `\"` in a string nor `\#` in a prefixed name hides the rest.
+        let escaped = split(
+            "SELECT * { ?s e:a\\# ?o }\nSELECT * { ?s ?p \"a \\\" }\" }\nSELECT * { a b c }\n",
+        );
+        assert_eq!(escaped.len(), 3, "{escaped:?}");
         let two = split("# c\nSELECT * { a b c } SELECT * { d e f }\n");
         assert_eq!(two[0], (1, "# c\nSELECT * { a b c } ".to_owned()));
         // No keyword: the whole text is one query, for the parser to judge.
