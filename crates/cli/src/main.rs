@@ -6,6 +6,7 @@ mod explain;
 mod graph_source;
 mod input;
 mod out;
+mod outputs;
 mod progress;
 mod rows;
 mod serve;
@@ -96,6 +97,10 @@ enum Command {
         /// The longest input line, in bytes (e.g. 4M); a longer line is malformed. Default 1M.
         #[arg(long, value_parser = parse_line_bytes)]
         max_line_bytes: Option<usize>,
+        /// Replace the output even if it is read-only (an output that is an input is always
+        /// refused).
+        #[arg(long)]
+        force: bool,
     },
     /// Answer a query (SPARQL basic graph pattern) on a graph, e.g.
     /// `gpsense query 'SELECT ?x WHERE { ?x IsA animal . ?x AtLocation home }'`.
@@ -176,6 +181,9 @@ enum Command {
         /// Write to this file (atomically) instead of standard output.
         #[arg(short, long)]
         output: Option<PathBuf>,
+        /// Replace the output even if it is read-only (the graph itself is always refused).
+        #[arg(long, requires = "output")]
+        force: bool,
     },
     /// Cut a graph by node into one part file per process of a distributed run
     /// (DIR/part-I-of-P.gpsp), e.g. `gpsense partition graph.gps -n 4 -o parts`.
@@ -191,6 +199,9 @@ enum Command {
         /// The directory to write the parts into (created if needed).
         #[arg(short, long)]
         output: PathBuf,
+        /// Replace parts even if they are read-only (the graph itself is always refused).
+        #[arg(long)]
+        force: bool,
     },
 }
 
@@ -431,6 +442,7 @@ fn main() -> ExitCode {
             strip_pos,
             on_error,
             max_line_bytes,
+            force,
         } => commands::ingest::run(commands::ingest::Args {
             inputs,
             output,
@@ -440,6 +452,7 @@ fn main() -> ExitCode {
             strip_pos,
             on_error,
             max_line_bytes: max_line_bytes.unwrap_or(0),
+            force,
         }),
         Command::Query {
             query,
@@ -490,20 +503,24 @@ fn main() -> ExitCode {
             graph_flag,
             format,
             output,
+            force,
         } => commands::dump::run(commands::dump::Args {
             graph: graph.or(graph_flag),
             format,
             output,
+            force,
         }),
         Command::Partition {
             graph,
             graph_flag,
             parts,
             output,
+            force,
         } => commands::partition::run(commands::partition::Args {
             graph: graph.or(graph_flag),
             parts,
             output,
+            force,
         }),
     };
     match result {

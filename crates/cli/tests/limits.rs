@@ -259,3 +259,56 @@ fn queries_from_a_pipe_are_answered_as_they_arrive_and_files_are_bounded() {
         );
     }
 }
+
+/// An output that is one of the command's inputs is refused, however it is named (it replaced the
+/// source without a word), `--force` or not; a read-only output is refused unless `--force`.
+#[test]
+fn an_output_that_is_an_input_or_read_only_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name).display().to_string();
+    let tsv = path("t.tsv");
+    let text = "cat\tIsA\tanimal\ndog\tIsA\tanimal\n";
+    std::fs::write(&tsv, text).unwrap();
+    std::os::unix::fs::symlink("t.tsv", path("link.gps")).unwrap();
+    std::fs::hard_link(&tsv, path("hard.gps")).unwrap();
+    for output in ["t.tsv", "link.gps", "hard.gps"] {
+        let output = path(output);
+        for force in [&[][..], &["--force"]] {
+            let args = [&["ingest", &tsv, "-o", &output][..], force].concat();
+            let err = common::fails(&args);
+            assert!(err.contains("is the input"), "{args:?}: {err}");
+        }
+    }
+    assert_eq!(std::fs::read_to_string(&tsv).unwrap(), text);
+    let gps = path("g.gps");
+    common::ok(&["ingest", &tsv, "-o", &gps]);
+    let err = common::fails(&["compress", &gps, "-o", &gps]);
+    assert!(err.contains("is the input"), "{err}");
+    let nt = path("g.nt");
+    common::ok(&["dump", &gps, "-o", &nt]);
+    let err = common::fails(&["dump", &nt, "-o", &nt]);
+    assert!(err.contains("is the input"), "{err}");
+    let parts = path("parts");
+    common::ok(&["partition", &gps, "-n", "2", "-o", &parts]);
+    // Read-only outputs: refused, then replaced with --force (keeping their mode).
+    let part = format!("{parts}/part-0-of-2.gpsp");
+    for target in [&gps, &nt, &part] {
+        std::fs::set_permissions(target, std::fs::Permissions::from_mode(0o444)).unwrap();
+    }
+    let runs: [Vec<&str>; 3] = [
+        vec!["ingest", &tsv, "-o", &gps],
+        vec!["dump", &gps, "-o", &nt],
+        vec!["partition", &gps, "-n", "2", "-o", &parts],
+    ];
+    for args in runs {
+        let err = common::fails(&args);
+        assert!(
+            err.contains("is read-only: pass --force"),
+            "{args:?}: {err}"
+        );
+        common::ok(&[&args[..], &["--force"]].concat());
+    }
+    let mode = std::fs::metadata(&gps).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o444);
+}
