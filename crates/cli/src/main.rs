@@ -4,7 +4,9 @@
 mod commands;
 mod explain;
 mod graph_source;
+mod input;
 mod out;
+mod outputs;
 mod progress;
 mod rows;
 mod serve;
@@ -95,6 +97,10 @@ enum Command {
         /// The longest input line, in bytes (e.g. 4M); a longer line is malformed. Default 1M.
         #[arg(long, value_parser = parse_line_bytes)]
         max_line_bytes: Option<usize>,
+        /// Replace the output even if it is read-only (an output that is an input is always
+        /// refused).
+        #[arg(long)]
+        force: bool,
     },
     /// Answer a query (SPARQL basic graph pattern) on a graph, e.g.
     /// `gpsense query 'SELECT ?x WHERE { ?x IsA animal . ?x AtLocation home }'`.
@@ -175,6 +181,9 @@ enum Command {
         /// Write to this file (atomically) instead of standard output.
         #[arg(short, long)]
         output: Option<PathBuf>,
+        /// Replace the output even if it is read-only (the graph itself is always refused).
+        #[arg(long, requires = "output")]
+        force: bool,
     },
     /// Cut a graph by node into one part file per process of a distributed run
     /// (DIR/part-I-of-P.gpsp), e.g. `gpsense partition graph.gps -n 4 -o parts`.
@@ -190,6 +199,9 @@ enum Command {
         /// The directory to write the parts into (created if needed).
         #[arg(short, long)]
         output: PathBuf,
+        /// Replace parts even if they are read-only (the graph itself is always refused).
+        #[arg(long)]
+        force: bool,
     },
 }
 
@@ -214,18 +226,20 @@ struct MatchArgs {
     /// Stop after N rows (or N matches with --count).
     #[arg(long)]
     limit: Option<u64>,
-    /// Memory the join may use for partial matches before it works in batches (e.g. 512M, 4G).
-    /// Default: a quarter of RAM.
-    #[arg(long, value_parser = parse_bytes)]
+    /// Memory the join may use for partial matches before it works in batches (e.g. 512M, 4G), at
+    /// most this machine's memory. Default: a quarter of RAM.
+    #[arg(long, value_parser = parse_memory_budget)]
     memory_budget: Option<u64>,
-    /// Refinement rounds after filtering (the paper's best: 1).
-    #[arg(long, default_value_t = 1)]
+    /// Refinement rounds after filtering (the paper's best: 1), 0 to 100. Refinement also ends at
+    /// its fixpoint and at the time limit.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(0..=MAX_REFINE_ROUNDS))]
     refine_rounds: u32,
     /// Worker threads (default: all cores; at most 4 per core).
     #[arg(long, value_parser = parse_threads)]
     threads: Option<usize>,
-    /// Stop each query after this many milliseconds, reporting what was found by then as timed out.
-    #[arg(long)]
+    /// Stop each query after this many milliseconds (at most a week), reporting what was found by
+    /// then as timed out (exit status 3).
+    #[arg(long, value_parser = parse_timeout_ms)]
     timeout_ms: Option<u64>,
     /// Match on timely dataflow: worker threads in this process (with --processes, across
     /// processes, each holding one part of a `gpsense partition` directory given as --graph/--data).
@@ -323,6 +337,37 @@ pub fn parse_threads(s: &str) -> Result<usize, String> {
     }
 }
 
+/// The most `--refine-rounds`: refinement reaches its fixpoint within a few rounds on real queries
+/// (and stops there); beyond it the device pipeline would only launch idle rounds.
+const MAX_REFINE_ROUNDS: i64 = 100;
+
+/// The longest `--timeout-ms`: a week (no time limit at all: leave the option out).
+const MAX_TIMEOUT_MS: u64 = 7 * 24 * 3600 * 1000;
+
+/// `--timeout-ms`: milliseconds, at most [`MAX_TIMEOUT_MS`].
+pub fn parse_timeout_ms(s: &str) -> Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(ms) if ms <= MAX_TIMEOUT_MS => Ok(ms),
+        _ => Err(format!(
+            "{s:?}: a time limit is a whole number of milliseconds up to {MAX_TIMEOUT_MS} (a \
+             week); leave --timeout-ms out for none"
+        )),
+    }
+}
+
+/// `--memory-budget`: a size (`512M`, `4G`) no larger than this machine's memory, which the join
+/// would otherwise try to fill before it works in batches.
+pub fn parse_memory_budget(s: &str) -> Result<u64, String> {
+    let n = parse_bytes(s)?;
+    match gpsense_runtime::physical_memory() {
+        Some(total) if n > total => Err(format!(
+            "{s}: more than this machine's memory ({} bytes)",
+            total
+        )),
+        _ => Ok(n),
+    }
+}
+
 /// A line length: bytes with an optional K/M/G suffix, at least 1 KiB and at most 1 GiB.
 fn parse_line_bytes(s: &str) -> Result<usize, String> {
     let n = gpsense_runtime::parse_bytes(s).map_err(|e| e.to_string())?;
@@ -397,6 +442,7 @@ fn main() -> ExitCode {
             strip_pos,
             on_error,
             max_line_bytes,
+            force,
         } => commands::ingest::run(commands::ingest::Args {
             inputs,
             output,
@@ -406,6 +452,7 @@ fn main() -> ExitCode {
             strip_pos,
             on_error,
             max_line_bytes: max_line_bytes.unwrap_or(0),
+            force,
         }),
         Command::Query {
             query,
@@ -456,30 +503,35 @@ fn main() -> ExitCode {
             graph_flag,
             format,
             output,
+            force,
         } => commands::dump::run(commands::dump::Args {
             graph: graph.or(graph_flag),
             format,
             output,
+            force,
         }),
         Command::Partition {
             graph,
             graph_flag,
             parts,
             output,
+            force,
         } => commands::partition::run(commands::partition::Args {
             graph: graph.or(graph_flag),
             parts,
             output,
+            force,
         }),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         // `| head`: the reader has what it wanted.
         Err(e) if out::closed_pipe(&e) => ExitCode::SUCCESS,
-        Err(e) if e.is::<out::NoMatch>() => ExitCode::FAILURE,
+        Err(e) if e.is::<out::NoMatch>() => ExitCode::from(out::exit::FAILURE),
+        Err(e) if e.is::<out::TimedOut>() => ExitCode::from(out::exit::TIMED_OUT),
         Err(e) => {
             eprintln!("error: {}", render(&e));
-            ExitCode::FAILURE
+            ExitCode::from(out::exit::FAILURE)
         }
     }
 }

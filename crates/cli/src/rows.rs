@@ -111,11 +111,21 @@ impl<W: Write> RowWriter<W> {
         self.out.flush()
     }
 
-    pub fn finish(mut self) -> io::Result<()> {
+    /// Ends the output; `timed_out` marks it incomplete (see [`crate::out::TIMED_OUT_LINE`]): a last
+    /// line for TSV and CSV, a last element of the JSON array.
+    pub fn end(mut self, timed_out: bool) -> io::Result<()> {
         self.begin()?;
-        if self.format == RowFormat::Json {
-            self.out
-                .write_all(if self.rows == 0 { b"]\n" } else { b"\n]\n" })?;
+        match (self.format, timed_out) {
+            (RowFormat::Json, false) => {
+                self.out
+                    .write_all(if self.rows == 0 { b"]\n" } else { b"\n]\n" })?
+            }
+            (RowFormat::Json, true) => {
+                let sep = if self.rows == 0 { "\n" } else { ",\n" };
+                write!(self.out, "{sep}{}\n]\n", crate::out::TIMED_OUT_JSON)?
+            }
+            (_, true) => writeln!(self.out, "{}", crate::out::TIMED_OUT_LINE)?,
+            (_, false) => {}
         }
         self.out.flush()
     }
@@ -157,7 +167,7 @@ mod tests {
         for r in rows {
             w.row(r).unwrap();
         }
-        w.finish().unwrap();
+        w.end(false).unwrap();
         String::from_utf8(buf).unwrap()
     }
 
@@ -177,5 +187,26 @@ mod tests {
             "[\n{\"x\": \"ice cream\", \"r\": \"IsA\"},\n{\"x\": \"a,\\\"b\\\"\", \"r\": \"tab\\there\"}\n]\n"
         );
         assert_eq!(render(RowFormat::Json, &[]), "[]\n");
+    }
+
+    #[test]
+    fn a_timed_out_answer_ends_with_a_mark() {
+        let cut = |format, rows: &[&[&str]]| {
+            let mut buf = Vec::new();
+            let mut w = RowWriter::new(&mut buf, format, &["x".into()]).unwrap();
+            for r in rows {
+                w.row(r).unwrap();
+            }
+            w.end(true).unwrap();
+            String::from_utf8(buf).unwrap()
+        };
+        let mark = crate::out::TIMED_OUT_LINE;
+        assert_eq!(cut(RowFormat::Tsv, &[&["a"]]), format!("x\na\n{mark}\n"));
+        assert_eq!(cut(RowFormat::Csv, &[]), format!("x\n{mark}\n"));
+        assert_eq!(
+            cut(RowFormat::Json, &[&["a"]]),
+            "[\n{\"x\": \"a\"},\n{\"timed_out\": true}\n]\n"
+        );
+        assert_eq!(cut(RowFormat::Json, &[]), "[\n{\"timed_out\": true}\n]\n");
     }
 }

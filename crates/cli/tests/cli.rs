@@ -787,7 +787,8 @@ fn resource_limits_end_with_a_message_under_ulimit() {
         "3000",
         &q,
     ]);
-    assert_eq!(code, Some(0), "{err}");
+    // Exit 3: the time limit cut the count.
+    assert_eq!(code, Some(3), "{err}");
     assert!(err.contains("timed out"), "{err}");
     // The kernels engine's budget covers the whole query: 2.3 GB before at 256M (per level).
     let (code, err) = limited_to(
@@ -804,7 +805,8 @@ fn resource_limits_end_with_a_message_under_ulimit() {
             &q,
         ],
     );
-    assert_eq!(code, Some(0), "{err}");
+    // Exit 3: the time limit cut the count.
+    assert_eq!(code, Some(3), "{err}");
     assert!(err.contains("timed out"), "{err}");
 }
 
@@ -917,7 +919,12 @@ fn trust_stops_at_the_time_limit() {
         .flat_map(|i| ((i + 1)..n).map(move |j| format!("?v{i} RelatedTo ?v{j}")))
         .collect();
     let q = format!("SELECT * WHERE {{ {} }}", edges.join(" . "));
-    let (_, err) = ok(&["trust", "--top", "1", "--timeout-ms", "1000", &q]);
+    let (code, _, err) = common::run_with(
+        &[],
+        &["trust", "--top", "1", "--timeout-ms", "1000", &q],
+        Stdio::piped(),
+    );
+    assert_eq!(code, Some(3), "{err}");
     assert!(err.contains("timed out"), "{err}");
     let ms = |key: &str| common::millis_after(&err, key);
     let search = ms("similarity") + ms("one-hop") + ms("traversal");

@@ -9,6 +9,8 @@ pub enum CompressError {
     BadDelta(f64),
     #[error("no thresholds given: pass at least one delta (e.g. --delta 0.8,0.7,0.7)")]
     NoLevels,
+    #[error("{0} thresholds given: at most {max} levels (one delta each)", max = crate::MAX_LEVELS)]
+    TooManyLevels(usize),
     #[error(transparent)]
     Snapshot(#[from] SnapshotError),
     #[error("compressed graph is inconsistent: {0}")]

@@ -55,6 +55,9 @@ impl CompressOptions {
         if self.deltas.is_empty() {
             return Err(CompressError::NoLevels);
         }
+        if self.deltas.len() > MAX_LEVELS {
+            return Err(CompressError::TooManyLevels(self.deltas.len()));
+        }
         check_deltas(&self.deltas)
     }
 

@@ -169,8 +169,9 @@ pub fn decode<T: DeserializeOwned>(
 ///   over `/dev/null` would replace it with a file). A symlink is written through: the file it
 ///   points to is replaced and the link stays.
 /// - A new file gets the mode the umask gives (0666 less the umask), a rewritten one keeps its mode.
-/// - The temporary file is `.NAME.gpsense-tmp.PID`: a write into a directory removes the ones that
-///   an interrupted earlier process (no longer running) left there.
+/// - The temporary file is `.NAME.gpsense-tmp.PID`, locked (`flock`) while it is written: a write
+///   into a directory first removes every such file there, whatever its NAME, that a killed
+///   process left (see [`remove_stale_temps`]).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), SnapshotError> {
     let io = |source| SnapshotError::Io {
         path: path.to_path_buf(),
@@ -200,13 +201,15 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), SnapshotError> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let prefix = format!(".{name}.gpsense-tmp.");
-    remove_stale_temps(&dir, &prefix);
-    let tmp = dir.join(format!("{prefix}{}", std::process::id()));
+    remove_stale_temps(&dir);
+    let tmp = dir.join(format!(".{name}{TEMP_MARK}{}", std::process::id()));
     signals::writing(Some(&tmp));
-    let result = write_new(&tmp, bytes, old.map(|m| m.permissions())).and_then(|()| {
+    let result = write_new(&tmp, bytes, old.map(|m| m.permissions())).and_then(|locked| {
         test_pause();
-        std::fs::rename(&tmp, &target)
+        // Renamed while still locked: a cleaner never takes it for an orphan.
+        let renamed = std::fs::rename(&tmp, &target);
+        drop(locked);
+        renamed
     });
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
@@ -292,12 +295,22 @@ fn write_through(path: &Path) -> std::io::Result<PathBuf> {
     Err(std::io::Error::other("too many levels of symbolic links"))
 }
 
-/// Creates `tmp` (mode from the umask, or `mode`), writes and syncs `bytes`.
-fn write_new(tmp: &Path, bytes: &[u8], mode: Option<std::fs::Permissions>) -> std::io::Result<()> {
+/// What a temporary file's name holds between the target's name and the writer's process id.
+const TEMP_MARK: &str = ".gpsense-tmp.";
+
+/// Creates `tmp` (mode from the umask, or `mode`) and locks it where the file system can, writes
+/// and syncs `bytes`; returns the open file, whose lock lasts until it is dropped.
+fn write_new(
+    tmp: &Path,
+    bytes: &[u8],
+    mode: Option<std::fs::Permissions>,
+) -> std::io::Result<File> {
     let file = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .open(tmp)?;
+    // Best effort: a file system without locks keeps the process-id test alone.
+    let _ = lock(&file, true);
     let mut w = BufWriter::new(&file);
     w.write_all(bytes)?;
     w.flush()?;
@@ -305,23 +318,63 @@ fn write_new(tmp: &Path, bytes: &[u8], mode: Option<std::fs::Permissions>) -> st
     if let Some(mode) = mode {
         file.set_permissions(mode)?;
     }
-    file.sync_all()
+    file.sync_all()?;
+    Ok(file)
 }
 
-/// Removes `dir/PREFIX<pid>` files whose process is gone (Linux: no `/proc/<pid>`).
-fn remove_stale_temps(dir: &Path, prefix: &str) {
+/// An exclusive `flock` on `file`: waiting for it (`wait`), or failing at once when another open
+/// file holds it. Released when the file is closed, so a killed writer holds none.
+fn lock(file: &File, wait: bool) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let how = if wait {
+        libc::LOCK_EX
+    } else {
+        libc::LOCK_EX | libc::LOCK_NB
+    };
+    // SAFETY: `flock` on a descriptor this `File` owns for the whole call.
+    if unsafe { libc::flock(file.as_raw_fd(), how) } == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// The process id in a temporary file's name, `.NAME.gpsense-tmp.PID` (any NAME).
+fn temp_pid(name: &str) -> Option<u32> {
+    let (target, pid) = name.strip_prefix('.')?.rsplit_once(TEMP_MARK)?;
+    if target.is_empty() || pid.is_empty() || !pid.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    pid.parse().ok()
+}
+
+/// Removes the temporary files that killed writes left in `dir`, whatever output they were for: a
+/// regular file named `.NAME.gpsense-tmp.PID` whose process is not running here (no `/proc/PID`)
+/// and whose lock nobody holds (a live writer holds it until its rename, which also covers one on
+/// another machine sharing the directory, whose process id means nothing here). Where `/proc` is
+/// missing nothing is removed. A file that cannot be opened or removed is left as it is.
+fn remove_stale_temps(dir: &Path) {
+    if !Path::new("/proc/self").exists() {
+        return;
+    }
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
     for e in entries.flatten() {
-        let name = e.file_name();
-        let Some(pid) = name.to_str().and_then(|n| n.strip_prefix(prefix)) else {
+        let Some(pid) = e.file_name().to_str().and_then(temp_pid) else {
             continue;
         };
-        let running = pid.parse::<u32>().is_ok_and(|pid| {
-            pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists()
-        });
-        if !running && Path::new("/proc/self").exists() {
+        let running = pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists();
+        if running || !e.file_type().is_ok_and(|t| t.is_file()) {
+            continue;
+        }
+        let Ok(file) = File::open(e.path()) else {
+            continue;
+        };
+        // A live writer holds its lock until the rename; a file system without locks leaves the
+        // process-id test alone.
+        let held = lock(&file, false).is_err_and(|e| e.kind() == std::io::ErrorKind::WouldBlock);
+        if !held {
             let _ = std::fs::remove_file(e.path());
         }
     }
@@ -409,6 +462,51 @@ mod tests {
         let back = KnowledgeGraph::load(&path).unwrap();
         assert_eq!(back, g);
         assert_eq!(back.node_id("dog"), g.node_id("dog"));
+    }
+
+    /// A write into a directory removes what killed writes of any output left there (it removed
+    /// only those of its own output name), and nothing else: not the temporary file of a running
+    /// process, nor one whose lock a writer holds (on another machine sharing the directory, its
+    /// process id means nothing here), nor names that only look alike.
+    #[test]
+    fn a_write_removes_the_orphans_of_killed_writes_in_its_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let at = |name: &str| dir.path().join(name);
+        // Above Linux's largest process id (2^22): never running.
+        let dead = 99_999_999;
+        let orphans = [
+            format!(".other.gps{TEMP_MARK}{dead}"),
+            format!(".g.gps{TEMP_MARK}{dead}"),
+            format!(".dump.nt{TEMP_MARK}{}", dead + 1),
+        ];
+        let kept = [
+            format!(".running.gps{TEMP_MARK}1"),
+            format!(".x{TEMP_MARK}12a"),
+            format!("x{TEMP_MARK}{dead}"),
+            format!(".{TEMP_MARK}{dead}"),
+            format!(".x{TEMP_MARK}+{dead}"),
+        ];
+        for name in orphans.iter().chain(&kept) {
+            std::fs::write(at(name), b"partial").unwrap();
+        }
+        let locked_name = format!(".remote.gps{TEMP_MARK}{dead}");
+        std::fs::write(at(&locked_name), b"partial").unwrap();
+        let held = File::open(at(&locked_name)).unwrap();
+        lock(&held, true).unwrap();
+        let directory = format!(".d{TEMP_MARK}{dead}");
+        std::fs::create_dir(at(&directory)).unwrap();
+        graph().save(&at("g.gps")).unwrap();
+        for name in &orphans {
+            assert!(!at(name).exists(), "{name} is still there");
+        }
+        for name in kept.iter().chain([&locked_name, &directory]) {
+            assert!(at(name).exists(), "{name} was removed");
+        }
+        // Once its writer is gone (the lock with it), the next write removes it.
+        drop(held);
+        graph().save(&at("g.gps")).unwrap();
+        assert!(!at(&locked_name).exists());
+        assert!(KnowledgeGraph::load(&at("g.gps")).is_ok());
     }
 
     #[test]

@@ -377,6 +377,27 @@ fn turtle_memory_is_bounded_by_the_line_limit() {
     );
     let (g, _) = ingest_bytes(long.as_bytes(), Format::Turtle, &opts(OnError::Fail)).unwrap();
     assert_eq!(g.edge_count(), 2000);
+    // The bound is per statement: a prologue of thousands of directives (200,000 `@prefix` lines
+    // were refused as "statement too long") is no statement without end, nor are brackets and
+    // quotes in IRIs, strings and comments, which open nothing (those before it included).
+    let quoted = "<http://e/s> <http://e/p> \"[ ( \\\" '''\" , '\"\"\"[' .\n";
+    let directives: String = (0..3000)
+        .map(|i| match i % 3 {
+            0 => format!("@prefix p{i}: <http://e/({i}/> .\n"),
+            1 => format!("PREFIX p{i}: <http://e/x#({i}/>\n"),
+            _ => format!("# a comment with [ ( \"\"\" and ' {i}\n"),
+        })
+        .collect();
+    let prologue = format!("{quoted}{directives}p0:a p3:b p0:c .\n");
+    let (g, _) = ingest_bytes(prologue.as_bytes(), Format::Turtle, &opts(OnError::Fail)).unwrap();
+    assert_eq!(g.edge_count(), 3);
+    // Brackets or a long string opened after such lines still count from where they opened.
+    let long_string = format!("\"\"\"\n{}", "short line\n".repeat(2000));
+    for open in ["[ a\n".repeat(2000), long_string] {
+        let text = format!("{prologue}<http://e/a> <http://e/p> {open}");
+        let err = ingest_bytes(text.as_bytes(), Format::Turtle, &opts(OnError::Fail)).unwrap_err();
+        assert!(err.to_string().contains("statement too long"), "{err}");
+    }
 }
 
 #[test]

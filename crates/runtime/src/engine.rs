@@ -371,13 +371,20 @@ impl<'g> Engine<'g> {
         let g = self.view();
         let injective = opts.semantics == Semantics::Iso;
         let bitsets = filtering_fits(&layout, g.node_count(), opts.memory_budget)?;
+        let deadline = opts.timeout.map(|t| start + t);
+        let expired = || {
+            opts.cancel
+                .as_ref()
+                .is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed))
+                || deadline.is_some_and(|d| Instant::now() >= d)
+        };
         let (cands, filter) = Filtering {
             layout: &layout,
             g,
             labels: &self.labels,
             ex,
         }
-        .run(opts.refine_rounds);
+        .run(opts.refine_rounds, &expired);
         times.filter = filter.filter_time;
         times.refine = filter.refine_time;
         report.filter = filter;
@@ -395,6 +402,8 @@ impl<'g> Engine<'g> {
             })
             .collect();
         let out = output(q, columns, opts, limit, count_only, on_rows, start);
+        // Refinement the clock cut short is a timed-out answer (this records it).
+        out.stopped();
         let join_start = Instant::now();
         // Only the kernels engine is left here: the others returned above.
         if !cands.any_empty() {

@@ -182,8 +182,22 @@ pub struct Filtering<'a> {
     pub ex: Executor,
 }
 
+/// What a refinement round did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Round {
+    /// A query node lost its last candidate: there is no match.
+    Emptied,
+    /// Some candidate went: another round may remove more.
+    Changed,
+    /// Nothing went: every further round would do the same.
+    Fixpoint,
+}
+
 impl Filtering<'_> {
-    pub fn run(&self, rounds: u32) -> (Candidates, FilterReport) {
+    /// Filtering, then up to `rounds` refinement rounds; refinement ends early at its fixpoint and
+    /// when `expired` says the time limit passed (or the caller cancelled): fewer rounds leave
+    /// more candidates, never a wrong one, and the join that follows sees the same clock.
+    pub fn run(&self, rounds: u32, expired: &dyn Fn() -> bool) -> (Candidates, FilterReport) {
         let n = self.layout.nodes;
         let stride = bits::words_for(self.g.node_count());
         let mut c = Candidates {
@@ -199,7 +213,7 @@ impl Filtering<'_> {
         let start = Instant::now();
         if !c.any_empty() {
             for _ in 0..rounds {
-                if !self.refine(&mut c) {
+                if expired() || self.refine(&mut c) != Round::Changed {
                     break;
                 }
             }
@@ -301,8 +315,9 @@ impl Filtering<'_> {
         mark.into_iter().map(|a| a.into_inner()).collect()
     }
 
-    /// One refinement round in reversed plan order; false when a set became empty.
-    fn refine(&self, c: &mut Candidates) -> bool {
+    /// One refinement round in reversed plan order.
+    fn refine(&self, c: &mut Candidates) -> Round {
+        let mut changed = false;
         for &u in self.layout.order.iter().rev() {
             let incident = &self.layout.incident[u];
             if incident.is_empty() {
@@ -313,6 +328,10 @@ impl Filtering<'_> {
             self.ex.map(&mut keep, |i| {
                 refine_candidate(cands[i], incident, sets, stride, &g)
             });
+            if keep.iter().all(|&k| k) {
+                continue;
+            }
+            changed = true;
             let set: Vec<AtomicU32> = c.set(u).iter().map(|&w| AtomicU32::new(w)).collect();
             for (&v, _) in c.arrays[u].iter().zip(&keep).filter(|(_, &k)| !k) {
                 bits::clear_atomic(&set, v);
@@ -326,10 +345,14 @@ impl Filtering<'_> {
                 .map(|(&v, _)| v)
                 .collect();
             if c.arrays[u].is_empty() {
-                return false;
+                return Round::Emptied;
             }
         }
-        true
+        if changed {
+            Round::Changed
+        } else {
+            Round::Fixpoint
+        }
     }
 
     /// Stream compaction: count per word, scan, write (sorted ascending).

@@ -353,7 +353,7 @@ impl<D: Device> Pipeline<'_, D> {
     ) -> Result<(Plan, FilterReport, DeviceReport), MatchError> {
         let before = self.dev.counters();
         let start = Instant::now();
-        let space = self.filter(q, layout)?;
+        let space = self.filter(q, layout, out)?;
         // Filtering and refinement are one queue of launches: their time is known only together.
         let report = FilterReport {
             after_refine: space.counts.clone(),
@@ -371,8 +371,14 @@ impl<D: Device> Pipeline<'_, D> {
         Ok((join_plan, report, device))
     }
 
-    /// Steps 1-3: filtering and refinement on bitsets, counts, read 1.
-    fn filter(&mut self, q: &QueryGraph, layout: &Layout) -> Result<Space, MatchError> {
+    /// Steps 1-3: filtering and refinement on bitsets, counts, read 1. Refinement stops at
+    /// `out`'s time limit (fewer rounds leave more candidates, never a wrong one).
+    fn filter(
+        &mut self,
+        q: &QueryGraph,
+        layout: &Layout,
+        out: &Output,
+    ) -> Result<Space, MatchError> {
         let n = layout.nodes;
         let stride = bits::words_for(self.graph.nodes);
         let directed = directed_edges(q);
@@ -464,6 +470,9 @@ impl<D: Device> Pipeline<'_, D> {
             }
         }
         for _ in 0..rounds {
+            if out.stopped() {
+                break;
+            }
             for &u in layout.order.iter().rev() {
                 if layout.incident[u].is_empty() {
                     continue;

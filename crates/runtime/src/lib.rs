@@ -31,5 +31,7 @@ pub use error::MatchError;
 pub use filtering::FilterReport;
 pub use gpu_pipeline::DeviceReport;
 pub use layout::MAX_QUERY_NODES;
-pub use options::{default_memory_budget, parse_bytes, EngineKind, MatchOptions, Semantics};
+pub use options::{
+    default_memory_budget, parse_bytes, physical_memory, EngineKind, MatchOptions, Semantics,
+};
 pub use output::RowBatch;

@@ -162,16 +162,16 @@ pub fn default_memory_budget() -> u64 {
 }
 
 fn read_memory_budget() -> u64 {
-    let total_kib = std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|text| {
-            let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
-            line.split_whitespace().nth(1)?.parse::<u64>().ok()
-        });
-    match total_kib {
-        Some(kib) => kib * 1024 / 4,
-        None => 1 << 30,
-    }
+    physical_memory().map_or(1 << 30, |bytes| bytes / 4)
+}
+
+/// This machine's memory in bytes (`MemTotal` of `/proc/meminfo`), or `None` where it cannot be
+/// read.
+pub fn physical_memory() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib = line.split_whitespace().nth(1)?.parse::<u64>().ok()?;
+    kib.checked_mul(1024)
 }
 
 /// Parses sizes such as `512M`, `4G`, `1073741824`.

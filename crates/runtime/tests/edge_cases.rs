@@ -358,3 +358,50 @@ fn the_memory_budget_covers_the_candidate_space() {
     };
     assert_eq!(engine.count(&q, &roomy).unwrap().rows, 3);
 }
+
+/// Refinement rounds end at their fixpoint and at the time limit (`--refine-rounds 100000
+/// --timeout-ms 1000` ran 27 s): `u32::MAX` rounds finish at once on the CPU, the device pipeline
+/// (which cannot see its fixpoint without a read back) stops at the clock, and a match cancelled
+/// before it starts refines nothing and says it timed out.
+#[test]
+fn refinement_ends_at_its_fixpoint_and_at_the_time_limit() {
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+    // A triangle, and a path that passes filtering for one but erodes by a node or so per
+    // refinement round from its ends: a fixpoint many rounds away.
+    let names: Vec<String> = (0..40).map(|i| format!("p{i}")).collect();
+    let mut triples: Vec<(&str, &str, &str)> = names
+        .windows(2)
+        .map(|w| (w[0].as_str(), "r", w[1].as_str()))
+        .collect();
+    triples.extend([("t0", "r", "t1"), ("t1", "r", "t2"), ("t2", "r", "t0")]);
+    let g = graph(&triples);
+    let engine = Engine::new(&g);
+    let q = compile("SELECT * WHERE { ?x r ?y . ?y r ?z . ?z r ?x }", &g).unwrap();
+    let kernels = |refine_rounds| MatchOptions {
+        refine_rounds,
+        ..opts(EngineKind::Kernels, Semantics::Iso)
+    };
+    let full = engine.count(&q, &kernels(3)).unwrap();
+    assert_ne!(full.filter.after_refine, full.filter.after_filter);
+    let started = Instant::now();
+    let report = engine.count(&q, &kernels(u32::MAX)).unwrap();
+    assert_eq!((report.rows, report.timed_out), (3, false));
+    assert!(started.elapsed() < Duration::from_secs(30));
+    let on_device = MatchOptions {
+        engine: EngineKind::Emulated,
+        timeout: Some(Duration::from_millis(200)),
+        ..kernels(u32::MAX)
+    };
+    let started = Instant::now();
+    assert!(engine.count(&q, &on_device).unwrap().timed_out);
+    assert!(started.elapsed() < Duration::from_secs(30));
+    let cancelled = MatchOptions {
+        cancel: Some(Arc::new(AtomicBool::new(true))),
+        ..kernels(3)
+    };
+    let report = engine.count(&q, &cancelled).unwrap();
+    assert!(report.timed_out);
+    assert_eq!(report.filter.after_refine, report.filter.after_filter);
+}

@@ -77,9 +77,14 @@ pub enum Answer {
     Rows { header: String, rows: Vec<String> },
 }
 
+/// The line gpsense ends an answer with when the time limit cut it (the summary says so too).
+const TIMED_OUT_LINE: &str = "# timed out: the answer is incomplete\n";
+
 impl Answer {
-    /// Reads `gpsense query`'s standard output; `None` when a count is not a number.
+    /// Reads `gpsense query`'s standard output (without the time-out mark); `None` when a count is
+    /// not a number.
     pub fn parse(stdout: &str, count: bool) -> Option<Answer> {
+        let stdout = stdout.strip_suffix(TIMED_OUT_LINE).unwrap_or(stdout);
         if count {
             return stdout.trim().parse().ok().map(Answer::Count);
         }
@@ -272,6 +277,8 @@ mod tests {
         assert_eq!(answers("gpu", &n, &n), None);
         assert_eq!(answers("gpu", &n, &m).unwrap(), "gpu 6949, dfs 6950");
         assert_eq!(Answer::parse("lots\n", true), None);
+        let cut = "6949\n# timed out: the answer is incomplete\n";
+        assert_eq!(Answer::parse(cut, true), Some(n.clone()));
         assert!(answers("gpu", &n, &a).is_some());
     }
 

@@ -21,9 +21,18 @@ pub struct Captured {
     pub silence: Duration,
 }
 
+/// gpsense's exit status when a time limit cut an answer: the run worked, and its output says
+/// which answers are only lower bounds.
+const TIMED_OUT: i32 = 3;
+
+/// Whether gpsense ran to its end: success, or answers cut by the time limit.
+fn ran(s: ExitStatus) -> bool {
+    s.success() || s.code() == Some(TIMED_OUT)
+}
+
 impl Captured {
     pub fn success(&self) -> bool {
-        self.status.is_some_and(|s| s.success())
+        self.status.is_some_and(ran)
     }
 
     /// Why the run failed, for the report (the exit status and stderr's last line), or `None`.
@@ -39,7 +48,7 @@ impl Captured {
                 "killed after {} s without output; stderr: {last}",
                 self.silence.as_secs()
             )),
-            Some(s) if !s.success() => Some(format!("{s}: {last}")),
+            Some(s) if !ran(s) => Some(format!("{s}: {last}")),
             Some(_) => None,
         }
     }
@@ -123,7 +132,7 @@ mod tests {
     #[test]
     fn captures_output_and_status() {
         let mut cmd = Command::new("sh");
-        cmd.args(["-c", "echo out; echo err >&2; exit 3"]);
+        cmd.args(["-c", "echo out; echo err >&2; exit 1"]);
         let run = run(&mut cmd, Duration::from_secs(10)).unwrap();
         assert_eq!(run.stdout, "out\n");
         assert_eq!(run.stderr, "err\n");
@@ -133,6 +142,12 @@ mod tests {
             "{:?}",
             run.failure()
         );
+        // Answers cut by the time limit: the run worked.
+        let cut = super::run(
+            Command::new("sh").args(["-c", "exit 3"]),
+            Duration::from_secs(10),
+        );
+        assert!(cut.unwrap().failure().is_none());
     }
 
     #[test]

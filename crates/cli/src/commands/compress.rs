@@ -30,9 +30,13 @@ pub struct CompressArgs {
     /// until then (at most 32 levels).
     #[arg(long, value_parser = parse_bytes)]
     pub target_bytes: Option<u64>,
+    /// Replace the output even if it is read-only (the graph itself is always refused).
+    #[arg(long)]
+    pub force: bool,
 }
 
 pub fn run(args: CompressArgs) -> Result<()> {
+    crate::outputs::check(&args.output, &[&args.graph], args.force)?;
     let loaded = graph_source::load(Some(&args.graph))?;
     let opts = CompressOptions {
         deltas: args.delta.clone(),

@@ -121,15 +121,23 @@ fn resident_bytes() -> Option<u64> {
     Some(kb * 1024)
 }
 
+/// The row writer, handed back when the dataflow drops its sink, so that the query ends the
+/// output once it knows whether the time limit cut it (JSON's closing bracket, the mark).
+type Finished = Arc<Mutex<Option<RowWriter<io::Stdout>>>>;
+
 /// Writes rows as they reach worker 0.
 struct Writer {
-    out: RowWriter<io::Stdout>,
+    out: Option<RowWriter<io::Stdout>>,
     failure: Arc<Mutex<Option<io::Error>>>,
+    finished: Finished,
 }
 
 impl RowSink for Writer {
     fn row(&mut self, names: &[&str]) -> bool {
-        match self.out.row(names) {
+        let Some(out) = &mut self.out else {
+            return false;
+        };
+        match out.row(names) {
             Ok(()) => true,
             Err(e) => {
                 if let Ok(mut f) = self.failure.lock() {
@@ -143,7 +151,12 @@ impl RowSink for Writer {
 
 impl Drop for Writer {
     fn drop(&mut self) {
-        let _ = self.out.flush();
+        if let Some(mut out) = self.out.take() {
+            let _ = out.flush();
+            if let Ok(mut slot) = self.finished.lock() {
+                *slot = Some(out);
+            }
+        }
     }
 }
 
@@ -173,14 +186,22 @@ pub fn query(
     };
     let failure = Arc::new(Mutex::new(None));
     let sink_failure = Arc::clone(&failure);
+    let finished: Finished = Arc::new(Mutex::new(None));
+    let sink_finished = Arc::clone(&finished);
     let factory: SinkFactory = Box::new(move |columns: &[String]| {
         let out = RowWriter::new(io::stdout(), format, columns);
         Box::new(Writer {
             out: match out {
-                Ok(w) => w,
-                Err(_) => RowWriter::new(io::stdout(), RowFormat::Tsv, &[]).expect("stdout"),
+                Ok(w) => Some(w),
+                Err(e) => {
+                    if let Ok(mut f) = sink_failure.lock() {
+                        f.get_or_insert(e);
+                    }
+                    None
+                }
             },
-            failure: sink_failure,
+            failure: Arc::clone(&sink_failure),
+            finished: Arc::clone(&sink_finished),
         }) as Box<dyn RowSink>
     });
     let start = Instant::now();
@@ -197,24 +218,45 @@ pub fn query(
         note_traffic(&outcome, d, start);
         return Ok(());
     };
+    let cut = report.timed_out;
+    let ask = matches!(report.form, Form::Ask) && !count;
     match &report.form {
-        Form::Ask if !count => {
-            crate::out::print(if report.rows > 0 { "yes\n" } else { "no\n" })?;
+        _ if ask => {
+            let answer = match (report.rows > 0, cut) {
+                (true, _) => "yes",
+                (false, true) => crate::out::TIMED_OUT_ANSWER,
+                (false, false) => "no",
+            };
+            crate::out::print(format_args!("{answer}\n"))?
         }
         Form::Count { variable, .. } if !count => {
             let mut w =
                 RowWriter::new(io::stdout(), format, std::slice::from_ref(variable))?.numeric(0);
             w.row(&[&report.rows.to_string()])?;
-            w.finish()?;
+            w.end(cut)?;
         }
-        _ if count => crate::out::print(format_args!("{}\n", report.rows))?,
-        _ => io::stdout().flush()?,
+        _ if count => crate::out::print(crate::out::count_text(report.rows, cut))?,
+        _ => {
+            let writer = finished.lock().ok().and_then(|mut w| w.take());
+            match writer.map(|w| w.end(cut)) {
+                Some(Err(e)) if e.kind() != io::ErrorKind::BrokenPipe => {
+                    return Err(e).context("cannot write the results")
+                }
+                _ => io::stdout().flush()?,
+            }
+        }
     }
     summary(report, &outcome, d, count, start);
-    if matches!(report.form, Form::Ask) && !count && report.rows == 0 {
-        return Err(crate::out::NoMatch.into());
+    // A match found answers a yes/no question whatever the clock says.
+    if ask && report.rows > 0 {
+        Ok(())
+    } else if cut {
+        Err(crate::out::TimedOut.into())
+    } else if ask {
+        Err(crate::out::NoMatch.into())
+    } else {
+        Ok(())
     }
-    Ok(())
 }
 
 /// A query error with its caret under the offending text, like single-process queries.

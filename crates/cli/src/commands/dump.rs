@@ -15,6 +15,8 @@ pub struct Args {
     pub graph: Option<PathBuf>,
     pub format: Option<DumpFormat>,
     pub output: Option<PathBuf>,
+    /// Replace a read-only output.
+    pub force: bool,
 }
 
 pub fn run(args: Args) -> Result<()> {
@@ -25,6 +27,8 @@ pub fn run(args: Args) -> Result<()> {
     };
     if let Some(path) = &args.output {
         refuse_gzip(path)?;
+        let inputs: Vec<&Path> = args.graph.iter().map(PathBuf::as_path).collect();
+        crate::outputs::check(path, &inputs, args.force)?;
     }
     let loaded = graph_source::load(args.graph.as_deref())?;
     let report = match &args.output {

@@ -20,9 +20,13 @@ pub struct Args {
     pub strip_pos: bool,
     pub on_error: OnError,
     pub max_line_bytes: usize,
+    /// Replace a read-only output.
+    pub force: bool,
 }
 
 pub fn run(args: Args) -> Result<()> {
+    let inputs: Vec<&Path> = args.inputs.iter().map(PathBuf::as_path).collect();
+    crate::outputs::check(&args.output, &inputs, args.force)?;
     let opts = IngestOptions {
         format: args.format,
         columns: args.columns,

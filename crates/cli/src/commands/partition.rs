@@ -2,7 +2,7 @@
 //! (`DIR/part-{i}-of-{P}.gpsp`), one for each process of a distributed run, written one at a time.
 //! One line per part on stdout (path, nodes, out-list entries, file bytes), the time on stderr.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
@@ -19,9 +19,16 @@ pub struct Args {
     pub graph: Option<PathBuf>,
     pub parts: u32,
     pub output: PathBuf,
+    /// Replace read-only parts.
+    pub force: bool,
 }
 
 pub fn run(args: Args) -> Result<()> {
+    let inputs: Vec<&Path> = args.graph.iter().map(PathBuf::as_path).collect();
+    for part in 0..args.parts {
+        let path = gpsense_dist::partition::part_path(&args.output, part, args.parts);
+        crate::outputs::check(&path, &inputs, args.force)?;
+    }
     let start = Instant::now();
     let loaded = graph_source::load(args.graph.as_deref())?;
     if loaded.compressed.is_some() {

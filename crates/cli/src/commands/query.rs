@@ -12,6 +12,7 @@ use gpsense_runtime::{MatchOptions, RowBatch};
 
 use crate::explain;
 use crate::graph_source;
+use crate::input;
 use crate::rows::{RowFormat, RowWriter};
 use gpsense::fmt::{millis, thousands};
 use gpsense::solutions;
@@ -32,24 +33,20 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<()> {
-    let text = query_text(&args)?;
-    let queries = split_queries(&text);
-    if queries.is_empty() {
+    let mut queries = query_source(&args)?;
+    let Some((line, first)) = queries.next_query()? else {
         bail!("no query in the input (a query starts with SELECT)");
-    }
+    };
     if let Some(d) = &args.dist {
-        let [(_, only)] = queries[..] else {
-            bail!(
-                "--workers/--processes answer one query at a time; this input holds {}",
-                queries.len()
-            );
-        };
+        if queries.more() {
+            bail!("--workers/--processes answer one query at a time; this input holds more");
+        }
         if args.explain {
             bail!("--explain is not available with --workers/--processes");
         }
         return super::distributed::query(
             args.graph.as_deref(),
-            only,
+            &first,
             args.format,
             args.count,
             &args.options,
@@ -65,91 +62,66 @@ pub fn run(args: Args) -> Result<()> {
         args.options.engine,
         args.explain || crate::out::verbose(),
     )?;
-    if let [(_, only)] = queries[..] {
-        return run_one(only, &matcher, &args, "");
+    if !queries.more() {
+        return run_one(&first, &matcher, &args, "");
     }
-    // Several queries: answered in turn, result sets separated by a blank line; one that fails is
-    // reported and the others still run.
-    let (mut failed, mut printed) = (0, false);
-    for (k, &(line, text)) in queries.iter().enumerate() {
-        crate::out::note!("query {} (line {line}):", k + 1);
+    run_several((line, first), queries, &matcher, &args)
+}
+
+/// Several queries, answered as they arrive, result sets separated by a blank line; one that fails
+/// is reported and the others still run. Input that cannot be read ends the run.
+fn run_several(
+    first: (usize, String),
+    mut queries: input::Queries,
+    matcher: &Matcher,
+    args: &Args,
+) -> Result<()> {
+    let (mut failed, mut timed_out, mut printed) = (0, 0, false);
+    let mut next = Some(first);
+    let mut k = 0;
+    while let Some((line, text)) = next {
+        k += 1;
+        crate::out::note!("query {k} (line {line}):");
         // A blank line between result sets: the separator goes out with the next set.
         let separator = if printed { "\n" } else { "" };
-        match run_one(text, &matcher, &args, separator) {
+        match run_one(&text, matcher, args, separator) {
             Err(e) if crate::out::closed_pipe(&e) => return Err(e),
             Err(e) if e.is::<crate::out::NoMatch>() => printed = true,
+            Err(e) if e.is::<crate::out::TimedOut>() => {
+                printed = true;
+                timed_out += 1;
+            }
             Err(e) => {
-                eprintln!("error: query {} (line {line}): {e:#}", k + 1);
+                eprintln!("error: query {k} (line {line}): {e:#}");
                 failed += 1;
             }
             Ok(()) => printed = true,
         }
+        next = queries.next_query()?;
     }
+    // A failure outranks a time-out: its exit status says more is wrong.
     if failed > 0 {
-        bail!("{failed} of {} queries failed", queries.len());
+        bail!("{failed} of {k} queries failed");
+    }
+    if timed_out > 0 {
+        crate::out::note!("{timed_out} of {k} queries timed out");
+        return Err(crate::out::TimedOut.into());
     }
     Ok(())
 }
 
-/// The queries of a text with the line each starts on. A query starts at `SELECT` or `ASK`, or at
-/// the `PREFIX` or `BASE` lines before it, outside braces, quotes, IRIs and comments; a keyword only
-/// starts a new one once the previous one has opened its pattern (`{`).
-fn split_queries(text: &str) -> Vec<(usize, &str)> {
-    let mut starts = Vec::new();
-    let (mut quote, mut iri, mut comment) = (false, false, false);
-    let (mut depth, mut open) = (0usize, true);
-    let bytes = text.as_bytes();
-    for (i, &b) in bytes.iter().enumerate() {
-        match b {
-            b'\n' => comment = false,
-            _ if comment => {}
-            b'"' if !iri => quote = !quote,
-            b'<' if !quote => iri = true,
-            b'>' if !quote => iri = false,
-            b'#' if !quote && !iri => comment = true,
-            _ if quote || iri => {}
-            b'{' => {
-                depth += 1;
-                open = false;
-            }
-            b'}' => depth = depth.saturating_sub(1),
-            _ if depth > 0 => {}
-            _ => {
-                let word_start = i == 0 || !bytes[i - 1].is_ascii_alphanumeric();
-                let keyword = ["SELECT", "ASK", "PREFIX", "BASE"].into_iter().find(|k| {
-                    bytes[i..].len() >= k.len()
-                        && bytes[i..i + k.len()].eq_ignore_ascii_case(k.as_bytes())
-                        && bytes
-                            .get(i + k.len())
-                            .is_none_or(|c| !c.is_ascii_alphanumeric() && *c != b':')
-                });
-                if word_start && keyword.is_some() && !open {
-                    starts.push(i);
-                    open = true;
-                } else if word_start && keyword.is_some() && starts.is_empty() {
-                    starts.push(i);
-                }
-            }
+/// The queries: the argument's text, or a file's (`-` for standard input) as they arrive.
+fn query_source(args: &Args) -> Result<input::Queries> {
+    match (&args.text, &args.file) {
+        (Some(t), None) => Ok(input::Queries::from_text(t.clone())),
+        (None, Some(f)) => input::Queries::open(f),
+        (Some(_), Some(_)) => {
+            bail!("give the query either as an argument or with -f FILE, not both")
+        }
+        (None, None) => {
+            bail!("no query: give it as an argument (SELECT ?x WHERE {{ ... }}) or with -f FILE")
         }
     }
-    if starts.is_empty() {
-        // Not a query the splitter recognises: the parser says what is wrong with it.
-        return if text.trim().is_empty() {
-            Vec::new()
-        } else {
-            vec![(1, text)]
-        };
-    }
-    // Whatever comes before the first keyword belongs to it (the parser judges it).
-    starts[0] = 0;
-    let mut out = Vec::with_capacity(starts.len());
-    for (k, &s) in starts.iter().enumerate() {
-        let end = starts.get(k + 1).copied().unwrap_or(text.len());
-        let lead = text[s..].len() - text[s..].trim_start().len();
-        let line = text[..s + lead].matches('\n').count() + 1;
-        out.push((line, &text[s..end]));
-    }
-    out
 }
 
 /// Answers one query, its output preceded by `separator` (once it is known to have one).
@@ -168,7 +140,8 @@ fn run_one(text: &str, matcher: &Matcher, args: &Args, separator: &str) -> Resul
     }
     let Reported { report, expansion } = if args.count {
         let reported = solutions::count(matcher, &p, &opts)?;
-        crate::out::print(format_args!("{}\n", reported.report.rows))?;
+        let r = &reported.report;
+        crate::out::print(crate::out::count_text(r.rows, r.timed_out))?;
         reported
     } else if let Some(column) = solutions::count_column(&p) {
         count_row(matcher, &p, &opts, column, args.format)?
@@ -206,6 +179,9 @@ fn run_one(text: &str, matcher: &Matcher, args: &Args, separator: &str) -> Resul
         report.semantics,
         report.engine
     );
+    if report.timed_out {
+        return Err(crate::out::TimedOut.into());
+    }
     Ok(())
 }
 
@@ -254,7 +230,8 @@ fn count_row(
     let reported = solutions::count(matcher, p, opts)?;
     let mut writer = RowWriter::new(io::stdout(), format, &[column.to_owned()])?.numeric(0);
     let n = reported.report.rows.to_string();
-    let written = writer.row(&[&n]).and_then(|()| writer.finish());
+    let timed_out = reported.report.timed_out;
+    let written = writer.row(&[&n]).and_then(|()| writer.end(timed_out));
     match written {
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {}
         other => other.context("cannot write the results")?,
@@ -262,47 +239,35 @@ fn count_row(
     Ok(reported)
 }
 
-fn query_text(args: &Args) -> Result<String> {
-    match (&args.text, &args.file) {
-        (Some(t), None) => Ok(t.clone()),
-        (None, Some(f)) if f.as_os_str() == "-" => {
-            let mut text = String::new();
-            io::Read::read_to_string(&mut io::stdin(), &mut text)
-                .context("cannot read the queries from standard input")?;
-            Ok(text)
-        }
-        (None, Some(f)) => std::fs::read_to_string(f)
-            .with_context(|| format!("cannot read the query file {}", f.display())),
-        (Some(_), Some(_)) => {
-            bail!("give the query either as an argument or with -f FILE, not both")
-        }
-        (None, None) => {
-            bail!("no query: give it as an argument (SELECT ?x WHERE {{ ... }}) or with -f FILE")
-        }
-    }
-}
-
 /// A yes/no question (ASK, or a query without variables): prints `yes` or `no`; `no` exits with
-/// status 1 (as `grep` does when nothing matches), so scripts can test it.
+/// status 1 (as `grep` does when nothing matches), so scripts can test it. When the time limit
+/// passed before a match was found the answer is unknown: `timeout`, and its own exit status.
 fn ask(matcher: &Matcher, p: &Prepared, opts: &MatchOptions, start: Instant) -> Result<()> {
     let (yes, reported) = solutions::ask(matcher, p, opts)?;
     let report = reported.report;
-    crate::out::print(if yes { "yes\n" } else { "no\n" })?;
-    let why = match p.dialect {
-        Dialect::Short => "no variable: a yes/no question",
-        Dialect::Sparql => "ASK",
+    // A match found is a true yes, time limit or not.
+    let cut = !yes && report.timed_out;
+    let answer = match (yes, cut) {
+        (true, _) => "yes",
+        (false, true) => crate::out::TIMED_OUT_ANSWER,
+        (false, false) => "no",
+    };
+    crate::out::print(format_args!("{answer}\n"))?;
+    let why = match (p.dialect, cut) {
+        (_, true) => "the time limit passed before a match was found",
+        (Dialect::Short, false) => "no variable: a yes/no question",
+        (Dialect::Sparql, false) => "ASK",
     };
     crate::out::note!(
-        "{} ({why}) in {} [{} semantics, {} engine]",
-        if yes { "yes" } else { "no" },
+        "{answer} ({why}) in {} [{} semantics, {} engine]",
         millis(start.elapsed()),
         report.semantics,
         report.engine
     );
-    if yes {
-        Ok(())
-    } else {
-        Err(crate::out::NoMatch.into())
+    match (yes, cut) {
+        (true, _) => Ok(()),
+        (false, true) => Err(crate::out::TimedOut.into()),
+        (false, false) => Err(crate::out::NoMatch.into()),
     }
 }
 
@@ -342,7 +307,9 @@ fn stream_rows(
         Some(e) => return Err(e).context("cannot write the results"),
         None => {}
     }
-    writer.finish().context("cannot write the results")?;
+    writer
+        .end(report.report.timed_out)
+        .context("cannot write the results")?;
     Ok(report)
 }
 

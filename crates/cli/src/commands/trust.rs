@@ -37,19 +37,19 @@ pub struct TrustArgs {
     /// matches anything).
     #[arg(long, requires = "data")]
     template: Option<PathBuf>,
-    /// Branches kept per level of the search.
-    #[arg(long, default_value_t = Params::default().beam)]
+    /// Branches kept per level of the search, 1 to 1,000,000.
+    #[arg(long, default_value_t = Params::default().beam, value_parser = beam_width)]
     beam: usize,
     /// Matchings printed (at most --beam).
-    #[arg(long, default_value_t = Params::default().top)]
+    #[arg(long, default_value_t = Params::default().top, value_parser = beam_width)]
     top: usize,
-    /// Stop after this many milliseconds; the matchings complete by then are reported, marked as
-    /// timed out.
-    #[arg(long)]
+    /// Stop after this many milliseconds (at most a week); the matchings complete by then are
+    /// reported, marked as timed out (exit status 3).
+    #[arg(long, value_parser = crate::parse_timeout_ms)]
     timeout_ms: Option<u64>,
     /// Memory the score tables may take (two 4-byte scores per template node and data node), e.g.
-    /// 512M or 4G. Default: a quarter of RAM.
-    #[arg(long, value_parser = gpsense_runtime::parse_bytes)]
+    /// 512M or 4G, at most this machine's memory. Default: a quarter of RAM.
+    #[arg(long, value_parser = crate::parse_memory_budget)]
     memory_budget: Option<u64>,
     /// Weight of the name similarity in the one-hop score (the rest is the neighbourhood).
     #[arg(long, default_value_t = Params::default().alpha)]
@@ -74,6 +74,19 @@ pub struct TrustArgs {
     /// Worker threads (default: all cores; at most 4 per core).
     #[arg(long, value_parser = crate::parse_threads)]
     threads: Option<usize>,
+}
+
+/// The widest `--beam` (and `--top`): each branch holds a row of the template's width, and a
+/// level buffers twice the beam's children, so this bounds the search's memory (about 100 MB for a
+/// 16-node template).
+const MAX_BEAM: usize = 1_000_000;
+
+/// `--beam` and `--top`: 1 to [`MAX_BEAM`].
+fn beam_width(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if (1..=MAX_BEAM).contains(&n) => Ok(n),
+        _ => Err(format!("{s:?}: a whole number from 1 to {MAX_BEAM}")),
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -141,7 +154,7 @@ fn run_on_pool(args: &TrustArgs) -> Result<()> {
     }
     if params.top == 0 {
         // LIMIT 0 asks for no rows (the header only), as SPARQL's does.
-        return write_rows(graph, &job, &[], args.format);
+        return write_rows(graph, &job, &[], args.format, false);
     }
     let start = Instant::now();
     let trust = Trust::with_node_text(graph, text);
@@ -158,7 +171,7 @@ fn run_on_pool(args: &TrustArgs) -> Result<()> {
             "note: the graph has no relation {r:?}{hint}; its edges match by topology only"
         );
     }
-    write_rows(graph, &job, &answer.matches, args.format)?;
+    write_rows(graph, &job, &answer.matches, args.format, answer.timed_out)?;
     if args.explain {
         eprint!("{}", explain(graph, &job.template, &answer));
     }
@@ -178,6 +191,9 @@ fn run_on_pool(args: &TrustArgs) -> Result<()> {
         millis(t.one_hop),
         millis(t.traversal)
     );
+    if answer.timed_out {
+        return Err(crate::out::TimedOut.into());
+    }
     Ok(())
 }
 
@@ -191,8 +207,10 @@ fn render(e: &gpsense_trust::TrustError, text: &str) -> String {
 fn query_text(args: &TrustArgs) -> Result<String> {
     match (&args.query, &args.file) {
         (Some(t), None) => Ok(t.clone()),
-        (None, Some(f)) => std::fs::read_to_string(f)
-            .with_context(|| format!("cannot read the query file {}", f.display())),
+        (None, Some(f)) => {
+            let most = crate::input::MAX_QUERY_BYTES;
+            crate::input::read_text(f, most as u64, most)
+        }
         (Some(_), Some(_)) => {
             bail!("give the query either as an argument or with -f FILE, not both")
         }
@@ -269,7 +287,14 @@ fn template_job(tg: &KnowledgeGraph, text: NodeText) -> Job {
     }
 }
 
-fn write_rows(g: &KnowledgeGraph, job: &Job, matches: &[Match], format: RowFormat) -> Result<()> {
+/// The matchings as rows; `timed_out` marks them incomplete.
+fn write_rows(
+    g: &KnowledgeGraph,
+    job: &Job,
+    matches: &[Match],
+    format: RowFormat,
+    timed_out: bool,
+) -> Result<()> {
     let mut header = vec!["score".to_owned()];
     header.extend(job.headers.iter().cloned());
     let mut writer = RowWriter::new(io::stdout(), format, &header)?.numeric(0);
@@ -280,7 +305,7 @@ fn write_rows(g: &KnowledgeGraph, job: &Job, matches: &[Match], format: RowForma
             row.extend(job.columns.iter().map(|&i| g.node_name(m.nodes[i])));
             writer.row(&row)?;
         }
-        writer.finish()
+        writer.end(timed_out)
     })();
     match written {
         // A closed pipe (`| head`) is the reader saying it has enough.

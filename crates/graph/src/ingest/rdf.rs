@@ -5,9 +5,11 @@
 //! adds nothing and names its column. N-Quads' graph names are ignored.
 //!
 //! Turtle statements may span lines, so the parser is fed the stream, whole lines at a time:
-//! a line longer than `--max-line-bytes`, or more than that without a triple (an unterminated long
-//! string, a statement without end, brackets nested without end: oxttl holds all of it), ends the
-//! file with an error, which keeps memory bounded whatever the input. After a syntax error oxttl
+//! a line longer than `--max-line-bytes`, or more than that without a triple inside an unterminated
+//! long string or open brackets (oxttl holds all of it), ends the file with an error, which keeps
+//! memory bounded whatever the input. Between statements (and in a statement at the top level,
+//! outside long strings) oxttl holds at most a line, so directives (`@prefix` lines) count only
+//! one statement at a time. After a syntax error oxttl
 //! skips to the statement's final `.`; the triples it had emitted before the error stay.
 //!
 //! Blank nodes: see [`Blanks`].
@@ -149,6 +151,7 @@ fn read_turtle(input: Input, sink: &mut Sink, ctx: &mut Ctx) -> Result<(), Inges
     let mut parser = TurtleParser::new().low_level();
     let mut chunk = Vec::with_capacity(CHUNK + 1024);
     let (mut line_no, mut since_triple) = (0u64, 0usize);
+    let mut nesting = Nesting::default();
     loop {
         chunk.clear();
         let first = line_no + 1;
@@ -156,8 +159,11 @@ fn read_turtle(input: Input, sink: &mut Sink, ctx: &mut Ctx) -> Result<(), Inges
         let lines = line_no + 1 - first - u64::from(matches!(fill, Fill::TooLong));
         parser.extend_from_slice(&chunk);
         let (edges, errors) = drain(&mut parser, sink, line_no);
+        // At the top level oxttl holds at most a line: a run of directives or comments is no
+        // statement growing without end. After a syntax error the count goes on, to be safe.
+        let settled = nesting.feed(&chunk) && errors.is_empty();
         account(ctx, first, lines, edges, errors)?;
-        since_triple = if edges > 0 {
+        since_triple = if edges > 0 || settled {
             0
         } else {
             since_triple + chunk.len()
@@ -175,9 +181,9 @@ fn read_turtle(input: Input, sink: &mut Sink, ctx: &mut Ctx) -> Result<(), Inges
             Fill::Full if since_triple > max => Some((
                 "statement too long",
                 format!(
-                    "no triple in the last {since_triple} bytes, more than --max-line-bytes \
-                     ({max}): an unterminated long string or statement?; the rest of the file was \
-                     not read"
+                    "{since_triple} bytes in one statement without a triple, more than \
+                     --max-line-bytes ({max}): an unterminated long string or brackets?; the rest \
+                     of the file was not read"
                 ),
             )),
             Fill::Full => None,
@@ -193,6 +199,75 @@ fn read_turtle(input: Input, sink: &mut Sink, ctx: &mut Ctx) -> Result<(), Inges
     account(ctx, line_no.max(1), 1, edges, errors)?;
     ctx.file.lines = lines;
     Ok(())
+}
+
+/// Where the Turtle fed so far stands, for the memory oxttl holds: inside a long string (`"""`,
+/// `'''`: its token grows with every line) or open brackets (`[`, `(`: the parser's stack grows),
+/// or at the top level, where it holds at most the current line. IRIs, short strings, comments and
+/// escapes are followed so that the brackets and quotes in them do not count.
+#[derive(Default)]
+struct Nesting {
+    depth: usize,
+    inside: Inside,
+    escaped: bool,
+}
+
+#[derive(Clone, Copy, Default, PartialEq)]
+enum Inside {
+    #[default]
+    Nothing,
+    Iri,
+    Comment,
+    Short(u8),
+    Long(u8),
+}
+
+impl Nesting {
+    /// Follows `chunk` (whole lines); whether it ends at the top level.
+    fn feed(&mut self, chunk: &[u8]) -> bool {
+        let mut i = 0;
+        while i < chunk.len() {
+            let b = chunk[i];
+            i += 1;
+            if std::mem::take(&mut self.escaped) {
+                continue;
+            }
+            let triple = |q: u8| chunk[i - 1..].starts_with(&[q, q, q]);
+            self.inside = match (self.inside, b) {
+                (Inside::Comment | Inside::Iri | Inside::Short(_), b'\n') => Inside::Nothing,
+                (Inside::Comment, _) => Inside::Comment,
+                (Inside::Iri, b'>') => Inside::Nothing,
+                (Inside::Iri, _) => Inside::Iri,
+                (Inside::Short(_) | Inside::Long(_) | Inside::Nothing, b'\\') => {
+                    self.escaped = true;
+                    self.inside
+                }
+                (Inside::Short(q), c) if c == q => Inside::Nothing,
+                (Inside::Long(q), c) if c == q && triple(q) => {
+                    i += 2;
+                    Inside::Nothing
+                }
+                (inside @ (Inside::Short(_) | Inside::Long(_)), _) => inside,
+                (Inside::Nothing, q @ (b'"' | b'\'')) if triple(q) => {
+                    i += 2;
+                    Inside::Long(q)
+                }
+                (Inside::Nothing, q @ (b'"' | b'\'')) => Inside::Short(q),
+                (Inside::Nothing, b'#') => Inside::Comment,
+                (Inside::Nothing, b'<') => Inside::Iri,
+                (Inside::Nothing, b'[' | b'(') => {
+                    self.depth += 1;
+                    Inside::Nothing
+                }
+                (Inside::Nothing, b']' | b')') => {
+                    self.depth = self.depth.saturating_sub(1);
+                    Inside::Nothing
+                }
+                (Inside::Nothing, _) => Inside::Nothing,
+            };
+        }
+        self.depth == 0 && matches!(self.inside, Inside::Nothing | Inside::Comment)
+    }
 }
 
 /// Appends whole lines to `chunk` until it holds [`CHUNK`] bytes (or `max`, if less) or the input
