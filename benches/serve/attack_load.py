@@ -13,6 +13,7 @@ after `--` go to `gpsense serve`. Exits 1 if a light request failed without an H
 
 import argparse
 import http.client
+import multiprocessing
 import os
 import resource
 import socket
@@ -125,6 +126,34 @@ class Attack:
                 self.stop.wait(0.1)
 
 
+def light_process(port, stop, queue):
+    """Light clients in processes of their own: the attackers' threads share one interpreter lock,
+    which would otherwise be measured as the server's latency."""
+    out = []
+    light_client(port, stop, out)
+    queue.put(out)
+
+
+def run_light(port, n, seconds):
+    stop = multiprocessing.Event()
+    queue = multiprocessing.Queue()
+    procs = [multiprocessing.Process(target=light_process, args=(port, stop, queue))
+             for _ in range(n)]
+    for p in procs:
+        p.start()
+    return stop, queue, procs
+
+
+def collect_light(stop, queue, procs):
+    stop.set()
+    results = []
+    for _ in procs:
+        results.extend(queue.get(timeout=120))
+    for p in procs:
+        p.join(timeout=60)
+    return results
+
+
 def light_client(port, stop, out):
     i = 0
     while not stop.is_set():
@@ -171,13 +200,9 @@ def main():
     stop = threading.Event()
     try:
         base = {"rss": rss_mb(proc.pid), "fds": open_fds(proc.pid)}
-        quiet = []
-        quiet_stop = threading.Event()
-        t = threading.Thread(target=light_client, args=(port, quiet_stop, quiet))
-        t.start()
+        q_stop, q_queue, q_procs = run_light(port, a.light, 0)
         time.sleep(min(3.0, a.duration / 4))
-        quiet_stop.set()
-        t.join()
+        quiet = collect_light(q_stop, q_queue, q_procs)
 
         attack = Attack(port, stop)
         threads = [threading.Thread(target=attack.trickle, args=(a.slowloris,))]
@@ -186,19 +211,16 @@ def main():
         attack.never_read(a.never_read)
         for t in threads:
             t.start()
-        results = []
-        lights = [threading.Thread(target=light_client, args=(port, stop, results))
-                  for _ in range(a.light)]
-        for t in lights:
-            t.start()
+        l_stop, l_queue, l_procs = run_light(port, a.light, a.duration)
         peak = dict(base)
         end = time.monotonic() + a.duration
         while time.monotonic() < end:
             peak["rss"] = max(peak["rss"], rss_mb(proc.pid))
             peak["fds"] = max(peak["fds"], open_fds(proc.pid))
             time.sleep(0.25)
+        results = collect_light(l_stop, l_queue, l_procs)
         stop.set()
-        for t in lights + threads:
+        for t in threads:
             t.join(timeout=60)
         alive = proc.poll() is None
         after = {"rss": rss_mb(proc.pid) if alive else 0, "fds": open_fds(proc.pid)}
@@ -248,4 +270,5 @@ def summarize(a, quiet, results, base, peak, after, alive):
 
 
 if __name__ == "__main__":
+    multiprocessing.set_start_method("fork")
     sys.exit(main())
