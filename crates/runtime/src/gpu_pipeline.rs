@@ -883,7 +883,7 @@ impl<D: Device> Levels<'_, '_, '_, D> {
     ) -> Result<(), MatchError> {
         let width = self.layout.width;
         if count_only {
-            self.out.add_count(total);
+            self.out.add_count(u128::from(total));
             return Ok(());
         }
         if rows == 0 {
