@@ -82,7 +82,11 @@ pub fn run(args: Args) -> Result<()> {
         {
             unnamed.push(name.clone());
         }
-        if let Some(want) = expected.as_ref().and_then(|e| lookup(e, &name)).map(u128::from) {
+        if let Some(want) = expected
+            .as_ref()
+            .and_then(|e| lookup(e, &name))
+            .map(u128::from)
+        {
             checked += 1;
             let cut_short = report.limit_reached || report.timed_out;
             if want != report.rows && !(cut_short && want > report.rows) {
@@ -228,7 +232,11 @@ fn run_distributed(args: &Args, d: &super::distributed::DistArgs) -> Result<()> 
         if report.timed_out {
             line.push_str("\ttimed out");
         }
-        if let Some(want) = expected.as_ref().and_then(|e| lookup(e, &name)).map(u128::from) {
+        if let Some(want) = expected
+            .as_ref()
+            .and_then(|e| lookup(e, &name))
+            .map(u128::from)
+        {
             let cut_short = report.limit_reached || report.timed_out;
             if want != report.rows && !(cut_short && want > report.rows) {
                 mismatches += 1;

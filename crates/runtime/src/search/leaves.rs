@@ -336,6 +336,79 @@ mod tests {
         }
     }
 
+    fn group(list: std::ops::Range<u32>, leaves: u32) -> Group {
+        Group {
+            list: list.collect(),
+            leaves,
+            fail: 0,
+        }
+    }
+
+    /// The old counts saturated at `u64::MAX`: 4 leaves on 65,538 nodes gave 2^64 - 1.
+    #[test]
+    fn counts_at_the_edge_of_64_bits_are_exact() {
+        let mut c = Counter::default();
+        // Just below 2^64 (falling(65537, 4) = 2^64 - 562,954,248,257,536), then just above.
+        let below = count_injective(&[group(0..65_537, 4)], &mut c);
+        assert_eq!(below, Ok(18_446_181_119_461_294_080));
+        assert!(below.unwrap() < 1 << 64);
+        let above = count_injective(&[group(0..65_538, 4)], &mut c);
+        assert_eq!(above, Ok(18_447_307_019_367_874_560));
+        assert!(above.unwrap() > 1 << 64);
+        // Two disjoint groups, one merge: (65,536 x 65,535)^2 below, (65,538 x 65,537)^2 above.
+        let pair = |n: u32| count_pair(&group(0..n, 2), &group(n..2 * n, 2));
+        assert_eq!(pair(65_536), Some((65_536u128 * 65_535).pow(2)));
+        assert_eq!(pair(65_538), Some((65_538u128 * 65_537).pow(2)));
+        assert!(pair(65_538).unwrap() > 1 << 64);
+        // Shared candidates (the dynamic programme): two overlapping groups, 8,010,349,400
+        // assignments (counted by hand from how many of the first group's nodes the second has),
+        // times a disjoint third group's falling(5000, 3).
+        let groups = [group(0..300, 2), group(200..500, 2), group(1000..6000, 3)];
+        assert_eq!(
+            count_injective(&groups, &mut c),
+            Ok(1_000_692_978_898_494_000_000)
+        );
+        // The hom product of leaf candidate counts.
+        let wide = |n: u128| Some(n);
+        assert_eq!(
+            product([wide((1 << 32) - 1), wide((1 << 32) + 1)]),
+            Some(u64::MAX as u128)
+        );
+        assert_eq!(product([wide(1 << 32), wide(1 << 32)]), Some(1 << 64));
+    }
+
+    #[test]
+    fn counts_past_128_bits_are_an_overflow() {
+        let mut c = Counter::default();
+        // falling(65536, 8) is 2^128 less about 2^118; falling(70000, 8) is past 2^128.
+        assert_eq!(
+            count_injective(&[group(0..65_536, 8)], &mut c),
+            Ok(340_137_008_117_998_448_138_762_147_145_370_828_800)
+        );
+        assert_eq!(
+            count_injective(&[group(0..70_000, 8)], &mut c),
+            Err(Uncounted::Overflow)
+        );
+        assert_eq!(
+            count_pair(&group(0..70_000, 4), &group(70_000..140_000, 4)),
+            None
+        );
+        let wide = |n: u128| Some(n);
+        assert_eq!(product([wide(1 << 64), wide(1 << 64)]), None);
+        assert_eq!(
+            product([wide(1 << 64), wide((1 << 64) - 1)]),
+            Some(u128::MAX - (1 << 64) + 1)
+        );
+        // A factor of 0 makes the product 0, even beside one past 128 bits.
+        assert_eq!(product([None, Some(0)]), Some(0));
+        assert_eq!(falling(3, 5), Some(0));
+        assert_eq!(
+            binomial(130, 65),
+            Some(95_067_625_827_960_698_145_584_333_020_095_113_100)
+        );
+        assert_eq!(binomial(140, 70), None);
+    }
+
     #[test]
     fn too_many_states_is_left_to_enumeration() {
         let groups: Vec<Group> = (0..40)
