@@ -458,3 +458,37 @@ fn the_memory_budget_bounds_the_queues_and_the_time_limit_stops_every_worker() {
         "{endless:?}"
     );
 }
+
+#[test]
+fn a_disconnected_count_multiplies_past_64_bits_and_refuses_past_128() {
+    // Under hom the count is the product of the components' counts, as on one machine (the join
+    // would enumerate all 14,925^5 of them); past 2^128 - 1 it is the engine's error.
+    let g = conceptnet();
+    let parts: Vec<String> = (0..10).map(|i| format!("?a{i} IsA ?b{i}")).collect();
+    let five = format!("SELECT * WHERE {{ {} }}", parts[..5].join(" . "));
+    let ten = format!("SELECT * WHERE {{ {} }}", parts.join(" . "));
+    let standard = "PREFIX r: <http://conceptnet.io/r/>\n\
+                    SELECT (COUNT(*) AS ?n) WHERE { ?a r:IsA ?b . ?c r:IsA ?d . ?e r:IsA ?f . \
+                    ?g r:IsA ?h . ?i r:IsA ?j }";
+    let text = |t: &str, prefer| Request::Text {
+        text: t.to_owned(),
+        prefer,
+    };
+    let jobs = vec![
+        job(text(&five, Dialect::Short), Semantics::Hom, true),
+        job(text(&ten, Dialect::Short), Semantics::Hom, true),
+        Job {
+            semantics: None,
+            ..job(text(standard, Dialect::Sparql), Semantics::Hom, false)
+        },
+    ];
+    let want = engine_count(g, &compile(&five, g).unwrap(), Semantics::Hom);
+    assert_eq!(want, 740_579_521_901_923_828_125);
+    let out = run(&cut(g, 2), 2, jobs);
+    assert_eq!(out[0].as_ref().unwrap().0.rows, want);
+    match &out[1] {
+        Err(e) => assert!(e.to_string().contains("more than 2^128 - 1"), "{e}"),
+        Ok((r, _)) => panic!("a count of {} past 2^128", r.rows),
+    }
+    assert_eq!(out[2].as_ref().unwrap().0.rows, want);
+}

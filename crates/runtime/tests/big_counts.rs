@@ -81,7 +81,7 @@ fn leaf_groups_count_exactly_on_either_side_of_64_bits() {
     assert_eq!(hom(&star("s", 4)), Ok((w - 1).pow(4)));
     assert_eq!(hom(&star("r", 4)), Ok(1 << 64));
     assert_eq!(hom(&star("r", 7)), Ok(1 << 112));
-    // Two hubs with the same lists (twins: the second's count is the first's): a sum.
+    // Two hubs with the same lists: a sum of two products.
     assert_eq!(hom(&star("t", 7)), Ok(2 * (w - 1).pow(7)));
     // Injective: one group of leaves, a falling factorial just below 2^128.
     let iso = count(&star("r", 8), EngineKind::Dfs, Semantics::Iso);

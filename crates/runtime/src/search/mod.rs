@@ -192,7 +192,7 @@ pub struct Worker<'c, 'a, 'o> {
     twins: Vec<u32>,
     twins_known: u64,
     twin_keys: Vec<(u64, u32)>,
-    memo: Vec<(u64, u128, u64)>,
+    memo: Vec<(u64, u64, u64)>,
     epoch: u64,
     /// Matches counted and pieces of work given away by this worker, ever (never reset).
     total: u128,
@@ -500,7 +500,7 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
             if epoch == self.frames[d].epoch {
                 // A twin's subtree was searched under this very prefix: the same result.
                 self.stats.twins += 1;
-                self.add_count(count);
+                self.add_count(count.into());
                 return Some(Some(if count > 0 { ALL } else { fail }));
             }
             let f = &mut self.frames[d];
@@ -590,9 +590,12 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
         }
         self.frames[d].assigned = false;
         let f = &self.frames[d];
-        // Kept only for a whole subtree: not cut short, no part of it given away.
+        // Kept only for a whole subtree: not cut short, no part of it given away; and, so that the
+        // memo stays 24 bytes a slot, only a count within 64 bits (a larger one is searched again).
         if f.twin != NONE && !self.stopped && self.gave == f.gave_at {
-            self.memo[f.twin as usize] = (f.epoch, self.total - f.count_at, f.last_fail);
+            if let Ok(count) = u64::try_from(self.total - f.count_at) {
+                self.memo[f.twin as usize] = (f.epoch, count, f.last_fail);
+            }
         }
         self.unassign(u);
     }
