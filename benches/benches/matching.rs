@@ -50,7 +50,7 @@ fn hprd(c: &mut Criterion) {
                 queries
                     .iter()
                     .map(|q| engine.count(q, &opts).expect("count").rows)
-                    .sum::<u64>()
+                    .sum::<u128>()
             })
         });
     }
@@ -79,7 +79,7 @@ fn conceptnet(c: &mut Criterion) {
                     queries
                         .iter()
                         .map(|q| engine.count(q, &opts).expect("count").rows)
-                        .sum::<u64>()
+                        .sum::<u128>()
                 })
             },
         );

@@ -88,7 +88,7 @@ fn scaled(g: &KnowledgeGraph, copies: usize) -> KnowledgeGraph {
 }
 
 /// The median time of one count in ms, and the count.
-fn time(e: &Engine, q: &gpsense_planner::QueryGraph, opts: &MatchOptions) -> (f64, u64) {
+fn time(e: &Engine, q: &gpsense_planner::QueryGraph, opts: &MatchOptions) -> (f64, u128) {
     let mut times = Vec::with_capacity(REPEAT);
     let mut count = 0;
     for _ in 0..REPEAT {

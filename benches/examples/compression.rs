@@ -123,7 +123,7 @@ fn compare_queries(g: &KnowledgeGraph, c: &CompressedGraph, n: usize) {
             ..MatchOptions::default()
         };
         let (mut a, mut b) = (Vec::new(), Vec::new());
-        let (mut matches, mut images, mut pruned, mut skipped) = (0u64, 0u64, 0u64, 0);
+        let (mut matches, mut images, mut pruned, mut skipped) = (0u128, 0u64, 0u64, 0);
         for text in &texts {
             let q = compile(text, g).expect("compiles");
             let t = Instant::now();

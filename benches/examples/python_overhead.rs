@@ -33,7 +33,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let Some(text) = querygen::common_sense_query(g, 6, 0.34, 8, &mut rng) else {
             continue;
         };
-        let count = || -> Result<u64, gpsense::Error> {
+        let count = || -> Result<u128, gpsense::Error> {
             let p = matcher.prepare(&text, Dialect::Short)?;
             let opts = solutions::options_for(&p, &MatchOptions::default(), false);
             Ok(solutions::count(&matcher, &p, &opts)?.report.rows)
@@ -54,7 +54,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         };
         let (count_us, matches) = median_us(reps, count)?;
         // Rows only where they fit a notebook: one query has 99 M matches.
-        let (rows_us, n_rows) = if matches <= MAX_ROWS {
+        let (rows_us, n_rows) = if matches <= u128::from(MAX_ROWS) {
             median_us(reps, rows)?
         } else {
             (f64::NAN, 0)

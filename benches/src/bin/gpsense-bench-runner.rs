@@ -199,7 +199,7 @@ fn induced_reference(
         ..MatchOptions::default()
     };
     let total = engine.count(&qg, &opts).ok()?.rows;
-    if total > REFERENCE_CAP {
+    if total > u128::from(REFERENCE_CAP) {
         return None;
     }
     let n = q.nodes.len();

@@ -978,3 +978,54 @@ fn an_interrupted_write_leaves_no_temporary_file() {
         assert!(!out.exists());
     }
 }
+
+/// Issue 27: a 7-leaf star's leaf-group product passes 2^64; the count wrapped to
+/// 5,238,237,727,772,648 with exit 0.
+const SEVEN_LEAF_STAR: &str =
+    "SELECT * WHERE { ?x IsA ?a0 . ?x IsA ?a1 . ?x IsA ?a2 . ?x IsA ?a3 . \
+                               ?x IsA ?a4 . ?x IsA ?a5 . ?x IsA ?a6 }";
+
+#[test]
+fn counts_past_64_bits_are_exact_everywhere_they_are_printed() {
+    let (count, err) = ok(&["query", "--count", "--semantics", "hom", SEVEN_LEAF_STAR]);
+    assert_eq!(count, "5753810593750889762793\n");
+    assert!(
+        err.contains("5,753,810,593,750,889,762,793 matches"),
+        "{err}"
+    );
+    let standard = "PREFIX r: <http://conceptnet.io/r/>\n\
+                    SELECT (COUNT(*) AS ?n) WHERE { ?x r:IsA ?a0, ?a1, ?a2, ?a3, ?a4, ?a5, ?a6 }";
+    let (tsv, err) = ok(&["query", standard]);
+    assert_eq!(tsv, "n\n5753810593750889762793\n");
+    assert!(
+        err.contains("1 row (5,753,810,593,750,889,762,793 solutions)"),
+        "{err}"
+    );
+    let (json, _) = ok(&["query", "-q", "--format", "json", standard]);
+    assert_eq!(json, "[\n{\"n\": 5753810593750889762793}\n]\n");
+    let (_, explain) = ok(&[
+        "query",
+        "--explain",
+        "--count",
+        "--semantics",
+        "hom",
+        SEVEN_LEAF_STAR,
+    ]);
+    assert!(
+        explain.contains("5,753,810,593,750,889,762,793 matches"),
+        "{explain}"
+    );
+}
+
+#[test]
+fn a_count_past_128_bits_is_an_error() {
+    // Ten components of 14,925 IsA edges each: about 5.5 x 10^41 under hom, past 2^128 - 1.
+    let parts: Vec<String> = (0..10).map(|i| format!("?a{i} IsA ?b{i}")).collect();
+    let q = format!("SELECT * WHERE {{ {} }}", parts.join(" . "));
+    let err = fails(&["query", "--count", "--semantics", "hom", &q]);
+    assert!(err.contains("the count is more than 2^128 - 1"), "{err}");
+    // Five of them: 740,579,521,901,923,828,125 (14,925^5), past 2^64.
+    let five = format!("SELECT * WHERE {{ {} }}", parts[..5].join(" . "));
+    let (count, _) = ok(&["query", "-q", "--count", "--semantics", "hom", &five]);
+    assert_eq!(count, "740579521901923828125\n");
+}

@@ -461,3 +461,34 @@ fn processes_that_disagree_or_never_start_are_errors() {
     ]);
     assert!(err.contains("part-"), "{err}");
 }
+
+#[test]
+fn counts_past_64_bits_across_processes() {
+    // Each component is counted on the cluster and the counts (u128) gathered between processes.
+    let dir = tempfile::tempdir().unwrap();
+    let parts = dir.path().join("cn");
+    let parts_arg = parts.display().to_string();
+    ok(&["partition", "-n", "2", "-o", &parts_arg]);
+    let components: Vec<String> = (0..10).map(|i| format!("?a{i} IsA ?b{i}")).collect();
+    let five = format!("SELECT * WHERE {{ {} }}", components[..5].join(" . "));
+    let args = [
+        "query",
+        "--count",
+        "--semantics",
+        "hom",
+        "--graph",
+        &parts_arg,
+    ];
+    let out = cluster(dir.path(), 2, 1, &[&args[..], &[five.as_str()]].concat());
+    for (i, (code, _, err)) in out.iter().enumerate() {
+        assert_eq!(*code, Some(0), "process {i}: {err}");
+    }
+    // 14,925^5.
+    assert_eq!(out[0].1, "740579521901923828125\n");
+    let ten = format!("SELECT * WHERE {{ {} }}", components.join(" . "));
+    let out = cluster(dir.path(), 2, 1, &[&args[..], &[ten.as_str()]].concat());
+    for (code, _, err) in &out {
+        assert_eq!(*code, Some(1), "{err}");
+        assert!(err.contains("the count is more than 2^128 - 1"), "{err}");
+    }
+}

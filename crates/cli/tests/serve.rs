@@ -366,3 +366,23 @@ fn sigterm_and_sigint_stop_the_server_cleanly() {
     assert_eq!(used.query("ASK { ?a ?r ?b }", "*/*").status, 200);
     assert_eq!(stop_with(&mut used, "INT").code(), Some(0));
 }
+
+#[test]
+fn a_count_past_64_bits_is_exact() {
+    // Issue 27: the 7-leaf star's count wrapped past 2^64 (the leaf-group product).
+    let s = Server::start(&[]);
+    let star = format!(
+        "{P}SELECT (COUNT(*) AS ?n) WHERE {{ ?x r:IsA ?a0, ?a1, ?a2, ?a3, ?a4, ?a5, ?a6 }}"
+    );
+    let tsv = s.query(&star, "text/tab-separated-values");
+    assert_eq!(
+        (tsv.status, tsv.body.as_str()),
+        (200, "?n\n5753810593750889762793\n")
+    );
+    let json = s.query(&star, "application/json");
+    assert!(
+        json.body.contains(r#""value":"5753810593750889762793""#),
+        "{}",
+        json.body
+    );
+}

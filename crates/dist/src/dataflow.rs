@@ -102,8 +102,8 @@ pub struct Settings {
 /// What worker 0 learned (other workers return their own part of it).
 #[derive(Clone, Debug, Default)]
 pub struct Answer {
-    /// Rows handed to the sink, or matches counted.
-    pub rows: u64,
+    /// Rows handed to the sink, or matches counted (`u128`, as the single-machine engine counts).
+    pub rows: u128,
     pub limit_reached: bool,
     pub timed_out: bool,
     /// Partial matches this worker produced (all levels), for the report.
@@ -144,7 +144,7 @@ struct SinkState {
     sink: Option<Box<dyn RowSink>>,
     skipped: u64,
     rows: u64,
-    counted: u64,
+    counted: u128,
     limit_reached: bool,
 }
 
@@ -236,11 +236,11 @@ pub fn run(
         rows: if settings.finish.count_only {
             // The limit applies after the offset: count up to `offset + limit`, then take off.
             let f = &settings.finish;
-            let cap = f.limit.map(|l| l.saturating_add(f.offset));
+            let cap = f.limit.map(|l| u128::from(l.saturating_add(f.offset)));
             cap.map_or(sink.counted, |c| sink.counted.min(c))
-                .saturating_sub(f.offset)
+                .saturating_sub(u128::from(f.offset))
         } else {
-            sink.rows
+            u128::from(sink.rows)
         },
         limit_reached: sink.limit_reached,
         timed_out: local_state.timed_out.get(),
@@ -758,8 +758,10 @@ fn finish_stage<'s>(
                 let mut stop = false;
                 for (tag, row) in data.drain(..) {
                     if tag == COUNT {
-                        s.counted += u64::from(row[0]) | u64::from(row[1]) << 32;
-                        let cap = f.limit.map(|l| l.saturating_add(f.offset));
+                        // A batch's count (one worker's matches of one batch) fits in 64 bits;
+                        // the total is summed wide.
+                        s.counted += u128::from(u64::from(row[0]) | u64::from(row[1]) << 32);
+                        let cap = f.limit.map(|l| u128::from(l.saturating_add(f.offset)));
                         if cap.is_some_and(|c| s.counted > c) {
                             s.limit_reached = true;
                             stop = true;

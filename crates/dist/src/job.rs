@@ -48,8 +48,8 @@ pub struct Job {
 /// What a query did, as worker 0 reports it.
 #[derive(Clone, Debug)]
 pub struct Report {
-    /// Rows handed to the sink, or the count (COUNT, ASK, `--count`).
-    pub rows: u64,
+    /// Rows handed to the sink, or the count (COUNT, ASK, `--count`), exact in `u128`.
+    pub rows: u128,
     pub limit_reached: bool,
     pub timed_out: bool,
     pub form: Form,
@@ -109,6 +109,23 @@ pub fn run_worker(
         semantics,
         deadline: job.timeout.map(|t| start + t),
     };
+    if count_only && limit.is_none() && offset == 0 && !distinct {
+        if let Some(c) = cartesian_count(worker, &run, &q, failed)? {
+            let report = Report {
+                rows: c.rows,
+                limit_reached: false,
+                timed_out: c.timed_out,
+                form,
+                semantics,
+                columns,
+                partial_matches: c.partial_matches,
+                peak_queued: c.peak_queued,
+                workers: worker.peers(),
+                elapsed: start.elapsed(),
+            };
+            return Ok((worker.index() == 0).then_some(report));
+        }
+    }
     if !count_only && limit.is_none() {
         cartesian_guard(worker, &run, &q, failed)?;
     }
@@ -211,30 +228,14 @@ fn cartesian_guard(
         return Ok(());
     }
     let max = run.job.max_cartesian;
-    let (mut product, mut capped) = (1u128, false);
-    for nodes in &components {
-        let finish = Finish {
-            count_only: true,
-            distinct: false,
-            offset: 0,
-            limit: Some(max.saturating_add(1)),
-            distinct_budget: 0,
-        };
-        let sub = gpsense_runtime::component_query(q, nodes);
-        let a = run.answer(worker, &sub, finish, None, failed)?;
-        let mine = (worker.index() as u32, a.rows, a.limit_reached, a.timed_out);
-        let all = all_gather(worker, vec![mine], failed)?;
-        let Some(&(_, rows, limited, timed_out)) = all.iter().find(|x| x.0 == 0) else {
-            return Ok(());
-        };
-        if timed_out || all.iter().any(|x| x.3) {
-            return Ok(());
-        }
-        capped |= limited;
-        product = product.saturating_mul(u128::from(rows));
-    }
-    if product > u128::from(max) {
-        let at_least = if capped { "at least " } else { "" };
+    let cap = Some(max.saturating_add(1));
+    let Some(counts) = component_counts(worker, run, q, &components, cap, failed)? else {
+        return Ok(());
+    };
+    let product = gpsense_runtime::count_product(counts.rows.iter().copied());
+    if product.is_none_or(|p| p > u128::from(max)) {
+        let at_least = if counts.capped { "at least " } else { "" };
+        let product = product.map_or_else(|| "more than 2^128 - 1".to_string(), |p| p.to_string());
         return Err(DistError::Match(MatchError::CartesianExplosion {
             components: components.len(),
             product: format!("{at_least}{product}"),
@@ -242,6 +243,106 @@ fn cartesian_guard(
         }));
     }
     Ok(())
+}
+
+/// The count of a disconnected query that is the product of its components' (hom, no edge variable
+/// shared; the caller checked no limit, OFFSET or DISTINCT): the components counted alone and
+/// multiplied, as the single-machine engine does, instead of the join enumerating the product (past
+/// 2^64 on a real graph). `None`: the join counts it.
+fn cartesian_count(
+    worker: &mut Worker,
+    run: &Run,
+    q: &QueryGraph,
+    failed: &dyn Fn() -> Option<String>,
+) -> Result<Option<Product>, DistError> {
+    let components = q.components();
+    if components.len() < 2 || !gpsense_runtime::counts_multiply(q, &components, run.semantics) {
+        return Ok(None);
+    }
+    let counts = component_counts(worker, run, q, &components, None, failed)?;
+    let rows = match &counts {
+        Some(c) => gpsense_runtime::count_product(c.rows.iter().copied())
+            .ok_or(DistError::Match(MatchError::CountOverflow))?,
+        None => 0,
+    };
+    let (partial_matches, peak_queued) = counts
+        .as_ref()
+        .map_or((0, 0), |c| (c.partial_matches, c.peak));
+    Ok(Some(Product {
+        rows,
+        timed_out: counts.is_none(),
+        partial_matches,
+        peak_queued,
+    }))
+}
+
+/// A count [`cartesian_count`] multiplied (0 and timed out when the time limit cut a component's).
+struct Product {
+    rows: u128,
+    timed_out: bool,
+    partial_matches: u64,
+    peak_queued: u64,
+}
+
+/// What counting each component of a query alone found, the same on every worker.
+struct ComponentCounts {
+    /// Worker 0's count of each component.
+    rows: Vec<u128>,
+    /// Whether a cap cut a count.
+    capped: bool,
+    /// Partial matches produced on all workers, all components.
+    partial_matches: u64,
+    /// The most partial matches one stage queue held.
+    peak: u64,
+}
+
+/// Counts each of `components` on the cluster alone, up to `cap` each. `None` when the time limit
+/// cut a count on some worker.
+fn component_counts(
+    worker: &mut Worker,
+    run: &Run,
+    q: &QueryGraph,
+    components: &[Vec<usize>],
+    cap: Option<u64>,
+    failed: &dyn Fn() -> Option<String>,
+) -> Result<Option<ComponentCounts>, DistError> {
+    let mut counts = ComponentCounts {
+        rows: Vec::with_capacity(components.len()),
+        capped: false,
+        partial_matches: 0,
+        peak: 0,
+    };
+    for nodes in components {
+        let finish = Finish {
+            count_only: true,
+            distinct: false,
+            offset: 0,
+            limit: cap,
+            distinct_budget: 0,
+        };
+        let sub = gpsense_runtime::component_query(q, nodes);
+        let a = run.answer(worker, &sub, finish, None, failed)?;
+        let mine = (
+            worker.index() as u32,
+            a.rows,
+            a.limit_reached,
+            a.timed_out,
+            a.partial_matches,
+            a.peak_queued,
+        );
+        let all = all_gather(worker, vec![mine], failed)?;
+        let Some(&(_, rows, limited, _, _, _)) = all.iter().find(|x| x.0 == 0) else {
+            return Ok(None);
+        };
+        if all.iter().any(|x| x.3) {
+            return Ok(None);
+        }
+        counts.rows.push(rows);
+        counts.capped |= limited;
+        counts.partial_matches += all.iter().map(|x| x.4).sum::<u64>();
+        counts.peak = counts.peak.max(all.iter().map(|x| x.5).max().unwrap_or(0));
+    }
+    Ok(Some(counts))
 }
 
 /// The query graph, its form, OFFSET and whether it asks for injective matches.

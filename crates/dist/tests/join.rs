@@ -143,7 +143,7 @@ fn sub_multiset(small: &[Vec<String>], big: &[Vec<String>]) -> bool {
     small.iter().all(|row| it.any(|b| b == row))
 }
 
-fn engine_count(g: &KnowledgeGraph, q: &QueryGraph, semantics: Semantics) -> u64 {
+fn engine_count(g: &KnowledgeGraph, q: &QueryGraph, semantics: Semantics) -> u128 {
     let opts = MatchOptions {
         semantics,
         engine: EngineKind::Dfs,
@@ -188,7 +188,7 @@ fn random_queries_give_the_engines_rows() {
                         }
                         None => assert_eq!(rows, want, "{what}"),
                     }
-                    assert_eq!(report.rows, rows.len() as u64);
+                    assert_eq!(report.rows, rows.len() as u128);
                     checked += 1;
                 }
             }
@@ -252,10 +252,10 @@ fn check_counts(
         for ((name, q, iso), r) in cases.iter().copied().zip(got) {
             let (report, _) = r.unwrap();
             let want = match semantics {
-                Semantics::Iso => *iso,
+                Semantics::Iso => u128::from(*iso),
                 Semantics::Hom => engine_count(g, q, semantics),
             }
-            .min(CAP);
+            .min(u128::from(CAP));
             if report.rows != want {
                 wrong.push(format!("{name} {semantics}: {} (want {want})", report.rows));
             }
@@ -457,4 +457,38 @@ fn the_memory_budget_bounds_the_queues_and_the_time_limit_stops_every_worker() {
         endless.elapsed < std::time::Duration::from_secs(60),
         "{endless:?}"
     );
+}
+
+#[test]
+fn a_disconnected_count_multiplies_past_64_bits_and_refuses_past_128() {
+    // Under hom the count is the product of the components' counts, as on one machine (the join
+    // would enumerate all 14,925^5 of them); past 2^128 - 1 it is the engine's error.
+    let g = conceptnet();
+    let parts: Vec<String> = (0..10).map(|i| format!("?a{i} IsA ?b{i}")).collect();
+    let five = format!("SELECT * WHERE {{ {} }}", parts[..5].join(" . "));
+    let ten = format!("SELECT * WHERE {{ {} }}", parts.join(" . "));
+    let standard = "PREFIX r: <http://conceptnet.io/r/>\n\
+                    SELECT (COUNT(*) AS ?n) WHERE { ?a r:IsA ?b . ?c r:IsA ?d . ?e r:IsA ?f . \
+                    ?g r:IsA ?h . ?i r:IsA ?j }";
+    let text = |t: &str, prefer| Request::Text {
+        text: t.to_owned(),
+        prefer,
+    };
+    let jobs = vec![
+        job(text(&five, Dialect::Short), Semantics::Hom, true),
+        job(text(&ten, Dialect::Short), Semantics::Hom, true),
+        Job {
+            semantics: None,
+            ..job(text(standard, Dialect::Sparql), Semantics::Hom, false)
+        },
+    ];
+    let want = engine_count(g, &compile(&five, g).unwrap(), Semantics::Hom);
+    assert_eq!(want, 740_579_521_901_923_828_125);
+    let out = run(&cut(g, 2), 2, jobs);
+    assert_eq!(out[0].as_ref().unwrap().0.rows, want);
+    match &out[1] {
+        Err(e) => assert!(e.to_string().contains("more than 2^128 - 1"), "{e}"),
+        Ok((r, _)) => panic!("a count of {} past 2^128", r.rows),
+    }
+    assert_eq!(out[2].as_ref().unwrap().0.rows, want);
 }

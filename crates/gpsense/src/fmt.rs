@@ -1,8 +1,8 @@
 //! Number formatting for human-readable reports (the CLI's and the Python package's).
 
-/// `1234567` -> `1,234,567`.
-pub fn thousands(n: u64) -> String {
-    let digits = n.to_string();
+/// `1234567` -> `1,234,567`; any unsigned width up to `u128` (counts are `u128`).
+pub fn thousands(n: impl Into<u128>) -> String {
+    let digits = n.into().to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {
         if i > 0 && (digits.len() - i).is_multiple_of(3) {
@@ -37,11 +37,15 @@ pub fn millis(d: std::time::Duration) -> String {
 mod tests {
     #[test]
     fn formats_numbers() {
-        assert_eq!(super::thousands(0), "0");
-        assert_eq!(super::thousands(999), "999");
-        assert_eq!(super::thousands(1000), "1,000");
-        assert_eq!(super::thousands(78093), "78,093");
-        assert_eq!(super::thousands(1234567), "1,234,567");
+        assert_eq!(super::thousands(0u64), "0");
+        assert_eq!(super::thousands(999u64), "999");
+        assert_eq!(super::thousands(1000u64), "1,000");
+        assert_eq!(super::thousands(78093u64), "78,093");
+        assert_eq!(super::thousands(1234567u64), "1,234,567");
+        assert_eq!(
+            super::thousands(5_753_810_593_750_889_762_793u128),
+            "5,753,810,593,750,889,762,793"
+        );
         assert_eq!(super::bytes(512), "512 B");
         assert_eq!(super::bytes(3 << 20), "3.0 MiB");
     }

@@ -45,7 +45,7 @@ pub fn select(
         stage.emit_sorted(m.graph(), on_rows)?;
     }
     stage.error.take().map_or(Ok(()), Err)?;
-    reported.report.rows = stage.emitted;
+    reported.report.rows = u128::from(stage.emitted);
     reported.report.limit_reached |= stage.limit_reached;
     Ok(reported)
 }
@@ -65,7 +65,7 @@ pub fn count(m: &Matcher, p: &Prepared, opts: &MatchOptions) -> Result<Reported,
         ..opts.clone()
     };
     let mut reported = count_filtered(m, &shifted, &opts)?;
-    reported.report.rows = reported.report.rows.saturating_sub(p.offset);
+    reported.report.rows = reported.report.rows.saturating_sub(u128::from(p.offset));
     Ok(reported)
 }
 
@@ -89,7 +89,7 @@ fn count_filtered(m: &Matcher, p: &Prepared, opts: &MatchOptions) -> Result<Repo
         limit.is_none_or(|l| passed <= l)
     })?;
     reported.report.limit_reached |= limit.is_some_and(|l| passed > l);
-    reported.report.rows = limit.map_or(passed, |l| passed.min(l));
+    reported.report.rows = u128::from(limit.map_or(passed, |l| passed.min(l)));
     Ok(reported)
 }
 

@@ -58,7 +58,7 @@ pub fn timeout(py: Python<'_>, message: String, partial: Py<PyAny>) -> PyErr {
 }
 
 /// A count, or `QueryTimeout` (its `partial` the count so far) when the time limit cut it.
-pub fn counted(py: Python<'_>, reported: &gpsense::Reported) -> PyResult<u64> {
+pub fn counted(py: Python<'_>, reported: &gpsense::Reported) -> PyResult<u128> {
     let n = reported.report.rows;
     if reported.report.timed_out {
         let message = format!("the time limit stopped the count at {n} matches");

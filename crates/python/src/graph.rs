@@ -180,7 +180,7 @@ impl Graph {
         limit: Option<u64>,
         timeout: Option<f64>,
         engine: &str,
-    ) -> PyResult<u64> {
+    ) -> PyResult<u128> {
         let call = options::call(semantics, limit, timeout, engine)?;
         let (_, reported) = self.counted(py, text, &call, false)?;
         errors::counted(py, &reported)

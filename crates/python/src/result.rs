@@ -208,7 +208,7 @@ impl QueryResult {
         Ok(true)
     }
 
-    fn count(&self, py: Python<'_>) -> PyResult<u64> {
+    fn count(&self, py: Python<'_>) -> PyResult<u128> {
         let reported = inline(py, |cancel| {
             let opts = self.options(cancel);
             self.shared.with_dependent(|_, e| {

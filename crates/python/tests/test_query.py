@@ -272,6 +272,18 @@ def test_count_equals_rows_for_several_queries(cn):
             assert cn.count(q, semantics=semantics) == len(cn.query(q, semantics=semantics).to_list()), (q, semantics)
 
 
+def test_counts_past_64_bits_are_exact(cn):
+    """A 7-leaf star's leaf-group product passes 2^64 (it wrapped before); past 2^128 - 1, an error."""
+    star = " . ".join(f"?x IsA ?a{i}" for i in range(7))
+    assert cn.count(f"SELECT * WHERE {{ {star} }}", semantics="hom") == 5_753_810_593_750_889_762_793
+    q = PREFIX + "SELECT (COUNT(*) AS ?n) WHERE { ?x r:IsA ?a0, ?a1, ?a2, ?a3, ?a4, ?a5, ?a6 }"
+    assert cn.query(q).to_list() == [(5_753_810_593_750_889_762_793,)]
+    assert cn.explain(f"SELECT * WHERE {{ {star} }}", semantics="hom")["matches"] == 5_753_810_593_750_889_762_793
+    parts = " . ".join(f"?a{i} IsA ?b{i}" for i in range(10))
+    with pytest.raises(gpsense.MatchError, match=r"more than 2\^128 - 1"):
+        cn.count(f"SELECT * WHERE {{ {parts} }}", semantics="hom")
+
+
 def test_ask_true_and_false(cn):
     assert cn.ask("SELECT * WHERE { kitten IsA animal }") is True
     assert cn.ask("SELECT * WHERE { kitten IsA rock }") is False

@@ -518,7 +518,7 @@ impl<'a> Expander<'a> {
         self.place(0, &Match { row, out, counting }, s);
         if counting {
             if s.counted > 0 {
-                out.add_count(s.counted);
+                out.add_count(u128::from(s.counted));
             }
         } else if !s.rows.is_empty() {
             out.rows(&s.rows, self.nodes + self.variables);
@@ -623,7 +623,7 @@ impl<'a> Expander<'a> {
             s.counted += 1;
             // Handing counts over now and then lets a limit stop a large expansion early.
             if s.counted >= EMIT_ROWS as u64 {
-                out.add_count(s.counted);
+                out.add_count(u128::from(s.counted));
                 s.counted = 0;
                 return !out.stopped();
             }

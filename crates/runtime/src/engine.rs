@@ -89,8 +89,9 @@ pub struct Timings {
 /// plan, candidate counts after each phase and time per phase.
 #[derive(Clone, Debug)]
 pub struct MatchReport {
-    /// Rows produced (after DISTINCT and LIMIT), or matches counted.
-    pub rows: u64,
+    /// Rows produced (after DISTINCT and LIMIT), or matches counted: exact, in `u128` (a count
+    /// past 2^128 - 1 is [`MatchError::CountOverflow`]).
+    pub rows: u128,
     pub limit_reached: bool,
     /// The time limit (`MatchOptions::timeout`) stopped the match: `rows` is what was found by then.
     pub timed_out: bool,
@@ -533,11 +534,10 @@ pub(crate) fn guard_disconnected(
     start: Instant,
     mut count: impl FnMut(&QueryGraph, &MatchOptions) -> Result<MatchReport, MatchError>,
 ) -> Result<Option<Guard>, MatchError> {
-    let exact = opts.semantics == Semantics::Hom && !q.distinct && !shares_variable(q, components);
-    if count_only && !exact {
+    if count_only && !counts_multiply(q, components, opts.semantics) {
         return Ok(None);
     }
-    let (mut product, mut capped): (u128, bool) = (1, false);
+    let (mut counts, mut capped) = (Vec::with_capacity(components.len()), false);
     for nodes in components {
         let sub_opts = MatchOptions {
             limit: (!count_only).then_some(opts.max_cartesian.saturating_add(1)),
@@ -549,19 +549,18 @@ pub(crate) fn guard_disconnected(
             return Ok(Some(Guard::TimedOut));
         }
         capped |= report.limit_reached;
-        product = product.saturating_mul(report.rows as u128);
+        counts.push(report.rows);
     }
+    let product = count_product(counts);
     if count_only {
-        return match u64::try_from(product) {
-            Ok(n) => Ok(Some(Guard::Count(n))),
-            Err(_) => Err(MatchError::CountOverflow {
-                product: product.to_string(),
-            }),
-        };
+        return product
+            .map(|n| Some(Guard::Count(n)))
+            .ok_or(MatchError::CountOverflow);
     }
-    if product > opts.max_cartesian as u128 {
+    if product.is_none_or(|p| p > u128::from(opts.max_cartesian)) {
         // A component count stopped at the limit gives a lower bound.
         let at_least = if capped { "at least " } else { "" };
+        let product = product.map_or_else(|| "more than 2^128 - 1".to_string(), |p| p.to_string());
         return Err(MatchError::CartesianExplosion {
             components: components.len(),
             product: format!("{at_least}{product}"),
@@ -571,10 +570,30 @@ pub(crate) fn guard_disconnected(
     Ok(None)
 }
 
+/// Whether the count of a query whose `components` are not joined by any edge is the product of
+/// their counts: under hom, without DISTINCT, and with no edge variable in two components (it must
+/// bind one relation in both, so the product only bounds the count).
+pub fn counts_multiply(q: &QueryGraph, components: &[Vec<usize>], semantics: Semantics) -> bool {
+    semantics == Semantics::Hom && !q.distinct && !shares_variable(q, components)
+}
+
+/// The product of match counts, checked: `None` past `u128::MAX` (the count's overflow), 0 when one
+/// count is 0 however large the others.
+pub fn count_product(counts: impl IntoIterator<Item = u128>) -> Option<u128> {
+    let mut product = Some(1u128);
+    for n in counts {
+        if n == 0 {
+            return Some(0);
+        }
+        product = product.and_then(|p| p.checked_mul(n));
+    }
+    product
+}
+
 /// What the guard of a disconnected query decided.
 pub(crate) enum Guard {
     /// The exact count (the product of the components').
-    Count(u64),
+    Count(u128),
     /// The time limit ran out while counting the components.
     TimedOut,
 }

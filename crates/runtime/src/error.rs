@@ -35,8 +35,11 @@ pub enum MatchError {
          when the build stopped); raise --memory-budget, or anchor the query with a concept"
     )]
     SpaceBudget { bytes: u64, budget: u64 },
-    #[error("the query has {product} matches, more than a 64-bit count holds")]
-    CountOverflow { product: String },
+    #[error(
+        "the count is more than 2^128 - 1 (340282366920938463463374607431768211455): too many \
+         matches to count; anchor the query with a concept, or count its parts"
+    )]
+    CountOverflow,
     #[error("DISTINCT needs more than the memory budget ({bytes} bytes) to remember the rows seen; raise --memory-budget or drop DISTINCT")]
     DistinctTooLarge { bytes: u64 },
     #[error("ORDER BY needs more than the memory budget ({bytes} bytes) to hold the rows it sorts; raise --memory-budget, or narrow the query")]

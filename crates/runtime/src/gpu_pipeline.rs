@@ -892,7 +892,11 @@ impl<D: Device> Levels<'_, '_, '_, D> {
     ) -> Result<(), MatchError> {
         let width = self.layout.width;
         if count_only {
-            self.out.add_count(total);
+            // A launch's total is a device `u64`: at most MAX_PARENTS (2^20) parents, each with
+            // fewer than 2^32 extensions per binding of its edge variables (a pivot list), so
+            // below 2^52 times the parallel edges bindings choose among; the output adds the
+            // launches' totals in `u128`.
+            self.out.add_count(u128::from(total));
             return Ok(());
         }
         if rows == 0 {

@@ -172,11 +172,13 @@ impl KernelJoin<'_> {
         if out.stopped() {
             return Ok(());
         }
-        let total: u64 = counts.iter().sum();
+        // Summed wide: each count is bounded by a list, their sum only by the memory budget.
+        let total: u128 = counts.iter().map(|&c| u128::from(c)).sum();
         if last && out.count_only() {
             out.add_count(total);
             return Ok(());
         }
+        let total = u64::try_from(total).unwrap_or(u64::MAX);
         let budget = self.budget_rows(last, *batch_rows, held);
         if total > budget {
             return self.split(

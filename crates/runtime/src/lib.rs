@@ -26,7 +26,9 @@ mod space;
 
 pub use compressed::{CompressedEngine, CompressedReport, ExpansionStats};
 pub use device::DeviceCounters;
-pub use engine::{component_query, Engine, MatchReport, SearchSummary, Timings};
+pub use engine::{
+    component_query, count_product, counts_multiply, Engine, MatchReport, SearchSummary, Timings,
+};
 pub use error::MatchError;
 pub use filtering::FilterReport;
 pub use gpu_pipeline::DeviceReport;

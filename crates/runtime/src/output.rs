@@ -43,7 +43,12 @@ pub struct Output<'a> {
     /// Whether the join may count leaf matches instead of producing rows.
     count_only: bool,
     distinct_budget: u64,
-    counted: AtomicU64,
+    /// Matches counted (count-only mode), exact: leaf products pass 2^64 on real graphs. Added
+    /// in batches (a worker's flush), so a lock costs little.
+    counted: Mutex<u128>,
+    /// `counted` capped at `u64::MAX`, read without the lock by [`Output::count_wanted`] (limits
+    /// are `u64`).
+    counted_capped: AtomicU64,
     limit_reached: AtomicBool,
     stop: AtomicBool,
     /// When the caller's time limit ends the match.
@@ -69,7 +74,8 @@ impl<'a> Output<'a> {
             limit,
             count_only: count_only && !distinct,
             distinct_budget,
-            counted: AtomicU64::new(0),
+            counted: Mutex::new(0),
+            counted_capped: AtomicU64::new(0),
             limit_reached: AtomicBool::new(false),
             // Even LIMIT 0 runs until a first row, to tell whether the limit cut anything.
             stop: AtomicBool::new(false),
@@ -133,18 +139,36 @@ impl<'a> Output<'a> {
     /// Count-only mode under a limit: the matches still to count before the limit is known to cut
     /// the answer (one past it).
     pub fn count_wanted(&self) -> Option<u64> {
-        let counted = self.counted.load(Ordering::Relaxed);
+        let counted = self.counted_capped.load(Ordering::Relaxed);
         self.limit
             .map(|l| l.saturating_add(1).saturating_sub(counted))
     }
 
-    /// Count-only mode: `n` more matches.
-    pub fn add_count(&self, n: u64) {
-        let total = self.counted.fetch_add(n, Ordering::Relaxed) + n;
-        if self.limit.is_some_and(|l| total > l) {
+    /// Count-only mode: `n` more matches. A total past `u128::MAX` is the count's overflow.
+    pub fn add_count(&self, n: u128) {
+        let total = {
+            let mut counted = self.counted.lock().unwrap_or_else(|p| p.into_inner());
+            let Some(total) = counted.checked_add(n) else {
+                drop(counted);
+                self.count_overflowed();
+                return;
+            };
+            *counted = total;
+            total
+        };
+        let capped = u64::try_from(total).unwrap_or(u64::MAX);
+        self.counted_capped.store(capped, Ordering::Relaxed);
+        if self.limit.is_some_and(|l| total > u128::from(l)) {
             self.limit_reached.store(true, Ordering::Relaxed);
             self.stop.store(true, Ordering::Relaxed);
         }
+    }
+
+    /// The count passed `u128::MAX`: the match stops with [`MatchError::CountOverflow`].
+    pub fn count_overflowed(&self) {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        state.error.get_or_insert(MatchError::CountOverflow);
+        self.stop.store(true, Ordering::Relaxed);
     }
 
     /// Full rows of `width` slots; returns whether to go on.
@@ -211,14 +235,14 @@ impl<'a> Output<'a> {
     }
 
     /// Rows (or matches counted), whether the limit cut the answer short, and any error.
-    pub fn finish(self) -> (u64, bool, Option<MatchError>) {
+    pub fn finish(self) -> (u128, bool, Option<MatchError>) {
         let state = self.state.into_inner().unwrap_or_else(|p| p.into_inner());
         let limit_reached = self.limit_reached.load(Ordering::Relaxed);
         let total = if self.count_only {
-            let counted = self.counted.load(Ordering::Relaxed);
-            self.limit.map_or(counted, |l| counted.min(l))
+            let counted = self.counted.into_inner().unwrap_or_else(|p| p.into_inner());
+            self.limit.map_or(counted, |l| counted.min(u128::from(l)))
         } else {
-            state.emitted
+            u128::from(state.emitted)
         };
         (total, limit_reached, state.error)
     }

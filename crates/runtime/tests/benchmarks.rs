@@ -81,7 +81,7 @@ fn mismatches(
             if std::env::var("GPSENSE_BENCH_TIMES").is_ok() {
                 println!("TIME {name} {} {:?} {expected}", opts.engine, t.elapsed());
             }
-            (got.as_ref() != Ok(expected)).then(|| {
+            (got.as_ref() != Ok(&u128::from(*expected))).then(|| {
                 format!(
                     "{name}: {got:?}, expected {expected} ({} {} lanes)",
                     opts.engine, opts.lanes
@@ -179,7 +179,7 @@ fn hprd_emulated_pipeline_reads_allocations_and_bytes() {
             } else {
                 engine.count(q, &opts).unwrap()
             };
-            assert_eq!(report.rows, *expected, "{name}");
+            assert_eq!(report.rows, u128::from(*expected), "{name}");
             let d = report
                 .device_report
                 .expect("the device pipeline reports its counters");
@@ -250,7 +250,7 @@ fn hprd_rows_are_embeddings() {
             options(EngineKind::Kernels, 32),
         ] {
             let (rows, report) = engine.collect(q, &opts).unwrap();
-            assert_eq!(report.rows, *expected, "{name}");
+            assert_eq!(report.rows, u128::from(*expected), "{name}");
             assert_eq!(rows.len() as u64, *expected, "{name}");
             let distinct: HashSet<&Vec<u32>> = rows.iter().collect();
             assert_eq!(distinct.len(), rows.len(), "{name}: repeated rows");

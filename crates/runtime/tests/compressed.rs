@@ -19,7 +19,7 @@ enum Outcome {
     Rows {
         rows: Vec<Vec<u32>>,
         limit_reached: bool,
-        count: u64,
+        count: u128,
     },
     Error(MatchError),
 }

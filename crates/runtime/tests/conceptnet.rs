@@ -228,7 +228,7 @@ fn rows_of(q: &QueryGraph, opts: &MatchOptions) -> Vec<Vec<u32>> {
     let (mut rows, report) = engine()
         .collect(q, opts)
         .unwrap_or_else(|e| panic!("{q}: {e}"));
-    assert_eq!(report.rows, rows.len() as u64);
+    assert_eq!(report.rows, rows.len() as u128);
     rows.sort_unstable();
     rows
 }
@@ -267,7 +267,7 @@ fn check_query(text: &str) -> (u64, u64) {
                 expected.len()
             );
             let count = engine().count(&fq, &opts).unwrap();
-            assert_eq!(count.rows, expected.len() as u64, "{what}: count");
+            assert_eq!(count.rows, expected.len() as u128, "{what}: count");
             // The query as written: its projection, DISTINCT and LIMIT over the same matches.
             let (mut projected, report) = engine().collect(&q, &opts).unwrap();
             projected.sort_unstable();
@@ -415,7 +415,7 @@ fn cycles_self_loops_and_disconnected_components() {
             engine: engine_kind,
             ..MatchOptions::default()
         };
-        assert_eq!(engine().count(&q, &opts).unwrap().rows, hom);
+        assert_eq!(engine().count(&q, &opts).unwrap().rows, u128::from(hom));
     }
     println!("cycles, self-loops, components: {:.1?}", start.elapsed());
 }
@@ -448,6 +448,38 @@ fn limits_on_large_answers() {
                 assert_eq!(rows.len() as u64, q.limit.unwrap(), "{text}");
                 assert!(report.limit_reached);
             }
+        }
+    }
+}
+
+#[test]
+fn a_seven_leaf_star_counts_past_64_bits_exactly() {
+    // Issue 27: the leaf-group product overflowed u64 and the count wrapped (5,238,237,727,772,648).
+    let q = compiled(
+        "SELECT * WHERE { ?x IsA ?a0 . ?x IsA ?a1 . ?x IsA ?a2 . ?x IsA ?a3 . ?x IsA ?a4 . \
+         ?x IsA ?a5 . ?x IsA ?a6 }",
+    );
+    // By hand: per source of IsA edges, its targets to the 7th (hom), or its targets other than
+    // itself, 7 distinct ones in order (iso).
+    let g = conceptnet();
+    let (mut hom, mut iso) = (0u128, 0u128);
+    for x in 0..g.node_count() as NodeId {
+        let targets = g.out().neighbours_by_label(x, rel("IsA"));
+        let others = targets.iter().filter(|&&a| a != x).count() as u128;
+        hom += (targets.len() as u128).pow(7);
+        iso += (0..7).map(|j| others.saturating_sub(j)).product::<u128>();
+    }
+    assert_eq!(hom, 5_753_810_593_750_889_762_793);
+    assert!(iso > 1 << 64, "{iso}");
+    for (semantics, want) in [(Semantics::Hom, hom), (Semantics::Iso, iso)] {
+        for single_thread in [true, false] {
+            let opts = MatchOptions {
+                semantics,
+                engine: EngineKind::Dfs,
+                single_thread,
+                ..MatchOptions::default()
+            };
+            assert_eq!(engine().count(&q, &opts).unwrap().rows, want, "{semantics}");
         }
     }
 }

@@ -104,7 +104,7 @@ fn check(
         Ok((mut rows, report)) => {
             rows.sort_unstable();
             let want = capped(total_rows);
-            if rows.len() as u64 != want || report.rows != want {
+            if rows.len() as u64 != want || report.rows != u128::from(want) {
                 return Err(format!(
                     "collect: {} rows (report {}), expected {want} of {total_rows}\n  got      {rows:?}\n  expected {:?}",
                     rows.len(),
@@ -143,7 +143,7 @@ fn check(
             return Err("count: expected DistinctTooLarge".into());
         }
         Ok(report) => {
-            if report.rows != capped(total) {
+            if report.rows != u128::from(capped(total)) {
                 return Err(format!(
                     "count: {} but expected {} ({total} matches/rows, limit {limit:?})",
                     report.rows,

@@ -84,7 +84,11 @@ pub fn run(args: Args) -> Result<()> {
         {
             unnamed.push(name.clone());
         }
-        if let Some(want) = expected.as_ref().and_then(|e| lookup(e, &name)) {
+        if let Some(want) = expected
+            .as_ref()
+            .and_then(|e| lookup(e, &name))
+            .map(u128::from)
+        {
             checked += 1;
             let cut_short = report.limit_reached || report.timed_out;
             if want != report.rows && !(cut_short && want > report.rows) {
@@ -241,7 +245,11 @@ fn run_distributed(args: &Args, d: &super::distributed::DistArgs) -> Result<()> 
             line.push_str("\ttimed out");
             timed_out += 1;
         }
-        if let Some(want) = expected.as_ref().and_then(|e| lookup(e, &name)) {
+        if let Some(want) = expected
+            .as_ref()
+            .and_then(|e| lookup(e, &name))
+            .map(u128::from)
+        {
             let cut_short = report.limit_reached || report.timed_out;
             if want != report.rows && !(cut_short && want > report.rows) {
                 mismatches += 1;

@@ -501,7 +501,7 @@ fn answer(body: Vec<u8>) -> Answer {
 }
 
 /// `SELECT (COUNT(*) AS ?n)`: one row, an `xsd:integer`.
-fn count_body(format: Format, variable: &str, n: u64) -> Vec<u8> {
+fn count_body(format: Format, variable: &str, n: u128) -> Vec<u8> {
     let mut writer = SolutionsWriter::new(format, &[variable.to_owned()]);
     writer.row(&[Term::typed(n.to_string(), XSD_INTEGER)]);
     writer.finish()

@@ -24,6 +24,15 @@ pub struct Group {
 /// Beyond this many (shared node, state) steps the caller enumerates instead.
 const MAX_STEPS: u64 = 1 << 20;
 
+/// Why [`count_injective`] gave no count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Uncounted {
+    /// Counting would take more than `MAX_STEPS`: the caller enumerates instead.
+    TooManySteps,
+    /// There are more than `u128::MAX` assignments.
+    Overflow,
+}
+
 /// Room [`count_injective`] reuses from call to call (it runs once per search node at the bottom of
 /// a count).
 #[derive(Clone, Debug, Default)]
@@ -35,14 +44,13 @@ pub struct Counter {
     ways: Vec<u128>,
 }
 
-/// The injective assignments of `groups`, saturating at `u64::MAX`; `None` when counting would take
-/// more than `MAX_STEPS`.
-pub fn count_injective(groups: &[Group], c: &mut Counter) -> Option<u64> {
+/// The injective assignments of `groups`, exact in `u128`.
+pub fn count_injective(groups: &[Group], c: &mut Counter) -> Result<u128, Uncounted> {
     if groups.len() > 64 {
-        return None;
+        return Err(Uncounted::TooManySteps);
     }
     if let [a, b] = groups {
-        return Some(count_pair(a, b));
+        return count_pair(a, b).ok_or(Uncounted::Overflow);
     }
     c.owners.clear();
     c.owners.extend(
@@ -68,10 +76,12 @@ pub fn count_injective(groups: &[Group], c: &mut Counter) -> Option<u64> {
     let mut states: u64 = 1;
     for g in groups {
         c.stride.push(states);
-        states = states.checked_mul(g.leaves as u64 + 1)?;
+        states = states
+            .checked_mul(g.leaves as u64 + 1)
+            .ok_or(Uncounted::TooManySteps)?;
     }
     if !c.shared.is_empty() && states.saturating_mul(c.shared.len() as u64) > MAX_STEPS {
-        return None;
+        return Err(Uncounted::TooManySteps);
     }
     let stride = &c.stride;
     let digit = |s: u64, g: usize| (s / stride[g]) % (groups[g].leaves as u64 + 1);
@@ -94,6 +104,8 @@ pub fn count_injective(groups: &[Group], c: &mut Counter) -> Option<u64> {
                 m &= m - 1;
                 if digit(s, g) < groups[g].leaves as u64 {
                     let t = (s + stride[g]) as usize;
+                    // Saturating: `u128::MAX` stands for "at least that many", an overflow below
+                    // unless no arrangement completes the state.
                     ways[t] = ways[t].saturating_add(w);
                 }
             }
@@ -105,20 +117,23 @@ pub fn count_injective(groups: &[Group], c: &mut Counter) -> Option<u64> {
         if w == 0 {
             continue;
         }
-        let arrangements = groups.iter().enumerate().fold(1u128, |a, (g, group)| {
+        let arrangements = product(groups.iter().enumerate().flat_map(|(g, group)| {
             let used = digit(s, g);
             let k = group.leaves as u64;
-            a.saturating_mul(falling_wide(c.private[g], k - used))
-                .saturating_mul(falling_wide(k, used))
-        });
-        total = total.saturating_add(w.saturating_mul(arrangements));
+            [falling(c.private[g], k - used), falling(k, used)]
+        }));
+        let ways_here = product([Some(w), arrangements]).ok_or(Uncounted::Overflow)?;
+        if w == u128::MAX && ways_here > 0 {
+            return Err(Uncounted::Overflow);
+        }
+        total = total.checked_add(ways_here).ok_or(Uncounted::Overflow)?;
     }
-    Some(total.min(u64::MAX as u128) as u64)
+    Ok(total)
 }
 
 /// Two groups, by one merge: with `s` shared nodes, group `a` takes `j` of them and the rest from
-/// its own; group `b` then chooses among what is left of its list.
-pub fn count_pair(a: &Group, b: &Group) -> u64 {
+/// its own; group `b` then chooses among what is left of its list. `None`: more than `u128::MAX`.
+pub fn count_pair(a: &Group, b: &Group) -> Option<u128> {
     let s = intersect_count(&a.list, &b.list) as u64;
     let (pa, pb) = (a.list.len() as u64 - s, b.list.len() as u64 - s);
     let (ka, kb) = (a.leaves as u64, b.leaves as u64);
@@ -126,30 +141,59 @@ pub fn count_pair(a: &Group, b: &Group) -> u64 {
     for j in 0..=ka.min(s) {
         // Which `j` of the shared nodes `a` uses, in which of its leaves, and its private nodes for
         // the others; `b` arranges its leaves among its private nodes and the `s - j` shared left.
-        let ways_a = binomial(s, j)
-            .saturating_mul(falling_wide(ka, j))
-            .saturating_mul(falling_wide(pa, ka - j));
-        let ways_b = falling_wide(pb + s - j, kb);
-        total = total.saturating_add(ways_a.saturating_mul(ways_b));
+        let ways = product([
+            binomial(s, j),
+            falling(ka, j),
+            falling(pa, ka - j),
+            falling(pb + s - j, kb),
+        ])?;
+        total = total.checked_add(ways)?;
     }
-    total.min(u64::MAX as u128) as u64
+    Some(total)
 }
 
-fn binomial(n: u64, k: u64) -> u128 {
+/// The product of `factors` (`None`: a factor past `u128::MAX`), `None` when it passes
+/// `u128::MAX`; 0 when a factor is 0, however large the others.
+pub fn product(factors: impl IntoIterator<Item = Option<u128>>) -> Option<u128> {
+    let mut acc = Some(1u128);
+    for f in factors {
+        match f {
+            Some(0) => return Some(0),
+            Some(f) => acc = acc.and_then(|a| a.checked_mul(f)),
+            None => acc = None,
+        }
+    }
+    acc
+}
+
+/// `n` choose `k`; `None` past `u128::MAX`.
+fn binomial(n: u64, k: u64) -> Option<u128> {
     if k > n {
-        return 0;
+        return Some(0);
     }
     let k = k.min(n - k);
-    (0..k).fold(1u128, |acc, i| {
-        acc.saturating_mul((n - i) as u128) / (i + 1) as u128
+    (0..k).try_fold(1u128, |acc, i| {
+        // C(n, i+1) = C(n, i) (n - i) / (i + 1), divided first so that no step overflows before
+        // the result does: (i + 1) / gcd divides n - i, as C(n, i+1) is whole.
+        let d = (i + 1) as u128;
+        let g = gcd(acc, d);
+        (acc / g).checked_mul((n - i) as u128 / (d / g))
     })
+}
+
+fn gcd(mut a: u128, mut b: u128) -> u128 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
 }
 
 /// A lower bound on the injective assignments of `groups` (each list ascending), cheap next to
 /// [`count_injective`]: groups taken from the shortest list up, each given only the nodes of its
 /// list that the leaves of the earlier groups whose lists meet it cannot have used. Enough when a
 /// limit needs no more than that. A cruder bound first (every earlier group's leaves taken, met or
-/// not: no list compared) is returned when it already reaches `want`.
+/// not: no list compared) is returned when it already reaches `want`. Saturates at `u64::MAX`
+/// (limits are `u64`).
 pub fn lower_bound(groups: &[Group], order: &mut Vec<usize>, want: u64) -> u64 {
     order.clear();
     order.extend(0..groups.len());
@@ -158,7 +202,7 @@ pub fn lower_bound(groups: &[Group], order: &mut Vec<usize>, want: u64) -> u64 {
     let mut taken = 0u64;
     for &g in order.iter() {
         let free = (groups[g].list.len() as u64).saturating_sub(taken);
-        crude = crude.saturating_mul(falling(free, groups[g].leaves as u64));
+        crude = crude.saturating_mul(falling_u64(free, groups[g].leaves as u64));
         taken += groups[g].leaves as u64;
     }
     if crude >= want {
@@ -172,7 +216,7 @@ pub fn lower_bound(groups: &[Group], order: &mut Vec<usize>, want: u64) -> u64 {
             .map(|&h| groups[h].leaves as u64)
             .sum();
         let free = (groups[g].list.len() as u64).saturating_sub(taken);
-        bound = bound.saturating_mul(falling(free, groups[g].leaves as u64));
+        bound = bound.saturating_mul(falling_u64(free, groups[g].leaves as u64));
         if bound == 0 {
             break;
         }
@@ -193,16 +237,18 @@ fn meet(a: &[u32], b: &[u32]) -> bool {
     false
 }
 
-/// `n (n - 1) ... (n - k + 1)`: ordered choices of `k` distinct items among `n`.
-pub fn falling(n: u64, k: u64) -> u64 {
-    falling_wide(n, k).min(u64::MAX as u128) as u64
+/// `n (n - 1) ... (n - k + 1)`: ordered choices of `k` distinct items among `n`; `None` past
+/// `u128::MAX`.
+pub fn falling(n: u64, k: u64) -> Option<u128> {
+    if k > n {
+        return Some(0);
+    }
+    (0..k).try_fold(1u128, |a, j| a.checked_mul((n - j) as u128))
 }
 
-fn falling_wide(n: u64, k: u64) -> u128 {
-    if k > n {
-        return 0;
-    }
-    (0..k).fold(1u128, |a, j| a.saturating_mul((n - j) as u128))
+/// [`falling`], saturating at `u64::MAX`.
+fn falling_u64(n: u64, k: u64) -> u64 {
+    falling(n, k).map_or(u64::MAX, |f| u64::try_from(f).unwrap_or(u64::MAX))
 }
 
 #[cfg(test)]
@@ -274,7 +320,7 @@ mod tests {
             let exact = brute(&groups);
             assert_eq!(
                 count_injective(&gs, &mut Counter::default()),
-                Some(exact),
+                Ok(exact as u128),
                 "{groups:?}"
             );
             let crude = lower_bound(&gs, &mut Vec::new(), 0);
@@ -290,6 +336,79 @@ mod tests {
         }
     }
 
+    fn group(list: std::ops::Range<u32>, leaves: u32) -> Group {
+        Group {
+            list: list.collect(),
+            leaves,
+            fail: 0,
+        }
+    }
+
+    /// The old counts saturated at `u64::MAX`: 4 leaves on 65,538 nodes gave 2^64 - 1.
+    #[test]
+    fn counts_at_the_edge_of_64_bits_are_exact() {
+        let mut c = Counter::default();
+        // Just below 2^64 (falling(65537, 4) = 2^64 - 562,954,248,257,536), then just above.
+        let below = count_injective(&[group(0..65_537, 4)], &mut c);
+        assert_eq!(below, Ok(18_446_181_119_461_294_080));
+        assert!(below.unwrap() < 1 << 64);
+        let above = count_injective(&[group(0..65_538, 4)], &mut c);
+        assert_eq!(above, Ok(18_447_307_019_367_874_560));
+        assert!(above.unwrap() > 1 << 64);
+        // Two disjoint groups, one merge: (65,536 x 65,535)^2 below, (65,538 x 65,537)^2 above.
+        let pair = |n: u32| count_pair(&group(0..n, 2), &group(n..2 * n, 2));
+        assert_eq!(pair(65_536), Some((65_536u128 * 65_535).pow(2)));
+        assert_eq!(pair(65_538), Some((65_538u128 * 65_537).pow(2)));
+        assert!(pair(65_538).unwrap() > 1 << 64);
+        // Shared candidates (the dynamic programme): two overlapping groups, 8,010,349,400
+        // assignments (counted by hand from how many of the first group's nodes the second has),
+        // times a disjoint third group's falling(5000, 3).
+        let groups = [group(0..300, 2), group(200..500, 2), group(1000..6000, 3)];
+        assert_eq!(
+            count_injective(&groups, &mut c),
+            Ok(1_000_692_978_898_494_000_000)
+        );
+        // The hom product of leaf candidate counts.
+        let wide = |n: u128| Some(n);
+        assert_eq!(
+            product([wide((1 << 32) - 1), wide((1 << 32) + 1)]),
+            Some(u64::MAX as u128)
+        );
+        assert_eq!(product([wide(1 << 32), wide(1 << 32)]), Some(1 << 64));
+    }
+
+    #[test]
+    fn counts_past_128_bits_are_an_overflow() {
+        let mut c = Counter::default();
+        // falling(65536, 8) is 2^128 less about 2^118; falling(70000, 8) is past 2^128.
+        assert_eq!(
+            count_injective(&[group(0..65_536, 8)], &mut c),
+            Ok(340_137_008_117_998_448_138_762_147_145_370_828_800)
+        );
+        assert_eq!(
+            count_injective(&[group(0..70_000, 8)], &mut c),
+            Err(Uncounted::Overflow)
+        );
+        assert_eq!(
+            count_pair(&group(0..70_000, 4), &group(70_000..140_000, 4)),
+            None
+        );
+        let wide = |n: u128| Some(n);
+        assert_eq!(product([wide(1 << 64), wide(1 << 64)]), None);
+        assert_eq!(
+            product([wide(1 << 64), wide((1 << 64) - 1)]),
+            Some(u128::MAX - (1 << 64) + 1)
+        );
+        // A factor of 0 makes the product 0, even beside one past 128 bits.
+        assert_eq!(product([None, Some(0)]), Some(0));
+        assert_eq!(falling(3, 5), Some(0));
+        assert_eq!(
+            binomial(130, 65),
+            Some(95_067_625_827_960_698_145_584_333_020_095_113_100)
+        );
+        assert_eq!(binomial(140, 70), None);
+    }
+
     #[test]
     fn too_many_states_is_left_to_enumeration() {
         let groups: Vec<Group> = (0..40)
@@ -299,6 +418,9 @@ mod tests {
                 fail: 0,
             })
             .collect();
-        assert_eq!(count_injective(&groups, &mut Counter::default()), None);
+        assert_eq!(
+            count_injective(&groups, &mut Counter::default()),
+            Err(Uncounted::TooManySteps)
+        );
     }
 }

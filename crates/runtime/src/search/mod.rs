@@ -117,7 +117,7 @@ struct Frame {
     /// slot (`NONE`: none), and the worker's count and gifts when it was assigned.
     epoch: u64,
     twin: u32,
-    count_at: u64,
+    count_at: u128,
     gave_at: u64,
     /// The failing set the current candidate's subtree reported.
     last_fail: u64,
@@ -137,7 +137,7 @@ pub struct Task {
 enum Next {
     Embedding,
     /// Count mode: the rest is counted here; the failing set applies when the count is zero.
-    Counted(u64, u64),
+    Counted(u128, u64),
     Extend(usize),
 }
 
@@ -176,7 +176,8 @@ pub struct Worker<'c, 'a, 'o> {
     prefix: Vec<(usize, u32)>,
     scratch: Vec<u32>,
     rows: Vec<u32>,
-    counted: u64,
+    /// Matches counted and not yet handed to the output (u128: leaf products pass 2^64).
+    counted: u128,
     until_check: u32,
     stopped: bool,
     stats: Local,
@@ -194,7 +195,7 @@ pub struct Worker<'c, 'a, 'o> {
     memo: Vec<(u64, u64, u64)>,
     epoch: u64,
     /// Matches counted and pieces of work given away by this worker, ever (never reset).
-    total: u64,
+    total: u128,
     gave: u64,
 }
 
@@ -499,7 +500,7 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
             if epoch == self.frames[d].epoch {
                 // A twin's subtree was searched under this very prefix: the same result.
                 self.stats.twins += 1;
-                self.add_count(count);
+                self.add_count(count.into());
                 return Some(Some(if count > 0 { ALL } else { fail }));
             }
             let f = &mut self.frames[d];
@@ -542,10 +543,33 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
         Some(None)
     }
 
+    /// `n` more matches; past `u128::MAX` (`total` bounds `counted`) the count overflows.
     #[inline]
-    fn add_count(&mut self, n: u64) {
-        self.counted += n;
-        self.total += n;
+    fn add_count(&mut self, n: u128) {
+        match self.total.checked_add(n) {
+            Some(total) => {
+                self.total = total;
+                self.counted += n;
+            }
+            None => self.overflow(),
+        }
+    }
+
+    /// The count passed `u128::MAX`: the output records the error, and the search stops.
+    fn overflow(&mut self) {
+        self.cx.out.count_overflowed();
+        self.stopped = true;
+    }
+
+    /// `Counted(n, fail)`, or (`None`: more than `u128::MAX`) the overflow, counting nothing.
+    fn count_or_overflow(&mut self, n: Option<u128>, fail: u64) -> Next {
+        match n {
+            Some(n) => Next::Counted(n, fail),
+            None => {
+                self.overflow();
+                Next::Counted(0, ALL)
+            }
+        }
     }
 
     #[inline]
@@ -566,9 +590,12 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
         }
         self.frames[d].assigned = false;
         let f = &self.frames[d];
-        // Kept only for a whole subtree: not cut short, no part of it given away.
+        // Kept only for a whole subtree: not cut short, no part of it given away; and, so that the
+        // memo stays 24 bytes a slot, only a count within 64 bits (a larger one is searched again).
         if f.twin != NONE && !self.stopped && self.gave == f.gave_at {
-            self.memo[f.twin as usize] = (f.epoch, self.total - f.count_at, f.last_fail);
+            if let Ok(count) = u64::try_from(self.total - f.count_at) {
+                self.memo[f.twin as usize] = (f.epoch, count, f.last_fail);
+            }
         }
         self.unassign(u);
     }
@@ -848,9 +875,9 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
     fn count_last(&self, u: usize) -> Next {
         let cx = self.cx;
         if !cx.injective {
-            return Next::Counted(self.ext(u).len() as u64, self.ancestors(u));
+            return Next::Counted(self.ext(u).len() as u128, self.ancestors(u));
         }
-        let mut n = 0;
+        let mut n = 0u128;
         let mut fail = self.ancestors(u);
         for &i in self.ext(u) {
             let o = self.owner[cx.space.cands(u)[i as usize] as usize];
@@ -870,8 +897,8 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
     fn count_leaves(&mut self, leaves: u64) -> Next {
         let cx = self.cx;
         if !cx.injective {
-            let n = bits_of(leaves).fold(1u64, |a, u| a.saturating_mul(self.ext(u).len() as u64));
-            return Next::Counted(n, ALL);
+            let n = leaves::product(bits_of(leaves).map(|u| Some(self.ext(u).len() as u128)));
+            return self.count_or_overflow(n, ALL);
         }
         // Free data nodes per leaf, grouped where leaves have the very same ones.
         let mut groups = std::mem::take(&mut self.groups);
@@ -914,12 +941,14 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
             Next::Counted(0, g.fail)
         } else if used == 2 {
             // One merge, cheaper than marking.
-            Next::Counted(leaves::count_pair(&groups[0], &groups[1]), fail)
+            self.count_or_overflow(leaves::count_pair(&groups[0], &groups[1]), fail)
         } else if self.disjoint(&groups[..used]) {
-            let n = groups[..used].iter().fold(1u64, |a, g| {
-                a.saturating_mul(leaves::falling(g.list.len() as u64, g.leaves as u64))
-            });
-            Next::Counted(n, fail)
+            let n = leaves::product(
+                groups[..used]
+                    .iter()
+                    .map(|g| leaves::falling(g.list.len() as u64, g.leaves as u64)),
+            );
+            self.count_or_overflow(n, fail)
         } else if let Some(bound) = self
             .wanted()
             .map(|want| {
@@ -931,11 +960,12 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
             .and_then(|(want, bound)| (bound >= want).then_some(bound))
         {
             // A limit needs no more than this many.
-            Next::Counted(bound, fail)
+            Next::Counted(bound.into(), fail)
         } else {
             match leaves::count_injective(&groups[..used], &mut self.counter) {
-                Some(n) => Next::Counted(n, fail),
-                None => self.pick(leaves),
+                Ok(n) => Next::Counted(n, fail),
+                Err(leaves::Uncounted::Overflow) => self.count_or_overflow(None, fail),
+                Err(leaves::Uncounted::TooManySteps) => self.pick(leaves),
             }
         };
         self.groups = groups;
@@ -948,7 +978,7 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
         self.cx
             .out
             .count_wanted()
-            .map(|w| w.saturating_sub(self.counted))
+            .map(|w| w.saturating_sub(u64::try_from(self.counted).unwrap_or(u64::MAX)))
     }
 
     /// Whether no data node is free for two groups, by marking them in `owner` (free nodes hold 0;
