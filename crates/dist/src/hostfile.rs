@@ -28,8 +28,7 @@ pub fn read_hostfile(path: &Path, processes: usize) -> Result<Vec<String>, DistE
         .map_err(cannot)?;
     if bytes.len() as u64 > MAX_HOSTFILE_BYTES {
         return Err(DistError::Setup(format!(
-            "the hostfile {shown} is larger than {} KiB: it holds one host:port line per process",
-            MAX_HOSTFILE_BYTES >> 10
+            "the hostfile {shown} is larger than 1 MiB: it holds one host:port line per process"
         )));
     }
     let hosts = parse(&bytes).map_err(|e| DistError::Setup(format!("{shown}: {e}")))?;
