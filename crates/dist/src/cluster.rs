@@ -42,6 +42,11 @@ pub struct Cluster {
     pub connect_timeout: Duration,
 }
 
+/// How every error that ends a running query across processes ends: a count or ASK is not
+/// printed, but rows stream as they are found.
+pub const ABANDONED: &str =
+    "the query is abandoned (any rows already printed are only part of its answer)";
+
 /// The longest wait for the peers to connect.
 pub const MAX_CONNECT_TIMEOUT: Duration = Duration::from_secs(3600);
 
@@ -178,7 +183,7 @@ fn install_panic_hook(hosts: Vec<String>) {
                         ),
                         None => format!("stopped or broke its connection during the query ({message})"),
                     };
-                    format!("{who} {what}; no answer is given, as it would be incomplete")
+                    format!("{who} {what}; {ABANDONED}")
                 });
             }
             let poisoned = message.contains("MergeQueue poisoned")

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::cluster::{give_up, peer_failure, Cluster};
+use crate::cluster::{give_up, peer_failure, Cluster, ABANDONED};
 use crate::DistError;
 
 const MAGIC: u64 = 0x6770_7365_6e73_6502; // "gpsense", version 2
@@ -166,8 +166,7 @@ fn listen(c: &Cluster) -> Result<TcpListener, DistError> {
             ""
         };
         DistError::Setup(format!(
-            "process {me} cannot listen on {at} (line {} of its hostfile's addresses): {e}{hint}",
-            me + 1
+            "process {me} cannot listen on {at} (its address in the hostfile): {e}{hint}"
         ))
     })?;
     listener
@@ -357,7 +356,7 @@ fn accept_all(
     while !links.missing(c.process).is_empty() {
         links.check(me)?;
         if Instant::now() >= deadline {
-            return Err(timed_out(me, links, strangers));
+            return Err(timed_out(me, links, strangers, pending.len()));
         }
         while let Ok((stream, addr)) = listener.accept() {
             let answered = stream.set_nonblocking(true).is_ok()
@@ -447,20 +446,22 @@ fn claim(
 }
 
 /// The error when later processes did not all connect in time.
-fn timed_out(me: &Me, links: &Links, strangers: usize) -> DistError {
+fn timed_out(me: &Me, links: &Links, strangers: usize, silent: usize) -> DistError {
     let c = me.c;
     let missing: Vec<String> = links
         .missing(c.process)
         .into_iter()
         .map(|j| format!("{j} ({})", c.hosts[j]))
         .collect();
-    let refused = if strangers > 0 {
-        format!(
+    let mut refused = String::new();
+    if strangers > 0 {
+        refused += &format!(
             "; {strangers} connection(s) that were not processes of this cluster were dropped"
-        )
-    } else {
-        String::new()
-    };
+        );
+    }
+    if silent > 0 {
+        refused += &format!("; {silent} connection(s) sent no handshake");
+    }
     DistError::Peer(format!(
         "process {}: no connection from process(es) {} within {:.0?} (are they started, with the \
          same --hostfile? a process that failed to start says why in its own error){refused}",
@@ -572,8 +573,7 @@ fn beat(peers: &mut [Watched], hosts: &[String]) {
         if w.heard.elapsed() >= SILENCE {
             give_up(format!(
                 "process {} ({}) has sent nothing for {:.0?}, not even its heartbeat: it is \
-                 stopped, frozen or its machine unreachable; no answer is given, as it would be \
-                 incomplete",
+                 stopped, frozen or its machine unreachable; {ABANDONED}",
                 w.process,
                 hosts.get(w.process).map_or("?", String::as_str),
                 SILENCE
