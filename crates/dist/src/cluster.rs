@@ -181,7 +181,9 @@ fn install_panic_hook(hosts: Vec<String>) {
                         Some((_, detail)) => format!(
                             "sent what no process of this cluster sends ({NOT_TIMELY}{detail})"
                         ),
-                        None => format!("stopped or broke its connection during the query ({message})"),
+                        None => {
+                            format!("stopped or broke its connection during the query ({message})")
+                        }
                     };
                     format!("{who} {what}; {ABANDONED}")
                 });

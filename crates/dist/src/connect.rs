@@ -330,7 +330,8 @@ fn is_self(stream: &TcpStream, listener: &TcpListener) -> bool {
     let (Ok(peer), Ok(own)) = (stream.peer_addr(), listener.local_addr()) else {
         return false;
     };
-    peer == own || (own.ip().is_unspecified() && peer.port() == own.port() && peer.ip().is_loopback())
+    peer == own
+        || (own.ip().is_unspecified() && peer.port() == own.port() && peer.ip().is_loopback())
 }
 
 /// An accepted connection whose handshake has not arrived in full.

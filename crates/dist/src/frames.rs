@@ -73,7 +73,9 @@ impl Frames {
             return if self.header.iter().all(|&b| b == 0) {
                 Ok(0)
             } else {
-                Err(format!("{NOT_TIMELY}: an empty message that is not the end"))
+                Err(format!(
+                    "{NOT_TIMELY}: an empty message that is not the end"
+                ))
             };
         }
         let mine = self.first..self.first + self.workers;
@@ -113,12 +115,12 @@ mod tests {
             f.check(&stream[cut..]).unwrap();
         }
         for bad in [
-            [5, 0, 0, 1, 3, 0],   // to a worker of another process
-            [5, 0, 2, 5, 3, 0],   // past this process's workers
-            [5, 4, 2, 3, 3, 0],   // from a worker that does not exist
-            [5, 0, 3, 3, 3, 0],   // to no worker
+            [5, 0, 0, 1, 3, 0], // to a worker of another process
+            [5, 0, 2, 5, 3, 0], // past this process's workers
+            [5, 4, 2, 3, 3, 0], // from a worker that does not exist
+            [5, 0, 3, 3, 3, 0], // to no worker
             [5, 0, 2, 3, 1 << 40, 0],
-            [5, 0, 0, 0, 0, 9],   // empty, but not the end
+            [5, 0, 0, 0, 0, 9], // empty, but not the end
         ] {
             let mut f = Frames::new(1, 2, 2);
             let e = f.check(&header(bad)).unwrap_err();

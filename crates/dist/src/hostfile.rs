@@ -18,9 +18,8 @@ pub const MAX_LINE_BYTES: usize = 1024;
 /// skipped. Exactly `processes` addresses, each valid and named once, or an error naming the line.
 pub fn read_hostfile(path: &Path, processes: usize) -> Result<Vec<String>, DistError> {
     let shown = path.display();
-    let cannot = |e: std::io::Error| {
-        DistError::Setup(format!("cannot read the hostfile {shown}: {e}"))
-    };
+    let cannot =
+        |e: std::io::Error| DistError::Setup(format!("cannot read the hostfile {shown}: {e}"));
     let file = std::fs::File::open(path).map_err(cannot)?;
     let mut bytes = Vec::new();
     file.take(MAX_HOSTFILE_BYTES + 1)

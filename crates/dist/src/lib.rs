@@ -21,9 +21,9 @@ pub use partition::{
 };
 pub mod cluster;
 mod connect;
+pub mod dataflow;
 mod frames;
 pub mod hostfile;
-pub mod dataflow;
 pub mod job;
 pub mod plan;
 mod run;

@@ -40,10 +40,15 @@ impl DistArgs {
     /// default of 0 would start two processes 0 when one is forgotten).
     fn index(&self) -> Result<usize> {
         match (self.process, self.processes) {
-            (Some(i), p) if i >= p => bail!("--process {i} of --processes {p}: processes count from 0"),
+            (Some(i), p) if i >= p => {
+                bail!("--process {i} of --processes {p}: processes count from 0")
+            }
             (Some(i), _) => Ok(i),
             (None, 1) => Ok(0),
-            (None, p) => bail!("--processes {p} needs --process (this process's index, from 0 to {})", p - 1),
+            (None, p) => bail!(
+                "--processes {p} needs --process (this process's index, from 0 to {})",
+                p - 1
+            ),
         }
     }
 
