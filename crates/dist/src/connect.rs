@@ -139,19 +139,15 @@ pub(crate) fn connect(c: &Cluster, agreement: u64) -> Result<Connections, DistEr
         }
     }
     accept_all(&me, &listener, deadline, &mut links, &heartbeat)?;
-    let data = links
-        .data
-        .into_iter()
-        .map(|s| {
-            s.map(|s| {
-                // Timely reads and writes blocking, without a time limit of its own.
-                let _ = s.set_nonblocking(false);
-                let _ = s.set_read_timeout(None);
-                s
-            })
-        })
-        .collect();
-    Ok(Connections { data, heartbeat })
+    // Timely reads and writes blocking, without a time limit of its own.
+    for s in links.data.iter().flatten() {
+        let _ = s.set_nonblocking(false);
+        let _ = s.set_read_timeout(None);
+    }
+    Ok(Connections {
+        data: links.data,
+        heartbeat,
+    })
 }
 
 /// This process's listening socket, on its hostfile line.
@@ -359,7 +355,12 @@ fn accept_all(
         if Instant::now() >= deadline {
             return Err(timed_out(me, links, strangers, pending.len()));
         }
-        while let Ok((stream, addr)) = listener.accept() {
+        // A bounded number per turn, so that a flood of connections cannot keep this loop
+        // from the clock.
+        for _ in 0..MAX_PENDING {
+            let Ok((stream, addr)) = listener.accept() else {
+                break;
+            };
             let answered = stream.set_nonblocking(true).is_ok()
                 && (&stream).write_all(&me.header(LISTENER)).is_ok();
             if answered {
