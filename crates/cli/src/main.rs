@@ -257,8 +257,8 @@ struct MatchArgs {
     /// Seeds each worker starts per batch (batches bound each worker's memory).
     #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u32).range(1..))]
     batch: u32,
-    /// Seconds to wait for every process of the cluster to connect.
-    #[arg(long, default_value_t = 30)]
+    /// Seconds to wait for every process of the cluster to connect (1 to 3600).
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
     connect_timeout_s: u64,
 }
 
@@ -298,7 +298,7 @@ impl MatchArgs {
             unused,
             workers: usize::from(self.workers.unwrap_or(1)),
             processes: usize::from(self.processes.unwrap_or(1)),
-            process: usize::from(self.process.unwrap_or(0)),
+            process: self.process.map(usize::from),
             hostfile: self.hostfile.clone(),
             batch: self.batch as usize,
             connect_timeout: std::time::Duration::from_secs(self.connect_timeout_s),

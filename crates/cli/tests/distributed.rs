@@ -5,8 +5,8 @@
 
 mod common;
 
-use std::io::Read;
-use std::net::TcpListener;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -249,8 +249,9 @@ fn common_sense_rows_on_one_two_and_four_processes() {
     }
 }
 
-/// Three processes counting far more matches than `timeout_ms` allows, on ConceptNet-100K.
-fn three_long_counts(dir: &Path, timeout_ms: u64) -> Vec<Child> {
+/// Three processes counting far more matches than `timeout_ms` allows (or with no time limit), on
+/// ConceptNet-100K.
+fn three_long_counts(dir: &Path, timeout_ms: Option<u64>) -> Vec<Child> {
     let parts = dir.join("cn");
     let parts_arg = parts.display().to_string();
     ok(&["partition", "-n", "3", "-o", &parts_arg]);
@@ -267,8 +268,6 @@ fn three_long_counts(dir: &Path, timeout_ms: u64) -> Vec<Child> {
                 "--semantics",
                 "hom",
                 "--count",
-                "--timeout-ms",
-                &timeout_ms.to_string(),
                 "--workers",
                 "1",
                 "--processes",
@@ -280,6 +279,7 @@ fn three_long_counts(dir: &Path, timeout_ms: u64) -> Vec<Child> {
             ]
             .iter()
             .map(|s| s.to_string())
+            .chain(timeout_ms.map(|t| format!("--timeout-ms={t}")))
             .collect();
             spawn(&args)
         })
@@ -289,7 +289,7 @@ fn three_long_counts(dir: &Path, timeout_ms: u64) -> Vec<Child> {
 #[test]
 fn a_process_that_dies_fails_the_query_on_the_others() {
     let dir = tempfile::tempdir().unwrap();
-    let mut children = three_long_counts(dir.path(), 120_000);
+    let mut children = three_long_counts(dir.path(), Some(120_000));
     std::thread::sleep(Duration::from_secs(4));
     let victim = children.pop().unwrap();
     let mut victim = victim;
@@ -319,7 +319,7 @@ fn a_process_that_dies_fails_the_query_on_the_others() {
 #[test]
 fn a_process_that_stops_answering_fails_the_query_after_the_time_limit() {
     let dir = tempfile::tempdir().unwrap();
-    let mut children = three_long_counts(dir.path(), 3_000);
+    let mut children = three_long_counts(dir.path(), Some(3_000));
     std::thread::sleep(Duration::from_secs(1));
     // Stopped, its connections stay open and its kernel answers keepalives: only the clock tells.
     let mut victim = children.pop().unwrap();
@@ -460,6 +460,248 @@ fn processes_that_disagree_or_never_start_are_errors() {
         &hosts,
     ]);
     assert!(err.contains("part-"), "{err}");
+}
+
+/// A connection to `port` on loopback, retried while the process starts (up to 60 s).
+fn connect(port: u16) -> TcpStream {
+    let start = Instant::now();
+    loop {
+        match TcpStream::connect(("127.0.0.1", port)) {
+            Ok(s) => {
+                s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+                return s;
+            }
+            Err(e) if start.elapsed() > Duration::from_secs(60) => panic!("port {port}: {e}"),
+            Err(_) => std::thread::sleep(Duration::from_millis(50)),
+        }
+    }
+}
+
+/// The port of process `i` in a hostfile of [`hostfile`].
+fn port_of(hosts: &Path, i: usize) -> u16 {
+    let text = std::fs::read_to_string(hosts).unwrap();
+    let line = text.lines().nth(i).unwrap();
+    line.rsplit_once(':').unwrap().1.parse().unwrap()
+}
+
+/// `gpsense query Q --graph PARTS` as process `i` of 2 with `hosts`, and `extra` arguments.
+fn animals(parts: &str, hosts: &Path, i: usize, extra: &[&str]) -> Vec<String> {
+    let mut a: Vec<String> = [
+        "query",
+        "SELECT ?x WHERE { ?x IsA animal }",
+        "--graph",
+        parts,
+        "--processes",
+        "2",
+        "--process",
+        &i.to_string(),
+        "--hostfile",
+        &hosts.display().to_string(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    a.extend(extra.iter().map(|s| s.to_string()));
+    a
+}
+
+#[test]
+fn bad_hostfiles_and_indexes_are_refused_before_the_part_loads() {
+    let dir = tempfile::tempdir().unwrap();
+    let parts = dir.path().join("cn");
+    let parts_arg = parts.display().to_string();
+    ok(&["partition", "-n", "2", "-o", &parts_arg]);
+    let file = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let good = hostfile(dir.path(), 2);
+    let cases: Vec<(PathBuf, Vec<&str>, &str)> = vec![
+        // Read without a bound, this took 18.5 GB in a minute.
+        (PathBuf::from("/dev/zero"), vec![], "larger than 1 MiB"),
+        (
+            file("dup", "127.0.0.1:4700\n# the same again\n127.0.0.1:4700\n"),
+            vec![],
+            "lines 1 and 3 both name 127.0.0.1:4700",
+        ),
+        (
+            file("three", "127.0.0.1:1\n127.0.0.1:2\n127.0.0.1:3\n"),
+            vec![],
+            "lists 3 addresses for --processes 2",
+        ),
+        (file("one", "127.0.0.1:1\n"), vec![], "lists 1 address for"),
+        (file("empty", ""), vec![], "lists 0 addresses"),
+        (
+            file("port", "127.0.0.1:4700\n127.0.0.1:0\n"),
+            vec![],
+            "line 2: \"127.0.0.1:0\" has port \"0\"",
+        ),
+        (
+            file("long", &format!("127.0.0.1:1\n{}:2\n", "h".repeat(2000))),
+            vec![],
+            "line 2 is longer than 1024 bytes",
+        ),
+    ];
+    for (hosts, extra, want) in cases {
+        let (code, _, err) = finish(
+            spawn(&animals(&parts_arg, &hosts, 0, &extra)),
+            Duration::from_secs(30),
+        );
+        assert_eq!(code, Some(1), "{}: {err}", hosts.display());
+        assert!(err.contains(want), "{}: {err}", hosts.display());
+        assert!(!err.contains("part 0 of 2"), "loaded the part first: {err}");
+    }
+    // Without --process every process was process 0; a connect timeout past what the clock
+    // holds panicked.
+    let mut a = animals(&parts_arg, &good, 0, &[]);
+    a.retain(|x| x != "--process");
+    a.remove(a.iter().position(|x| x == "--processes").unwrap() + 2);
+    let (code, _, err) = finish(spawn(&a), Duration::from_secs(30));
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("--processes 2 needs --process"), "{err}");
+    let huge = ["--connect-timeout-s", "18446744073709551615"];
+    let (code, _, err) = finish(
+        spawn(&animals(&parts_arg, &good, 0, &huge)),
+        Duration::from_secs(30),
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("1..=3600") && !err.contains("panicked"),
+        "{err}"
+    );
+}
+
+#[test]
+fn strangers_on_the_port_neither_end_nor_stall_the_set_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let parts = dir.path().join("cn");
+    let parts_arg = parts.display().to_string();
+    ok(&["partition", "-n", "2", "-o", &parts_arg]);
+    let hosts = hostfile(dir.path(), 2);
+    let first = spawn(&animals(
+        &parts_arg,
+        &hosts,
+        0,
+        &["--connect-timeout-s", "60"],
+    ));
+    // Before process 1 comes, one client sends bytes that are not a handshake (this ended the
+    // set-up) and another connects and says nothing (this held it until the timeout).
+    let mut garbage = connect(port_of(&hosts, 0));
+    let _ = garbage.write_all(&[0x5a; 4096]);
+    let silent = connect(port_of(&hosts, 0));
+    let second = spawn(&animals(&parts_arg, &hosts, 1, &[]));
+    let out: Vec<_> = [first, second]
+        .into_iter()
+        .map(|c| finish(c, Duration::from_secs(120)))
+        .collect();
+    for (i, (code, _, err)) in out.iter().enumerate() {
+        assert_eq!(*code, Some(0), "process {i}: {err}");
+    }
+    let (single, _) = ok(&["query", "SELECT ?x WHERE { ?x IsA animal }"]);
+    assert_eq!(sorted_lines(&out[0].1), sorted_lines(&single));
+    drop(silent);
+}
+
+#[test]
+fn processes_with_different_hostfiles_refuse_to_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let parts = dir.path().join("cn");
+    let parts_arg = parts.display().to_string();
+    ok(&["partition", "-n", "2", "-o", &parts_arg]);
+    let hosts = hostfile(dir.path(), 2);
+    // Process 1 listens on every interface instead: it can start, but its file is not the same.
+    let other = dir.path().join("other");
+    let port = port_of(&hosts, 1);
+    let first = std::fs::read_to_string(&hosts).unwrap();
+    let first = first.lines().next().unwrap();
+    std::fs::write(&other, format!("{first}\n0.0.0.0:{port}\n")).unwrap();
+    let a = spawn(&animals(&parts_arg, &hosts, 0, &[]));
+    let b = spawn(&animals(&parts_arg, &other, 1, &[]));
+    for (i, c) in [a, b].into_iter().enumerate() {
+        let (code, stdout, err) = finish(c, Duration::from_secs(60));
+        assert_eq!(code, Some(1), "process {i}: {err}");
+        assert!(stdout.is_empty(), "process {i} answered");
+        assert!(err.contains("has another hostfile"), "process {i}: {err}");
+    }
+}
+
+#[test]
+fn a_process_stopped_without_a_time_limit_is_given_up_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut children = three_long_counts(dir.path(), None);
+    std::thread::sleep(Duration::from_secs(4));
+    // Stopped, its connections stay open and its kernel answers keepalives; with no time limit,
+    // only its heartbeat going quiet tells (this waited forever).
+    let mut victim = children.pop().unwrap();
+    let stopped = Command::new("kill")
+        .args(["-STOP", &victim.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(stopped.success());
+    let mut errors = Vec::new();
+    for (i, c) in children.into_iter().enumerate() {
+        let (code, stdout, err) = finish(c, Duration::from_secs(90));
+        assert!(code.is_some(), "process {i} hung on a stopped peer");
+        assert_eq!(code, Some(1), "process {i}: {err}");
+        assert!(stdout.is_empty(), "process {i} printed a count");
+        // The first to give up leaves, so the other may report that instead.
+        assert!(
+            err.contains("process 2 (") && err.contains("has sent nothing")
+                || err.contains("stopped or broke its connection"),
+            "process {i}: {err}"
+        );
+        errors.push(err);
+    }
+    assert!(
+        errors.iter().any(|e| e.contains("has sent nothing")),
+        "{errors:?}"
+    );
+    let _ = victim.kill();
+    let _ = victim.wait();
+}
+
+#[test]
+fn a_peer_that_sends_what_no_process_sends_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let parts = dir.path().join("cn");
+    let parts_arg = parts.display().to_string();
+    ok(&["partition", "-n", "2", "-o", &parts_arg]);
+    let hosts = hostfile(dir.path(), 2);
+    let zero = spawn(&animals(&parts_arg, &hosts, 0, &[]));
+    // An impostor of process 1 passes the handshake (seven little-endian u64s: magic, process,
+    // processes, workers, agreement, hostfile hash, role) by returning process 0's own with its
+    // index and role changed, keeps up the heartbeat, and sends bytes timely never would: they
+    // were waited on without end.
+    let join = |role: u64| {
+        let mut s = connect(port_of(&hosts, 0));
+        let mut header = [0u8; 56];
+        s.read_exact(&mut header).unwrap();
+        header[8..16].copy_from_slice(&1u64.to_le_bytes());
+        header[48..56].copy_from_slice(&role.to_le_bytes());
+        s.write_all(&header).unwrap();
+        s
+    };
+    let mut data = join(0);
+    let mut control = join(1);
+    let beat = std::thread::spawn(move || {
+        for _ in 0..60 {
+            if control.write_all(&[1]).is_err() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+    });
+    let _ = data.write_all(&[0xa5; 4096]);
+    let (code, stdout, err) = finish(zero, Duration::from_secs(20));
+    assert_eq!(code, Some(1), "{err}");
+    assert!(stdout.is_empty(), "answered: {stdout}");
+    assert!(
+        err.contains("process 1 (") && err.contains("not timely's framing"),
+        "{err}"
+    );
+    drop(data);
+    let _ = beat.join();
 }
 
 #[test]

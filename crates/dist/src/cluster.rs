@@ -5,15 +5,15 @@
 //!
 //! A peer that dies breaks its sockets; timely's network threads then panic. A panic hook turns that
 //! into a failure every worker sees between steps, so each process ends the query with an error
-//! naming the peer instead of waiting for it.
+//! naming the peer instead of waiting for it. A peer that stops without breaking anything is found
+//! by the heartbeat of [`crate::connect`], which then shuts its sockets.
 
 use std::io::{self, Read, Write};
-use std::net::{Shutdown, TcpListener, TcpStream};
-use std::path::Path;
+use std::net::{Shutdown, TcpStream};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use timely::communication::allocator::zero_copy::initialize::initialize_networking_from_sockets;
 use timely::communication::allocator::zero_copy::stream::Stream;
@@ -22,13 +22,13 @@ use timely::communication::{AllocatorBuilder, Hooks};
 use timely::worker::Worker;
 use timely::WorkerConfig;
 
+use crate::frames::{Frames, NOT_TIMELY};
+pub use crate::hostfile::read_hostfile;
 use crate::DistError;
 
 /// The most processes and workers per process a cluster may have.
 pub const MAX_PROCESSES: usize = 1024;
 pub const MAX_WORKERS: usize = 256;
-
-const MAGIC: u64 = 0x6770_7365_6e73_6501; // "gpsense", version 1
 
 /// Where this process stands in the cluster.
 #[derive(Clone, Debug)]
@@ -38,36 +38,17 @@ pub struct Cluster {
     pub workers: usize,
     /// One address per process (empty for a single process).
     pub hosts: Vec<String>,
-    /// How long to wait for every peer to connect.
+    /// How long to wait for every peer to connect (at most [`MAX_CONNECT_TIMEOUT`]).
     pub connect_timeout: Duration,
 }
 
-/// Reads a hostfile: one `host:port` per process, blank lines and `#` comments skipped.
-pub fn read_hostfile(path: &Path, processes: usize) -> Result<Vec<String>, DistError> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        DistError::Setup(format!("cannot read the hostfile {}: {e}", path.display()))
-    })?;
-    let hosts: Vec<String> = text
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        .map(str::to_owned)
-        .collect();
-    if let Some(bad) = hosts.iter().find(|h| h.rsplit_once(':').is_none()) {
-        return Err(DistError::Setup(format!(
-            "{}: {bad:?} is not host:port",
-            path.display()
-        )));
-    }
-    if hosts.len() < processes {
-        return Err(DistError::Setup(format!(
-            "{} lists {} addresses for {processes} processes (one host:port line per process)",
-            path.display(),
-            hosts.len()
-        )));
-    }
-    Ok(hosts.into_iter().take(processes).collect())
-}
+/// How every error that ends a running query across processes ends: a count or ASK is not
+/// printed, but rows stream as they are found.
+pub const ABANDONED: &str =
+    "the query is abandoned (any rows already printed are only part of its answer)";
+
+/// The longest wait for the peers to connect.
+pub const MAX_CONNECT_TIMEOUT: Duration = Duration::from_secs(3600);
 
 /// Bytes this process sent to and received from its peers.
 #[derive(Clone, Debug, Default)]
@@ -85,16 +66,34 @@ impl Traffic {
     }
 }
 
-/// A TCP stream that counts its bytes.
+/// A TCP stream that counts its bytes and checks what it reads against timely's framing.
 struct Counted {
     inner: TcpStream,
     traffic: Traffic,
+    /// Where the stream read stands (each clone reads from the start of what it reads).
+    frames: Frames,
+    cluster: (usize, usize, usize),
+}
+
+impl Counted {
+    fn new(inner: TcpStream, traffic: &Traffic, c: &Cluster) -> Counted {
+        let cluster = (c.process, c.workers, c.processes);
+        Counted {
+            inner,
+            traffic: traffic.clone(),
+            frames: Frames::new(cluster.0, cluster.1, cluster.2),
+            cluster,
+        }
+    }
 }
 
 impl Read for Counted {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let n = self.inner.read(buf)?;
         self.traffic.received.fetch_add(n as u64, Ordering::Relaxed);
+        self.frames
+            .check(&buf[..n])
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
         Ok(n)
     }
 }
@@ -112,9 +111,12 @@ impl Write for Counted {
 
 impl Stream for Counted {
     fn try_clone(&self) -> io::Result<Self> {
+        let (process, workers, processes) = self.cluster;
         Ok(Counted {
             inner: self.inner.try_clone()?,
             traffic: self.traffic.clone(),
+            frames: Frames::new(process, workers, processes),
+            cluster: self.cluster,
         })
     }
     fn set_nonblocking(&self, nonblocking: bool) -> io::Result<()> {
@@ -175,10 +177,15 @@ fn install_panic_hook(hosts: Vec<String>) {
             };
             if let Ok(mut f) = failure().lock() {
                 f.get_or_insert_with(|| {
-                    format!(
-                        "{who} stopped or broke its connection during the query ({message}); \
-                         no answer is given, as it would be incomplete"
-                    )
+                    let what = match message.split_once(NOT_TIMELY) {
+                        Some((_, detail)) => format!(
+                            "sent what no process of this cluster sends ({NOT_TIMELY}{detail})"
+                        ),
+                        None => {
+                            format!("stopped or broke its connection during the query ({message})")
+                        }
+                    };
+                    format!("{who} {what}; {ABANDONED}")
                 });
             }
             let poisoned = message.contains("MergeQueue poisoned")
@@ -195,90 +202,6 @@ fn install_panic_hook(hosts: Vec<String>) {
     });
 }
 
-/// Connects to every peer (process `i` connects to the processes before it and accepts the ones
-/// after it, as timely does) within `connect_timeout`, and checks each one's handshake: the same
-/// process count, workers per process and `agreement` (a hash of the graph and the query).
-fn connect(
-    c: &Cluster,
-    agreement: u64,
-    traffic: &Traffic,
-) -> Result<Vec<Option<Counted>>, DistError> {
-    let deadline = Instant::now() + c.connect_timeout;
-    let me = c.process;
-    let listener = TcpListener::bind(&c.hosts[me]).map_err(|e| {
-        DistError::Setup(format!(
-            "process {me} cannot listen on {} (its hostfile line): {e}",
-            c.hosts[me]
-        ))
-    })?;
-    listener
-        .set_nonblocking(true)
-        .map_err(|e| DistError::Setup(format!("cannot set up the listener: {e}")))?;
-    let mut sockets: Vec<Option<TcpStream>> = (0..c.processes).map(|_| None).collect();
-    for (i, slot) in sockets.iter_mut().enumerate().take(me) {
-        let stream = loop {
-            match TcpStream::connect(&c.hosts[i]) {
-                Ok(s) => break s,
-                Err(e) if Instant::now() >= deadline => {
-                    return Err(DistError::Peer(format!(
-                        "process {me} could not reach process {i} at {} within {:.0?}: {e} \
-                         (is it started, with the same --hostfile?)",
-                        c.hosts[i], c.connect_timeout
-                    )))
-                }
-                Err(_) => std::thread::sleep(Duration::from_millis(50)),
-            }
-        };
-        handshake(&stream, c, i, agreement, deadline)?;
-        *slot = Some(stream);
-    }
-    while sockets.iter().skip(me + 1).any(Option::is_none) {
-        match listener.accept() {
-            Ok((stream, _)) => {
-                stream
-                    .set_nonblocking(false)
-                    .map_err(|e| DistError::Setup(format!("cannot set up a connection: {e}")))?;
-                let i = handshake(&stream, c, usize::MAX, agreement, deadline)?;
-                if i <= me || i >= c.processes || sockets[i].is_some() {
-                    return Err(DistError::Setup(format!(
-                        "process {me}: a connection claims to be process {i}, which is not expected"
-                    )));
-                }
-                sockets[i] = Some(stream);
-            }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                if Instant::now() >= deadline {
-                    let missing: Vec<String> = (me + 1..c.processes)
-                        .filter(|&i| sockets[i].is_none())
-                        .map(|i| format!("{i} ({})", c.hosts[i]))
-                        .collect();
-                    return Err(DistError::Peer(format!(
-                        "process {me}: no connection from process(es) {} within {:.0?} \
-                         (are they started, with the same --hostfile?)",
-                        missing.join(", "),
-                        c.connect_timeout
-                    )));
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            Err(e) => return Err(DistError::Setup(format!("accepting a connection: {e}"))),
-        }
-    }
-    Ok(sockets
-        .into_iter()
-        .map(|s| {
-            s.map(|inner| {
-                let _ = inner.set_nodelay(true);
-                watch_for_silence(&inner);
-                Counted {
-                    inner,
-                    traffic: traffic.clone(),
-                }
-            })
-        })
-        .collect())
-}
-
 /// Keepalive probes after 5 s of silence, every 2 s, 3 unanswered ending the connection: a peer
 /// whose machine vanished (no FIN, no RST) then fails the query in about 11 s instead of never.
 /// (A peer that is alive but stuck answers the probes; the time limit covers that one.)
@@ -288,74 +211,6 @@ fn watch_for_silence(stream: &TcpStream) {
         .with_interval(Duration::from_secs(2))
         .with_retries(3);
     let _ = socket2::SockRef::from(stream).set_tcp_keepalive(&keepalive);
-}
-
-/// Sends this process's header and reads the peer's; returns the peer's process index. `expect` is
-/// the peer we connected to (`usize::MAX` when it connected to us).
-fn handshake(
-    stream: &TcpStream,
-    c: &Cluster,
-    expect: usize,
-    agreement: u64,
-    deadline: Instant,
-) -> Result<usize, DistError> {
-    let wait = deadline
-        .saturating_duration_since(Instant::now())
-        .max(Duration::from_secs(1));
-    let io_err = |e: io::Error| DistError::Peer(format!("handshake with a peer failed: {e}"));
-    stream.set_read_timeout(Some(wait)).map_err(io_err)?;
-    let mine = [
-        MAGIC,
-        c.process as u64,
-        c.processes as u64,
-        c.workers as u64,
-        agreement,
-    ];
-    let mut bytes = Vec::with_capacity(40);
-    for x in mine {
-        bytes.extend_from_slice(&x.to_le_bytes());
-    }
-    (&*stream).write_all(&bytes).map_err(io_err)?;
-    let mut theirs = [0u8; 40];
-    (&*stream).read_exact(&mut theirs).map_err(io_err)?;
-    stream.set_read_timeout(None).map_err(io_err)?;
-    let word = |i: usize| {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(&theirs[i * 8..i * 8 + 8]);
-        u64::from_le_bytes(w)
-    };
-    let peer = word(1) as usize;
-    if word(0) != MAGIC {
-        return Err(DistError::Setup(format!(
-            "process {}: the peer at the other end is not a gpsense process of this version",
-            c.process
-        )));
-    }
-    if expect != usize::MAX && peer != expect {
-        return Err(DistError::Setup(format!(
-            "process {}: the address of process {expect} answered as process {peer}: \
-             do all processes use the same hostfile?",
-            c.process
-        )));
-    }
-    if word(2) as usize != c.processes || word(3) as usize != c.workers {
-        return Err(DistError::Setup(format!(
-            "process {peer} runs with --processes {} --workers {}, this one with --processes {} \
-             --workers {}: every process needs the same",
-            word(2),
-            word(3),
-            c.processes,
-            c.workers
-        )));
-    }
-    if word(4) != agreement {
-        return Err(DistError::Setup(format!(
-            "process {peer} runs a different query, options or graph partition than process {}: \
-             every process needs the same query and a part of the same `gpsense partition`",
-            c.process
-        )));
-    }
-    Ok(peer)
 }
 
 /// Runs `func` on every worker of this process (`c.workers` threads), connected to the other
@@ -383,6 +238,15 @@ where
             c.process, c.processes
         )));
     }
+    if c.processes > 1 {
+        crate::hostfile::check_hosts(&c.hosts, c.processes)?;
+    }
+    if c.connect_timeout > MAX_CONNECT_TIMEOUT {
+        return Err(DistError::Setup(format!(
+            "a connect timeout of {:.0?}: at most {MAX_CONNECT_TIMEOUT:.0?}",
+            c.connect_timeout
+        )));
+    }
     let (builders, guard): (Vec<AllocatorBuilder>, Box<dyn std::any::Any + Send>) = if c.processes
         == 1
     {
@@ -393,7 +257,18 @@ where
         (b, Box::new(()))
     } else {
         install_panic_hook(c.hosts.clone());
-        let sockets = connect(c, agreement, traffic)?;
+        let connections = crate::connect::connect(c, agreement)?;
+        let sockets: Vec<Option<Counted>> = connections
+            .data
+            .into_iter()
+            .map(|s| {
+                s.map(|inner| {
+                    let _ = inner.set_nodelay(true);
+                    watch_for_silence(&inner);
+                    Counted::new(inner, traffic, c)
+                })
+            })
+            .collect();
         let hooks = Hooks::default();
         let local = ProcessBuilder::new_typed_vector(c.workers, hooks.refill.clone(), None);
         let (tcp, guard) =
@@ -401,7 +276,9 @@ where
                 .map_err(|e| DistError::Peer(format!("cannot start the network threads: {e}")))?;
         (
             tcp.into_iter().map(AllocatorBuilder::Tcp).collect(),
-            Box::new(NetworkGuard(Some(Box::new(guard)))),
+            // The heartbeat runs until the network threads are joined: peers may still be
+            // finishing. (Fields drop in order.)
+            Box::new((NetworkGuard(Some(Box::new(guard))), connections.heartbeat)),
         )
     };
     let (tx, rx) = mpsc::channel::<(usize, T)>();
@@ -462,9 +339,10 @@ where
 
 /// Leaves a failed cluster's threads unjoined (joining would wait on the failed peer), after a
 /// moment with the connections still open: the other processes then see the original failure
-/// themselves rather than this process leaving, and report the peer that really failed.
+/// themselves rather than this process leaving, and report the peer that really failed (a silent
+/// one is found at each process's own heartbeat, up to one beat apart).
 fn abandon<T>(guards: T) {
-    std::thread::sleep(Duration::from_millis(500));
+    std::thread::sleep(crate::connect::HEARTBEAT + Duration::from_millis(500));
     std::mem::forget(guards);
 }
 

@@ -8,7 +8,8 @@
 //! owner, and *intersected* at the owner of each proposed node, which holds both of its lists and so
 //! checks every edge back to the match, the node filters and injectivity in one place. Rows or
 //! counts stream to worker 0. [`cluster`] connects the processes (bounded, with a handshake that
-//! checks they agree) and turns a peer that dies into an error on every other process.
+//! checks they agree, and a heartbeat) and turns a peer that dies or stops into an error on every
+//! other process.
 
 mod error;
 pub mod partition;
@@ -19,7 +20,10 @@ pub use partition::{
     Partition, Vocab,
 };
 pub mod cluster;
+mod connect;
 pub mod dataflow;
+mod frames;
+pub mod hostfile;
 pub mod job;
 pub mod plan;
 mod run;

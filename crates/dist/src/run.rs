@@ -136,7 +136,8 @@ fn deadline_watch(remote: bool, timeout: Option<Duration>) -> impl Fn() -> Optio
                 let why = format!(
                     "the time limit ({t:.1?}) passed {STOP_GRACE:.0?} ago and the cluster has not \
                      stopped: a process stopped answering with its connections open (stopped, stuck, \
-                     or its machine unreachable); no answer is given, as it would be incomplete"
+                     or its machine unreachable); {}",
+                    cluster::ABANDONED
                 );
                 cluster::give_up(why.clone());
                 why

@@ -27,7 +27,8 @@ pub struct DistArgs {
     pub unused: Option<&'static str>,
     pub workers: usize,
     pub processes: usize,
-    pub process: usize,
+    /// `None` when `--process` was not given (only a single process may leave it out).
+    pub process: Option<usize>,
     pub hostfile: Option<PathBuf>,
     /// Seeds per worker per epoch.
     pub batch: usize,
@@ -35,7 +36,24 @@ pub struct DistArgs {
 }
 
 impl DistArgs {
+    /// This process's index: `--process`, which several processes must each be given (a
+    /// default of 0 would start two processes 0 when one is forgotten).
+    fn index(&self) -> Result<usize> {
+        match (self.process, self.processes) {
+            (Some(i), p) if i >= p => {
+                bail!("--process {i} of --processes {p}: processes count from 0")
+            }
+            (Some(i), _) => Ok(i),
+            (None, 1) => Ok(0),
+            (None, p) => bail!(
+                "--processes {p} needs --process (this process's index, from 0 to {})",
+                p - 1
+            ),
+        }
+    }
+
     fn cluster(&self) -> Result<Cluster> {
+        let process = self.index()?;
         let hosts = match (&self.hostfile, self.processes) {
             (Some(h), _) => read_hostfile(h, self.processes)?,
             (None, 1) => Vec::new(),
@@ -43,7 +61,7 @@ impl DistArgs {
         };
         Ok(Cluster {
             processes: self.processes,
-            process: self.process,
+            process,
             workers: self.workers,
             hosts,
             connect_timeout: self.connect_timeout,
@@ -54,21 +72,14 @@ impl DistArgs {
 /// This process's part: from a `gpsense partition` directory, or cut from a whole graph (which
 /// this process then loads whole, once).
 pub fn load(graph: Option<&Path>, d: &DistArgs) -> Result<Arc<Partition>> {
-    if d.process >= d.processes {
-        bail!(
-            "--process {} of --processes {}: processes count from 0",
-            d.process,
-            d.processes
-        );
-    }
     if let Some(option) = d.unused {
         bail!("{option} is not available with --workers/--processes");
     }
-    // A bad hostfile is an error before a large part is loaded, not after.
-    d.cluster()?;
+    // A bad index or hostfile is an error before a large part is loaded, not after.
+    let process = d.cluster()?.process;
     let start = Instant::now();
     if let Some(dir) = graph.filter(|p| p.is_dir()) {
-        let part = load_part(dir, d.process as u32, d.processes as u32)?;
+        let part = load_part(dir, process as u32, d.processes as u32)?;
         note_part(&part, start);
         return Ok(Arc::new(part));
     }
@@ -78,15 +89,14 @@ pub fn load(graph: Option<&Path>, d: &DistArgs) -> Result<Arc<Partition>> {
     }
     if d.processes > 1 {
         crate::out::note!(
-            "process {}: loaded the whole graph to cut its part; `gpsense partition` writes parts \
-             that each process loads alone",
-            d.process
+            "process {process}: loaded the whole graph to cut its part; `gpsense partition` \
+             writes parts that each process loads alone"
         );
     }
     let g = &loaded.graph;
     let vocab = Vocab::of(g);
     let fp = partition::fingerprint(g);
-    let part = Partition::cut(g, &vocab, fp, d.process as u32, d.processes as u32)?;
+    let part = Partition::cut(g, &vocab, fp, process as u32, d.processes as u32)?;
     drop(loaded);
     note_part(&part, start);
     Ok(Arc::new(part))
@@ -304,7 +314,7 @@ fn summary(report: &Report, o: &Outcome, d: &DistArgs, count: bool, start: Insta
 fn note_traffic(o: &Outcome, d: &DistArgs, start: Instant) {
     crate::out::note!(
         "process {}: done in {}; sent {} and received {} bytes",
-        d.process,
+        d.process.unwrap_or(0),
         millis(start.elapsed()),
         thousands(o.bytes_sent),
         thousands(o.bytes_received)
