@@ -212,3 +212,69 @@ impl Drop for Slot {
         STREAMS.fetch_sub(1, Ordering::AcqRel);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn batch(data: &[u32]) -> RowBatch<'_> {
+        RowBatch {
+            data,
+            width: 1,
+            rows: data.len(),
+        }
+    }
+
+    #[test]
+    fn a_buffered_feed_never_waits_and_stops_at_its_budget() {
+        let ids = [7u32; 100];
+        let budget = 3 * batch_bytes(&ids);
+        let (mut feed, rows, unread) = Feed::new(true, budget);
+        let unread = unread.expect("a buffered feed counts its unread bytes");
+        // Nobody reads: three batches fit, the fourth stops the match.
+        assert!((0..3).all(|_| feed.send(batch(&ids))));
+        assert!(!feed.send(batch(&ids)));
+        feed.end(Err(Error::NotRegularFile("unused".into())));
+        let messages: Vec<Message> = rows.try_iter().collect();
+        assert_eq!(messages.len(), 4);
+        assert!(messages[..3]
+            .iter()
+            .all(|m| matches!(m, Message::Rows(v, 100) if v.len() == 100)));
+        let Message::Failed(why) = &messages[3] else {
+            panic!("the last message should say why the stream stopped");
+        };
+        assert!(
+            why.contains(&format!("memory budget ({budget} bytes)")),
+            "{why}"
+        );
+        assert!(unread.load(Ordering::Relaxed) > budget);
+    }
+
+    #[test]
+    fn a_buffered_feed_goes_on_while_its_reader_reads() {
+        let ids = [1u32; 10];
+        let (mut feed, rows, unread) = Feed::new(true, 2 * batch_bytes(&ids));
+        let unread = unread.expect("a buffered feed counts its unread bytes");
+        for _ in 0..100 {
+            assert!(feed.send(batch(&ids)));
+            let Ok(Message::Rows(v, _)) = rows.try_recv() else {
+                panic!("a batch should be waiting");
+            };
+            unread.fetch_sub(batch_bytes(&v), Ordering::Relaxed);
+        }
+    }
+
+    #[test]
+    fn a_paced_feed_runs_ahead_of_its_reader_by_a_few_batches() {
+        let (feed, rows, unread) = Feed::new(false, 0);
+        assert!(unread.is_none());
+        let Feed::Paced(tx) = feed else {
+            panic!("a feed on the CPU waits for its reader");
+        };
+        for _ in 0..AHEAD {
+            assert!(tx.try_send(Message::Failed(String::new())).is_ok());
+        }
+        assert!(tx.try_send(Message::Failed(String::new())).is_err());
+        drop(rows);
+    }
+}
