@@ -9,6 +9,7 @@ mod interrupt;
 mod options;
 mod result;
 mod shared;
+mod stream;
 mod trust;
 
 use pyo3::prelude::*;

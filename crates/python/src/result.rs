@@ -3,16 +3,17 @@
 //! need a query's rows or a graph's edges (`explain`'s dict, networkx).
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError};
-use std::sync::{Arc, Mutex};
+use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{fence, AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc::RecvTimeoutError;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
 use gpsense::{solutions, Dialect, Error, Form, Prepared, Reported};
 use gpsense_graph::KnowledgeGraph;
 use gpsense_planner::Projected;
 use hashbrown::HashMap;
-use pyo3::exceptions::{PyImportError, PyStopIteration};
+use pyo3::exceptions::{PyImportError, PyKeyboardInterrupt, PyStopIteration};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
@@ -20,9 +21,8 @@ use crate::errors::{self, from_gpsense};
 use crate::graph::{brief, inline};
 use crate::options::Call;
 use crate::shared::Shared;
+use crate::stream::{Message, Stream};
 
-/// Batches of rows the query thread may run ahead of the reader.
-const AHEAD: usize = 4;
 /// How often a waiting reader looks for Ctrl-C.
 const POLL: Duration = Duration::from_millis(50);
 /// A query is first run on the calling thread, for at most this many rows and this long: most
@@ -32,21 +32,12 @@ const POLL: Duration = Duration::from_millis(50);
 const FIRST_TRY_ROWS: usize = 100_000;
 pub const FIRST_TRY_TIME: Duration = Duration::from_millis(20);
 
-/// What the query thread sends.
-enum Message {
-    /// A batch's ids, and its number of rows (a projection may have no columns).
-    Rows(Vec<u32>, usize),
-    End(Box<Result<Reported, Error>>),
-}
-
 enum State {
     /// Nothing has run yet.
     Fresh,
     /// A query thread is producing rows.
     Streaming {
-        /// In a mutex only to be `Sync`, as a pyclass must be: one reader at a time holds it.
-        rows: Mutex<Receiver<Message>>,
-        cancel: Arc<AtomicBool>,
+        stream: Stream,
         batch: Vec<u32>,
         at: usize,
         /// Rows of no columns still to hand out.
@@ -63,14 +54,46 @@ enum State {
     },
     /// Rows already made (a COUNT(*) query's one row).
     Ready(VecDeque<Py<PyTuple>>),
+    /// Read to its end, or closed.
     Done,
+    /// Cut short after rows were handed out (a time limit, Ctrl-C, a bound): every later read
+    /// raises this, so that the rows read never pass for the whole answer.
+    Failed(PyErr),
+}
+
+/// What reading changes: the state, and each name handed out, made once (answers repeat names,
+/// and a Python string costs more to make than to look up).
+struct Reading {
+    state: State,
+    names: HashMap<u64, Py<PyString>>,
+}
+
+impl Reading {
+    /// Ends the result with `e`, which this read raises; later reads raise it too (a Ctrl-C as a
+    /// `MatchError`: the interrupt was this read's).
+    fn fail(&mut self, py: Python<'_>, e: PyErr) -> PyErr {
+        let again = if e.is_instance_of::<PyKeyboardInterrupt>(py) {
+            errors::match_error(
+                py,
+                "Ctrl-C stopped this result's query before its end: its other rows were never \
+                 found; run the query again"
+                    .into(),
+            )
+        } else {
+            e.clone_ref(py)
+        };
+        self.state = State::Failed(again);
+        e
+    }
 }
 
 /// The rows of a query, as tuples of names (a relation's name for an edge variable). Iterating
 /// streams them as the engine finds them, from a thread of their own, with the GIL released
-/// while waiting; breaking off stops the query. `to_list()`, `to_pandas()` and `to_arrow()` take
-/// all rows at once (on the calling thread when nothing was read yet). A result is read once.
-#[pyclass(module = "gpsense")]
+/// while waiting; breaking off, `close()` or dropping the result stops the query. `to_list()`,
+/// `to_pandas()` and `to_arrow()` take all rows at once (on the calling thread when nothing was
+/// read yet). A result is read once; threads sharing one take turns, each row going to one of
+/// them. A result cut short after rows were handed out raises the same error on every later read.
+#[pyclass(module = "gpsense", frozen)]
 pub struct QueryResult {
     shared: Arc<Shared>,
     prepared: Arc<Prepared>,
@@ -78,10 +101,7 @@ pub struct QueryResult {
     variables: Vec<String>,
     /// Per column: an edge variable (a relation name) rather than a node.
     relation: Vec<bool>,
-    state: State,
-    /// Each name handed out, made once: answers repeat names, and a Python string costs more to
-    /// make than to look up.
-    names: HashMap<u64, Py<PyString>>,
+    reading: Turns<Reading>,
 }
 
 impl QueryResult {
@@ -114,8 +134,10 @@ impl QueryResult {
             call,
             variables,
             relation,
-            state: State::Fresh,
-            names: HashMap::new(),
+            reading: Turns::new(Reading {
+                state: State::Fresh,
+                names: HashMap::new(),
+            }),
         })
     }
 
@@ -129,42 +151,25 @@ impl QueryResult {
         opts
     }
 
-    /// Starts the query thread (or answers a COUNT(*) query on this one).
-    fn start(&mut self, py: Python<'_>) -> PyResult<()> {
+    /// Starts the query thread (or answers a COUNT(*) query on this one). An error leaves the
+    /// result fresh: no row was handed out.
+    fn start(&self, py: Python<'_>, r: &mut Reading) -> PyResult<()> {
         if solutions::count_column(&self.prepared).is_some() {
             let n = self.count(py)?;
             let row = PyTuple::new(py, [n])?.unbind();
-            self.state = State::Ready(VecDeque::from([row]));
+            r.state = State::Ready(VecDeque::from([row]));
             return Ok(());
         }
         let started = Instant::now();
-        if self.first_try(py)? {
+        if self.first_try(py, r)? {
             return Ok(());
         }
-        let cancel = Arc::new(AtomicBool::new(false));
-        let mut opts = self.options(cancel.clone());
+        let mut opts = self.options(Arc::new(AtomicBool::new(false)));
         opts.timeout = opts.timeout.map(|t| t.saturating_sub(started.elapsed()));
-        let (tx, rx) = sync_channel(AHEAD);
-        let (shared, prepared) = (self.shared.clone(), self.prepared.clone());
-        let spawned = std::thread::Builder::new()
-            .name("gpsense-query".into())
-            .spawn(move || {
-                let result = shared.with_dependent(|_, e| {
-                    solutions::select(&e.matcher, &prepared, &opts, &mut |b| {
-                        tx.send(Message::Rows(b.data.to_vec(), b.rows)).is_ok()
-                    })
-                });
-                let _ = tx.send(Message::End(Box::new(result.map_err(Error::from))));
-            });
-        if let Err(e) = spawned {
-            return Err(errors::match_error(
-                py,
-                format!("cannot start the query thread: {e}"),
-            ));
-        }
-        self.state = State::Streaming {
-            rows: Mutex::new(rx),
-            cancel,
+        let stream = Stream::start(self.shared.clone(), self.prepared.clone(), opts)
+            .map_err(|message| errors::match_error(py, message))?;
+        r.state = State::Streaming {
+            stream,
             batch: Vec::new(),
             at: 0,
             empty: 0,
@@ -174,7 +179,7 @@ impl QueryResult {
 
     /// Runs the query on the calling thread within `FIRST_TRY_ROWS` and `FIRST_TRY_TIME`; true
     /// when that found the whole answer (then buffered).
-    fn first_try(&mut self, py: Python<'_>) -> PyResult<bool> {
+    fn first_try(&self, py: Python<'_>, r: &mut Reading) -> PyResult<bool> {
         let wanted = self.call.options.timeout;
         let budget = wanted.map_or(FIRST_TRY_TIME, |t| t.min(FIRST_TRY_TIME));
         let cap = FIRST_TRY_ROWS * self.relation.len().max(1);
@@ -199,7 +204,7 @@ impl QueryResult {
         }
         let timed_out = reported.report.timed_out.then_some(rows);
         let empty = if self.relation.is_empty() { rows } else { 0 };
-        self.state = State::Buffered {
+        r.state = State::Buffered {
             batch: ids,
             at: 0,
             empty,
@@ -220,51 +225,44 @@ impl QueryResult {
     }
 
     /// The next row, or `None` at the end.
-    fn next_row(&mut self, py: Python<'_>) -> PyResult<Option<Py<PyTuple>>> {
+    fn next_row(&self, py: Python<'_>, r: &mut Reading) -> PyResult<Option<Py<PyTuple>>> {
         loop {
-            match &mut self.state {
-                State::Fresh => self.start(py)?,
+            let Reading { state, names } = &mut *r;
+            match state {
+                State::Fresh => self.start(py, r)?,
                 State::Ready(rows) => return Ok(rows.pop_front()),
                 State::Done => return Ok(None),
+                State::Failed(e) => return Err(e.clone_ref(py)),
                 State::Buffered { empty, .. } if *empty > 0 => {
                     *empty -= 1;
                     return Ok(Some(PyTuple::empty(py).unbind()));
                 }
                 State::Buffered { batch, at, .. } if *at < batch.len() => {
-                    let width = self.relation.len();
-                    let (start, g) = (*at, self.shared.graph());
-                    *at += width;
-                    let row = &batch[start..start + width];
-                    return Ok(Some(tuple(py, g, &self.relation, row, &mut self.names)?));
+                    return self.row_at(py, batch, at, names).map(Some);
                 }
                 State::Buffered { timed_out, .. } => {
-                    let cut = *timed_out;
-                    self.state = State::Done;
-                    if let Some(n) = cut {
-                        let message = format!("the time limit stopped the query after {n} rows");
-                        return Err(errors::timeout(py, message, py.None()));
-                    }
-                    return Ok(None);
+                    let Some(n) = *timed_out else {
+                        r.state = State::Done;
+                        return Ok(None);
+                    };
+                    let message = format!("the time limit stopped the query after {n} rows");
+                    return Err(r.fail(py, errors::timeout(py, message, py.None())));
                 }
                 State::Streaming { empty, .. } if *empty > 0 => {
                     *empty -= 1;
                     return Ok(Some(PyTuple::empty(py).unbind()));
                 }
                 State::Streaming { batch, at, .. } if *at < batch.len() => {
-                    let width = self.relation.len();
-                    let (start, g) = (*at, self.shared.graph());
-                    *at += width;
-                    let row = &batch[start..start + width];
-                    return Ok(Some(tuple(py, g, &self.relation, row, &mut self.names)?));
+                    return self.row_at(py, batch, at, names).map(Some);
                 }
                 State::Streaming {
-                    rows,
-                    cancel,
+                    stream,
                     batch,
                     at,
                     empty,
-                } => match wait(py, rows, cancel) {
+                } => match wait(py, stream) {
                     Ok(Message::Rows(next, n)) => {
+                        stream.taken(&next);
                         *batch = next;
                         *at = 0;
                         if self.relation.is_empty() {
@@ -272,23 +270,42 @@ impl QueryResult {
                         }
                     }
                     Ok(Message::End(result)) => {
-                        self.state = State::Done;
-                        let reported = (*result).map_err(|e| from_gpsense(py, e))?;
+                        let reported = match *result {
+                            Ok(reported) => reported,
+                            Err(e) => return Err(r.fail(py, from_gpsense(py, e))),
+                        };
                         if reported.report.timed_out {
                             let n = reported.report.rows;
                             let message =
                                 format!("the time limit stopped the query after {n} rows");
-                            return Err(errors::timeout(py, message, py.None()));
+                            let e = errors::timeout(py, message, py.None());
+                            return Err(r.fail(py, e));
                         }
+                        r.state = State::Done;
                         return Ok(None);
                     }
-                    Err(e) => {
-                        self.state = State::Done;
-                        return Err(e);
+                    Ok(Message::Failed(why)) => {
+                        return Err(r.fail(py, errors::match_error(py, why)));
                     }
+                    Err(e) => return Err(r.fail(py, e)),
                 },
             }
         }
+    }
+
+    /// The row at `at` in `batch`, made into a tuple; `at` moves past it.
+    fn row_at(
+        &self,
+        py: Python<'_>,
+        batch: &[u32],
+        at: &mut usize,
+        names: &mut HashMap<u64, Py<PyString>>,
+    ) -> PyResult<Py<PyTuple>> {
+        let width = self.relation.len();
+        let start = *at;
+        *at += width;
+        let row = &batch[start..start + width];
+        tuple(py, self.shared.graph(), &self.relation, row, names)
     }
 
     /// Every row's ids, found on the calling thread with the GIL released, within the memory
@@ -326,8 +343,8 @@ impl QueryResult {
     }
 
     /// All rows as one list per variable (in a dict, in column order).
-    fn columns<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let rows = self.rows(py)?;
+    fn columns<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let rows = self.rows(py, &mut *self.reading.take(py)?)?;
         let columns = PyDict::new(py);
         for (c, name) in self.variables.iter().enumerate() {
             let column = PyList::empty(py);
@@ -340,12 +357,11 @@ impl QueryResult {
     }
 
     /// All rows as tuples: collected at once when nothing was read, else the rest of the stream.
-    fn rows(&mut self, py: Python<'_>) -> PyResult<Vec<Py<PyTuple>>> {
-        if !matches!(self.state, State::Fresh) || solutions::count_column(&self.prepared).is_some()
-        {
+    fn rows(&self, py: Python<'_>, r: &mut Reading) -> PyResult<Vec<Py<PyTuple>>> {
+        if !matches!(r.state, State::Fresh) || solutions::count_column(&self.prepared).is_some() {
             let mut out = Vec::new();
             loop {
-                match self.next_row(py) {
+                match self.next_row(py, r) {
                     Ok(Some(row)) => out.push(row),
                     Ok(None) => return Ok(out),
                     // The rows this call gathered are the timeout's partial answer.
@@ -361,23 +377,25 @@ impl QueryResult {
                 }
             }
         }
-        if self.first_try(py)? {
-            return self.rows(py);
+        if self.first_try(py, r)? {
+            return self.rows(py, r);
         }
-        self.state = State::Done;
+        // An error here leaves the result fresh (no row was handed out): it can still be iterated.
         let (ids, reported) = self.collect_ids(py)?;
-        let g = self.shared.graph();
+        r.state = State::Done;
         let width = self.relation.len();
         let mut out = Vec::with_capacity(reported.report.rows as usize);
         if width == 0 {
             out.extend((0..reported.report.rows).map(|_| PyTuple::empty(py).unbind()));
         } else {
+            let g = self.shared.graph();
             for row in ids.chunks_exact(width) {
-                out.push(tuple(py, g, &self.relation, row, &mut self.names)?);
+                out.push(tuple(py, g, &self.relation, row, &mut r.names)?);
             }
         }
         if reported.report.timed_out {
             let message = format!("the time limit stopped the query after {} rows", out.len());
+            r.fail(py, errors::timeout(py, message.clone(), py.None()));
             let partial = PyList::new(py, out)?.into_any().unbind();
             return Err(errors::timeout(py, message, partial));
         }
@@ -399,18 +417,18 @@ impl QueryResult {
         slf
     }
 
-    fn __next__(&mut self, py: Python<'_>) -> PyResult<Py<PyTuple>> {
-        self.next_row(py)?
+    fn __next__(&self, py: Python<'_>) -> PyResult<Py<PyTuple>> {
+        self.next_row(py, &mut *self.reading.take(py)?)?
             .ok_or_else(|| PyStopIteration::new_err(()))
     }
 
     /// Every row (the rest of them, if some were read), as a list of tuples.
-    fn to_list(&mut self, py: Python<'_>) -> PyResult<Vec<Py<PyTuple>>> {
-        self.rows(py)
+    fn to_list(&self, py: Python<'_>) -> PyResult<Vec<Py<PyTuple>>> {
+        self.rows(py, &mut *self.reading.take(py)?)
     }
 
     /// The rows as a `pandas.DataFrame`, one column per variable (needs pandas).
-    fn to_pandas(&mut self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+    fn to_pandas(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let pandas = optional(py, "pandas", "to_pandas()")?;
         let columns = self.columns(py)?;
         let kwargs = PyDict::new(py);
@@ -422,17 +440,43 @@ impl QueryResult {
     }
 
     /// The rows as a `pyarrow.Table`, one column per variable (needs pyarrow).
-    fn to_arrow(&mut self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+    fn to_arrow(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let pyarrow = optional(py, "pyarrow", "to_arrow()")?;
         let columns = self.columns(py)?;
         Ok(pyarrow.call_method1("table", (columns,))?.unbind())
     }
 
+    /// Stops the query and frees what it holds; later reads find no more rows (or the error that
+    /// had cut the result short).
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        let mut r = self.reading.take(py)?;
+        if !matches!(r.state, State::Failed(_)) {
+            r.state = State::Done;
+        }
+        Ok(())
+    }
+
+    fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __exit__(
+        &self,
+        py: Python<'_>,
+        _kind: &Bound<'_, PyAny>,
+        _value: &Bound<'_, PyAny>,
+        _traceback: &Bound<'_, PyAny>,
+    ) -> PyResult<bool> {
+        self.close(py)?;
+        Ok(false)
+    }
+
     fn __repr__(&self) -> String {
-        let state = match self.state {
-            State::Fresh => "not started",
-            State::Streaming { .. } | State::Buffered { .. } | State::Ready(_) => "being read",
-            State::Done => "read",
+        let state = match self.reading.peek().as_deref().map(|r| &r.state) {
+            Some(State::Fresh) => "not started",
+            Some(State::Done) => "read",
+            Some(State::Failed(_)) => "cut short",
+            _ => "being read",
         };
         format!(
             "<gpsense.QueryResult ({}): {state}>",
@@ -441,36 +485,111 @@ impl QueryResult {
     }
 }
 
-impl Drop for QueryResult {
-    /// A result dropped before its end (a `break`) stops its query thread.
-    fn drop(&mut self) {
-        if let State::Streaming { cancel, .. } = &self.state {
-            cancel.store(true, Ordering::Relaxed);
-        }
-    }
-}
-
 /// The next message, the GIL released while waiting, Ctrl-C looked for every `POLL`.
-fn wait(py: Python<'_>, rows: &Mutex<Receiver<Message>>, cancel: &AtomicBool) -> PyResult<Message> {
+fn wait(py: Python<'_>, stream: &mut Stream) -> PyResult<Message> {
     loop {
-        let next = py.detach(|| {
-            let rows = rows.lock().unwrap_or_else(|p| p.into_inner());
-            rows.recv_timeout(POLL)
-        });
-        match next {
+        let rows = &mut stream.rows;
+        match py.detach(move || rows.recv_timeout(POLL)) {
             Ok(m) => return Ok(m),
-            Err(RecvTimeoutError::Timeout) => {
-                if let Err(e) = py.check_signals() {
-                    cancel.store(true, Ordering::Relaxed);
-                    return Err(e);
-                }
-            }
+            // Dropping the stream (the caller fails the result) stops its thread.
+            Err(RecvTimeoutError::Timeout) => py.check_signals()?,
             Err(RecvTimeoutError::Disconnected) => {
                 return Err(errors::match_error(
                     py,
                     "the query thread stopped without an answer (a bug: please report it)".into(),
                 ))
             }
+        }
+    }
+}
+
+/// A value that one thread uses at a time. Threads sharing a result take turns: a call that finds
+/// another's running waits for it with the GIL released (the other may need the GIL to finish),
+/// looking for Ctrl-C every `POLL`.
+struct Turns<T> {
+    value: Mutex<T>,
+    /// Held while a waiter decides to sleep, so that the end of a turn cannot slip between.
+    gate: Mutex<()>,
+    free: Condvar,
+    waiting: AtomicUsize,
+}
+
+/// One thread's turn; the next waiter is woken when it ends.
+struct Turn<'a, T> {
+    guard: Option<MutexGuard<'a, T>>,
+    turns: &'a Turns<T>,
+}
+
+impl<T: Send> Turns<T> {
+    fn new(value: T) -> Self {
+        Turns {
+            value: Mutex::new(value),
+            gate: Mutex::new(()),
+            free: Condvar::new(),
+            waiting: AtomicUsize::new(0),
+        }
+    }
+
+    /// The value, once no other thread uses it.
+    fn take(&self, py: Python<'_>) -> PyResult<Turn<'_, T>> {
+        loop {
+            if let Some(guard) = self.peek() {
+                return Ok(Turn {
+                    guard: Some(guard),
+                    turns: self,
+                });
+            }
+            py.detach(|| self.wait());
+            py.check_signals()?;
+        }
+    }
+
+    /// The value if no other thread uses it now (a panic in a turn leaves it usable).
+    fn peek(&self) -> Option<MutexGuard<'_, T>> {
+        match self.value.try_lock() {
+            Ok(guard) => Some(guard),
+            Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
+            Err(TryLockError::WouldBlock) => None,
+        }
+    }
+
+    /// Sleeps until a turn ends, or `POLL` passes.
+    fn wait(&self) {
+        let gate = self.gate.lock().unwrap_or_else(|p| p.into_inner());
+        self.waiting.fetch_add(1, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        // Looked at after counting this waiter: a turn that ends from here on wakes it.
+        if matches!(self.value.try_lock(), Err(TryLockError::WouldBlock)) {
+            drop(self.free.wait_timeout(gate, POLL));
+        }
+        self.waiting.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl<T> Deref for Turn<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        self.guard
+            .as_deref()
+            .expect("a turn holds its value until dropped")
+    }
+}
+
+impl<T> DerefMut for Turn<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        self.guard
+            .as_deref_mut()
+            .expect("a turn holds its value until dropped")
+    }
+}
+
+impl<T> Drop for Turn<'_, T> {
+    fn drop(&mut self) {
+        drop(self.guard.take());
+        fence(Ordering::SeqCst);
+        if self.turns.waiting.load(Ordering::SeqCst) > 0 {
+            let _gate = self.turns.gate.lock().unwrap_or_else(|p| p.into_inner());
+            self.turns.free.notify_all();
         }
     }
 }

@@ -3,6 +3,10 @@ bad option values, an engine that is not there, and the bounds a query can hit."
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
+
 import pytest
 
 import gpsense
@@ -86,6 +90,53 @@ def test_query_error_message_is_the_clis(cn, cli, text, line, column, words):
     assert done.stdout == ""
     assert done.stderr.startswith("error: ")
     assert done.stderr[len("error: ") :].rstrip("\n") == str(info.value)
+
+
+#: Issue 27, case 1: 10,000 nested brackets behind a prefixed name's escape (`e:a\\#`, whose `#` the
+#: old nesting guard took for a comment; `e:a\\)`, whose `)` it took for a closing bracket) reached
+#: the parser, whose recursion overflowed the stack: the interpreter died (SIGSEGV).
+DEEP_BEHIND_ESCAPES = [
+    "PREFIX e: <http://x/> SELECT * WHERE { ?s e:a\\# ?o FILTER("
+    + "(" * 10_000
+    + "?o"
+    + ")" * 10_000
+    + " = ?o) }",
+    "PREFIX e: <http://x/> SELECT * WHERE { ?s ?p ?o FILTER("
+    + "(e:a\\) = " * 10_000
+    + "?o"
+    + ")" * 10_000
+    + ") }",
+]
+
+
+@pytest.mark.parametrize("text", DEEP_BEHIND_ESCAPES, ids=["comment-escape", "bracket-escape"])
+def test_deep_query_behind_escapes_is_a_query_error(text):
+    """A deeply nested query is a QueryError from every call, and the interpreter lives on. Run in
+    a child interpreter: a crash there fails this test instead of killing the suite."""
+    script = f"""
+        import gpsense
+        g = gpsense.Graph.default()
+        text = {text!r}
+        for call in (g.query, g.count, g.ask, g.explain):
+            try:
+                call(text)
+            except gpsense.QueryError as e:
+                assert "nest" in str(e), str(e)[:300]
+            else:
+                raise AssertionError(f"{{call.__name__}} accepted the deep query")
+        print(g.count("SELECT * WHERE {{ ?x IsA animal }}"))
+    """
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", textwrap.dedent(script)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail("the deep query hung the interpreter")
+    assert done.returncode == 0, f"the interpreter exited {done.returncode}: {done.stderr[-2000:]}"
+    assert done.stdout.strip() == str(ANIMALS_COUNT)
 
 
 @pytest.mark.parametrize("call", ["query", "count", "ask", "explain"])

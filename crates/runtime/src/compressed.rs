@@ -213,9 +213,19 @@ impl<'g> CompressedEngine<'g> {
             stats: &stats,
             width: qc.nodes.len() + qc.edge_variables.len(),
         };
-        let report = match self.pool() {
-            Some(pool) if !opts.single_thread => self.pipelined(&stream, pool)?,
-            _ => self.inline(&stream)?,
+        let report = if opts.single_thread {
+            self.inline(&stream)?
+        } else if opts.blocking_rows {
+            // A callback that blocks would hold the shared pool's threads: this match's own.
+            match expansion_pool() {
+                Some(pool) => self.pipelined(&stream, &pool)?,
+                None => self.inline(&stream)?,
+            }
+        } else {
+            match self.pool() {
+                Some(pool) => self.pipelined(&stream, pool)?,
+                None => self.inline(&stream)?,
+            }
         };
         Ok((report, stats.finish()))
     }
@@ -264,13 +274,7 @@ impl<'g> CompressedEngine<'g> {
     }
 
     fn pool(&self) -> &Option<rayon::ThreadPool> {
-        self.pool.get_or_init(|| {
-            rayon::ThreadPoolBuilder::new()
-                .num_threads(rayon::current_num_threads())
-                .thread_name(|i| format!("gpsense-expand-{i}"))
-                .build()
-                .ok()
-        })
+        self.pool.get_or_init(expansion_pool)
     }
 
     /// The query on the compressed graph: concepts fixed to their hyper-nodes (a concept set to the
@@ -355,6 +359,15 @@ impl Counters {
             expand_time: Duration::from_nanos(self.nanos.into_inner()),
         }
     }
+}
+
+/// Threads to expand compressed matches on, as many as the calling pool has.
+fn expansion_pool() -> Option<rayon::ThreadPool> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(rayon::current_num_threads())
+        .thread_name(|i| format!("gpsense-expand-{i}"))
+        .build()
+        .ok()
 }
 
 /// What a match streams from the inner engine to the expansion.

@@ -122,6 +122,12 @@ pub struct MatchOptions {
     pub check_every: u32,
     /// Fill the report's explanations (the join plan's reasons), for `--explain`.
     pub explain: bool,
+    /// The row callback may block for as long as its reader likes (a stream read half-way, then
+    /// left). Such a match must hold nothing other matches need while it waits: the compressed
+    /// engine then expands on threads of this match's own rather than its shared pool, and the
+    /// caller runs the match inside a rayon pool of its own (`ThreadPool::install`). The device
+    /// engines call back while holding the device; a caller must not block there.
+    pub blocking_rows: bool,
 }
 
 impl Default for MatchOptions {
@@ -139,6 +145,7 @@ impl Default for MatchOptions {
             cancel: None,
             check_every: 1024,
             explain: false,
+            blocking_rows: false,
         }
     }
 }

@@ -138,8 +138,11 @@ class Graph:
 
 class QueryResult:
     """The rows of a query, as tuples of names (a relation's name for an edge variable). Iterating
-    streams them as the engine finds them; breaking off stops the query. ``to_list()``,
-    ``to_pandas()`` and ``to_arrow()`` take all rows at once. A result is read once."""
+    streams them as the engine finds them; breaking off, ``close()``, leaving a ``with`` block or
+    dropping the result stops the query. ``to_list()``, ``to_pandas()`` and ``to_arrow()`` take all
+    rows at once. A result is read once; threads sharing one take turns, each row going to one of
+    them. A result cut short after rows were handed out (``QueryTimeout``, Ctrl-C, an error) raises
+    again on every later read. At most 64 results stream at once (``MatchError`` beyond)."""
 
     @property
     def variables(self) -> list[str]:
@@ -157,6 +160,13 @@ class QueryResult:
 
     def to_arrow(self) -> Any:
         """The rows as a ``pyarrow.Table``, one column per variable. Needs pyarrow."""
+
+    def close(self) -> None:
+        """Stops the query and frees what it holds; later reads find no more rows (or the error
+        that had cut the result short)."""
+
+    def __enter__(self) -> QueryResult: ...
+    def __exit__(self, kind: object, value: object, traceback: object) -> bool: ...
 
 class TrustMatch:
     """One near match found by ``Graph.trust``."""
