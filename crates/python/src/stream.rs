@@ -88,7 +88,7 @@ impl Stream {
         }
     }
 
-    pub fn cancel(&self) {
+    fn cancel(&self) {
         self.cancel.store(true, Ordering::Relaxed);
     }
 }

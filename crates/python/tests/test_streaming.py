@@ -161,6 +161,24 @@ def test_ask_and_explain_with_timeout(cn):
     assert e["timed_out"] is True and e["matches"] > 0
 
 
+def test_out_of_time_without_a_match_is_neither_yes_nor_no(cn):
+    """Issue 27, item 6: an answer that ran out of time must not look real. A query none of whose
+    matches passes its filter, stopped by the time limit: ask() raises QueryTimeout (not False),
+    count() raises it with the count so far (not 0), and so do to_list() and iteration."""
+    never = HUGE_4HOP.replace(" }", " FILTER(?a != ?a) }")
+    with pytest.raises(gpsense.QueryTimeout) as info:
+        cn.ask(never, timeout=0.3)
+    assert info.value.partial is None
+    with pytest.raises(gpsense.QueryTimeout) as info:
+        cn.count(never, timeout=0.3)
+    assert info.value.partial == 0
+    with pytest.raises(gpsense.QueryTimeout) as info:
+        cn.query(never, timeout=0.3).to_list()
+    assert info.value.partial == []
+    with pytest.raises(gpsense.QueryTimeout):
+        list(cn.query(never, timeout=0.3))
+
+
 # --- the GIL -------------------------------------------------------------------------------------
 
 
