@@ -319,9 +319,25 @@ fn a_process_that_dies_fails_the_query_on_the_others() {
 #[test]
 fn a_process_that_stops_answering_fails_the_query_after_the_time_limit() {
     let dir = tempfile::tempdir().unwrap();
-    let mut children = three_long_counts(dir.path(), Some(3_000));
+    let children = three_long_counts(dir.path(), Some(3_000));
     std::thread::sleep(Duration::from_secs(1));
     // Stopped, its connections stay open and its kernel answers keepalives: only the clock tells.
+    let errors = stop_the_last(children, "stopped answering", |_, _| true);
+    assert!(
+        errors.iter().any(|e| e.contains("stopped answering")),
+        "{errors:?}"
+    );
+}
+
+/// SIGSTOPs the last of `children` and waits for the others: each must fail with exit code 1 and
+/// an error naming the stop (`named`, or "stopped or broke its connection": the first to give up
+/// closes its connections, so the other may report that instead) and pass `check` (its stdout and
+/// error). Their errors; the stopped process is killed.
+fn stop_the_last(
+    mut children: Vec<Child>,
+    named: &str,
+    check: impl Fn(&str, &str) -> bool,
+) -> Vec<String> {
     let mut victim = children.pop().unwrap();
     let stopped = Command::new("kill")
         .args(["-STOP", &victim.id().to_string()])
@@ -330,22 +346,19 @@ fn a_process_that_stops_answering_fails_the_query_after_the_time_limit() {
     assert!(stopped.success());
     let mut errors = Vec::new();
     for (i, c) in children.into_iter().enumerate() {
-        let (code, _, err) = finish(c, Duration::from_secs(90));
+        let (code, stdout, err) = finish(c, Duration::from_secs(90));
         assert!(code.is_some(), "process {i} hung on a stopped peer");
         assert_eq!(code, Some(1), "process {i}: {err}");
-        // The first to give up closes its connections, so the other may report that instead.
         assert!(
-            err.contains("stopped answering") || err.contains("stopped or broke its connection"),
+            err.contains(named) || err.contains("stopped or broke its connection"),
             "process {i}: {err}"
         );
+        assert!(check(&stdout, &err), "process {i}: {stdout} {err}");
         errors.push(err);
     }
-    assert!(
-        errors.iter().any(|e| e.contains("stopped answering")),
-        "{errors:?}"
-    );
     let _ = victim.kill();
     let _ = victim.wait();
+    errors
 }
 
 #[test]
@@ -629,36 +642,20 @@ fn processes_with_different_hostfiles_refuse_to_start() {
 #[test]
 fn a_process_stopped_without_a_time_limit_is_given_up_on() {
     let dir = tempfile::tempdir().unwrap();
-    let mut children = three_long_counts(dir.path(), None);
+    let children = three_long_counts(dir.path(), None);
     std::thread::sleep(Duration::from_secs(4));
     // Stopped, its connections stay open and its kernel answers keepalives; with no time limit,
     // only its heartbeat going quiet tells (this waited forever).
-    let mut victim = children.pop().unwrap();
-    let stopped = Command::new("kill")
-        .args(["-STOP", &victim.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(stopped.success());
-    let mut errors = Vec::new();
-    for (i, c) in children.into_iter().enumerate() {
-        let (code, stdout, err) = finish(c, Duration::from_secs(90));
-        assert!(code.is_some(), "process {i} hung on a stopped peer");
-        assert_eq!(code, Some(1), "process {i}: {err}");
-        assert!(stdout.is_empty(), "process {i} printed a count");
-        // The first to give up leaves, so the other may report that instead.
-        assert!(
-            err.contains("process 2 (") && err.contains("has sent nothing")
-                || err.contains("stopped or broke its connection"),
-            "process {i}: {err}"
-        );
-        errors.push(err);
-    }
+    let errors = stop_the_last(children, "has sent nothing", |stdout, err| {
+        // No count printed; a heartbeat error names the stopped process.
+        stdout.is_empty()
+            && (err.contains("process 2 (") && err.contains("has sent nothing")
+                || err.contains("stopped or broke its connection"))
+    });
     assert!(
         errors.iter().any(|e| e.contains("has sent nothing")),
         "{errors:?}"
     );
-    let _ = victim.kill();
-    let _ = victim.wait();
 }
 
 #[test]

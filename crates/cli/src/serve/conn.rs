@@ -188,7 +188,7 @@ async fn serve_connection(
 ) {
     let _ = stream.set_nodelay(true);
     let io = Watched::new(stream, limits, state.clone());
-    let service = TowerToHyperService::new(InFlight::layer(app, state.clone()));
+    let service = TowerToHyperService::new(InFlight::new(app, state.clone()));
     let conn = http1::Builder::new()
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_timeout)
@@ -227,7 +227,7 @@ struct InFlight {
 }
 
 impl InFlight {
-    fn layer(app: Router, state: Arc<ConnState>) -> Self {
+    fn new(app: Router, state: Arc<ConnState>) -> Self {
         InFlight { app, state }
     }
 }
@@ -243,7 +243,7 @@ impl tower_service::Service<axum::http::Request<hyper::body::Incoming>> for InFl
     }
 
     fn call(&mut self, req: axum::http::Request<hyper::body::Incoming>) -> Self::Future {
-        let guard = Busy::new(self.state.clone());
+        let guard = RequestMark::new(self.state.clone());
         let mut app = self.app.clone();
         Box::pin(async move {
             let response =
@@ -257,16 +257,16 @@ impl tower_service::Service<axum::http::Request<hyper::body::Incoming>> for InFl
 }
 
 /// One request in flight, until dropped.
-pub struct Busy(Arc<ConnState>);
+struct RequestMark(Arc<ConnState>);
 
-impl Busy {
+impl RequestMark {
     fn new(state: Arc<ConnState>) -> Self {
         state.in_flight.fetch_add(1, Relaxed);
-        Busy(state)
+        RequestMark(state)
     }
 }
 
-impl Drop for Busy {
+impl Drop for RequestMark {
     fn drop(&mut self) {
         self.0.in_flight.fetch_sub(1, Relaxed);
     }
