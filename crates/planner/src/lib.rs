@@ -28,7 +28,7 @@ pub use query::{
     benchmark_query, compile, resolve, EdgeLabel, NodeKind, Projected, QueryEdge, QueryError,
     QueryGraph, QueryNode,
 };
-pub use sparql::{prepare, Dialect, Form, OrderKey, Prepared, RowFilter, Slot};
+pub use sparql::{prepare, prepare_bgp, Dialect, Form, OrderKey, Prepared, RowFilter, Slot};
 pub use suggest::nearest_names;
 pub use suggest::{concept_names, relations_near};
 pub use vocabulary::Vocabulary;

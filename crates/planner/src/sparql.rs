@@ -175,6 +175,26 @@ pub fn prepare(text: &str, g: &dyn Vocabulary, prefer: Dialect) -> Result<Prepar
     }
 }
 
+/// One basic graph pattern on its own, as the SPARQL evaluator hands each to the matcher: the
+/// variables in `variables` projected in that order (each must occur in `patterns`), blank nodes
+/// as variables, homomorphism, no filter. A name the graph lacks is
+/// [`QueryError::UnknownConcept`] / [`QueryError::UnknownRelation`]: the pattern has no solution.
+pub fn prepare_bgp(
+    patterns: &[TriplePattern],
+    variables: &[spargebra::term::Variable],
+    g: &dyn Vocabulary,
+) -> Result<Prepared, QueryError> {
+    if patterns.is_empty() {
+        return Err(unsupported("", "an empty basic graph pattern", ""));
+    }
+    let shape = Shape {
+        projection: Some(variables),
+        triples: patterns.iter().collect(),
+        ..Shape::default()
+    };
+    Translator::new("", g).run(shape, false)
+}
+
 /// Whether `text` uses syntax only standard SPARQL has: a prologue, `ASK`, an IRI, a FILTER, or the
 /// `;` / `,` shorthand outside strings.
 fn looks_standard(text: &str) -> bool {

@@ -1,16 +1,71 @@
-//! SPARQL 1.1 query evaluation over a gpsense graph (API skeleton; evaluation lands next).
+//! SPARQL 1.1 query evaluation over a gpsense graph: the one evaluator every front end uses for
+//! standard SPARQL.
+//!
+//! The algebra (OPTIONAL, UNION, MINUS, BIND, VALUES, aggregates, subqueries, property paths,
+//! CONSTRUCT, DESCRIBE) and the expression library (XSD values, functions, errors that drop a row)
+//! are Oxigraph's `spareval`, over the graph as a [`QueryableDataset`](spareval::QueryableDataset)
+//! (`dataset.rs`: quads straight from the CSR). Every basic graph pattern the matcher takes is
+//! answered by the matcher (`bgp.rs`), so the candidate space and the failing sets do the joins
+//! inside any query. `limits.rs`: the time limit and cancellation for the parts spareval runs.
 
+mod bgp;
+mod dataset;
+mod limits;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+pub use bgp::MatcherUse;
+pub use dataset::Indexes;
+pub use limits::Interrupted;
 pub use oxrdf::{Term, Triple, Variable};
 
 use gpsense_graph::KnowledgeGraph;
-use gpsense_runtime::{Engine, MatchOptions};
+use gpsense_planner::sparql::{nesting_depth, MAX_NESTING};
+use gpsense_planner::QueryGraph;
+use gpsense_runtime::{Engine, MatchError, MatchOptions, MatchReport, RowBatch};
+use spareval::{QueryEvaluationError, QueryEvaluator, QueryResults};
+use spargebra::{Query, SparqlParser};
+
+use dataset::{GraphDataset, View};
+use limits::Watch;
+
+/// What runs a basic graph pattern: the plain engine, or (in the `gpsense` crate) the compressed
+/// one, which answers on the original graph.
+pub trait Matching: Sync {
+    /// The graph answers refer to.
+    fn graph(&self) -> &KnowledgeGraph;
+    /// Streams `q`'s rows to `on_rows` (which returns whether to go on).
+    fn run(
+        &self,
+        q: &QueryGraph,
+        opts: &MatchOptions,
+        on_rows: &mut (dyn FnMut(RowBatch) -> bool + Send),
+    ) -> Result<MatchReport, MatchError>;
+}
+
+impl Matching for Engine<'_> {
+    fn graph(&self) -> &KnowledgeGraph {
+        Engine::graph(self)
+    }
+
+    fn run(
+        &self,
+        q: &QueryGraph,
+        opts: &MatchOptions,
+        on_rows: &mut (dyn FnMut(RowBatch) -> bool + Send),
+    ) -> Result<MatchReport, MatchError> {
+        Engine::run(self, q, opts, on_rows)
+    }
+}
 
 /// What evaluation takes besides the query text.
 #[derive(Clone, Debug, Default)]
 pub struct Options {
     /// Resolves relative IRIs in the query (`--base`).
     pub base_iri: Option<String>,
-    /// Limits for every basic graph pattern the matcher answers (deadline, memory, cancel).
+    /// Limits for the whole evaluation (`timeout`, `cancel`, `memory_budget`) and the matcher's
+    /// settings for every basic graph pattern (engine, threads).
     pub matching: MatchOptions,
 }
 
@@ -27,28 +82,233 @@ pub enum Answer<'g> {
     Graph(Box<dyn Iterator<Item = Result<Triple, SparqlError>> + 'g>),
 }
 
+/// An answer and how it was reached.
+pub struct Evaluation<'g> {
+    pub answer: Answer<'g>,
+    /// What the matcher answered, declined, and which names the graph lacks.
+    pub matcher: MatcherUse,
+}
+
 /// Why a query has no answer.
 #[derive(Debug, thiserror::Error)]
 pub enum SparqlError {
+    /// Not SPARQL: the parser's message, with line and column.
     #[error("{0}")]
     Syntax(String),
+    /// Valid SPARQL outside what gpsense evaluates.
     #[error("{0}")]
     Unsupported(String),
+    #[error("the query ran out of time")]
+    TimedOut,
+    #[error(
+        "a basic graph pattern has more than {rows} solutions, beyond the memory budget of \
+         {budget} bytes; raise --memory-budget or make the pattern more selective"
+    )]
+    MemoryBudget { rows: u64, budget: u64 },
+    #[error("{0}")]
+    Matcher(String),
+    /// An error the standard does not turn into an unbound value (a bad regex flag, ...).
     #[error("{0}")]
     Evaluation(String),
 }
 
-/// Evaluates `text` (standard SPARQL 1.1) over the engine's graph.
+/// The evaluator of one graph; keeps per-graph indexes across queries.
+pub struct Sparql<'g, M: Matching + ?Sized> {
+    matcher: &'g M,
+    indexes: Indexes,
+}
+
+impl<'g, M: Matching + ?Sized> Sparql<'g, M> {
+    pub fn new(matcher: &'g M) -> Self {
+        Sparql {
+            matcher,
+            indexes: Indexes::default(),
+        }
+    }
+
+    /// Parses `text` (standard SPARQL 1.1).
+    pub fn parse(text: &str, base_iri: Option<&str>) -> Result<Query, SparqlError> {
+        let depth = nesting_depth(text);
+        if depth > MAX_NESTING {
+            return Err(SparqlError::Syntax(format!(
+                "the query nests brackets {depth} deep, more than the limit of {MAX_NESTING}"
+            )));
+        }
+        let mut parser = SparqlParser::new();
+        if let Some(base) = base_iri {
+            parser = parser
+                .with_base_iri(base)
+                .map_err(|e| SparqlError::Syntax(format!("--base {base:?}: {e}")))?;
+        }
+        parser
+            .parse_query(text)
+            .map_err(|e| SparqlError::Syntax(format!("SPARQL syntax: {e}")))
+    }
+
+    /// Evaluates `text`.
+    pub fn evaluate(&'g self, text: &str, options: &Options) -> Result<Evaluation<'g>, SparqlError> {
+        let query = Self::parse(text, options.base_iri.as_deref())?;
+        self.evaluate_query(query, options)
+    }
+
+    /// Evaluates a parsed query.
+    pub fn evaluate_query(
+        &'g self,
+        query: Query,
+        options: &Options,
+    ) -> Result<Evaluation<'g>, SparqlError> {
+        refuse_dataset(&query)?;
+        let deadline = options.matching.timeout.map(|t| Instant::now() + t);
+        let watch = Arc::new(Watch::new(deadline, options.matching.cancel.clone()));
+        let view = View {
+            graph: self.matcher.graph(),
+            indexes: &self.indexes,
+        };
+        let mut rewriter = bgp::Rewriter {
+            matcher: self.matcher,
+            view,
+            options: &options.matching,
+            deadline,
+            evaluator: QueryEvaluator::new(),
+            used: MatcherUse::default(),
+        };
+        let query = rewrite_query(query, &mut rewriter)?;
+        let (evaluator, used) = (rewriter.evaluator, rewriter.used);
+        let dataset = GraphDataset {
+            view,
+            watch: Arc::clone(&watch),
+        };
+        let results = evaluator
+            .prepare(&query)
+            .execute(dataset)
+            .map_err(evaluation_error)?;
+        Ok(Evaluation {
+            answer: answer(results, watch),
+            matcher: used,
+        })
+    }
+}
+
+/// Evaluates `text` on the engine's graph (no indexes kept between calls: use [`Sparql`] for
+/// many queries).
 pub fn evaluate<'g>(
     engine: &'g Engine<'g>,
     text: &str,
     options: &Options,
 ) -> Result<Answer<'g>, SparqlError> {
-    let _ = (
-        engine,
-        text,
-        options,
-        std::any::type_name::<KnowledgeGraph>(),
-    );
-    Err(SparqlError::Unsupported("evaluation lands next".into()))
+    // The evaluator's indexes must outlive the answer: leak-free by collecting here.
+    let sparql = Sparql::new(engine);
+    let evaluation = sparql.evaluate(text, options)?;
+    Ok(collect(evaluation.answer)?)
+}
+
+/// The whole answer in memory (then it borrows nothing).
+fn collect<'g>(answer: Answer<'_>) -> Result<Answer<'g>, SparqlError> {
+    Ok(match answer {
+        Answer::Solutions { variables, rows } => {
+            let rows: Vec<_> = rows.collect::<Result<_, _>>()?;
+            Answer::Solutions {
+                variables,
+                rows: Box::new(rows.into_iter().map(Ok)),
+            }
+        }
+        Answer::Boolean(b) => Answer::Boolean(b),
+        Answer::Graph(triples) => {
+            let triples: Vec<_> = triples.collect::<Result<_, _>>()?;
+            Answer::Graph(Box::new(triples.into_iter().map(Ok)))
+        }
+    })
+}
+
+fn rewrite_query<M: Matching + ?Sized>(
+    query: Query,
+    r: &mut bgp::Rewriter<'_, '_, M>,
+) -> Result<Query, SparqlError> {
+    Ok(match query {
+        Query::Select {
+            dataset,
+            pattern,
+            base_iri,
+        } => Query::Select {
+            dataset,
+            pattern: r.pattern(pattern)?,
+            base_iri,
+        },
+        Query::Ask {
+            dataset,
+            pattern,
+            base_iri,
+        } => Query::Ask {
+            dataset,
+            pattern: r.pattern(pattern)?,
+            base_iri,
+        },
+        Query::Construct {
+            template,
+            dataset,
+            pattern,
+            base_iri,
+        } => Query::Construct {
+            template,
+            dataset,
+            pattern: r.pattern(pattern)?,
+            base_iri,
+        },
+        Query::Describe {
+            dataset,
+            pattern,
+            base_iri,
+        } => Query::Describe {
+            dataset,
+            pattern: r.pattern(pattern)?,
+            base_iri,
+        },
+    })
+}
+
+/// gpsense keeps one default graph: `FROM` and `FROM NAMED` would name graphs it does not have.
+fn refuse_dataset(query: &Query) -> Result<(), SparqlError> {
+    let dataset = match query {
+        Query::Select { dataset, .. }
+        | Query::Ask { dataset, .. }
+        | Query::Construct { dataset, .. }
+        | Query::Describe { dataset, .. } => dataset,
+    };
+    match dataset {
+        Some(_) => Err(SparqlError::Unsupported(
+            "FROM and FROM NAMED are not supported: a gpsense graph is one default graph (the \
+             files given to ingest); GRAPH patterns match nothing"
+                .into(),
+        )),
+        None => Ok(()),
+    }
+}
+
+fn answer<'g>(results: QueryResults<'g>, watch: Arc<Watch>) -> Answer<'g> {
+    match results {
+        QueryResults::Solutions(solutions) => {
+            let variables = solutions.variables().to_vec();
+            Answer::Solutions {
+                variables,
+                rows: Box::new(solutions.map(move |s| {
+                    watch.tick().map_err(|_| SparqlError::TimedOut)?;
+                    s.map(|s| s.values().to_vec()).map_err(evaluation_error)
+                })),
+            }
+        }
+        QueryResults::Boolean(b) => Answer::Boolean(b),
+        QueryResults::Graph(triples) => Answer::Graph(Box::new(triples.map(move |t| {
+            watch.tick().map_err(|_| SparqlError::TimedOut)?;
+            t.map_err(evaluation_error)
+        }))),
+    }
+}
+
+fn evaluation_error(e: QueryEvaluationError) -> SparqlError {
+    if let QueryEvaluationError::Dataset(inner) = &e {
+        if inner.downcast_ref::<Interrupted>().is_some() {
+            return SparqlError::TimedOut;
+        }
+    }
+    SparqlError::Evaluation(e.to_string())
 }

@@ -1,0 +1,303 @@
+//! Every basic graph pattern the matcher can take is answered by it: the algebra is rewritten so
+//! that each such pattern becomes a `SERVICE` whose handler hands spareval the matcher's rows.
+//! A service is opaque to sparopt's optimiser, which joins it by hashing (never by a loop that
+//! would re-run it per row), and its rows carry node and relation ids, so nothing is looked up by
+//! name on the way in. Patterns the matcher refuses (a variable both predicate and node, more
+//! query nodes than the engine takes) stay with spareval, which reads them from the CSR.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use gpsense_planner::{prepare_bgp, Projected, QueryError};
+use gpsense_runtime::{MatchError, MatchOptions, RowBatch, Semantics};
+use oxrdf::{NamedNode, Term, Variable};
+use sparesults::QuerySolution;
+use spareval::{QueryEvaluator, QuerySolutionIter, ServiceHandler};
+use spargebra::algebra::GraphPattern;
+use spargebra::term::TriplePattern;
+
+use crate::dataset::{canonical_relation, Id, View, NODE_ID_IRI, RELATION_ID_IRI};
+use crate::{Matching, SparqlError};
+
+/// Service IRIs of the rewritten patterns: this prefix and the pattern's index.
+const SERVICE_IRI: &str = "urn:x-gpsense-internal:bgp:";
+
+/// What the matcher did for one query, for `--explain`.
+#[derive(Clone, Debug, Default)]
+pub struct MatcherUse {
+    /// Basic graph patterns the matcher answered, and the rows it gave.
+    pub patterns: usize,
+    pub rows: u64,
+    /// Patterns left to spareval's own evaluation, with the matcher's reason.
+    pub declined: Vec<String>,
+    /// Names the graph lacks (each such pattern has no solution), with suggestions.
+    pub unknown: Vec<String>,
+}
+
+/// The matcher's answer to one pattern, as spareval will read it.
+struct Answered {
+    variables: Arc<[Variable]>,
+    width: usize,
+    /// Row-major cells, each already in its term form (see `dataset::Id`).
+    cells: Vec<Id>,
+}
+
+/// The handler of one rewritten pattern.
+struct Service(Arc<Answered>);
+
+impl ServiceHandler for Service {
+    type Error = std::convert::Infallible;
+
+    fn handle(
+        &self,
+        _: &spargebra::algebra::GraphPattern,
+        _: Option<&oxiri::Iri<String>>,
+    ) -> Result<QuerySolutionIter<'static>, Self::Error> {
+        let this = Arc::clone(&self.0);
+        let rows = if this.width == 0 {
+            this.cells.len() // a pattern without variables: one empty row per match
+        } else {
+            this.cells.len() / this.width
+        };
+        let variables = Arc::clone(&this.variables);
+        Ok(QuerySolutionIter::new(
+            Arc::clone(&variables),
+            (0..rows).map(move |i| {
+                let row = &this.cells[i * this.width..(i + 1) * this.width];
+                let values: Vec<Option<Term>> = row.iter().map(|c| Some(id_term(c))).collect();
+                Ok(QuerySolution::from((Arc::clone(&variables), values)))
+            }),
+        ))
+    }
+}
+
+fn id_term(id: &Id) -> Term {
+    match id {
+        Id::Node(v) => NamedNode::new_unchecked(format!("{NODE_ID_IRI}{v}")).into(),
+        Id::Relation(r) => NamedNode::new_unchecked(format!("{RELATION_ID_IRI}{r}")).into(),
+        Id::Other(t) => t.clone(),
+    }
+}
+
+/// Rewrites `pattern`'s basic graph patterns into matcher services, answering each now.
+pub(crate) struct Rewriter<'a, 'g, M: Matching + ?Sized> {
+    pub matcher: &'g M,
+    pub view: View<'g>,
+    pub options: &'a MatchOptions,
+    pub deadline: Option<Instant>,
+    pub evaluator: QueryEvaluator,
+    pub used: MatcherUse,
+}
+
+impl<M: Matching + ?Sized> Rewriter<'_, '_, M> {
+    pub fn pattern(&mut self, p: GraphPattern) -> Result<GraphPattern, SparqlError> {
+        use GraphPattern as G;
+        let mut go = |p: Box<G>| self.pattern(*p).map(Box::new);
+        Ok(match p {
+            G::Bgp { patterns } => return self.bgp(patterns),
+            G::Join { left, right } => G::Join {
+                left: go(left)?,
+                right: go(right)?,
+            },
+            G::LeftJoin {
+                left,
+                right,
+                expression,
+            } => G::LeftJoin {
+                left: go(left)?,
+                right: go(right)?,
+                expression,
+            },
+            G::Union { left, right } => G::Union {
+                left: go(left)?,
+                right: go(right)?,
+            },
+            G::Minus { left, right } => G::Minus {
+                left: go(left)?,
+                right: go(right)?,
+            },
+            G::Filter { expr, inner } => G::Filter {
+                expr,
+                inner: go(inner)?,
+            },
+            G::Extend {
+                inner,
+                variable,
+                expression,
+            } => G::Extend {
+                inner: go(inner)?,
+                variable,
+                expression,
+            },
+            G::OrderBy { inner, expression } => G::OrderBy {
+                inner: go(inner)?,
+                expression,
+            },
+            G::Project { inner, variables } => G::Project {
+                inner: go(inner)?,
+                variables,
+            },
+            G::Distinct { inner } => G::Distinct { inner: go(inner)? },
+            G::Reduced { inner } => G::Reduced { inner: go(inner)? },
+            G::Slice {
+                inner,
+                start,
+                length,
+            } => G::Slice {
+                inner: go(inner)?,
+                start,
+                length,
+            },
+            G::Group {
+                inner,
+                variables,
+                aggregates,
+            } => G::Group {
+                inner: go(inner)?,
+                variables,
+                aggregates,
+            },
+            // Paths are spareval's (a traversal of the CSR through the dataset); GRAPH names a
+            // graph the matcher does not hold; VALUES and SERVICE have no pattern of ours.
+            other => other,
+        })
+    }
+
+    fn bgp(&mut self, patterns: Vec<TriplePattern>) -> Result<GraphPattern, SparqlError> {
+        let keep = |patterns| Ok(GraphPattern::Bgp { patterns });
+        if patterns.is_empty() {
+            return keep(patterns);
+        }
+        let variables = named_variables(&patterns);
+        let prepared = match prepare_bgp(&patterns, &variables, self.matcher.graph()) {
+            Ok(p) => p,
+            Err(e @ (QueryError::UnknownConcept { .. } | QueryError::UnknownRelation { .. })) => {
+                self.used.unknown.push(unknown_note(&e));
+                return Ok(nothing());
+            }
+            Err(e) => {
+                self.used.declined.push(e.to_string());
+                return keep(patterns);
+            }
+        };
+        let answered = match self.answer(&prepared.graph, &variables)? {
+            Some(a) => a,
+            None => return keep(patterns),
+        };
+        self.used.patterns += 1;
+        self.used.rows += (answered.cells.len() / answered.width.max(1)) as u64;
+        let name = NamedNode::new_unchecked(format!("{SERVICE_IRI}{}", self.used.patterns));
+        let evaluator = std::mem::take(&mut self.evaluator);
+        self.evaluator = evaluator.with_service_handler(name.clone(), Service(Arc::new(answered)));
+        Ok(GraphPattern::Service {
+            name: name.into(),
+            inner: Box::new(GraphPattern::Bgp { patterns }),
+            silent: false,
+        })
+    }
+
+    /// Runs the matcher; `None` when it declines the pattern (spareval then evaluates it).
+    fn answer(
+        &mut self,
+        q: &gpsense_planner::QueryGraph,
+        variables: &[Variable],
+    ) -> Result<Option<Answered>, SparqlError> {
+        let mut opts = self.options.clone();
+        opts.semantics = Semantics::Hom;
+        opts.limit = None;
+        opts.max_cartesian = u64::MAX;
+        opts.timeout = match self.deadline {
+            Some(d) => Some(d.saturating_duration_since(Instant::now()).max(Duration::from_millis(1))),
+            None => opts.timeout,
+        };
+        let relation_columns: Vec<bool> = q
+            .projection
+            .iter()
+            .map(|p| matches!(p, Projected::Edge(_)))
+            .collect();
+        let width = relation_columns.len();
+        let budget = self.options.memory_budget;
+        let cell_bytes = std::mem::size_of::<Id>() as u64;
+        let view = self.view;
+        let mut cells = Vec::new();
+        let mut over_budget = false;
+        let mut take = |batch: RowBatch| {
+            for row in batch.iter() {
+                for (i, &value) in row.iter().enumerate() {
+                    cells.push(if relation_columns[i] {
+                        canonical_relation(view, value as gpsense_graph::LabelId)
+                    } else {
+                        Id::Node(value)
+                    });
+                }
+                if width == 0 {
+                    cells.push(Id::Node(0));
+                }
+            }
+            over_budget = cells.len() as u64 * cell_bytes > budget;
+            !over_budget
+        };
+        let report = match self.matcher.run(q, &opts, &mut take) {
+            Ok(r) => r,
+            Err(MatchError::QueryTooLarge { .. }) => {
+                self.used.declined.push("too many query nodes for the matcher".into());
+                return Ok(None);
+            }
+            Err(e) => return Err(SparqlError::Matcher(e.to_string())),
+        };
+        if over_budget {
+            return Err(SparqlError::MemoryBudget {
+                rows: cells.len() as u64 / width.max(1) as u64,
+                budget,
+            });
+        }
+        if report.timed_out {
+            return Err(SparqlError::TimedOut);
+        }
+        Ok(Some(Answered {
+            variables: variables.to_vec().into(),
+            width,
+            cells,
+        }))
+    }
+}
+
+/// A pattern with no solution (a name the graph lacks).
+fn nothing() -> GraphPattern {
+    GraphPattern::Values {
+        variables: Vec::new(),
+        bindings: Vec::new(),
+    }
+}
+
+fn unknown_note(e: &QueryError) -> String {
+    // "line 1, column 1: " means nothing for a pattern taken out of its query.
+    let text = e.to_string();
+    match text.split_once(": ") {
+        Some((place, rest)) if place.starts_with("line ") => rest.to_owned(),
+        _ => text,
+    }
+}
+
+/// The pattern's named variables, in order of appearance.
+fn named_variables(patterns: &[TriplePattern]) -> Vec<Variable> {
+    use spargebra::term::{NamedNodePattern, TermPattern};
+    let mut seen = Vec::new();
+    let mut add = |v: &Variable| {
+        if !seen.contains(v) {
+            seen.push(v.clone());
+        }
+    };
+    for t in patterns {
+        if let TermPattern::Variable(v) = &t.subject {
+            add(v);
+        }
+        if let NamedNodePattern::Variable(v) = &t.predicate {
+            add(v);
+        }
+        if let TermPattern::Variable(v) = &t.object {
+            add(v);
+        }
+    }
+    seen
+}

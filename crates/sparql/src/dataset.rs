@@ -1,0 +1,308 @@
+//! The graph as spareval's [`QueryableDataset`]: one default graph, its terms as node and relation
+//! ids, quads read from the CSR (out-lists when the subject is known, in-lists when the object is,
+//! a per-relation edge index otherwise).
+
+use std::convert::Infallible;
+use std::str::FromStr;
+use std::sync::{Arc, OnceLock};
+
+use gpsense_graph::rdf::{iri_name, nt_predicate, nt_term, term_kind, TermKind};
+use gpsense_graph::{KnowledgeGraph, LabelId, NodeId};
+use oxrdf::{BlankNode, Literal, NamedNode, Term};
+use spareval::{InternalQuad, QueryableDataset};
+
+use crate::limits::{Interrupted, Watch};
+
+/// IRIs under which the matcher's answers travel to spareval as ids rather than names (see
+/// `bgp.rs`): parsed back here without a dictionary lookup. Never seen outside an evaluation.
+pub(crate) const NODE_ID_IRI: &str = "urn:x-gpsense-internal:node:";
+pub(crate) const RELATION_ID_IRI: &str = "urn:x-gpsense-internal:relation:";
+
+/// A term as the evaluator holds it. Each RDF term has exactly one form (spareval compares these
+/// for `sameTerm`): a node when the graph has a node of that term, else a relation, else the term.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Id {
+    Node(NodeId),
+    Relation(LabelId),
+    Other(Term),
+}
+
+/// Edges grouped by relation: `edges[offsets[r]..offsets[r + 1]]` are positions in the out-CSR.
+struct ByRelation {
+    offsets: Vec<u32>,
+    edges: Vec<u32>,
+    sources: Vec<NodeId>,
+}
+
+/// Per-graph indexes the dataset builds on first use and keeps across queries.
+#[derive(Default)]
+pub struct Indexes {
+    by_relation: OnceLock<ByRelation>,
+    /// For each relation, the node of the same IRI, if any (then that is the relation's term form).
+    relation_nodes: OnceLock<Vec<Option<NodeId>>>,
+}
+
+/// The graph and its indexes: what reading quads needs.
+#[derive(Clone, Copy)]
+pub struct View<'g> {
+    pub graph: &'g KnowledgeGraph,
+    pub indexes: &'g Indexes,
+}
+
+/// The graph seen by spareval.
+#[derive(Clone)]
+pub struct GraphDataset<'g> {
+    pub view: View<'g>,
+    pub watch: Arc<Watch>,
+}
+
+impl<'g> View<'g> {
+    fn relation_term(&self, r: LabelId) -> Id {
+        let nodes = self.indexes.relation_nodes.get_or_init(|| {
+            (0..self.graph.relation_count() as LabelId)
+                .map(|r| {
+                    let name = self.graph.relation_name(r);
+                    (term_kind(name) == TermKind::Iri)
+                        .then(|| self.graph.node_id(name))
+                        .flatten()
+                })
+                .collect()
+        });
+        match nodes.get(r as usize).copied().flatten() {
+            Some(v) => Id::Node(v),
+            None => Id::Relation(r),
+        }
+    }
+
+    /// The relation a predicate term denotes.
+    fn relation_of(&self, id: &Id) -> Option<LabelId> {
+        match id {
+            Id::Relation(r) => Some(*r),
+            Id::Node(v) => {
+                let name = self.graph.node_name(*v);
+                (term_kind(name) == TermKind::Iri)
+                    .then(|| self.graph.relation_id(name))
+                    .flatten()
+            }
+            Id::Other(_) => None,
+        }
+    }
+
+    fn by_relation(self) -> &'g ByRelation {
+        self.indexes.by_relation.get_or_init(|| {
+            let out = self.graph.out();
+            let relations = self.graph.relation_count();
+            let mut counts = vec![0u32; relations + 1];
+            for &l in out.labels() {
+                counts[l as usize + 1] += 1;
+            }
+            for i in 0..relations {
+                counts[i + 1] += counts[i];
+            }
+            let mut next = counts.clone();
+            let mut edges = vec![0u32; out.edge_count()];
+            let mut sources = vec![0 as NodeId; out.edge_count()];
+            for v in 0..out.node_count() as NodeId {
+                for e in out.range(v) {
+                    let slot = &mut next[out.labels()[e] as usize];
+                    edges[*slot as usize] = e as u32;
+                    sources[*slot as usize] = v;
+                    *slot += 1;
+                }
+            }
+            ByRelation {
+                offsets: counts,
+                edges,
+                sources,
+            }
+        })
+    }
+
+    fn quad(&self, s: NodeId, r: LabelId, o: NodeId) -> InternalQuad<Id> {
+        InternalQuad {
+            subject: Id::Node(s),
+            predicate: self.relation_term(r),
+            object: Id::Node(o),
+            graph_name: None,
+        }
+    }
+
+    /// Out-edges of `s`, of relation `r` if given.
+    fn from_subject(
+        self,
+        s: NodeId,
+        r: Option<LabelId>,
+        o: Option<NodeId>,
+    ) -> impl Iterator<Item = (NodeId, LabelId, NodeId)> + 'g {
+        let out = self.graph.out();
+        let range = match r {
+            Some(r) => out.label_range(s, r),
+            None => out.range(s),
+        };
+        range
+            .map(move |e| (s, out.labels()[e], out.targets()[e]))
+            .filter(move |&(_, _, t)| o.is_none_or(|o| o == t))
+    }
+
+    /// In-edges of `o`, of relation `r` if given.
+    fn to_object(
+        self,
+        o: NodeId,
+        r: Option<LabelId>,
+    ) -> impl Iterator<Item = (NodeId, LabelId, NodeId)> + 'g {
+        let inc = self.graph.inc();
+        let range = match r {
+            Some(r) => inc.label_range(o, r),
+            None => inc.range(o),
+        };
+        range.map(move |e| (inc.targets()[e], inc.labels()[e], o))
+    }
+
+    fn of_relation(self, r: LabelId) -> impl Iterator<Item = (NodeId, LabelId, NodeId)> + 'g {
+        let index = self.by_relation();
+        let out = self.graph.out();
+        let range = index.offsets[r as usize] as usize..index.offsets[r as usize + 1] as usize;
+        range.map(move |i| (index.sources[i], r, out.targets()[index.edges[i] as usize]))
+    }
+
+    fn all(self) -> impl Iterator<Item = (NodeId, LabelId, NodeId)> + 'g {
+        let out = self.graph.out();
+        (0..out.node_count() as NodeId).flat_map(move |s| self.from_subject(s, None, None))
+    }
+
+    /// The term of node `v`.
+    pub fn node_term(&self, v: NodeId) -> Term {
+        nt_to_term(&nt_term(self.graph.node_name(v)))
+    }
+
+    /// The term of relation `r`.
+    pub fn relation_iri(&self, r: LabelId) -> Term {
+        nt_to_term(&nt_predicate(self.graph.relation_name(r)))
+    }
+}
+
+/// A term from the N-Triples form `gpsense_graph::rdf` writes (IRI, blank node or literal).
+fn nt_to_term(nt: &str) -> Term {
+    if let Some(iri) = nt.strip_prefix('<').and_then(|s| s.strip_suffix('>')) {
+        return NamedNode::new_unchecked(iri).into();
+    }
+    if let Some(label) = nt.strip_prefix("_:") {
+        return BlankNode::new_unchecked(label).into();
+    }
+    // `nt_term` writes a literal only for a name that reads back as one (`term_kind`).
+    Literal::from_str(nt)
+        .map(Term::from)
+        .unwrap_or_else(|_| Literal::new_simple_literal(nt).into())
+}
+
+type Triples<'g> = Box<dyn Iterator<Item = (NodeId, LabelId, NodeId)> + 'g>;
+
+impl<'g> QueryableDataset<'g> for GraphDataset<'g> {
+    type InternalTerm = Id;
+    type Error = Interrupted;
+
+    fn internal_quads_for_pattern(
+        &self,
+        subject: Option<&Id>,
+        predicate: Option<&Id>,
+        object: Option<&Id>,
+        graph_name: Option<Option<&Id>>,
+    ) -> impl Iterator<Item = Result<InternalQuad<Id>, Interrupted>> + use<'g> {
+        let this = self.view;
+        // One default graph: a named graph (or any named graph) has nothing.
+        let in_default = matches!(graph_name, Some(None));
+        let node = |t: Option<&Id>| match t {
+            None => Some(None),
+            Some(Id::Node(v)) => Some(Some(*v)),
+            Some(_) => None,
+        };
+        let relation = match predicate {
+            None => Some(None),
+            Some(p) => this.relation_of(p).map(Some),
+        };
+        let triples: Triples<'g> = match (in_default, node(subject), relation, node(object)) {
+            (true, Some(Some(s)), Some(r), Some(o)) => Box::new(this.from_subject(s, r, o)),
+            (true, Some(None), Some(r), Some(Some(o))) => Box::new(this.to_object(o, r)),
+            (true, Some(None), Some(Some(r)), Some(None)) => Box::new(this.of_relation(r)),
+            (true, Some(None), Some(None), Some(None)) => Box::new(this.all()),
+            _ => Box::new(std::iter::empty()),
+        };
+        let watch = Arc::clone(&self.watch);
+        triples.map(move |(s, r, o)| {
+            watch.tick()?;
+            Ok(this.quad(s, r, o))
+        })
+    }
+
+    fn internalize_term(&self, term: Term) -> Result<Id, Interrupted> {
+        Ok(match &term {
+            Term::NamedNode(iri) => {
+                let iri = iri.as_str();
+                if let Some(id) = parse_id(iri) {
+                    return Ok(id);
+                }
+                self.view.named(iri).unwrap_or(Id::Other(term))
+            }
+            Term::BlankNode(_) | Term::Literal(_) => {
+                let name = gpsense_graph::rdf::term_name(&term);
+                match self.view.graph.node_id(&name) {
+                    Some(v) if term_kind(&name) != TermKind::Plain => Id::Node(v),
+                    _ => Id::Other(term),
+                }
+            }
+        })
+    }
+
+    fn externalize_term(&self, term: Id) -> Result<Term, Interrupted> {
+        Ok(match term {
+            Id::Node(v) => self.view.node_term(v),
+            Id::Relation(r) => self.view.relation_iri(r),
+            Id::Other(t) => t,
+        })
+    }
+}
+
+impl View<'_> {
+    /// The node or relation an IRI names: `gpsense:n/…` a plain node, `gpsense:r/…` a plain
+    /// relation, any other IRI the node or relation of that very name.
+    fn named(&self, iri: &str) -> Option<Id> {
+        use gpsense_graph::rdf::{NODE_SCHEME, RELATION_SCHEME};
+        let name = iri_name(iri);
+        if iri.starts_with(RELATION_SCHEME) && name != iri {
+            return self.graph.relation_id(&name).map(|r| self.relation_term(r));
+        }
+        let node = self
+            .graph
+            .node_id(&name)
+            .filter(|&v| nt_term(self.graph.node_name(v)) == format!("<{iri}>"));
+        if let Some(v) = node {
+            return Some(Id::Node(v));
+        }
+        if iri.starts_with(NODE_SCHEME) {
+            return None;
+        }
+        self.graph
+            .relation_id(iri)
+            .filter(|_| term_kind(iri) == TermKind::Iri)
+            .map(|r| self.relation_term(r))
+    }
+}
+
+/// An id the matcher's answers carry (`NODE_ID_IRI` + decimal).
+fn parse_id(iri: &str) -> Option<Id> {
+    if let Some(n) = iri.strip_prefix(NODE_ID_IRI) {
+        return n.parse().ok().map(Id::Node);
+    }
+    iri.strip_prefix(RELATION_ID_IRI)?.parse().ok().map(Id::Relation)
+}
+
+/// Relation ids in matcher answers are turned into their term form on the way in.
+pub(crate) fn canonical_relation(d: View<'_>, r: LabelId) -> Id {
+    d.relation_term(r)
+}
+
+impl From<Infallible> for Interrupted {
+    fn from(e: Infallible) -> Self {
+        match e {}
+    }
+}
