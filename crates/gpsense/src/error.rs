@@ -37,6 +37,9 @@ pub enum Error {
     Query { error: QueryError, rendered: String },
     #[error(transparent)]
     Match(#[from] MatchError),
+    /// A standard SPARQL query the full evaluator could not answer.
+    #[error(transparent)]
+    Sparql(#[from] gpsense_sparql::SparqlError),
 }
 
 impl Error {

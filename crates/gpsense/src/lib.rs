@@ -28,11 +28,14 @@ pub mod explain;
 pub mod fmt;
 pub mod info;
 mod matcher;
+mod reading;
 pub mod solutions;
 mod source;
 
 pub use error::Error;
 pub use gpsense_planner::{Dialect, Form, Prepared};
 pub use gpsense_runtime::{EngineKind, MatchOptions, MatchReport, RowBatch, Semantics};
+pub use gpsense_sparql as sparql;
 pub use matcher::{Matcher, Reported};
+pub use reading::{read, Reading};
 pub use source::{Loaded, DEFAULT_NAME};

@@ -94,3 +94,18 @@ fn compressed(r: CompressedReport) -> Reported {
         expansion: Some(r.expansion),
     }
 }
+
+impl gpsense_sparql::Matching for Matcher<'_> {
+    fn graph(&self) -> &KnowledgeGraph {
+        Matcher::graph(self)
+    }
+
+    fn run(
+        &self,
+        q: &QueryGraph,
+        opts: &MatchOptions,
+        on_rows: &mut (dyn FnMut(RowBatch) -> bool + Send),
+    ) -> Result<MatchReport, MatchError> {
+        Matcher::run(self, q, opts, on_rows).map(|r| r.report)
+    }
+}

@@ -190,6 +190,7 @@ impl GraphBuilder {
             inc,
             weights,
             aliases: Aliases::from_pairs(alias_names, aliases),
+            literal_nodes: Default::default(),
         };
         Ok((graph, duplicates))
     }

@@ -1,5 +1,7 @@
 //! `KnowledgeGraph`: the directed, edge-labelled multigraph every other crate reads.
 
+use std::sync::OnceLock;
+
 use serde::{Deserialize, Serialize};
 
 use crate::{Aliases, Csr, Dictionary, GraphError, LabelId, NodeId};
@@ -22,6 +24,19 @@ pub struct KnowledgeGraph {
     pub(crate) weights: Vec<f32>,
     /// Further names of nodes (WordNet's lemmas); a name may denote several nodes.
     pub(crate) aliases: Aliases,
+    /// Whether some node is an RDF literal, found on first use.
+    #[serde(skip)]
+    pub(crate) literal_nodes: LiteralNodes,
+}
+
+/// A cache that is not part of a graph's value: equal whatever it holds.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct LiteralNodes(OnceLock<bool>);
+
+impl PartialEq for LiteralNodes {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
 }
 
 /// The arrays a [`KnowledgeGraph`] is made of, for other layouts (devices, raw files, compressed
@@ -64,6 +79,7 @@ impl KnowledgeGraph {
             inc: p.inc,
             weights: p.weights,
             aliases: p.aliases,
+            literal_nodes: Default::default(),
         };
         g.validate()?;
         Ok(g)
@@ -81,6 +97,16 @@ impl KnowledgeGraph {
             weights: self.weights,
             aliases: self.aliases,
         }
+    }
+
+    /// Whether some node is an RDF literal (`"5"^^<...#integer>`, `"chat"@fr`): then SPARQL's
+    /// value comparisons differ from comparing nodes. Computed once, O(V) the first time.
+    pub fn has_literal_nodes(&self) -> bool {
+        *self.literal_nodes.0.get_or_init(|| {
+            self.nodes.iter().any(|(_, name)| {
+                name.starts_with('"') && crate::rdf::term_kind(name) == crate::rdf::TermKind::Literal
+            })
+        })
     }
 
     pub fn node_count(&self) -> usize {

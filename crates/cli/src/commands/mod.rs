@@ -1,3 +1,4 @@
+pub mod algebra;
 pub mod compress;
 pub mod distributed;
 pub mod dump;

@@ -127,7 +127,19 @@ fn query_source(args: &Args) -> Result<input::Queries> {
 /// Answers one query, its output preceded by `separator` (once it is known to have one).
 fn run_one(text: &str, matcher: &Matcher, args: &Args, separator: &str) -> Result<()> {
     let graph = matcher.graph();
-    let p = matcher.prepare(text, Dialect::Short)?;
+    let p = match gpsense::read(matcher, text, None)? {
+        gpsense::Reading::Graph(p) => p,
+        gpsense::Reading::Algebra(query) => {
+            crate::out::print(separator)?;
+            let settings = super::algebra::Settings {
+                format: args.format,
+                count: args.count,
+                explain: args.explain,
+                options: &args.options,
+            };
+            return super::algebra::run(matcher, *query, &settings);
+        }
+    };
     let opts = solutions::options_for(&p, &args.options, args.semantics_given);
     crate::out::print(separator)?;
     let start = Instant::now();
