@@ -104,7 +104,8 @@ impl KnowledgeGraph {
     pub fn has_literal_nodes(&self) -> bool {
         *self.literal_nodes.0.get_or_init(|| {
             self.nodes.iter().any(|(_, name)| {
-                name.starts_with('"') && crate::rdf::term_kind(name) == crate::rdf::TermKind::Literal
+                name.starts_with('"')
+                    && crate::rdf::term_kind(name) == crate::rdf::TermKind::Literal
             })
         })
     }

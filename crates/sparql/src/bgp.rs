@@ -207,7 +207,10 @@ impl<M: Matching + ?Sized> Rewriter<'_, '_, M> {
         opts.limit = None;
         opts.max_cartesian = u64::MAX;
         opts.timeout = match self.deadline {
-            Some(d) => Some(d.saturating_duration_since(Instant::now()).max(Duration::from_millis(1))),
+            Some(d) => Some(
+                d.saturating_duration_since(Instant::now())
+                    .max(Duration::from_millis(1)),
+            ),
             None => opts.timeout,
         };
         let relation_columns: Vec<bool> = q
@@ -240,7 +243,9 @@ impl<M: Matching + ?Sized> Rewriter<'_, '_, M> {
         let report = match self.matcher.run(q, &opts, &mut take) {
             Ok(r) => r,
             Err(MatchError::QueryTooLarge { .. }) => {
-                self.used.declined.push("too many query nodes for the matcher".into());
+                self.used
+                    .declined
+                    .push("too many query nodes for the matcher".into());
                 return Ok(None);
             }
             Err(e) => return Err(SparqlError::Matcher(e.to_string())),

@@ -293,7 +293,10 @@ fn parse_id(iri: &str) -> Option<Id> {
     if let Some(n) = iri.strip_prefix(NODE_ID_IRI) {
         return n.parse().ok().map(Id::Node);
     }
-    iri.strip_prefix(RELATION_ID_IRI)?.parse().ok().map(Id::Relation)
+    iri.strip_prefix(RELATION_ID_IRI)?
+        .parse()
+        .ok()
+        .map(Id::Relation)
 }
 
 /// Relation ids in matcher answers are turned into their term form on the way in.

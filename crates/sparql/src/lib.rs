@@ -69,17 +69,22 @@ pub struct Options {
     pub matching: MatchOptions,
 }
 
+/// Solutions as they come: one optional term per variable.
+pub type Rows<'g> = Box<dyn Iterator<Item = Result<Vec<Option<Term>>, SparqlError>> + 'g>;
+/// Triples as they come.
+pub type Triples<'g> = Box<dyn Iterator<Item = Result<Triple, SparqlError>> + 'g>;
+
 /// A query's answer, streamed.
 pub enum Answer<'g> {
     /// SELECT: the variables, then rows (one optional term per variable, in that order).
     Solutions {
         variables: Vec<Variable>,
-        rows: Box<dyn Iterator<Item = Result<Vec<Option<Term>>, SparqlError>> + 'g>,
+        rows: Rows<'g>,
     },
     /// ASK.
     Boolean(bool),
     /// CONSTRUCT and DESCRIBE.
-    Graph(Box<dyn Iterator<Item = Result<Triple, SparqlError>> + 'g>),
+    Graph(Triples<'g>),
 }
 
 /// An answer and how it was reached.
@@ -146,7 +151,11 @@ impl<'g, M: Matching + ?Sized> Sparql<'g, M> {
     }
 
     /// Evaluates `text`.
-    pub fn evaluate(&'g self, text: &str, options: &Options) -> Result<Evaluation<'g>, SparqlError> {
+    pub fn evaluate(
+        &'g self,
+        text: &str,
+        options: &Options,
+    ) -> Result<Evaluation<'g>, SparqlError> {
         let query = Self::parse(text, options.base_iri.as_deref())?;
         self.evaluate_query(query, options)
     }

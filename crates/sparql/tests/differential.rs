@@ -3,7 +3,7 @@
 //! the matcher's answers, the CSR-backed quads and the term mapping are all checked at once.
 
 use gpsense_graph::ingest::{ingest_bytes, Format, IngestOptions};
-use gpsense_runtime::{EngineKind, Engine, MatchOptions};
+use gpsense_runtime::{Engine, EngineKind, MatchOptions};
 use gpsense_sparql::{Answer, Options, Sparql};
 use oxrdf::{Dataset, GraphName, Quad, Term};
 use oxttl::TurtleParser;
@@ -66,7 +66,12 @@ fn reference_dataset() -> Dataset {
     let mut d = Dataset::new();
     for t in TurtleParser::new().for_slice(DATA.as_bytes()) {
         let t = t.expect("test data parses");
-        d.insert(&Quad::new(t.subject, t.predicate, t.object, GraphName::DefaultGraph));
+        d.insert(&Quad::new(
+            t.subject,
+            t.predicate,
+            t.object,
+            GraphName::DefaultGraph,
+        ));
     }
     d
 }
@@ -95,7 +100,11 @@ fn canonical(results: Vec<Vec<Option<Term>>>, ordered: bool) -> Vec<String> {
 
 fn expected(d: &Dataset, q: &str) -> Vec<String> {
     let query = SparqlParser::new().parse_query(q).expect("query parses");
-    match QueryEvaluator::new().prepare(&query).execute(d).expect("reference evaluates") {
+    match QueryEvaluator::new()
+        .prepare(&query)
+        .execute(d)
+        .expect("reference evaluates")
+    {
         QueryResults::Solutions(s) => {
             let rows = s
                 .map(|s| s.map(|s| s.values().to_vec()))
@@ -120,7 +129,9 @@ fn actual(s: &Sparql<'_, Engine<'_>>, q: &str, engine: EngineKind) -> Vec<String
         },
         ..Options::default()
     };
-    let evaluation = s.evaluate(q, &options).unwrap_or_else(|e| panic!("{q}: {e}"));
+    let evaluation = s
+        .evaluate(q, &options)
+        .unwrap_or_else(|e| panic!("{q}: {e}"));
     match evaluation.answer {
         Answer::Solutions { rows, .. } => {
             let rows = rows.collect::<Result<Vec<_>, _>>().expect("rows");
@@ -164,7 +175,8 @@ fn the_matcher_answers_the_basic_graph_patterns() {
         ingest_bytes(DATA.as_bytes(), Format::Turtle, &IngestOptions::default()).expect("ingest");
     let engine = Engine::new(&graph);
     let sparql = Sparql::new(&engine);
-    let q = "PREFIX : <http://example.org/> SELECT ?x ?n { ?x :isA :mammal OPTIONAL { ?x :name ?n } }";
+    let q =
+        "PREFIX : <http://example.org/> SELECT ?x ?n { ?x :isA :mammal OPTIONAL { ?x :name ?n } }";
     let e = sparql.evaluate(q, &Options::default()).expect("evaluates");
     assert_eq!(e.matcher.patterns, 2, "{:?}", e.matcher);
     let q = "PREFIX : <http://example.org/> SELECT ?x { ?x :isA :unicorn }";

@@ -12,18 +12,19 @@ use http_body::Frame;
 use tokio::sync::{mpsc, oneshot};
 
 use gpsense_graph::KnowledgeGraph;
-use gpsense_planner::{prepare, Dialect, Form, Prepared, Projected, QueryError};
+use gpsense_planner::{Form, Prepared, Projected};
 use gpsense_runtime::{MatchError, MatchOptions, RowBatch};
-use spargebra::algebra::GraphPattern;
-use spargebra::{Query as SparqlQuery, SparqlParser};
 
 use super::limits::Lane;
 use super::results::{self, Format, SolutionsWriter, Term, XSD_INTEGER};
 use super::stream::{Piece, CHUNK, HELD};
+use super::terms::term_of;
 use super::terms::TermKinds;
 use gpsense::solutions;
 use gpsense::solutions::{column_names, options_for};
-use gpsense::Matcher;
+use gpsense::sparql::{self, Sparql};
+use gpsense::{Matcher, Reading};
+use gpsense_graph::rdf::{term_kind, term_name};
 
 /// What every query shares: the engine over the graph loaded once, and the base options.
 pub struct Engine {
@@ -66,6 +67,8 @@ pub struct Answer {
     pub truncated: bool,
     /// Said in a response header: why a standard query's answer is empty (an unknown name).
     pub warning: Option<String>,
+    /// Set when the body is not in the negotiated results format (CONSTRUCT, DESCRIBE: N-Triples).
+    pub content_type: Option<&'static str>,
 }
 
 /// Why there is no answer.
@@ -112,11 +115,14 @@ impl Engine {
     }
 
     fn answer(&self, req: &Request, out: &mut Out) -> Result<Answer, Failure> {
-        let p = match prepare(&req.text, self.graph(), Dialect::Sparql) {
-            Ok(p) => p,
-            Err(e) => return self.unknown_name(req, &e),
+        let reading = match gpsense::read(&self.matcher, &req.text, None) {
+            Ok(r) => r,
+            Err(e) => return Err(Failure::BadQuery(e.to_string())),
         };
-        let mut opts = options_for(&p, &self.options, false);
+        let mut opts = match &reading {
+            Reading::Graph(p) => options_for(p, &self.options, false),
+            Reading::Algebra(_) => self.options.clone(),
+        };
         let light = req.lane == Lane::Light && req.light_limit < req.timeout;
         opts.timeout = Some(if light { req.light_limit } else { req.timeout });
         opts.cancel = Some(req.cancel.clone());
@@ -124,10 +130,16 @@ impl Engine {
         // work would be ahead of it.
         opts.single_thread |= req.lane == Lane::Light;
         let cpu_at_start = thread_cpu_time();
-        let result = match &p.form {
-            Form::Ask => self.ask(req, &p, &opts),
-            Form::Count { variable, .. } => self.count(req, &p, &opts, variable),
-            Form::Select => self.select(req, &p, opts, out),
+        let (result, has_limit) = match reading {
+            Reading::Graph(p) => {
+                let result = match &p.form {
+                    Form::Ask => self.ask(req, &p, &opts),
+                    Form::Count { variable, .. } => self.count(req, &p, &opts, variable),
+                    Form::Select => self.select(req, &p, opts, out),
+                };
+                (result, p.graph.limit.is_some())
+            }
+            Reading::Algebra(query) => (self.algebra(req, *query, opts, out), false),
         };
         match result {
             _ if req.cancel.load(Relaxed) => Err(Failure::Cancelled),
@@ -142,34 +154,10 @@ impl Engine {
                 })
             }
             Err(Failure::Engine(e)) if !matches!(e, MatchError::Device(_)) => {
-                Err(Failure::BadQuery(refusal(&e, p.graph.limit.is_some())))
+                Err(Failure::BadQuery(refusal(&e, has_limit)))
             }
             other => other,
         }
-    }
-
-    /// SPARQL has no error for a name the data lacks: a standard query naming an unknown concept
-    /// or relation has no solution (as pyoxigraph answers), the planner's message (with its
-    /// suggestions) going in a header. Any other error, or the short dialect's, is a bad query.
-    fn unknown_name(&self, req: &Request, e: &QueryError) -> Result<Answer, Failure> {
-        let unknown = matches!(
-            e,
-            QueryError::UnknownConcept { .. } | QueryError::UnknownRelation { .. }
-        );
-        let shape = unknown.then(|| empty_shape(&req.text)).flatten();
-        let Some(shape) = shape else {
-            return Err(Failure::BadQuery(e.render(&req.text)));
-        };
-        let body = match shape {
-            Shape::Ask => results::boolean(req.format, false),
-            Shape::Count(var) => count_body(req.format, &var, 0),
-            Shape::Select(vars) => SolutionsWriter::new(req.format, &vars).finish(),
-        };
-        Ok(Answer {
-            body,
-            truncated: false,
-            warning: Some(e.to_string()),
-        })
     }
 
     fn ask(&self, req: &Request, p: &Prepared, opts: &MatchOptions) -> Result<Answer, Failure> {
@@ -248,7 +236,123 @@ impl Engine {
             truncated: rows.cut.is_some(),
             body: rows.writer.finish(),
             warning,
+            content_type: None,
         })
+    }
+
+    /// Standard SPARQL beyond what the graph path answers: the full evaluator (`gpsense-sparql`),
+    /// its rows under the same caps, held then streamed as the graph path's are.
+    fn algebra(
+        &self,
+        req: &Request,
+        query: spargebra::Query,
+        opts: MatchOptions,
+        out: &mut Out,
+    ) -> Result<Answer, Failure> {
+        let sparql = Sparql::new(&self.matcher);
+        let options = sparql::Options {
+            base_iri: None,
+            matching: opts,
+        };
+        let evaluation = sparql
+            .evaluate_query(query, &options)
+            .map_err(|e| sparql_failure(e, req))?;
+        let warning =
+            (!evaluation.matcher.unknown.is_empty()).then(|| evaluation.matcher.unknown.join("; "));
+        let (body, truncated, content_type) = match evaluation.answer {
+            sparql::Answer::Boolean(yes) => (results::boolean(req.format, yes), false, None),
+            sparql::Answer::Solutions { variables, rows } => {
+                let vars: Vec<String> = variables.iter().map(|v| v.as_str().to_owned()).collect();
+                let (body, cut) = self.algebra_rows(req, &vars, rows, out)?;
+                (body, cut, None)
+            }
+            sparql::Answer::Graph(triples) => {
+                let (body, cut) = algebra_triples(req, triples)?;
+                (body, cut, Some("application/n-triples"))
+            }
+        };
+        Ok(Answer {
+            body,
+            truncated,
+            warning,
+            content_type,
+        })
+    }
+
+    fn algebra_rows(
+        &self,
+        req: &Request,
+        vars: &[String],
+        rows: sparql::Rows<'_>,
+        out: &mut Out,
+    ) -> Result<(Vec<u8>, bool), Failure> {
+        let mut writer = SolutionsWriter::new(req.format, vars);
+        let (mut written, mut sent) = (0u64, 0u64);
+        let mut names: Vec<String> = Vec::with_capacity(vars.len());
+        for row in rows {
+            if req.cancel.load(Relaxed) {
+                return Err(Failure::Cancelled);
+            }
+            if written >= req.max_rows {
+                return Ok((writer.finish(), true));
+            }
+            let row = row.map_err(|e| sparql_failure(e, req))?;
+            names.clear();
+            names.extend(row.iter().map(|t| {
+                t.as_ref()
+                    .map_or(String::new(), |t| term_name(t).into_owned())
+            }));
+            let terms: Vec<Option<Term>> = row
+                .iter()
+                .zip(&names)
+                .map(|(t, name)| t.as_ref().map(|_| term_of(name, term_kind(name))))
+                .collect();
+            let refs: Vec<Option<&Term>> = terms.iter().map(Option::as_ref).collect();
+            let mark = writer.buffered();
+            writer.row_of(&refs);
+            if sent + writer.buffered() as u64 + CLOSING > req.max_bytes {
+                writer.undo_row(mark);
+                return Ok((writer.finish(), true));
+            }
+            written += 1;
+            let enough = if out.streaming() { CHUNK } else { HELD };
+            if writer.buffered() >= enough {
+                if !out.streaming() {
+                    out.start()?;
+                }
+                let chunk = writer.take();
+                sent += chunk.len() as u64;
+                out.send(chunk)?;
+            }
+        }
+        Ok((writer.finish(), false))
+    }
+}
+
+/// CONSTRUCT and DESCRIBE as N-Triples, under the byte cap (whole: graphs are small next to rows).
+fn algebra_triples(
+    req: &Request,
+    triples: sparql::Triples<'_>,
+) -> Result<(Vec<u8>, bool), Failure> {
+    use std::fmt::Write as _;
+    let mut body = String::new();
+    for t in triples {
+        let t = t.map_err(|e| sparql_failure(e, req))?;
+        let mark = body.len();
+        let _ = writeln!(body, "{t} .");
+        if body.len() as u64 > req.max_bytes {
+            body.truncate(mark);
+            return Ok((body.into_bytes(), true));
+        }
+    }
+    Ok((body.into_bytes(), false))
+}
+
+fn sparql_failure(e: sparql::SparqlError, req: &Request) -> Failure {
+    match e {
+        sparql::SparqlError::TimedOut if req.cancel.load(Relaxed) => Failure::Cancelled,
+        sparql::SparqlError::TimedOut => Failure::TimedOut(req.timeout),
+        e => Failure::BadQuery(e.to_string()),
     }
 }
 
@@ -497,6 +601,7 @@ fn answer(body: Vec<u8>) -> Answer {
         body,
         truncated: false,
         warning: None,
+        content_type: None,
     }
 }
 
@@ -507,64 +612,9 @@ fn count_body(format: Format, variable: &str, n: u128) -> Vec<u8> {
     writer.finish()
 }
 
-/// The form of a standard query, enough to write an empty answer.
-#[derive(Debug, PartialEq, Eq)]
-enum Shape {
-    Ask,
-    Count(String),
-    Select(Vec<String>),
-}
-
-/// The form and projected variables of `text` as standard SPARQL, or `None` if it is not.
-fn empty_shape(text: &str) -> Option<Shape> {
-    let query = SparqlParser::new().parse_query(text).ok()?;
-    let SparqlQuery::Select { pattern, .. } = query else {
-        return matches!(query, SparqlQuery::Ask { .. }).then_some(Shape::Ask);
-    };
-    let mut p = &pattern;
-    loop {
-        p = match p {
-            GraphPattern::Slice { inner, .. }
-            | GraphPattern::Distinct { inner }
-            | GraphPattern::Reduced { inner }
-            | GraphPattern::OrderBy { inner, .. } => inner,
-            GraphPattern::Project { inner, variables } => {
-                let vars: Vec<String> = variables.iter().map(|v| v.as_str().to_owned()).collect();
-                // The planner accepts one aggregate only: `(COUNT(*) AS ?n)`, an Extend of a Group.
-                let count = matches!(inner.as_ref(), GraphPattern::Extend { inner, .. }
-                    if matches!(inner.as_ref(), GraphPattern::Group { .. }));
-                return Some(match (count, &vars[..]) {
-                    (true, [one]) => Shape::Count(one.clone()),
-                    _ => Shape::Select(vars),
-                });
-            }
-            _ => return None,
-        };
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn an_empty_answer_keeps_the_query_form() {
-        assert_eq!(
-            empty_shape("SELECT ?x ?y WHERE { ?x <http://x/p> ?y } ORDER BY ?x LIMIT 3"),
-            Some(Shape::Select(vec!["x".into(), "y".into()]))
-        );
-        assert_eq!(
-            empty_shape("SELECT * WHERE { ?x <http://x/p> ?y }"),
-            Some(Shape::Select(vec!["x".into(), "y".into()]))
-        );
-        assert_eq!(
-            empty_shape("SELECT (COUNT(*) AS ?n) WHERE { ?x <http://x/p> ?y }"),
-            Some(Shape::Count("n".into()))
-        );
-        assert_eq!(empty_shape("ASK { ?x <http://x/p> ?y }"), Some(Shape::Ask));
-        // The short dialect is not standard SPARQL: its errors stay errors.
-        assert_eq!(empty_shape("SELECT ?x WHERE { ?x IsA animl }"), None);
-    }
 
     #[test]
     fn a_count_is_an_integer() {

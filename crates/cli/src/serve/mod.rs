@@ -506,7 +506,11 @@ async fn answer(s: Arc<Server>, params: Result<Params, Reject>, headers: &Header
                 heavy = starved >= 2;
             }
             Some(Head::Whole(Ok(answer))) => {
-                return with_slot(ok_response(format.content_type(), answer), slot, cancel)
+                return with_slot(
+                    ok_response(answer.content_type.unwrap_or(format.content_type()), answer),
+                    slot,
+                    cancel,
+                )
             }
             Some(Head::Whole(Err(failure))) => return failure_response(failure),
             Some(Head::Stream { content_type, body }) => {

@@ -110,6 +110,13 @@ impl SolutionsWriter {
 
     /// One solution: a term per variable, in the header's order.
     pub fn row(&mut self, terms: &[Term]) {
+        let bound: Vec<Option<&Term>> = terms.iter().map(Some).collect();
+        self.row_of(&bound);
+    }
+
+    /// One solution whose variables may be unbound (OPTIONAL): an unbound variable is left out
+    /// of JSON and XML, and an empty field in CSV and TSV, as the formats say.
+    pub fn row_of(&mut self, terms: &[Option<&Term>]) {
         debug_assert_eq!(terms.len(), self.vars.len());
         match self.format {
             Format::Json => self.json_row(terms),
@@ -123,10 +130,10 @@ impl SolutionsWriter {
                     if i > 0 {
                         self.out.push(separator);
                     }
-                    if self.format == Format::Csv {
-                        csv_term(&mut self.out, t);
-                    } else {
-                        tsv_term(&mut self.out, t);
+                    match t {
+                        Some(t) if self.format == Format::Csv => csv_term(&mut self.out, t),
+                        Some(t) => tsv_term(&mut self.out, t),
+                        None => {}
                     }
                 }
                 self.out.push_str(end);
@@ -135,13 +142,18 @@ impl SolutionsWriter {
         self.rows += 1;
     }
 
-    fn json_row(&mut self, terms: &[Term]) {
+    fn json_row(&mut self, terms: &[Option<&Term>]) {
         let out = &mut self.out;
         if self.rows > 0 {
             out.push(',');
         }
         out.push('{');
-        for (i, (v, t)) in self.vars.iter().zip(terms).enumerate() {
+        let bound = self
+            .vars
+            .iter()
+            .zip(terms)
+            .filter_map(|(v, t)| Some((v, (*t)?)));
+        for (i, (v, t)) in bound.enumerate() {
             if i > 0 {
                 out.push(',');
             }
@@ -152,10 +164,15 @@ impl SolutionsWriter {
         out.push('}');
     }
 
-    fn xml_row(&mut self, terms: &[Term]) {
+    fn xml_row(&mut self, terms: &[Option<&Term>]) {
         let out = &mut self.out;
         out.push_str("<result>");
-        for (v, t) in self.vars.iter().zip(terms) {
+        let bound = self
+            .vars
+            .iter()
+            .zip(terms)
+            .filter_map(|(v, t)| Some((v, (*t)?)));
+        for (v, t) in bound {
             out.push_str("<binding name=\"");
             xml_escape(out, v);
             out.push_str("\">");
