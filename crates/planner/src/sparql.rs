@@ -819,7 +819,7 @@ fn restrict_variables(mut q: QueryGraph, filters: Vec<RowFilter>) -> (QueryGraph
 
 /// Names an IRI may have in a graph: itself, or what a `gpsense dump` IRI encodes
 /// (`gpsense:n/ice%20cream` is `ice cream`), then ConceptNet's path form and concept term.
-fn node_names(iri: &str) -> Vec<String> {
+pub fn node_names(iri: &str) -> Vec<String> {
     let decoded = gpsense_graph::rdf::iri_name(iri);
     if decoded != iri {
         return vec![decoded.into_owned()];
@@ -840,7 +840,7 @@ fn node_names(iri: &str) -> Vec<String> {
 
 /// Names an IRI may have as a relation: itself, or what a `gpsense dump` IRI encodes
 /// (`gpsense:r/IsA`), then ConceptNet's `/r/IsA` and `IsA`.
-fn relation_names(iri: &str) -> Vec<String> {
+pub fn relation_names(iri: &str) -> Vec<String> {
     let decoded = gpsense_graph::rdf::iri_name(iri);
     if decoded != iri {
         return vec![decoded.into_owned()];

@@ -5,16 +5,19 @@
 //! name on the way in. Patterns the matcher refuses (a variable both predicate and node, more
 //! query nodes than the engine takes) stay with spareval, which reads them from the CSR.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use gpsense_graph::NodeId;
+use gpsense_planner::NodeKind;
 use gpsense_planner::{prepare_bgp, Projected, QueryError};
 use gpsense_runtime::{MatchError, MatchOptions, RowBatch, Semantics};
 use oxrdf::{NamedNode, Term, Variable};
 use sparesults::QuerySolution;
 use spareval::{QueryEvaluator, QuerySolutionIter, ServiceHandler};
 use spargebra::algebra::GraphPattern;
-use spargebra::term::TriplePattern;
+use spargebra::term::{NamedNodePattern, TermPattern, TriplePattern};
 
 use crate::dataset::{canonical_relation, Id, View, NODE_ID_IRI, RELATION_ID_IRI};
 use crate::{Matching, SparqlError};
@@ -35,11 +38,21 @@ pub struct MatcherUse {
 }
 
 /// The matcher's answer to one pattern, as spareval will read it.
-struct Answered {
+pub(crate) struct Answered {
     variables: Arc<[Variable]>,
     width: usize,
     /// Row-major cells, each already in its term form (see `dataset::Id`).
     cells: Vec<Id>,
+}
+
+impl Answered {
+    fn rows(&self) -> usize {
+        if self.width == 0 {
+            self.cells.len()
+        } else {
+            self.cells.len() / self.width
+        }
+    }
 }
 
 /// The handler of one rewritten pattern.
@@ -54,11 +67,8 @@ impl ServiceHandler for Service {
         _: Option<&oxiri::Iri<String>>,
     ) -> Result<QuerySolutionIter<'static>, Self::Error> {
         let this = Arc::clone(&self.0);
-        let rows = if this.width == 0 {
-            this.cells.len() // a pattern without variables: one empty row per match
-        } else {
-            this.cells.len() / this.width
-        };
+        // A pattern without variables has one marker cell, and one empty row, per match.
+        let rows = this.rows();
         let variables = Arc::clone(&this.variables);
         Ok(QuerySolutionIter::new(
             Arc::clone(&variables),
@@ -87,27 +97,35 @@ pub(crate) struct Rewriter<'a, 'g, M: Matching + ?Sized> {
     pub deadline: Option<Instant>,
     pub evaluator: QueryEvaluator,
     pub used: MatcherUse,
+    /// The answered patterns by service name, for the semi-join below.
+    pub answered: HashMap<NamedNode, Arc<Answered>>,
 }
+
+/// Values a variable can take on the left of a join: the right's pattern need only look there.
+type Seeds = HashMap<Variable, Vec<NodeId>>;
 
 impl<M: Matching + ?Sized> Rewriter<'_, '_, M> {
     pub fn pattern(&mut self, p: GraphPattern) -> Result<GraphPattern, SparqlError> {
         use GraphPattern as G;
         let mut go = |p: Box<G>| self.pattern(*p).map(Box::new);
         Ok(match p {
-            G::Bgp { patterns } => return self.bgp(patterns),
-            G::Join { left, right } => G::Join {
-                left: go(left)?,
-                right: go(right)?,
-            },
+            G::Bgp { patterns } => return self.bgp(patterns, &Seeds::new()),
+            G::Join { left, right } => {
+                let (left, right) = self.joined(*left, *right)?;
+                G::Join { left, right }
+            }
             G::LeftJoin {
                 left,
                 right,
                 expression,
-            } => G::LeftJoin {
-                left: go(left)?,
-                right: go(right)?,
-                expression,
-            },
+            } => {
+                let (left, right) = self.joined(*left, *right)?;
+                G::LeftJoin {
+                    left,
+                    right,
+                    expression,
+                }
+            }
             G::Union { left, right } => G::Union {
                 left: go(left)?,
                 right: go(right)?,
@@ -163,7 +181,77 @@ impl<M: Matching + ?Sized> Rewriter<'_, '_, M> {
         })
     }
 
-    fn bgp(&mut self, patterns: Vec<TriplePattern>) -> Result<GraphPattern, SparqlError> {
+    /// The two sides of a join or left join. When the left is a pattern the matcher answered, or
+    /// VALUES, and the right a basic graph pattern, the right's shared variables start from the
+    /// left's values (a semi-join): right rows outside them would join nothing, and OPTIONAL's
+    /// pattern then costs what the left binds, not the whole graph.
+    fn joined(
+        &mut self,
+        left: GraphPattern,
+        right: GraphPattern,
+    ) -> Result<(Box<GraphPattern>, Box<GraphPattern>), SparqlError> {
+        let left = self.pattern(left)?;
+        let right = match right {
+            GraphPattern::Bgp { patterns } => {
+                let seeds = self.seeds(&left, &patterns);
+                self.bgp(patterns, &seeds)?
+            }
+            other => self.pattern(other)?,
+        };
+        Ok((Box::new(left), Box::new(right)))
+    }
+
+    fn seeds(&self, left: &GraphPattern, right: &[TriplePattern]) -> Seeds {
+        let wanted = node_variables(right);
+        let mut seeds = Seeds::new();
+        match left {
+            GraphPattern::Service { name, .. } => {
+                let NamedNodePattern::NamedNode(name) = name else {
+                    return seeds;
+                };
+                let Some(a) = self.answered.get(name) else {
+                    return seeds;
+                };
+                for (i, v) in a.variables.iter().enumerate() {
+                    if !wanted.contains(v) {
+                        continue;
+                    }
+                    let nodes = (0..a.rows()).map(|r| match &a.cells[r * a.width + i] {
+                        Id::Node(n) => Some(*n),
+                        _ => None,
+                    });
+                    seeds.insert(v.clone(), nodes.flatten().collect());
+                }
+            }
+            GraphPattern::Values {
+                variables,
+                bindings,
+            } => {
+                for (i, v) in variables.iter().enumerate() {
+                    // UNDEF joins with anything: no restriction from that variable.
+                    if !wanted.contains(v) || bindings.iter().any(|b| b[i].is_none()) {
+                        continue;
+                    }
+                    let nodes = bindings
+                        .iter()
+                        .filter_map(|b| self.view.ground_node(b[i].as_ref()?));
+                    seeds.insert(v.clone(), nodes.collect());
+                }
+            }
+            _ => {}
+        }
+        for nodes in seeds.values_mut() {
+            nodes.sort_unstable();
+            nodes.dedup();
+        }
+        seeds
+    }
+
+    fn bgp(
+        &mut self,
+        patterns: Vec<TriplePattern>,
+        seeds: &Seeds,
+    ) -> Result<GraphPattern, SparqlError> {
         let keep = |patterns| Ok(GraphPattern::Bgp { patterns });
         if patterns.is_empty() {
             return keep(patterns);
@@ -180,7 +268,17 @@ impl<M: Matching + ?Sized> Rewriter<'_, '_, M> {
                 return keep(patterns);
             }
         };
-        let answered = match self.answer(&prepared.graph, &variables)? {
+        let mut q = prepared.graph;
+        for (v, nodes) in seeds {
+            let name = format!("?{}", v.as_str());
+            if let Some(u) = q.nodes.iter().position(|n| n.name == name) {
+                if matches!(q.nodes[u].kind, NodeKind::Variable) {
+                    q.concept_sets.push(nodes.clone());
+                    q.nodes[u].kind = NodeKind::ConceptSet(q.concept_sets.len() - 1);
+                }
+            }
+        }
+        let answered = match self.answer(&q, &variables)? {
             Some(a) => a,
             None => return keep(patterns),
         };
@@ -188,7 +286,9 @@ impl<M: Matching + ?Sized> Rewriter<'_, '_, M> {
         self.used.rows += (answered.cells.len() / answered.width.max(1)) as u64;
         let name = NamedNode::new_unchecked(format!("{SERVICE_IRI}{}", self.used.patterns));
         let evaluator = std::mem::take(&mut self.evaluator);
-        self.evaluator = evaluator.with_service_handler(name.clone(), Service(Arc::new(answered)));
+        let answered = Arc::new(answered);
+        self.answered.insert(name.clone(), Arc::clone(&answered));
+        self.evaluator = evaluator.with_service_handler(name.clone(), Service(answered));
         Ok(GraphPattern::Service {
             name: name.into(),
             inner: Box::new(GraphPattern::Bgp { patterns }),
@@ -284,9 +384,21 @@ fn unknown_note(e: &QueryError) -> String {
     }
 }
 
+/// The variables in subject or object position (those the matcher binds to nodes).
+fn node_variables(patterns: &[TriplePattern]) -> Vec<Variable> {
+    let mut vars = Vec::new();
+    for t in patterns {
+        for term in [&t.subject, &t.object] {
+            if let TermPattern::Variable(v) = term {
+                vars.push(v.clone());
+            }
+        }
+    }
+    vars
+}
+
 /// The pattern's named variables, in order of appearance.
 fn named_variables(patterns: &[TriplePattern]) -> Vec<Variable> {
-    use spargebra::term::{NamedNodePattern, TermPattern};
     let mut seen = Vec::new();
     let mut add = |v: &Variable| {
         if !seen.contains(v) {

@@ -8,6 +8,7 @@ use std::sync::{Arc, OnceLock};
 
 use gpsense_graph::rdf::{iri_name, nt_predicate, nt_term, term_kind, TermKind};
 use gpsense_graph::{KnowledgeGraph, LabelId, NodeId};
+use gpsense_planner::sparql::{node_names, relation_names};
 use oxrdf::{BlankNode, Literal, NamedNode, Term};
 use spareval::{InternalQuad, QueryableDataset};
 
@@ -263,6 +264,20 @@ impl<'g> QueryableDataset<'g> for GraphDataset<'g> {
 }
 
 impl View<'_> {
+    /// The node a VALUES term is, if the graph has it.
+    pub fn ground_node(&self, t: &spargebra::term::GroundTerm) -> Option<NodeId> {
+        use spargebra::term::GroundTerm;
+        match t {
+            GroundTerm::NamedNode(n) => match self.named(n.as_str())? {
+                Id::Node(v) => Some(v),
+                _ => None,
+            },
+            GroundTerm::Literal(l) => self.graph.node_id(&l.to_string()),
+            #[allow(unreachable_patterns)]
+            _ => None,
+        }
+    }
+
     /// The node or relation an IRI names: `gpsense:n/…` a plain node, `gpsense:r/…` a plain
     /// relation, any other IRI the node or relation of that very name.
     fn named(&self, iri: &str) -> Option<Id> {
@@ -281,9 +296,34 @@ impl View<'_> {
         if iri.starts_with(NODE_SCHEME) {
             return None;
         }
-        self.graph
+        let relation = self
+            .graph
             .relation_id(iri)
-            .filter(|_| term_kind(iri) == TermKind::Iri)
+            .filter(|_| term_kind(iri) == TermKind::Iri);
+        if let Some(r) = relation {
+            return Some(self.relation_term(r));
+        }
+        self.conceptnet(iri)
+    }
+
+    /// ConceptNet's URIs (`http://conceptnet.io/c/en/ice_cream`, `.../r/IsA`) denote the concept
+    /// and relation of a graph ingested from ConceptNet, as in a basic graph pattern (the
+    /// planner's `node_names`), so VALUES and FILTER see them as the patterns do.
+    fn conceptnet(&self, iri: &str) -> Option<Id> {
+        if !iri.starts_with("http://conceptnet.io/") {
+            return None;
+        }
+        let node = node_names(iri)
+            .iter()
+            .skip(1)
+            .find_map(|name| self.graph.node_id(name));
+        if let Some(v) = node {
+            return Some(Id::Node(v));
+        }
+        relation_names(iri)
+            .iter()
+            .skip(1)
+            .find_map(|name| self.graph.relation_id(name))
             .map(|r| self.relation_term(r))
     }
 }

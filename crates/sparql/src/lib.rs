@@ -180,6 +180,7 @@ impl<'g, M: Matching + ?Sized> Sparql<'g, M> {
             deadline,
             evaluator: QueryEvaluator::new(),
             used: MatcherUse::default(),
+            answered: Default::default(),
         };
         let query = rewrite_query(query, &mut rewriter)?;
         let (evaluator, used) = (rewriter.evaluator, rewriter.used);
