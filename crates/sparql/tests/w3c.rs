@@ -13,9 +13,12 @@ mod w3c_support;
 use w3c_support::report::{read_record, run, suite_root, write_record, Run};
 use w3c_support::run::{gpsense, reference};
 
-/// Tests Oxigraph's evaluator (spareval 0.2.9) passes through this harness; fewer means the
-/// harness misreads the suite or compares wrongly.
-const REFERENCE_PASSES: usize = 0;
+/// Tests Oxigraph's evaluator (spareval 0.2.9) passes through this harness, of 463 (443 of the 452
+/// SELECT/ASK, the 11 CONSTRUCT): fewer means the harness misreads the suite or compares wrongly.
+/// The 9 it fails are its own: str() of a literal not in canonical form (dawg-str-1, -2), xsd:date
+/// comparison (date-2, -3), BNODE(str) shared across rows (bnode01), and a `*` or `?` path from a
+/// constant absent from the data (zero_or_*_set_*).
+const REFERENCE_PASSES: usize = 454;
 
 #[test]
 fn w3c_query_evaluation() {

@@ -15,6 +15,7 @@ use oxrdf::{BlankNode, Dataset, Graph, Literal, Term, Variable};
 use oxsdatatypes::{Boolean, Date, DateTime, Decimal, Double, Duration, Float, Integer, Time};
 use spareval::{QueryEvaluator, QueryResults};
 use spargebra::algebra::{Expression, GraphPattern, OrderExpression};
+use spargebra::term::GroundTerm;
 use spargebra::Query;
 
 use super::results::{Outcome, Row, Solutions};
@@ -371,8 +372,9 @@ fn reads(expression: &Expression, out: &mut Vec<Variable>) -> bool {
 }
 
 /// A row's values of the keys (an unbound variable or an error: None, as ORDER BY sorts them).
-/// A key other than a variable is evaluated by Oxigraph's evaluator, `SELECT (key AS ?k) {}` with
-/// the row's values substituted for its variables.
+/// A key other than a variable is evaluated by Oxigraph's evaluator, as
+/// `SELECT (key AS ?k) { VALUES (the row's variables) { (the row) } }` (a blank node cannot be
+/// written in VALUES: it is left unbound there).
 fn key_values(keys: &[&Expression], variables: &[Variable], row: &Row) -> Vec<Option<Term>> {
     keys.iter()
         .map(|key| {
@@ -380,12 +382,23 @@ fn key_values(keys: &[&Expression], variables: &[Variable], row: &Row) -> Vec<Op
                 let i = variables.iter().position(|x| x == v)?;
                 return row.get(i).cloned().flatten();
             }
+            let values = row
+                .iter()
+                .map(|cell| match cell {
+                    Some(Term::NamedNode(n)) => Some(GroundTerm::NamedNode(n.clone())),
+                    Some(Term::Literal(l)) => Some(GroundTerm::Literal(l.clone())),
+                    _ => None,
+                })
+                .collect();
             let k = Variable::new_unchecked("w3c_harness_key");
             let query = Query::Select {
                 dataset: None,
                 pattern: GraphPattern::Project {
                     inner: Box::new(GraphPattern::Extend {
-                        inner: Box::new(GraphPattern::Bgp { patterns: vec![] }),
+                        inner: Box::new(GraphPattern::Values {
+                            variables: variables.to_vec(),
+                            bindings: vec![values],
+                        }),
                         variable: k.clone(),
                         expression: (*key).clone(),
                     }),
@@ -394,14 +407,10 @@ fn key_values(keys: &[&Expression], variables: &[Variable], row: &Row) -> Vec<Op
                 base_iri: None,
             };
             let evaluator = QueryEvaluator::new();
-            let mut prepared = evaluator.prepare(&query);
-            for (v, cell) in variables.iter().zip(row) {
-                if let Some(term) = cell {
-                    prepared = prepared.substitute_variable(v.clone(), term.clone());
-                }
-            }
             let empty = Dataset::new();
-            let Ok(QueryResults::Solutions(mut solutions)) = prepared.execute(&empty) else {
+            let Ok(QueryResults::Solutions(mut solutions)) =
+                evaluator.prepare(&query).execute(&empty)
+            else {
                 return None;
             };
             solutions.next()?.ok()?.get(&k).cloned()
@@ -484,5 +493,161 @@ fn canonical_form(value: &str, datatype: &str) -> Option<String> {
         "time" => parsed::<Time>(value),
         "duration" => parsed::<Duration>(value),
         _ => None,
+    }
+}
+
+/// The comparison's own rules, on small hand-made answers.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use spargebra::SparqlParser;
+
+    fn bnode(label: &str) -> Option<Term> {
+        Some(BlankNode::new_unchecked(label).into())
+    }
+
+    fn int(lexical: &str) -> Option<Term> {
+        let xsd_integer = oxrdf::vocab::xsd::INTEGER;
+        Some(Literal::new_typed_literal(lexical, xsd_integer).into())
+    }
+
+    fn solutions(variables: &[&str], rows: Vec<Row>) -> Outcome {
+        Outcome::Solutions(Solutions {
+            variables: variables
+                .iter()
+                .map(|v| Variable::new_unchecked(*v))
+                .collect(),
+            rows,
+            ordered: true,
+        })
+    }
+
+    fn check(query: &str, lax: bool, expected: Outcome, actual: Outcome) -> Result<(), String> {
+        let query = SparqlParser::new()
+            .parse_query(query)
+            .expect("a test query");
+        compare(&expected, &actual, lax, &query)
+    }
+
+    const SELECT: &str = "SELECT * { ?x ?y ?z }";
+
+    #[test]
+    fn blank_nodes_compare_up_to_one_renaming() {
+        let expected = || {
+            solutions(
+                &["x", "y"],
+                vec![vec![bnode("a"), bnode("a")], vec![bnode("b"), int("1")]],
+            )
+        };
+        let renamed = solutions(
+            &["y", "x"],
+            vec![vec![int("1"), bnode("q")], vec![bnode("p"), bnode("p")]],
+        );
+        assert_eq!(check(SELECT, false, expected(), renamed), Ok(()));
+        let unshared = solutions(
+            &["x", "y"],
+            vec![vec![bnode("p"), bnode("r")], vec![bnode("q"), int("1")]],
+        );
+        assert!(check(SELECT, false, expected(), unshared).is_err());
+        // One blank node in two rows is not two blank nodes.
+        let merged = solutions(
+            &["x", "y"],
+            vec![vec![bnode("p"), bnode("p")], vec![bnode("p"), int("1")]],
+        );
+        assert!(check(SELECT, false, expected(), merged).is_err());
+    }
+
+    #[test]
+    fn literals_compare_by_value_within_their_datatype() {
+        let one = || solutions(&["x"], vec![vec![int("1")]]);
+        assert_eq!(
+            check(
+                SELECT,
+                false,
+                one(),
+                solutions(&["x"], vec![vec![int("01")]])
+            ),
+            Ok(())
+        );
+        let decimal = Literal::new_typed_literal("1.0", oxrdf::vocab::xsd::DECIMAL);
+        let decimal = solutions(&["x"], vec![vec![Some(decimal.into())]]);
+        assert!(check(SELECT, false, one(), decimal).is_err());
+        assert!(check(
+            SELECT,
+            false,
+            one(),
+            solutions(&["x"], vec![vec![int("2")]])
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn rows_are_a_multiset() {
+        let twice = || solutions(&["x"], vec![vec![int("1")], vec![int("1")]]);
+        assert!(check(
+            SELECT,
+            false,
+            twice(),
+            solutions(&["x"], vec![vec![int("1")]])
+        )
+        .is_err());
+        assert!(check(
+            SELECT,
+            false,
+            twice(),
+            solutions(&["y"], vec![vec![int("1")]; 2])
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn order_is_held_to_the_order_by_keys_only() {
+        let query = "SELECT ?k ?v { ?k ?p ?v } ORDER BY DESC(-?k)";
+        let rows = |order: [(&str, &str); 3]| {
+            let rows = order.iter().map(|(k, v)| vec![int(k), int(v)]).collect();
+            solutions(&["k", "v"], rows)
+        };
+        let expected = || rows([("1", "10"), ("1", "11"), ("2", "20")]);
+        let tie_swapped = rows([("1", "11"), ("1", "10"), ("2", "20")]);
+        assert_eq!(check(query, false, expected(), tie_swapped), Ok(()));
+        let reversed = rows([("2", "20"), ("1", "10"), ("1", "11")]);
+        let why = check(query, false, expected(), reversed).unwrap_err();
+        assert!(why.starts_with("ORDER BY"), "{why}");
+        // Without ORDER BY the order is free.
+        let reversed = rows([("2", "20"), ("1", "10"), ("1", "11")]);
+        assert_eq!(check(SELECT, false, expected(), reversed), Ok(()));
+    }
+
+    #[test]
+    fn reduced_takes_each_row_between_once_and_its_count() {
+        let expected = || solutions(&["x"], vec![vec![int("1")], vec![int("1")], vec![int("2")]]);
+        let once = || solutions(&["x"], vec![vec![int("1")], vec![int("2")]]);
+        assert_eq!(check(SELECT, true, expected(), once()), Ok(()));
+        assert!(check(SELECT, false, expected(), once()).is_err());
+        let missing = solutions(&["x"], vec![vec![int("1")]]);
+        assert!(check(SELECT, true, expected(), missing).is_err());
+        let thrice = solutions(&["x"], vec![vec![int("1")]; 3]);
+        assert!(check(SELECT, true, expected(), thrice).is_err());
+    }
+
+    #[test]
+    fn graphs_compare_up_to_blank_node_renaming() {
+        let graph = |subject: &str, object: &str| {
+            let p = oxrdf::NamedNode::new_unchecked("http://example/p");
+            let triple = oxrdf::Triple::new(
+                BlankNode::new_unchecked(subject),
+                p,
+                Literal::new_typed_literal(object, oxrdf::vocab::xsd::INTEGER),
+            );
+            Outcome::Graph([triple].iter().collect())
+        };
+        let construct = "CONSTRUCT { ?s ?p ?o } WHERE { ?s ?p ?o }";
+        assert_eq!(
+            check(construct, false, graph("a", "1"), graph("b", "01")),
+            Ok(())
+        );
+        assert!(check(construct, false, graph("a", "1"), graph("a", "2")).is_err());
+        let boolean = Outcome::Boolean(true);
+        assert!(check(construct, false, graph("a", "1"), boolean).is_err());
     }
 }

@@ -177,7 +177,7 @@ pub struct Record {
 const RECORD_HEADER: &str = "\
 # The W3C SPARQL query evaluation tests gpsense passes (crates/sparql/tests/w3c.rs): the pass
 # count must not drop and no answer may be wrong. Each further line is a test that does not pass
-# yet, and why. Rewrite with GPSENSE_W3C_RECORD=1 cargo xtask w3c.
+# yet, and why. Rewritten by `cargo xtask w3c --record` (or GPSENSE_W3C_RECORD=1 cargo test).
 ";
 
 pub fn read_record(path: &Path) -> Result<Record> {
