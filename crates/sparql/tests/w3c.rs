@@ -23,7 +23,7 @@ const REFERENCE_PASSES: usize = 454;
 #[test]
 fn w3c_query_evaluation() {
     let root = suite_root();
-    let run = run(&root, &gpsense).unwrap_or_else(|e| panic!("{e:#}"));
+    let run = run(&root, gpsense).unwrap_or_else(|e| panic!("{e:#}"));
     print!("{}", run.table("gpsense"));
     let path = root.join("expected.txt");
     if std::env::var_os("GPSENSE_W3C_RECORD").is_some_and(|v| v == "1") {
@@ -65,7 +65,7 @@ fn held_to_record(run: &Run, path: &std::path::Path) {
 #[test]
 #[ignore = "checks the harness with Oxigraph's evaluator: cargo xtask w3c --reference"]
 fn w3c_reference_evaluator() {
-    let run = run(&suite_root(), &reference).unwrap_or_else(|e| panic!("{e:#}"));
+    let run = run(&suite_root(), reference).unwrap_or_else(|e| panic!("{e:#}"));
     print!(
         "{}",
         run.table("Oxigraph's evaluator (spareval), the harness's reference")

@@ -30,7 +30,7 @@ pub struct Run {
 }
 
 /// Runs every test of every folder under `root` through `evaluate`.
-pub fn run(root: &Path, evaluate: &Evaluate) -> Result<Run> {
+pub fn run(root: &Path, evaluate: Evaluate) -> Result<Run> {
     let start = Instant::now();
     let mut tests = Vec::new();
     let mut skipped = BTreeMap::new();

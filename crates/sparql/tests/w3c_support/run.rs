@@ -3,6 +3,8 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
+use std::sync::mpsc;
+use std::thread;
 use std::time::Duration;
 
 use gpsense_graph::ingest::{ingest, Format, IngestOptions, NoProgress};
@@ -15,8 +17,15 @@ use spareval::{QueryEvaluator, QueryResults};
 use super::manifest::{SuiteFile, Test};
 use super::results::{as_csv, read_data, read_expected, Outcome, Solutions};
 
-/// Far beyond what any test of the suite needs: only a hang reaches it.
+/// The matcher's time limit: far beyond what any test of the suite needs.
 const TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A test without an answer by then hangs: it is judged wrong and the run goes on without it
+/// (its thread is left behind, and ends with the process).
+const HANG: Duration = Duration::from_secs(120);
+
+/// Evaluation runs on its own thread; deep query algebra may recurse.
+const STACK: usize = 16 << 20;
 
 /// How one test went.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -29,16 +38,16 @@ pub enum Verdict {
 }
 
 /// An evaluator under test: the answer, or the refusal's message.
-pub type Evaluate = dyn Fn(&Test) -> Result<Outcome, String>;
+pub type Evaluate = fn(&Test) -> Result<Outcome, String>;
 
 /// Runs one test and judges its answer. A result file the harness cannot read is an error of the
 /// harness (or of the copy of the suite), not of the evaluator.
-pub fn judge(test: &Test, evaluate: &Evaluate) -> anyhow::Result<Verdict> {
+pub fn judge(test: &Test, evaluate: Evaluate) -> anyhow::Result<Verdict> {
     let (expected, csv) = read_expected(&test.result)?;
-    let answer = match catch_unwind(AssertUnwindSafe(|| evaluate(test))) {
+    let answer = match watched(test, evaluate)? {
         Ok(Ok(answer)) => answer,
         Ok(Err(refusal)) => return Ok(Verdict::Refused(refusal)),
-        Err(panic) => return Ok(Verdict::Wrong(format!("panicked: {}", panic_text(&*panic)))),
+        Err(wrong) => return Ok(Verdict::Wrong(wrong)),
     };
     let answer = match answer {
         Outcome::Solutions(solutions) if csv => Outcome::Solutions(as_csv(solutions)),
@@ -50,6 +59,28 @@ pub fn judge(test: &Test, evaluate: &Evaluate) -> anyhow::Result<Verdict> {
             Err(why) => Verdict::Wrong(why),
         },
     )
+}
+
+/// The evaluator's answer or refusal, or (Err) how it panicked or that it hung.
+fn watched(
+    test: &Test,
+    evaluate: Evaluate,
+) -> anyhow::Result<Result<Result<Outcome, String>, String>> {
+    let (send, receive) = mpsc::channel();
+    let owned = test.clone();
+    thread::Builder::new()
+        .name(test.name.clone())
+        .stack_size(STACK)
+        .spawn(move || {
+            let answer = catch_unwind(AssertUnwindSafe(|| evaluate(&owned)));
+            // The harness may have stopped waiting (a hang): nobody to tell then.
+            let _ = send.send(answer.map_err(|panic| panic_text(&*panic)));
+        })?;
+    Ok(match receive.recv_timeout(HANG) {
+        Ok(Ok(answer)) => Ok(answer),
+        Ok(Err(panic)) => Err(format!("panicked: {panic}")),
+        Err(_) => Err(format!("no answer in {} s: hangs", HANG.as_secs())),
+    })
 }
 
 fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
