@@ -9,6 +9,7 @@ mod fetch;
 mod gpu_check;
 mod ptx;
 mod senticnet;
+mod w3c;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -41,6 +42,9 @@ enum Command {
     /// every HPRD, yeast and common-sense answer held to dfs's and the published counts,
     /// compute-sanitizer where present, timings; target/gpu-check/report.md.
     GpuCheck(gpu_check::GpuCheckArgs),
+    /// Run the W3C SPARQL 1.0/1.1 query evaluation tests (crates/sparql/tests/w3c): pass / wrong /
+    /// refused per folder; fails on a wrong answer or fewer passes than recorded.
+    W3c(w3c::W3cArgs),
 }
 
 #[derive(Args)]
@@ -109,6 +113,7 @@ fn run(cli: Cli) -> Result<()> {
         ),
         Command::Bench(args) => bench::run(&workspace_root(), &args),
         Command::GpuCheck(args) => gpu_check::run(&workspace_root(), &args),
+        Command::W3c(args) => w3c::run(&workspace_root(), &args),
         Command::List(args) => {
             print!("{}", fetch::list(&dest_or_default(args.dest)));
             Ok(())
