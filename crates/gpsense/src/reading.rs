@@ -15,7 +15,7 @@ use crate::{Error, Matcher};
 /// How a text is answered.
 pub enum Reading {
     /// By the matcher and the solution stage around it.
-    Graph(Prepared),
+    Graph(Box<Prepared>),
     /// By the full SPARQL evaluator.
     Algebra(Box<Query>),
 }
@@ -29,14 +29,14 @@ pub fn read(m: &Matcher, text: &str, base: Option<&str>) -> Result<Reading, Erro
         // looks standard, as `prepare` decides).
         Err(_) => {
             return prepare(text, m.graph(), Dialect::Short)
-                .map(Reading::Graph)
+                .map(|p| Reading::Graph(Box::new(p)))
                 .map_err(|e| Error::query(e, text))
         }
     };
     if base.is_none() && matches!(query, Query::Select { .. } | Query::Ask { .. }) {
         match prepare(text, m.graph(), Dialect::Sparql) {
             Ok(p) if p.dialect == Dialect::Sparql && values_agree(m, &query) => {
-                return Ok(Reading::Graph(p))
+                return Ok(Reading::Graph(Box::new(p)))
             }
             Ok(_) | Err(QueryError::Parse(_)) => {}
             // An unknown name: the standard's answer is empty, with the suggestion as a note.

@@ -47,11 +47,10 @@ pub(crate) struct Answered {
 
 impl Answered {
     fn rows(&self) -> usize {
-        if self.width == 0 {
-            self.cells.len()
-        } else {
-            self.cells.len() / self.width
-        }
+        self.cells
+            .len()
+            .checked_div(self.width)
+            .unwrap_or(self.cells.len())
     }
 }
 

@@ -3,10 +3,9 @@
 //! a per-relation edge index otherwise).
 
 use std::convert::Infallible;
-use std::str::FromStr;
 use std::sync::{Arc, OnceLock};
 
-use gpsense_graph::rdf::{iri_name, nt_predicate, nt_term, term_kind, TermKind};
+use gpsense_graph::rdf::{iri_name, nt_predicate, nt_term, term_kind, Term as GraphTerm, TermKind};
 use gpsense_graph::{KnowledgeGraph, LabelId, NodeId};
 use gpsense_planner::sparql::{node_names, relation_names};
 use oxrdf::{BlankNode, Literal, NamedNode, Term};
@@ -41,6 +40,8 @@ pub struct Indexes {
     by_relation: OnceLock<ByRelation>,
     /// For each relation, the node of the same IRI, if any (then that is the relation's term form).
     relation_nodes: OnceLock<Vec<Option<NodeId>>>,
+    /// What the graph's literals hold that the evaluator cannot keep apart (`gaps.rs`).
+    pub(crate) literal_facts: OnceLock<crate::gaps::LiteralFacts>,
 }
 
 /// The graph and its indexes: what reading quads needs.
@@ -129,7 +130,7 @@ impl<'g> View<'g> {
     }
 
     /// Out-edges of `s`, of relation `r` if given.
-    fn from_subject(
+    fn starting_at(
         self,
         s: NodeId,
         r: Option<LabelId>,
@@ -146,7 +147,7 @@ impl<'g> View<'g> {
     }
 
     /// In-edges of `o`, of relation `r` if given.
-    fn to_object(
+    fn ending_at(
         self,
         o: NodeId,
         r: Option<LabelId>,
@@ -168,7 +169,7 @@ impl<'g> View<'g> {
 
     fn all(self) -> impl Iterator<Item = (NodeId, LabelId, NodeId)> + 'g {
         let out = self.graph.out();
-        (0..out.node_count() as NodeId).flat_map(move |s| self.from_subject(s, None, None))
+        (0..out.node_count() as NodeId).flat_map(move |s| self.starting_at(s, None, None))
     }
 
     /// The term of node `v`.
@@ -183,17 +184,29 @@ impl<'g> View<'g> {
 }
 
 /// A term from the N-Triples form `gpsense_graph::rdf` writes (IRI, blank node or literal).
-fn nt_to_term(nt: &str) -> Term {
+pub(crate) fn nt_to_term(nt: &str) -> Term {
     if let Some(iri) = nt.strip_prefix('<').and_then(|s| s.strip_suffix('>')) {
         return NamedNode::new_unchecked(iri).into();
     }
     if let Some(label) = nt.strip_prefix("_:") {
         return BlankNode::new_unchecked(label).into();
     }
-    // `nt_term` writes a literal only for a name that reads back as one (`term_kind`).
-    Literal::from_str(nt)
-        .map(Term::from)
-        .unwrap_or_else(|_| Literal::new_simple_literal(nt).into())
+    // Read by hand: `Literal::from_str` would write numbers in canonical form (`"1.0e0"^^xsd:double`
+    // as `"1"`), and SPARQL's `str` must see the lexical form the data has.
+    match gpsense_graph::rdf::literal(nt) {
+        Some(GraphTerm::Literal {
+            value,
+            lang: Some(lang),
+            ..
+        }) => Literal::new_language_tagged_literal_unchecked(value, lang).into(),
+        Some(GraphTerm::Literal {
+            value,
+            datatype: Some(dt),
+            ..
+        }) => Literal::new_typed_literal(value, NamedNode::new_unchecked(dt)).into(),
+        Some(GraphTerm::Literal { value, .. }) => Literal::new_simple_literal(value).into(),
+        _ => Literal::new_simple_literal(nt).into(),
+    }
 }
 
 type Triples<'g> = Box<dyn Iterator<Item = (NodeId, LabelId, NodeId)> + 'g>;
@@ -222,8 +235,8 @@ impl<'g> QueryableDataset<'g> for GraphDataset<'g> {
             Some(p) => this.relation_of(p).map(Some),
         };
         let triples: Triples<'g> = match (in_default, node(subject), relation, node(object)) {
-            (true, Some(Some(s)), Some(r), Some(o)) => Box::new(this.from_subject(s, r, o)),
-            (true, Some(None), Some(r), Some(Some(o))) => Box::new(this.to_object(o, r)),
+            (true, Some(Some(s)), Some(r), Some(o)) => Box::new(this.starting_at(s, r, o)),
+            (true, Some(None), Some(r), Some(Some(o))) => Box::new(this.ending_at(o, r)),
             (true, Some(None), Some(Some(r)), Some(None)) => Box::new(this.of_relation(r)),
             (true, Some(None), Some(None), Some(None)) => Box::new(this.all()),
             _ => Box::new(std::iter::empty()),

@@ -6,10 +6,12 @@
 //! are Oxigraph's `spareval`, over the graph as a [`QueryableDataset`](spareval::QueryableDataset)
 //! (`dataset.rs`: quads straight from the CSR). Every basic graph pattern the matcher takes is
 //! answered by the matcher (`bgp.rs`), so the candidate space and the failing sets do the joins
-//! inside any query. `limits.rs`: the time limit and cancellation for the parts spareval runs.
+//! inside any query. `gaps.rs`: the few places where spareval departs from the standard, refused
+//! rather than answered wrongly. `limits.rs`: the time limit and cancellation for the parts spareval runs.
 
 mod bgp;
 mod dataset;
+mod gaps;
 mod limits;
 
 use std::sync::Arc;
@@ -167,6 +169,10 @@ impl<'g, M: Matching + ?Sized> Sparql<'g, M> {
         options: &Options,
     ) -> Result<Evaluation<'g>, SparqlError> {
         refuse_dataset(&query)?;
+        let facts = gaps::facts(self.matcher.graph(), &self.indexes.literal_facts);
+        gaps::check(&query, facts)?;
+        let mut query = query;
+        gaps::guard_comparisons(&mut query, facts);
         let deadline = options.matching.timeout.map(|t| Instant::now() + t);
         let watch = Arc::new(Watch::new(deadline, options.matching.cancel.clone()));
         let view = View {
@@ -178,7 +184,10 @@ impl<'g, M: Matching + ?Sized> Sparql<'g, M> {
             view,
             options: &options.matching,
             deadline,
-            evaluator: QueryEvaluator::new(),
+            evaluator: QueryEvaluator::new().with_custom_function(
+                oxrdf::NamedNode::new_unchecked(gaps::UNDETERMINED),
+                gaps::undetermined,
+            ),
             used: MatcherUse::default(),
             answered: Default::default(),
         };
@@ -209,7 +218,7 @@ pub fn evaluate<'g>(
     // The evaluator's indexes must outlive the answer: leak-free by collecting here.
     let sparql = Sparql::new(engine);
     let evaluation = sparql.evaluate(text, options)?;
-    Ok(collect(evaluation.answer)?)
+    collect(evaluation.answer)
 }
 
 /// The whole answer in memory (then it borrows nothing).

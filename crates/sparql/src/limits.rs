@@ -33,7 +33,11 @@ impl Watch {
 
     /// Counts one unit of work; every so often, whether to stop.
     pub fn tick(&self) -> Result<(), Interrupted> {
-        if self.ticks.fetch_add(1, Ordering::Relaxed) % Self::EVERY == 0 {
+        if self
+            .ticks
+            .fetch_add(1, Ordering::Relaxed)
+            .is_multiple_of(Self::EVERY)
+        {
             self.check()
         } else {
             Ok(())

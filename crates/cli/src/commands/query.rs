@@ -128,7 +128,7 @@ fn query_source(args: &Args) -> Result<input::Queries> {
 fn run_one(text: &str, matcher: &Matcher, args: &Args, separator: &str) -> Result<()> {
     let graph = matcher.graph();
     let p = match gpsense::read(matcher, text, None)? {
-        gpsense::Reading::Graph(p) => p,
+        gpsense::Reading::Graph(p) => *p,
         gpsense::Reading::Algebra(query) => {
             crate::out::print(separator)?;
             let settings = super::algebra::Settings {
