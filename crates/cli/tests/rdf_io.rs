@@ -60,8 +60,8 @@ fn each_fixture_format_ingests_with_its_counts() {
         ),
         (
             "sample.nq",
-            "nquads, 9 lines, 8 edges",
-            "7 nodes, 6 edges, 4 relations",
+            "nquads, 11 lines, 5 edges",
+            "5 nodes, 4 edges, 3 relations",
         ),
         (
             "sample.ttl",
