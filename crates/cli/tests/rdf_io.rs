@@ -268,7 +268,7 @@ fn a_line_without_end_fails_at_once() {
     }
     let dir = tempfile::tempdir().expect("temp dir");
     let out = path(dir.path(), "z.gps");
-    for format in ["ntriples", "nquads", "turtle", "kgtk"] {
+    for format in ["ntriples", "nquads", "turtle", "trig", "rdfxml", "kgtk"] {
         let stderr = fails(&["ingest", "/dev/zero", "--format", format, "-o", &out]);
         assert!(
             stderr.contains("/dev/zero:1: line too long"),

@@ -68,7 +68,8 @@ fn inputs_without_data_are_empty_graphs() {
     ];
     for (name, text, format) in cases {
         let path = write(&dir, name, text);
-        let (g, report) = load(&[path.clone()]).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let (g, report) =
+            load(std::slice::from_ref(&path)).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!((g.node_count(), g.edge_count()), (0, 0), "{name}");
         assert_eq!(report.files[0].format, format, "{name}");
         let empty: Vec<_> = report.empty_files().map(|f| f.path.clone()).collect();
@@ -210,7 +211,7 @@ fn a_malformed_base_iri_is_refused_before_reading() {
     let missing = dir.path().join("missing.ttl");
     for bad in ["relative/path", "http://a b/", ""] {
         let err = ingest(
-            &[missing.clone()],
+            std::slice::from_ref(&missing),
             &with(OnError::Fail, Some(bad)),
             &NoProgress,
         )
