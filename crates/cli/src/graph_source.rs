@@ -11,7 +11,13 @@ use crate::progress::Bar;
 /// Loads `path` (a snapshot, a compressed graph, or any file `gpsense ingest` reads), or the default
 /// graph.
 pub fn load(path: Option<&Path>) -> Result<Loaded> {
-    Ok(Loaded::open(path, &Bar::default())?)
+    let loaded = Loaded::open(path, &Bar::default())?;
+    if let Some(p) = path.filter(|_| loaded.graph.edge_count() == 0) {
+        if !crate::out::quiet() {
+            eprintln!("note: {} holds no triples: the graph is empty", p.display());
+        }
+    }
+    Ok(loaded)
 }
 /// Opens the GPU up front when the engine needs or prefers it: `gpu` without one is an error; with
 /// `say` (`--explain`, `-v`), `auto` says why it runs on the CPU, or which GPU it uses.

@@ -66,7 +66,7 @@ enum Command {
         top: usize,
     },
     /// Read triples files (ConceptNet dump, TSV, CSV, WordNet, benchmark format, N-Triples, N-Quads,
-    /// Turtle, KGTK; .gz too) into a snapshot.
+    /// Turtle, TriG, RDF/XML, KGTK; .gz too) into a snapshot.
     Ingest {
         #[arg(required = true)]
         inputs: Vec<PathBuf>,
@@ -77,11 +77,16 @@ enum Command {
         /// ConceptNet 5 assertions dump), triples (TSV: relation head tail, or head relation tail),
         /// csv (head,relation,tail[,context[,weight]]), wordnet-nodes (a WordNet node table),
         /// wordnet-lemmas (a WordNet lemma table: every lemma names its synset's node), benchmark (the subgraph-matching `t N M` / `v` / `e` format),
-        /// ntriples, nquads (graph names ignored), turtle (RDF: IRIs named by their bare text,
-        /// literals in N-Triples form), kgtk (KGTK edges, e.g. CSKG: node1;label and node2;label
-        /// become further names of the nodes).
+        /// ntriples, nquads, turtle, trig, rdfxml (RDF: IRIs named by their bare text, literals in
+        /// N-Triples form; the default graph is read, triples in named graphs are skipped and
+        /// counted), kgtk (KGTK edges, e.g. CSKG: node1;label and node2;label become further
+        /// names of the nodes).
         #[arg(long, value_parser = one_of::<Format>(&FORMATS))]
         format: Option<Format>,
+        /// The base IRI that relative IRIs in Turtle, TriG and RDF/XML resolve against (a file's
+        /// own @base or xml:base wins); without it a relative IRI is a malformed line.
+        #[arg(long, value_name = "IRI")]
+        base: Option<String>,
         /// Column order of triples TSV: rht (relation head tail) or hrt (head relation tail).
         #[arg(long, value_parser = one_of::<Columns>(&["rht", "hrt"]))]
         columns: Option<Columns>,
@@ -378,7 +383,7 @@ fn parse_line_bytes(s: &str) -> Result<usize, String> {
 }
 
 /// The names `--format` takes on `ingest` (the same as `Format::ALL`'s; a test checks it).
-const FORMATS: [&str; 10] = [
+const FORMATS: [&str; 12] = [
     "conceptnet",
     "triples",
     "csv",
@@ -388,6 +393,8 @@ const FORMATS: [&str; 10] = [
     "ntriples",
     "nquads",
     "turtle",
+    "trig",
+    "rdfxml",
     "kgtk",
 ];
 
@@ -437,6 +444,7 @@ fn main() -> ExitCode {
             inputs,
             output,
             format,
+            base,
             columns,
             languages,
             strip_pos,
@@ -447,6 +455,7 @@ fn main() -> ExitCode {
             inputs,
             output,
             format,
+            base_iri: base,
             columns,
             languages,
             strip_pos,

@@ -60,8 +60,8 @@ fn each_fixture_format_ingests_with_its_counts() {
         ),
         (
             "sample.nq",
-            "nquads, 9 lines, 8 edges",
-            "7 nodes, 6 edges, 4 relations",
+            "nquads, 11 lines, 5 edges",
+            "5 nodes, 4 edges, 3 relations",
         ),
         (
             "sample.ttl",
@@ -268,11 +268,158 @@ fn a_line_without_end_fails_at_once() {
     }
     let dir = tempfile::tempdir().expect("temp dir");
     let out = path(dir.path(), "z.gps");
-    for format in ["ntriples", "nquads", "turtle", "kgtk"] {
+    for format in ["ntriples", "nquads", "turtle", "trig", "rdfxml", "kgtk"] {
         let stderr = fails(&["ingest", "/dev/zero", "--format", format, "-o", &out]);
         assert!(
             stderr.contains("/dev/zero:1: line too long"),
             "{format}: {stderr}"
         );
     }
+}
+
+/// Runs gpsense: its exit code, stdout and stderr (no panic, whatever the outcome).
+fn run(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = common::gpsense(args);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    (out.status.code(), stdout, stderr)
+}
+
+/// An input with no data ingests into an empty graph with a note, and every engine answers on it:
+/// no rows, a count of 0, no match; a query naming an IRI too.
+#[test]
+fn an_empty_input_is_an_empty_graph_that_answers_nothing() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let ttl = path(dir.path(), "empty.ttl");
+    std::fs::write(&ttl, "@prefix e: <http://e.org/> .\n# nothing yet\n").expect("write");
+    let graph = path(dir.path(), "empty.gps");
+    let (stdout, stderr) = ok(&["ingest", &ttl, "-o", &graph]);
+    assert!(stdout.contains("0 nodes, 0 edges, 0 relations"), "{stdout}");
+    assert!(
+        stderr.contains(&format!("note: {ttl} holds no data")),
+        "{stderr}"
+    );
+    assert!(stderr.contains("note: the graph is empty"), "{stderr}");
+    let (_, stderr) = ok(&["info", &graph]);
+    assert!(stderr.contains("the graph is empty"), "{stderr}");
+    let select = "SELECT ?x ?y WHERE { ?x ?p ?y . ?y ?q ?z }";
+    for source in [&graph, &ttl] {
+        for engine in ["dfs", "kernels", "emulated"] {
+            let q = |extra: &[&str]| {
+                let mut args = vec!["query", "--graph", source, "--engine", engine];
+                args.extend_from_slice(extra);
+                run(&args)
+            };
+            let (code, stdout, stderr) = q(&[select]);
+            assert_eq!(
+                (code, stdout.as_str()),
+                (Some(0), "x\ty\n"),
+                "{engine}: {stderr}"
+            );
+            let (code, stdout, stderr) = q(&["--count", select]);
+            assert_eq!((code, stdout.trim()), (Some(0), "0"), "{engine}: {stderr}");
+            let count = "SELECT (COUNT(*) AS ?n) WHERE { ?x ?p ?y }";
+            let (code, stdout, stderr) = q(&[count]);
+            assert_eq!(code, Some(0), "{engine}: {stderr}");
+            assert!(
+                stdout.lines().any(|l| l.trim() == "0"),
+                "{engine}: {stdout}"
+            );
+            let (code, stdout, stderr) = q(&["ASK { ?x ?p ?y }"]);
+            assert_eq!(
+                (code, stdout.as_str()),
+                (Some(1), "no\n"),
+                "{engine}: {stderr}"
+            );
+        }
+    }
+    // Across processes' workers, and compressed.
+    let (stdout, _) = ok(&["query", "--graph", &graph, "--workers", "2", select]);
+    assert_eq!(stdout, "x\ty\n");
+    let gpsc = path(dir.path(), "empty.gpsc");
+    ok(&["compress", &graph, "-o", &gpsc]);
+    let (stdout, _) = ok(&["query", "--graph", &gpsc, "--count", select]);
+    assert_eq!(stdout, "0\n");
+}
+
+#[test]
+fn base_resolves_relative_iris_and_is_suggested_without_it() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let ttl = path(dir.path(), "rel.ttl");
+    std::fs::write(&ttl, "@prefix e: <http://e.org/> .\n<dog> a e:Animal .\n").expect("write");
+    let graph = path(dir.path(), "g.gps");
+    let err = fails(&["ingest", &ttl, "-o", &graph]);
+    assert!(
+        err.contains(&format!("{ttl}:2: relative IRI")) && err.contains("--base IRI"),
+        "{err}"
+    );
+    // Queried directly, the remedy names ingest's --base too.
+    let err = fails(&["query", "--graph", &ttl, "SELECT ?x WHERE { ?x ?p ?y }"]);
+    assert!(err.contains("--base IRI"), "{err}");
+    ok(&["ingest", &ttl, "-o", &graph, "--base", "http://e.org/zoo/"]);
+    let g = load(&graph);
+    assert!(g.node_id("http://e.org/zoo/dog").is_some());
+    let err = fails(&["ingest", &ttl, "-o", &graph, "--base", "zoo/"]);
+    assert!(err.contains("--base: bad base IRI \"zoo/\""), "{err}");
+}
+
+#[test]
+fn rdf_xml_and_trig_are_detected_and_reported() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let rdf = path(dir.path(), "o.owl");
+    std::fs::write(
+        &rdf,
+        "<?xml version=\"1.0\"?>\n<rdf:RDF xmlns:rdf=\"http://www.w3.org/1999/02/22-rdf-syntax-ns#\" \
+         xmlns:e=\"http://e.org/\">\n<e:Animal rdf:about=\"http://e.org/dog\" e:name=\"Rex\"/>\n</rdf:RDF>\n",
+    )
+    .expect("write");
+    let trig = path(dir.path(), "g.trig");
+    std::fs::write(
+        &trig,
+        "@prefix e: <http://e.org/> .\ne:cat a e:Animal .\ne:g { e:x e:y e:z . e:x e:y e:w }\n",
+    )
+    .expect("write");
+    let graph = path(dir.path(), "g.gps");
+    let (stdout, stderr) = ok(&["ingest", &rdf, &trig, "-o", &graph]);
+    assert!(
+        stderr.contains(&format!("{rdf}: rdfxml, 4 lines, 2 edges\n")),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("{trig}: trig, 3 lines, 1 edges\n")),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("  2 triples in named graphs skipped: gpsense keeps one default graph\n"),
+        "{stderr}"
+    );
+    assert!(stdout.contains("4 nodes, 3 edges, 2 relations"), "{stdout}");
+    let (stdout, _) = ok(&[
+        "query",
+        "--graph",
+        &graph,
+        "SELECT ?x WHERE { ?x a <http://e.org/Animal> }",
+    ]);
+    assert!(
+        stdout.contains("http://e.org/dog") && stdout.contains("http://e.org/cat"),
+        "{stdout}"
+    );
+    // Forced, a format reads what it is given.
+    let (_, stderr) = ok(&[
+        "ingest",
+        &trig,
+        "-o",
+        &graph,
+        "--format",
+        "turtle",
+        "--on-error",
+        "skip",
+    ]);
+    assert!(
+        stderr.contains("skipped 1 lines: Turtle syntax"),
+        "{stderr}"
+    );
 }

@@ -404,3 +404,30 @@ fn a_count_past_64_bits_is_exact() {
         json.body
     );
 }
+
+/// A graph ingested from a file with no data is empty, and the endpoint answers on it as the
+/// standard says: no rows, `false`, a count of 0, an unknown IRI included.
+#[test]
+fn an_empty_graph_answers_nothing() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let ttl = dir.path().join("empty.ttl");
+    std::fs::write(&ttl, "@prefix e: <http://e.org/> .\n").expect("write");
+    let graph = dir.path().join("empty.gps");
+    let graph = graph.to_str().expect("utf-8 path");
+    ok(&["ingest", ttl.to_str().expect("utf-8 path"), "-o", graph]);
+    let s = Server::start(&["--graph", graph]);
+    let rows = s.query("SELECT ?x WHERE { ?x ?p ?y }", "text/tab-separated-values");
+    assert_eq!((rows.status, rows.body.as_str()), (200, "?x\n"));
+    let iri = s.query(
+        "SELECT ?x WHERE { ?x <http://e.org/p> ?y }",
+        "text/tab-separated-values",
+    );
+    assert_eq!((iri.status, iri.body.as_str()), (200, "?x\n"));
+    let ask = s.query("ASK { ?x ?p ?y }", "text/csv");
+    assert_eq!((ask.status, ask.body.as_str()), (200, "false"));
+    let count = s.query(
+        "SELECT (COUNT(*) AS ?n) WHERE { ?x ?p ?y }",
+        "text/tab-separated-values",
+    );
+    assert_eq!((count.status, count.body.as_str()), (200, "?n\n0\n"));
+}

@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use gpsense_compress::CompressedGraph;
-use gpsense_graph::ingest::{ingest, IngestError, IngestOptions, IngestReport, Progress};
+use gpsense_graph::ingest::{
+    ingest, IngestError, IngestOptions, IngestReport, Progress, RELATIVE_IRI,
+};
 use gpsense_graph::{snapshot, KnowledgeGraph};
 
 use crate::Error;
@@ -111,6 +113,11 @@ fn ingest_file(p: &Path, progress: &dyn Progress) -> Result<KnowledgeGraph, Erro
         Err(e) => e,
     };
     let remedy = match &e {
+        IngestError::Malformed { reason, .. } if reason.kind == RELATIVE_IRI => format!(
+            "{e} (give a base IRI: gpsense ingest {} --base IRI -o graph.gps, and use the \
+             snapshot)",
+            p.display()
+        ),
         IngestError::Malformed { .. } => format!(
             "{e} (fix the line, or keep the good lines in a snapshot and query that: \
              gpsense ingest {} -o graph.gps --on-error skip)",

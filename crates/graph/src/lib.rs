@@ -3,7 +3,7 @@
 //! Owns the [`KnowledgeGraph`] (a directed, edge-labelled multigraph with a name [`Dictionary`] and a
 //! [`Csr`] in each direction), its [`GraphBuilder`], streaming [`ingest`] of the common-sense formats
 //! (ConceptNet, triples TSV, CSV, WordNet, the subgraph-matching benchmark format, N-Triples,
-//! N-Quads, Turtle, KGTK), the RDF naming convention ([`rdf`]), [`export`] back to N-Triples or
+//! N-Quads, Turtle, TriG, RDF/XML, KGTK), the RDF naming convention ([`rdf`]), [`export`] back to N-Triples or
 //! TSV, checksummed [`snapshot`]s, and conversion to and from `petgraph`. It knows nothing about
 //! queries.
 

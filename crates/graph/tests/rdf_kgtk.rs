@@ -94,12 +94,22 @@ fn ntriples_fixture() {
 }
 
 #[test]
-fn nquads_fixture_ignores_graph_names() {
+fn nquads_fixture_reads_the_default_graph() {
     let (g, report) = ingest_files(&[fixture("sample.nq")]);
     let file = &report.files[0];
     assert_eq!(file.format, Format::NQuads);
-    assert_eq!((file.lines, file.edges, report.duplicates), (9, 8, 2));
-    assert_eq!(counts(&g), (7, 6, 4));
+    assert_eq!((file.lines, file.edges, report.duplicates), (11, 5, 1));
+    assert_eq!(file.in_named_graphs, 5);
+    assert_eq!(counts(&g), (5, 4, 3));
+    assert!(has_edge(
+        &g,
+        "http://example.org/cat",
+        "http://example.org/chases",
+        "_:m"
+    ));
+    // Only in named graphs: not in the graph.
+    assert!(g.node_id("\"dog\"@en").is_none());
+    assert!(g.relation_id("http://example.org/age").is_none());
     assert!(has_edge(
         &g,
         "_:m",

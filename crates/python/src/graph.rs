@@ -72,6 +72,7 @@ impl Graph {
             strip_pos,
             on_error: on_error.parse::<OnError>().map_err(bad)?,
             max_line_bytes: max_line_bytes.unwrap_or(0),
+            base_iri: None,
         };
         let (loaded, report) = py
             .detach(|| Loaded::ingest(&paths, &opts, &NoProgress))

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use anyhow::{anyhow, Context, Result};
 use gpsense_graph::ingest::{
-    ingest, Columns, Format, IngestError, IngestOptions, IngestReport, OnError,
+    ingest, Columns, Format, IngestError, IngestOptions, IngestReport, OnError, RELATIVE_IRI,
 };
 
 use crate::progress::Bar;
@@ -15,6 +15,8 @@ pub struct Args {
     pub inputs: Vec<PathBuf>,
     pub output: PathBuf,
     pub format: Option<Format>,
+    /// Resolves relative IRIs in Turtle, TriG and RDF/XML.
+    pub base_iri: Option<String>,
     pub columns: Option<Columns>,
     pub languages: Vec<String>,
     pub strip_pos: bool,
@@ -34,10 +36,15 @@ pub fn run(args: Args) -> Result<()> {
         strip_pos: args.strip_pos,
         on_error: args.on_error,
         max_line_bytes: args.max_line_bytes,
+        base_iri: args.base_iri,
     };
     let start = Instant::now();
     let (graph, report) = ingest(&args.inputs, &opts, &Bar::default()).map_err(|e| match e {
+        IngestError::Malformed { ref reason, .. } if reason.kind == RELATIVE_IRI => {
+            anyhow!("{e} (pass --base IRI to resolve relative IRIs)")
+        }
         IngestError::Malformed { .. } => anyhow!("{e} (use --on-error skip to skip such lines)"),
+        IngestError::BaseIri { .. } => anyhow!("--base: {e}"),
         e => e.into(),
     })?;
     let ingest_time = start.elapsed();
@@ -91,12 +98,27 @@ fn describe(report: &IngestReport) -> String {
             ));
         }
         out.push('\n');
+        if f.in_named_graphs > 0 {
+            out.push_str(&format!(
+                "  {} triples in named graphs skipped: gpsense keeps one default graph\n",
+                thousands(f.in_named_graphs)
+            ));
+        }
+        if f.is_empty() {
+            out.push_str(&format!(
+                "note: {} holds no data (empty, or only comments and directives)\n",
+                f.path.display()
+            ));
+        }
         for (reason, n) in &f.skipped {
             out.push_str(&format!("  skipped {} lines: {reason}\n", thousands(*n)));
         }
         for (line, e) in &f.examples {
             out.push_str(&format!("    e.g. line {line}: {e}\n"));
         }
+    }
+    if report.files.iter().all(|f| f.is_empty()) {
+        out.push_str("note: the graph is empty (no triples)\n");
     }
     if report.duplicates > 0 {
         out.push_str(&format!(

@@ -33,7 +33,10 @@ pub fn detect(path: &Path, sample: &[u8]) -> Result<Format, String> {
         return Ok(format);
     }
     let mut lines = text.lines().filter(|l| !l.trim().is_empty());
-    let first = lines.clone().next().ok_or("the file is empty")?;
+    // No data to tell the format by, and none to read: any line format reads it as empty.
+    let Some(first) = lines.clone().next() else {
+        return Ok(Format::Triples);
+    };
     if is_kgtk_header(first) {
         return Ok(Format::Kgtk);
     }
@@ -50,9 +53,9 @@ pub fn detect(path: &Path, sample: &[u8]) -> Result<Format, String> {
             Format::WordNetNodes
         });
     }
-    let data = lines
-        .find(|l| !l.starts_with('#'))
-        .ok_or("only comment lines")?;
+    let Some(data) = lines.find(|l| !l.starts_with('#')) else {
+        return Ok(Format::Triples);
+    };
     let fields: Vec<&str> = data.split('\t').collect();
     if fields.len() == 5 && fields[1].starts_with("/r/") {
         return Ok(Format::ConceptNet);
@@ -71,13 +74,15 @@ pub fn detect(path: &Path, sample: &[u8]) -> Result<Format, String> {
     ))
 }
 
-/// `.nt`, `.nq`, `.ttl` (after `.gz` is dropped).
+/// `.nt`, `.nq`, `.ttl`, `.trig`, `.rdf`, `.owl`, `.xml` (after `.gz` is dropped).
 fn rdf_by_extension(name: &str) -> Option<Format> {
     let (_, ext) = name.rsplit_once('.')?;
     match ext {
         "nt" => Some(Format::NTriples),
         "nq" => Some(Format::NQuads),
         "ttl" => Some(Format::Turtle),
+        "trig" => Some(Format::TriG),
+        "rdf" | "owl" | "xml" => Some(Format::RdfXml),
         _ => None,
     }
 }
@@ -89,9 +94,17 @@ fn is_kgtk_header(first: &str) -> bool {
     has("node1") && has("node2") && (has("relation") || has("label"))
 }
 
-/// Turtle by its directives; N-Triples by a first statement `<…> … .` or `_:… … .` (N-Quads has
-/// no telling mark: name the file `.nq` or pass `--format nquads`).
+/// RDF/XML by its first tag; Turtle by its directives; N-Triples by a first statement `<…> … .`
+/// or `_:… … .` (N-Quads and TriG have no telling mark: name the file `.nq` / `.trig` or pass
+/// `--format`).
 fn rdf_by_content<'a>(first: &str, mut lines: impl Iterator<Item = &'a str>) -> Option<Format> {
+    let tag = first.trim_start();
+    if ["<?xml", "<rdf:RDF", "<!DOCTYPE rdf:RDF"]
+        .iter()
+        .any(|t| tag.starts_with(t))
+    {
+        return Some(Format::RdfXml);
+    }
     let directive = |l: &str| {
         let l = l.trim_start();
         l.starts_with("@prefix")
@@ -173,8 +186,17 @@ mod tests {
         assert_eq!(d("p", "\u{feff}\"a\",\"is-a\",\"b\"\n"), Ok(Format::Csv));
         assert_eq!(d("p.csv", "a,is-a,b\n"), Ok(Format::Csv));
         assert_eq!(d("t.txt", "IsA\tcat\tanimal\n"), Ok(Format::Triples));
-        assert!(d("e.txt", "").is_err());
         assert!(d("e.txt", "a\tb\n").is_err());
+    }
+
+    /// A file with no data has no format to tell, and needs none: it reads as an empty graph.
+    #[test]
+    fn empty_files_read_as_empty() {
+        assert_eq!(d("e.txt", ""), Ok(Format::Triples));
+        assert_eq!(d("e.txt", "\n  \n"), Ok(Format::Triples));
+        assert_eq!(d("e.txt", "# only a comment\n"), Ok(Format::Triples));
+        assert_eq!(d("e.ttl", ""), Ok(Format::Turtle));
+        assert_eq!(d("e", "@prefix e: <http://e/> .\n"), Ok(Format::Turtle));
     }
 
     #[test]
@@ -192,6 +214,15 @@ mod tests {
         );
         assert_eq!(d("t", "@prefix e: <http://e/> .\n"), Ok(Format::Turtle));
         assert_eq!(d("t", "PREFIX e: <http://e/>\n"), Ok(Format::Turtle));
+        assert_eq!(d("g.trig", "garbage"), Ok(Format::TriG));
+        for name in ["o.owl", "o.rdf", "o.xml.gz"] {
+            assert_eq!(d(name, "garbage"), Ok(Format::RdfXml), "{name}");
+        }
+        assert_eq!(d("o", "<?xml version=\"1.0\"?>\n"), Ok(Format::RdfXml));
+        assert_eq!(
+            d("o", "\u{feff}<rdf:RDF xmlns:rdf=\"x\">\n"),
+            Ok(Format::RdfXml)
+        );
         let cskg = "id\tnode1\trelation\tnode2\tnode1;label\tnode2;label\n";
         assert_eq!(d("cskg.tsv", cskg), Ok(Format::Kgtk));
         assert_eq!(d("k.tsv", "node1\tlabel\tnode2\n"), Ok(Format::Kgtk));

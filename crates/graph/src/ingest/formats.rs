@@ -36,11 +36,14 @@ pub(super) fn read(
         lines: 0,
         edges: 0,
         names: 0,
+        nodes: 0,
+        in_named_graphs: 0,
         filtered: 0,
         skipped: BTreeMap::new(),
         examples: Vec::new(),
     };
     let counter = input.counter();
+    let nodes_before = sink.builder.node_count();
     let mut ctx = Ctx {
         path,
         opts,
@@ -50,7 +53,7 @@ pub(super) fn read(
     };
     match format {
         Format::Csv => read_csv(input, sink, &mut ctx)?,
-        Format::NTriples | Format::NQuads | Format::Turtle => {
+        Format::NTriples | Format::NQuads | Format::Turtle | Format::TriG | Format::RdfXml => {
             super::rdf::read(input, format, sink, &mut ctx)?
         }
         Format::Kgtk => super::kgtk::read(input, sink, &mut ctx)?,
@@ -71,6 +74,7 @@ pub(super) fn read(
         }
     }
     progress.position(counter.get());
+    file.nodes = (sink.builder.node_count() - nodes_before) as u64;
     Ok(file)
 }
 
@@ -120,6 +124,8 @@ pub(super) enum Outcome {
     /// Names given to existing nodes (a WordNet lemma table).
     Names(u64),
     Filtered,
+    /// A statement in a named graph, skipped (gpsense keeps one default graph).
+    InNamedGraph,
     Nothing,
 }
 
@@ -138,6 +144,7 @@ impl Ctx<'_> {
             Ok(Outcome::Edges(n)) => self.file.edges += n,
             Ok(Outcome::Names(n)) => self.file.names += n,
             Ok(Outcome::Filtered) => self.file.filtered += 1,
+            Ok(Outcome::InNamedGraph) => self.file.in_named_graphs += 1,
             Ok(Outcome::Nothing) => {}
             Err(reason) if self.opts.on_error == OnError::Skip => {
                 *self.file.skipped.entry(reason.kind).or_default() += 1;
@@ -251,7 +258,13 @@ impl LineParser {
             Format::WordNetNodes => return wordnet_node(line, sink),
             Format::WordNetLemmas => return wordnet_lemma(line, sink),
             Format::Benchmark => return self.bench.line(line, sink),
-            Format::Csv | Format::NTriples | Format::NQuads | Format::Turtle | Format::Kgtk => {
+            Format::Csv
+            | Format::NTriples
+            | Format::NQuads
+            | Format::Turtle
+            | Format::TriG
+            | Format::RdfXml
+            | Format::Kgtk => {
                 unreachable!("{} has its own reader", self.format)
             }
         };

@@ -2,10 +2,13 @@
 //!
 //! Formats (auto-detected by content and extension, see [`detect`]): the ConceptNet 5 assertions dump,
 //! triples TSV in either column order, CSV with quoting and a BOM, WordNet node tables, the
-//! subgraph-matching benchmark format, N-Triples, N-Quads and Turtle (names as [`crate::rdf`] says),
-//! and KGTK edge files (CSKG). Every input may be gzip-compressed (detected by its magic bytes).
+//! subgraph-matching benchmark format, N-Triples, N-Quads, Turtle, TriG and RDF/XML (names as
+//! [`crate::rdf`] says; the default graph only), and KGTK edge files (CSKG). Every input may be
+//! gzip-compressed (detected by its magic bytes).
 //! A malformed line is an error naming the file, line and reason, or, with [`OnError::Skip`], a count per
-//! reason in the [`IngestReport`].
+//! reason in the [`IngestReport`]. A file with no data (empty, or only comments and directives) is
+//! an empty graph, reported as such; a file whose data all went (skipped, filtered, in named
+//! graphs) is an error, [`IngestError::NoEdges`].
 
 mod detect;
 mod expected;
@@ -13,6 +16,7 @@ mod formats;
 mod input;
 mod kgtk;
 mod rdf;
+mod rdfxml;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -45,17 +49,23 @@ pub enum Format {
     Benchmark,
     /// N-Triples (`.nt`), one triple per line; names as [`crate::rdf`] says.
     NTriples,
-    /// N-Quads (`.nq`); the graph name is ignored, all quads go into one graph.
+    /// N-Quads (`.nq`): the default graph's quads; quads in named graphs are skipped and counted
+    /// (gpsense keeps one default graph).
     NQuads,
     /// Turtle (`.ttl`): prefixes, `a`, `;` and `,`, `[]`, collections; statements may span lines.
     Turtle,
+    /// TriG (`.trig`): Turtle with graph blocks; the default graph is read, named graphs are
+    /// skipped and counted.
+    TriG,
+    /// RDF/XML (`.rdf`, `.owl`, `.xml`, or a first tag `<?xml` / `<rdf:RDF`).
+    RdfXml,
     /// KGTK edge file (CSKG's layout): a header naming `node1`, `relation` (or `label`) and `node2`;
     /// `node1;label` and `node2;label` values become further names (aliases) of their node.
     Kgtk,
 }
 
 impl Format {
-    pub const ALL: [Format; 10] = [
+    pub const ALL: [Format; 12] = [
         Format::ConceptNet,
         Format::Triples,
         Format::Csv,
@@ -65,6 +75,8 @@ impl Format {
         Format::NTriples,
         Format::NQuads,
         Format::Turtle,
+        Format::TriG,
+        Format::RdfXml,
         Format::Kgtk,
     ];
 
@@ -79,6 +91,8 @@ impl Format {
             Format::NTriples => "ntriples",
             Format::NQuads => "nquads",
             Format::Turtle => "turtle",
+            Format::TriG => "trig",
+            Format::RdfXml => "rdfxml",
             Format::Kgtk => "kgtk",
         }
     }
@@ -172,6 +186,9 @@ pub struct IngestOptions {
     /// The longest line read, in bytes (0: [`DEFAULT_MAX_LINE`]). A longer line is malformed and
     /// is never held in memory whole.
     pub max_line_bytes: usize,
+    /// The IRI that relative IRIs in Turtle, TriG and RDF/XML resolve against (a file's own
+    /// `@base` / `xml:base` overrides it). Without one a relative IRI is malformed.
+    pub base_iri: Option<String>,
 }
 
 /// Lines longer than this (1 MiB) are malformed unless `max_line_bytes` says otherwise.
@@ -186,6 +203,10 @@ impl IngestOptions {
         }
     }
 }
+
+/// The [`LineError::kind`] of a relative IRI in Turtle, TriG or RDF/XML read without a base IRI
+/// (a caller may point at its way of giving one).
+pub const RELATIVE_IRI: &str = "relative IRI";
 
 /// Why one line was rejected.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
@@ -225,8 +246,36 @@ pub enum IngestError {
     Graph { path: PathBuf, source: GraphError },
     #[error("no input files")]
     NoInput,
-    #[error("0 edges read from {lines} lines: is the format right? try --format (ingest --help lists them)")]
-    NoEdges { lines: u64 },
+    /// Input with data of which nothing was kept (an input with no data is an empty graph).
+    #[error("{}", no_edges(*lines, *in_named_graphs))]
+    NoEdges { lines: u64, in_named_graphs: u64 },
+    #[error("bad base IRI {iri:?}: {why} (a base IRI is absolute, e.g. http://example.org/)")]
+    BaseIri { iri: String, why: String },
+}
+
+fn no_edges(lines: u64, in_named_graphs: u64) -> String {
+    if in_named_graphs > 0 {
+        format!(
+            "0 edges read from {lines} lines: all {in_named_graphs} triples are in named graphs, \
+             which are skipped (gpsense keeps one default graph)"
+        )
+    } else {
+        format!("0 edges read from {lines} lines: is the format right? try --format (ingest --help lists them)")
+    }
+}
+
+/// Checks a base IRI (it must be absolute) before any file is read.
+fn check_base(opts: &IngestOptions) -> Result<(), IngestError> {
+    match &opts.base_iri {
+        Some(iri) => oxttl::TurtleParser::new()
+            .with_base_iri(iri.as_str())
+            .map(drop)
+            .map_err(|e| IngestError::BaseIri {
+                iri: iri.clone(),
+                why: e.to_string(),
+            }),
+        None => Ok(()),
+    }
 }
 
 /// What happened to one input file.
@@ -241,6 +290,10 @@ pub struct FileReport {
     pub edges: u64,
     /// Names given to nodes (WordNet lemmas).
     pub names: u64,
+    /// Nodes this file added (names no earlier file of the ingest had).
+    pub nodes: u64,
+    /// Triples in named graphs (TriG, N-Quads), skipped: gpsense keeps one default graph.
+    pub in_named_graphs: u64,
     /// Lines dropped on purpose (other languages, non-concept URIs such as ExternalURL targets).
     pub filtered: u64,
     /// Malformed lines skipped, by reason.
@@ -257,9 +310,26 @@ pub struct IngestReport {
     pub duplicates: u64,
 }
 
+impl FileReport {
+    /// Whether the file held no data at all: empty, or only blank lines, comments and directives.
+    pub fn is_empty(&self) -> bool {
+        self.edges == 0
+            && self.names == 0
+            && self.nodes == 0
+            && self.filtered == 0
+            && self.in_named_graphs == 0
+            && self.skipped.is_empty()
+    }
+}
+
 impl IngestReport {
     pub fn skipped_total(&self) -> u64 {
         self.files.iter().flat_map(|f| f.skipped.values()).sum()
+    }
+
+    /// The files that held no data (they add nothing to the graph).
+    pub fn empty_files(&self) -> impl Iterator<Item = &FileReport> {
+        self.files.iter().filter(|f| f.is_empty())
     }
 }
 
@@ -286,6 +356,7 @@ pub fn ingest(
     if paths.is_empty() {
         return Err(IngestError::NoInput);
     }
+    check_base(opts)?;
     let mut inputs = Vec::with_capacity(paths.len());
     for path in paths {
         let input = input::Input::open(path)?;
@@ -312,10 +383,13 @@ pub fn ingest(
         source,
     })?;
     report.duplicates = duplicates;
-    // An ingest that keeps nothing is a mistake (a wrong format, every line skipped), not a graph.
-    if report.files.iter().all(|f| f.edges == 0) {
+    // Input with no data is an empty graph (the report says so); input with data of which nothing
+    // was kept is a mistake (a wrong format, every line skipped), not a graph.
+    let no_data = report.files.iter().all(FileReport::is_empty);
+    if report.files.iter().all(|f| f.edges == 0) && !no_data {
         return Err(IngestError::NoEdges {
             lines: report.files.iter().map(|f| f.lines).sum(),
+            in_named_graphs: report.files.iter().map(|f| f.in_named_graphs).sum(),
         });
     }
     Ok((graph, report))
@@ -327,6 +401,7 @@ pub fn ingest_bytes(
     format: Format,
     opts: &IngestOptions,
 ) -> Result<(KnowledgeGraph, IngestReport), IngestError> {
+    check_base(opts)?;
     let path = PathBuf::from("<memory>");
     let input = input::Input::from_bytes(bytes.to_vec()).map_err(|source| IngestError::Io {
         path: path.clone(),

@@ -1,10 +1,12 @@
-//! N-Triples, N-Quads and Turtle through `oxttl`, named as [`crate::rdf`] says.
+//! N-Triples, N-Quads, Turtle and TriG through `oxttl`, named as [`crate::rdf`] says (RDF/XML is
+//! [`super::rdfxml`]'s).
 //!
 //! N-Triples and N-Quads are line formats: each line goes through the shared line reader (its
 //! length bound, BOM, NUL and UTF-8 checks, `--on-error`) and is parsed on its own, so a bad line
-//! adds nothing and names its column. N-Quads' graph names are ignored.
+//! adds nothing and names its column. gpsense keeps one default graph: a quad in a named graph
+//! (N-Quads, TriG) is skipped and counted in the report.
 //!
-//! Turtle statements may span lines, so the parser is fed the stream, whole lines at a time:
+//! Turtle and TriG statements may span lines, so the parser is fed the stream, whole lines at a time:
 //! a line longer than `--max-line-bytes`, or more than that without a triple inside an unterminated
 //! long string or open brackets (oxttl holds all of it), ends the file with an error, which keeps
 //! memory bounded whatever the input. Between statements (and in a statement at the top level,
@@ -17,12 +19,14 @@
 use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, Read};
 
-use oxrdf::{BlankNodeRef, NamedNodeRef, NamedOrBlankNodeRef, TermRef};
-use oxttl::{NQuadsParser, NTriplesParser, TurtleParser, TurtleSyntaxError};
+use oxrdf::{BlankNodeRef, GraphName, NamedNodeRef, NamedOrBlankNodeRef, Quad, TermRef};
+use oxttl::trig::LowLevelTriGParser;
+use oxttl::turtle::LowLevelTurtleParser;
+use oxttl::{NQuadsParser, NTriplesParser, TriGParser, TurtleParser, TurtleSyntaxError};
 
 use super::formats::{read_lines, Ctx, Outcome};
 use super::input::Input;
-use super::{Format, IngestError, LineError, Sink};
+use super::{Format, IngestError, IngestOptions, LineError, Sink, RELATIVE_IRI};
 use crate::rdf::{iri_name, term_name};
 use crate::{GraphBuilder, GraphError, NodeId};
 
@@ -42,8 +46,78 @@ pub(super) fn read(
 ) -> Result<(), IngestError> {
     sink.blanks.start_file(&sink.builder);
     match format {
-        Format::Turtle => read_turtle(input, sink, ctx),
+        Format::Turtle | Format::TriG => {
+            let parser = Chunked::new(format, ctx.opts, ctx.path)?;
+            read_turtle(input, parser, sink, ctx)
+        }
+        Format::RdfXml => super::rdfxml::read(input, sink, ctx),
         _ => read_lines(input, ctx, |line, _| statement_line(line, format, sink)),
+    }
+}
+
+/// The streaming parser of Turtle or TriG (whose quads may be in named graphs).
+enum Chunked {
+    Turtle(LowLevelTurtleParser),
+    TriG(LowLevelTriGParser),
+}
+
+impl Chunked {
+    fn new(
+        format: Format,
+        opts: &IngestOptions,
+        path: &std::path::Path,
+    ) -> Result<Self, IngestError> {
+        let bad_base = |why: String| IngestError::BaseIri {
+            iri: opts.base_iri.clone().unwrap_or_default(),
+            why: format!("{why} (reading {})", path.display()),
+        };
+        Ok(if format == Format::TriG {
+            let mut p = TriGParser::new();
+            if let Some(base) = &opts.base_iri {
+                p = p
+                    .with_base_iri(base.as_str())
+                    .map_err(|e| bad_base(e.to_string()))?;
+            }
+            Chunked::TriG(p.low_level())
+        } else {
+            let mut p = TurtleParser::new();
+            if let Some(base) = &opts.base_iri {
+                p = p
+                    .with_base_iri(base.as_str())
+                    .map_err(|e| bad_base(e.to_string()))?;
+            }
+            Chunked::Turtle(p.low_level())
+        })
+    }
+
+    fn extend_from_slice(&mut self, bytes: &[u8]) {
+        match self {
+            Chunked::Turtle(p) => p.extend_from_slice(bytes),
+            Chunked::TriG(p) => p.extend_from_slice(bytes),
+        }
+    }
+
+    fn end(&mut self) {
+        match self {
+            Chunked::Turtle(p) => p.end(),
+            Chunked::TriG(p) => p.end(),
+        }
+    }
+
+    fn parse_next(&mut self) -> Option<Result<Quad, TurtleSyntaxError>> {
+        match self {
+            Chunked::Turtle(p) => p
+                .parse_next()
+                .map(|t| t.map(|t| t.in_graph(GraphName::DefaultGraph))),
+            Chunked::TriG(p) => p.parse_next(),
+        }
+    }
+
+    fn kind(&self) -> &'static str {
+        match self {
+            Chunked::Turtle(_) => "Turtle syntax",
+            Chunked::TriG(_) => "TriG syntax",
+        }
     }
 }
 
@@ -51,15 +125,18 @@ pub(super) fn read(
 fn statement_line(line: &str, format: Format, sink: &mut Sink) -> Result<Outcome, LineError> {
     let kind = syntax_kind(format);
     let added = if format == Format::NQuads {
-        one(NQuadsParser::new().for_slice(line), kind)?.map(|q| {
-            add(
-                sink,
-                false,
-                q.subject.as_ref(),
-                q.predicate.as_ref(),
-                q.object.as_ref(),
-            )
-        })
+        match one(NQuadsParser::new().for_slice(line), kind)? {
+            Some(q) if !q.graph_name.is_default_graph() => return Ok(Outcome::InNamedGraph),
+            q => q.map(|q| {
+                add(
+                    sink,
+                    false,
+                    q.subject.as_ref(),
+                    q.predicate.as_ref(),
+                    q.object.as_ref(),
+                )
+            }),
+        }
     } else {
         one(NTriplesParser::new().for_slice(line), kind)?.map(|t| {
             add(
@@ -97,34 +174,52 @@ fn one<T>(
 fn syntax_kind(format: Format) -> &'static str {
     match format {
         Format::NQuads => "N-Quads syntax",
-        Format::Turtle => "Turtle syntax",
         _ => "N-Triples syntax",
     }
 }
 
-/// oxttl's message with its column (the line is the caller's to give).
+/// oxttl's message with its column (the line is the caller's to give). A relative IRI is a kind
+/// of its own in Turtle and TriG, where a base IRI would resolve it.
 fn syntax(kind: &'static str, e: &TurtleSyntaxError) -> LineError {
-    LineError::new(
-        kind,
-        format!("column {}: {}", e.location().start.column + 1, e.message()),
-    )
+    let column = e.location().start.column + 1;
+    let relative = is_relative_iri_error(e.message());
+    match kind {
+        "Turtle syntax" | "TriG syntax" if relative => LineError::new(
+            RELATIVE_IRI,
+            format!("column {column}: a relative IRI, and no base IRI to resolve it against"),
+        ),
+        _ if relative => LineError::new(
+            kind,
+            format!(
+                "column {column}: {} (a relative IRI; this format allows only absolute ones)",
+                e.message()
+            ),
+        ),
+        _ => LineError::new(kind, format!("column {column}: {}", e.message())),
+    }
 }
 
-/// Adds one statement to the graph.
-fn add(
+/// oxiri's message for an IRI without a scheme (a relative one, where no base IRI is known).
+pub(super) fn is_relative_iri_error(message: &str) -> bool {
+    message.contains("No scheme found")
+}
+
+/// Adds one statement to the graph; `generated`: the parser names blank nodes without a label
+/// itself (Turtle, TriG, RDF/XML), see [`Blanks`].
+pub(super) fn add(
     sink: &mut Sink,
-    turtle: bool,
+    generated: bool,
     subject: NamedOrBlankNodeRef,
     predicate: NamedNodeRef,
     object: TermRef,
 ) -> Result<(), GraphError> {
     let s = match subject {
         NamedOrBlankNodeRef::NamedNode(iri) => sink.node(&iri_name(iri.as_str()))?,
-        NamedOrBlankNodeRef::BlankNode(b) => sink.blanks.node(b, turtle, &mut sink.builder)?,
+        NamedOrBlankNodeRef::BlankNode(b) => sink.blanks.node(b, generated, &mut sink.builder)?,
     };
     let r = sink.builder.relation(&iri_name(predicate.as_str()))?;
     let o = match object {
-        TermRef::BlankNode(b) => sink.blanks.node(b, turtle, &mut sink.builder)?,
+        TermRef::BlankNode(b) => sink.blanks.node(b, generated, &mut sink.builder)?,
         term => sink.node(&term_name(term))?,
     };
     sink.builder.add_edge(s, r, o, 1.0);
@@ -140,15 +235,19 @@ enum Fill {
     TooLong,
 }
 
-/// Turtle: whole lines in chunks, each fed to one streaming parser; see the module docs.
-fn read_turtle(input: Input, sink: &mut Sink, ctx: &mut Ctx) -> Result<(), IngestError> {
+/// Turtle and TriG: whole lines in chunks, each fed to one streaming parser; see the module docs.
+fn read_turtle(
+    input: Input,
+    mut parser: Chunked,
+    sink: &mut Sink,
+    ctx: &mut Ctx,
+) -> Result<(), IngestError> {
     let io = |source| IngestError::Io {
         path: ctx.path.to_path_buf(),
         source,
     };
     let max = ctx.opts.max_line();
     let mut reader = input.into_reader();
-    let mut parser = TurtleParser::new().low_level();
     let mut chunk = Vec::with_capacity(CHUNK + 1024);
     let (mut line_no, mut since_triple) = (0u64, 0usize);
     let mut nesting = Nesting::default();
@@ -158,12 +257,13 @@ fn read_turtle(input: Input, sink: &mut Sink, ctx: &mut Ctx) -> Result<(), Inges
         let fill = fill_chunk(&mut reader, &mut chunk, max, &mut line_no).map_err(io)?;
         let lines = line_no + 1 - first - u64::from(matches!(fill, Fill::TooLong));
         parser.extend_from_slice(&chunk);
-        let (edges, errors) = drain(&mut parser, sink, line_no);
+        let drained = drain(&mut parser, sink, line_no);
         // At the top level oxttl holds at most a line: a run of directives or comments is no
         // statement growing without end. After a syntax error the count goes on, to be safe.
-        let settled = nesting.feed(&chunk) && errors.is_empty();
-        account(ctx, first, lines, edges, errors)?;
-        since_triple = if edges > 0 || settled {
+        let settled = nesting.feed(&chunk) && drained.errors.is_empty();
+        let triples = drained.edges + drained.named;
+        account(ctx, first, lines, drained)?;
+        since_triple = if triples > 0 || settled {
             0
         } else {
             since_triple + chunk.len()
@@ -193,10 +293,10 @@ fn read_turtle(input: Input, sink: &mut Sink, ctx: &mut Ctx) -> Result<(), Inges
         }
     }
     parser.end();
-    let (edges, errors) = drain(&mut parser, sink, line_no);
+    let drained = drain(&mut parser, sink, line_no);
     // What the end of the input completes or breaks belongs to no line of its own.
     let lines = ctx.file.lines;
-    account(ctx, line_no.max(1), 1, edges, errors)?;
+    account(ctx, line_no.max(1), 1, drained)?;
     ctx.file.lines = lines;
     Ok(())
 }
@@ -298,47 +398,49 @@ fn fill_chunk(
     Ok(Fill::Full)
 }
 
-/// Everything the parser can emit now: the edges added and the errors with their lines (oxttl
-/// counts the lines it was fed, which are all of them). A name the graph refuses is an error of
-/// line `line_no`, the last one fed.
-fn drain(
-    parser: &mut oxttl::turtle::LowLevelTurtleParser,
-    sink: &mut Sink,
-    line_no: u64,
-) -> (u64, Vec<(u64, LineError)>) {
-    let (mut edges, mut errors) = (0, Vec::new());
+/// What the parser emitted for a chunk.
+#[derive(Default)]
+struct Drained {
+    edges: u64,
+    /// Triples in named graphs, skipped.
+    named: u64,
+    /// Errors with their lines.
+    errors: Vec<(u64, LineError)>,
+}
+
+/// Everything the parser can emit now (oxttl counts the lines it was fed, which are all of
+/// them). A name the graph refuses is an error of line `line_no`, the last one fed.
+fn drain(parser: &mut Chunked, sink: &mut Sink, line_no: u64) -> Drained {
+    let mut out = Drained::default();
     while let Some(result) = parser.parse_next() {
         match result {
-            Ok(t) => match add(
+            Ok(q) if !q.graph_name.is_default_graph() => out.named += 1,
+            Ok(q) => match add(
                 sink,
                 true,
-                t.subject.as_ref(),
-                t.predicate.as_ref(),
-                t.object.as_ref(),
+                q.subject.as_ref(),
+                q.predicate.as_ref(),
+                q.object.as_ref(),
             ) {
-                Ok(()) => edges += 1,
-                Err(e) => errors.push((line_no, LineError::from(e))),
+                Ok(()) => out.edges += 1,
+                Err(e) => out.errors.push((line_no, LineError::from(e))),
             },
             Err(e) => {
                 // The end of the input is reported just past the last line.
                 let line = (e.location().start.line + 1).min(line_no.max(1));
-                errors.push((line, syntax("Turtle syntax", &e)));
+                out.errors.push((line, syntax(parser.kind(), &e)));
             }
         }
     }
-    (edges, errors)
+    out
 }
 
 /// Records `lines` lines from `first`: the first error at or before each line makes it malformed
 /// (named by the error's own line), the others are fine; the edges count for the chunk.
-fn account(
-    ctx: &mut Ctx,
-    first: u64,
-    lines: u64,
-    edges: u64,
-    mut errors: Vec<(u64, LineError)>,
-) -> Result<(), IngestError> {
-    ctx.file.edges += edges;
+fn account(ctx: &mut Ctx, first: u64, lines: u64, drained: Drained) -> Result<(), IngestError> {
+    ctx.file.edges += drained.edges;
+    ctx.file.in_named_graphs += drained.named;
+    let mut errors = drained.errors;
     errors.sort_by_key(|(line, _)| *line);
     let mut errors = errors.into_iter().peekable();
     for line in first..first + lines {
@@ -367,10 +469,11 @@ fn account(
 /// label becomes `_:LABEL.fK` (K: the RDF file's number in the ingest, from 0; `.2`, `.3`… after
 /// it if that is taken too). So a single file, a dump included, keeps every label as it is.
 ///
-/// Turtle's `[]` and collections have no label; oxttl gives them random ones, which ingest
-/// replaces by `_:anon0`, `_:anon1`, … in order of appearance, so the same input always gives
-/// the same graph. (oxttl's random labels are 24 to 32 lower-case hex digits with no leading zero;
-/// a written Turtle label of that form cannot be told from them and is renamed too.)
+/// Turtle's and TriG's `[]` and collections, and RDF/XML's nodes without `rdf:nodeID`, have no
+/// label; the parsers give them random ones, which ingest replaces by `_:anon0`, `_:anon1`, … in
+/// order of appearance, so the same input always gives the same graph. (The random labels are 24
+/// to 32 lower-case hex digits with no leading zero; a written label of that form cannot be told
+/// from them and is renamed too.)
 #[derive(Default)]
 pub(crate) struct Blanks {
     /// RDF files started so far.
@@ -388,7 +491,7 @@ pub(crate) struct Blanks {
 }
 
 impl Blanks {
-    fn start_file(&mut self, builder: &GraphBuilder) {
+    pub(super) fn start_file(&mut self, builder: &GraphBuilder) {
         self.files += 1;
         self.first_new = builder.node_count() as NodeId;
         self.renamed.clear();
@@ -399,11 +502,11 @@ impl Blanks {
     fn node(
         &mut self,
         b: BlankNodeRef,
-        turtle: bool,
+        generated: bool,
         builder: &mut GraphBuilder,
     ) -> Result<NodeId, GraphError> {
         match b.unique_id() {
-            Some(id) if turtle && b.as_str().len() >= GENERATED_LABEL => {
+            Some(id) if generated && b.as_str().len() >= GENERATED_LABEL => {
                 self.anonymous(id, builder)
             }
             _ => self.labelled(b.as_str(), builder),
