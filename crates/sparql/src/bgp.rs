@@ -16,7 +16,7 @@ use gpsense_runtime::{MatchError, MatchOptions, RowBatch, Semantics};
 use oxrdf::{NamedNode, Term, Variable};
 use sparesults::QuerySolution;
 use spareval::{QueryEvaluator, QuerySolutionIter, ServiceHandler};
-use spargebra::algebra::GraphPattern;
+use spargebra::algebra::{Expression, GraphPattern, PropertyPathExpression};
 use spargebra::term::{NamedNodePattern, TermPattern, TriplePattern};
 
 use crate::dataset::{canonical_relation, Id, View, NODE_ID_IRI, RELATION_ID_IRI};
@@ -174,9 +174,58 @@ impl<M: Matching + ?Sized> Rewriter<'_, '_, M> {
                 variables,
                 aggregates,
             },
+            G::Path {
+                subject,
+                path,
+                object,
+            } => self.path(subject, path, object),
             // Paths are spareval's (a traversal of the CSR through the dataset); GRAPH names a
             // graph the matcher does not hold; VALUES and SERVICE have no pattern of ours.
             other => other,
+        })
+    }
+
+    /// A path is spareval's, except one case it gets wrong: `?s :p* :o` (or `?`) where `:o` is
+    /// no node of the graph has the one solution `?s = :o` (the zero-length path), which spareval
+    /// misses (sparql11/property-path/zero_or_more_set_start and its three siblings).
+    fn path(
+        &self,
+        subject: TermPattern,
+        path: PropertyPathExpression,
+        object: TermPattern,
+    ) -> GraphPattern {
+        use PropertyPathExpression as P;
+        let zero_length = matches!(path, P::ZeroOrMore(_) | P::ZeroOrOne(_));
+        let absent = |t: &TermPattern| match t {
+            TermPattern::NamedNode(n) => !matches!(self.view.named(n.as_str()), Some(Id::Node(_))),
+            TermPattern::Literal(l) => self.view.graph.node_id(&l.to_string()).is_none(),
+            _ => false,
+        };
+        let only_itself = |v: &Variable, t: &TermPattern| {
+            let value = match t {
+                TermPattern::NamedNode(n) => Expression::NamedNode(n.clone()),
+                TermPattern::Literal(l) => Expression::Literal(l.clone()),
+                _ => return None,
+            };
+            Some(GraphPattern::Extend {
+                inner: Box::new(GraphPattern::Bgp {
+                    patterns: Vec::new(),
+                }),
+                variable: v.clone(),
+                expression: value,
+            })
+        };
+        let mended = match (&subject, &object) {
+            (TermPattern::Variable(v), end) if zero_length && absent(end) => only_itself(v, end),
+            (start, TermPattern::Variable(v)) if zero_length && absent(start) => {
+                only_itself(v, start)
+            }
+            _ => None,
+        };
+        mended.unwrap_or(GraphPattern::Path {
+            subject,
+            path,
+            object,
         })
     }
 

@@ -293,7 +293,7 @@ impl View<'_> {
 
     /// The node or relation an IRI names: `gpsense:n/…` a plain node, `gpsense:r/…` a plain
     /// relation, any other IRI the node or relation of that very name.
-    fn named(&self, iri: &str) -> Option<Id> {
+    pub(crate) fn named(&self, iri: &str) -> Option<Id> {
         use gpsense_graph::rdf::{NODE_SCHEME, RELATION_SCHEME};
         let name = iri_name(iri);
         if iri.starts_with(RELATION_SCHEME) && name != iri {

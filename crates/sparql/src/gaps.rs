@@ -7,23 +7,26 @@
 //! - `STR` (and the `xsd:string` cast) of a literal whose lexical form is not canonical
 //!   (`"01"^^xsd:integer`, `"1.0e0"^^xsd:double`): spareval compares values, so it holds numbers and
 //!   dates by value and `str` gives the canonical form (`"1"`) (expr-builtin/dawg-str-1, -2). Refused
-//!   only on a graph that holds such a literal.
+//!   only on a graph that holds such a literal, and only where the argument may be a literal (not
+//!   an IRI, nor a variable that only binds subjects and predicates).
 //! - Comparing dates or times with and without a timezone (`"2006-08-23"` against `"2006-08-23Z"`):
 //!   the standard leaves the order undetermined within fourteen hours (an error that drops the
 //!   row), spareval decides it (open-world/date-2). Mended on a graph that holds both kinds: each
 //!   comparison `a op b` becomes `IF(undetermined(a, b), error, a op b)`, `undetermined` being
 //!   oxsdatatypes' own order (which knows the fourteen hours) as a custom function.
 
+use std::collections::HashSet;
 use std::sync::OnceLock;
 
 use gpsense_graph::KnowledgeGraph;
-use oxrdf::NamedNode;
 use oxrdf::{Literal, Term};
+use oxrdf::{NamedNode, Variable};
 use oxsdatatypes::{Date, DateTime, GDay, GMonth, GMonthDay, GYear, GYearMonth, Time};
 use spareval::ExpressionTerm;
 use spargebra::algebra::{
     AggregateExpression, Expression, Function, GraphPattern, OrderExpression,
 };
+use spargebra::term::TermPattern;
 use spargebra::Query;
 
 use crate::SparqlError;
@@ -105,31 +108,91 @@ pub fn check(query: &Query, facts: LiteralFacts) -> Result<(), SparqlError> {
         | Query::Construct { pattern, .. }
         | Query::Describe { pattern, .. } => pattern,
     };
+    let mut literal_variables = HashSet::new();
+    may_bind_literals(pattern, &mut literal_variables);
     let mut refusal = None;
     visit_pattern(pattern, &mut |e| {
         if refusal.is_none() {
-            refusal = gap(e, facts);
+            refusal = gap(e, facts, &literal_variables);
         }
     });
     refusal.map_or(Ok(()), |why| Err(SparqlError::Unsupported(why.into())))
 }
 
-fn gap(e: &Expression, facts: LiteralFacts) -> Option<&'static str> {
+fn gap(
+    e: &Expression,
+    facts: LiteralFacts,
+    literal_variables: &HashSet<Variable>,
+) -> Option<&'static str> {
+    // STR of an IRI, or of a variable that only ever binds subjects and predicates, is exact.
+    let lexical_risk = |args: &[Expression]| match args.first() {
+        Some(Expression::NamedNode(_)) => false,
+        Some(Expression::Variable(v)) => literal_variables.contains(v),
+        _ => true,
+    };
     match e {
         Expression::FunctionCall(Function::BNode, args) if !args.is_empty() => Some(
             "BNODE(string) is not supported: the evaluator (spareval) makes one blank node per \
              string for the whole query, where SPARQL makes one per solution",
         ),
-        Expression::FunctionCall(Function::Str, _) if facts.non_canonical == Some(true) => {
+        Expression::FunctionCall(Function::Str, args)
+            if facts.non_canonical == Some(true) && lexical_risk(args) =>
+        {
             Some(STR_GAP)
         }
-        Expression::FunctionCall(Function::Custom(f), _)
+        Expression::FunctionCall(Function::Custom(f), args)
             if f.as_str() == "http://www.w3.org/2001/XMLSchema#string"
-                && facts.non_canonical == Some(true) =>
+                && facts.non_canonical == Some(true)
+                && lexical_risk(args) =>
         {
             Some(STR_GAP)
         }
         _ => None,
+    }
+}
+
+/// Variables that may be bound to a literal: objects of triples and paths, and whatever VALUES,
+/// BIND, an aggregate or a subquery binds. Any other variable is only ever a subject or predicate.
+fn may_bind_literals(p: &GraphPattern, out: &mut HashSet<Variable>) {
+    use GraphPattern as G;
+    let mut object = |t: &TermPattern| {
+        if let TermPattern::Variable(v) = t {
+            out.insert(v.clone());
+        }
+    };
+    match p {
+        G::Bgp { patterns } => patterns.iter().for_each(|t| object(&t.object)),
+        G::Path { object: o, .. } => object(o),
+        G::Values { variables, .. } => out.extend(variables.iter().cloned()),
+        G::Extend {
+            inner, variable, ..
+        } => {
+            out.insert(variable.clone());
+            may_bind_literals(inner, out);
+        }
+        G::Group {
+            inner, aggregates, ..
+        } => {
+            out.extend(aggregates.iter().map(|(v, _)| v.clone()));
+            may_bind_literals(inner, out);
+        }
+        G::Join { left, right }
+        | G::Union { left, right }
+        | G::Minus { left, right }
+        | G::LeftJoin { left, right, .. } => {
+            may_bind_literals(left, out);
+            may_bind_literals(right, out);
+        }
+        G::Filter { inner, .. }
+        | G::OrderBy { inner, .. }
+        | G::Project { inner, .. }
+        | G::Distinct { inner }
+        | G::Reduced { inner }
+        | G::Slice { inner, .. }
+        | G::Graph { inner, .. }
+        | G::Service { inner, .. } => may_bind_literals(inner, out),
+        #[allow(unreachable_patterns)]
+        _ => {}
     }
 }
 
@@ -388,4 +451,41 @@ fn visit_expression_mut(e: &mut Expression, f: &mut impl FnMut(&mut Expression))
         _ => {}
     }
     f(e);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(text: &str) -> bool {
+        let q = spargebra::SparqlParser::new()
+            .parse_query(text)
+            .expect("parses");
+        let facts = LiteralFacts {
+            non_canonical: Some(true),
+            mixed_timezones: Some(false),
+        };
+        check(&q, facts).is_err()
+    }
+
+    #[test]
+    fn str_is_refused_only_where_it_may_see_a_literal() {
+        assert!(!refused("SELECT (STR(?x) AS ?s) { ?x <http://x/p> ?y }"));
+        assert!(!refused(
+            "SELECT ?x { ?x <http://x/p> ?y FILTER(REGEX(STR(?x), 'a')) }"
+        ));
+        assert!(refused("SELECT (STR(?y) AS ?s) { ?x <http://x/p> ?y }"));
+        assert!(refused(
+            "SELECT ?x { ?x <http://x/p> ?y FILTER(STR(?y) = '1') }"
+        ));
+        assert!(refused(
+            "SELECT ?x { VALUES ?x { 1 } FILTER(STR(?x) = '1') }"
+        ));
+        assert!(refused(
+            "SELECT ?x { ?x <http://x/p> ?y FILTER(STR(?y + 1) = '1') }"
+        ));
+        assert!(refused(
+            "SELECT ?x { ?x <http://x/p> ?y BIND(BNODE('a') AS ?b) }"
+        ));
+    }
 }

@@ -118,8 +118,10 @@ fn load(file: &SuiteFile) -> Result<KnowledgeGraph, String> {
         "nt" => Some(Format::NTriples),
         _ => None,
     };
+    // The suite resolves a data file's relative IRIs against the file's own IRI.
     let options = IngestOptions {
         format,
+        base_iri: Some(file.iri.clone()),
         ..IngestOptions::default()
     };
     match ingest(std::slice::from_ref(&file.path), &options, &NoProgress) {
