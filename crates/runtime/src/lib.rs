@@ -10,6 +10,7 @@
 //! stream out in batches through a callback, with projection, DISTINCT and LIMIT applied here.
 
 pub mod compressed;
+pub mod cost;
 pub mod device;
 mod engine;
 mod error;
@@ -25,6 +26,7 @@ mod search;
 mod space;
 
 pub use compressed::{CompressedEngine, CompressedReport, ExpansionStats};
+pub use cost::{AutoChoice, CostFileError, DeviceCosts};
 pub use device::DeviceCounters;
 pub use engine::{
     component_query, count_product, counts_multiply, Engine, MatchReport, SearchSummary, Timings,
