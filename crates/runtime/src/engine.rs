@@ -318,6 +318,7 @@ impl<'g> Engine<'g> {
                     None::<&DeviceState<HostDevice>>,
                 )?;
                 report.fallback = Some(format!("the GPU failed during the query ({e})"));
+                report.auto = Some(self.auto_choice(q, &report.plan, opts, count_only));
                 Ok(report)
             }
             other => other,

@@ -8,6 +8,9 @@
 //! compaction, neighbour filtering over both CSR directions, refinement in reversed order) and the
 //! GPU-shaped join ([`EngineKind::Kernels`], the emulator, the GPU). All give identical answers. Rows
 //! stream out in batches through a callback, with projection, DISTINCT and LIMIT applied here.
+//!
+//! [`EngineKind::Auto`] picks `dfs` or the device per query from a cost model ([`cost`]): both times
+//! estimated from the plan and the graph's degree statistics, with constants calibrated on a device.
 
 pub mod compressed;
 pub mod cost;

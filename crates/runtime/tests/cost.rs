@@ -192,6 +192,34 @@ fn every_hprd_query_picks_dfs() {
     );
 }
 
+/// Yeast's 1,217 queries with a published count up to 10^7 (`gpu-check.md`: dfs 2.14 s, the GPU
+/// 6.46 s, with no query time apart): each picks dfs, and the estimated totals are near those.
+#[test]
+fn yeast_queries_up_to_ten_million_pick_dfs() {
+    let data = yeast();
+    let answers = std::fs::read_to_string(matching("yeast/yeast_ans.txt")).unwrap();
+    let (mut queries, mut dfs, mut gpu, mut on_device) = (0, 0.0, 0.0, Vec::new());
+    for line in answers.lines() {
+        let Some((name, count)) = line.split_once(' ') else {
+            continue;
+        };
+        if count.trim().parse::<f64>().unwrap() > 1e7 {
+            continue;
+        }
+        let q = benchmark(data, &matching(&format!("yeast/query_graph/{name}")));
+        let c = data.choose(&q, true);
+        queries += 1;
+        dfs += c.dfs_ms;
+        gpu += c.device_ms;
+        if c.pick == EngineKind::Gpu {
+            on_device.push(format!("{name}: {c}"));
+        }
+    }
+    println!("yeast <= 1e7: {queries} queries, estimated dfs {dfs:.0} ms, gpu {gpu:.0} ms");
+    assert_eq!(queries, 1217);
+    assert!(on_device.is_empty(), "{on_device:#?}");
+}
+
 /// Yeast's queries with a published count in (10^7, 10^9]: the per-query times of both engines
 /// (`yeast_*.txt`: name, count, ms). With the model's picks the suite must take at most 10% more
 /// than the better engine (dfs, 11.7 s against 78.5 s).
