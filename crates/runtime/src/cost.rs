@@ -117,6 +117,9 @@ impl DeviceCosts {
     /// - `row_ns`: `cs_*.txt`, 1,397,937 rows in ~650 ms on every engine.
     /// - `margin`: 1.25, so that ties (rows dominate, as ConceptNet's star: 325 against 293 ms)
     ///   stay on the CPU.
+    ///
+    /// `benches/gpu/h100-2026-11-23/device-costs.txt` holds the same values as a file (tested equal):
+    /// the template for another device's.
     pub fn calibrated_h100() -> Self {
         DeviceCosts {
             device: "the calibrated H100".into(),

@@ -311,6 +311,17 @@ fn fewer_threads_make_dfs_slower_and_a_refreshed_file_changes_the_pick() {
     assert!(c.to_string().contains("on a faster device -> gpu"), "{c}");
 }
 
+/// The shipped constants file (the template for another device) holds the calibrated values.
+#[test]
+fn the_shipped_constants_file_is_the_calibrated_h100() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../benches/gpu/h100-2026-11-23/device-costs.txt");
+    assert_eq!(
+        DeviceCosts::load(&file).unwrap(),
+        DeviceCosts::calibrated_h100()
+    );
+}
+
 #[test]
 fn a_bad_cost_file_is_an_error_naming_its_line() {
     for (text, want) in [
