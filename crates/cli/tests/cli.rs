@@ -106,7 +106,7 @@ fn explain_shows_the_estimates_and_pick_of_auto() {
     assert_eq!(out.lines().count(), 3, "{out}");
     assert!(err.contains("engine:    dfs\n"), "{err}");
     assert!(
-        err.contains("on a free device -> gpu (no device here: "),
+        err.contains("on a free device -> gpu; dfs ran instead (no GPU"),
         "{err}"
     );
     std::fs::write(&file, "launch_us = 5\nlaunch = 3\n").unwrap();

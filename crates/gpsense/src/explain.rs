@@ -16,7 +16,7 @@ pub fn report(q: &QueryGraph, g: &KnowledgeGraph, r: &MatchReport) -> String {
     if let Some(auto) = &r.auto {
         // Without a device, what the estimates would pick on the constants' device.
         let here = match &r.fallback {
-            Some(why) if auto.pick != r.engine => format!(" (no device here: {why}; dfs)"),
+            Some(why) if auto.pick != r.engine => format!("; dfs ran instead ({why})"),
             _ => String::new(),
         };
         let _ = writeln!(out, "engine auto: {auto}{here}");

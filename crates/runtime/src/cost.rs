@@ -86,6 +86,8 @@ pub enum CostFileError {
     },
     #[error("cost file line {line}: {problem}")]
     Line { line: usize, problem: String },
+    #[error("cost file: {0}")]
+    Invalid(String),
 }
 
 impl DeviceCosts {
@@ -176,10 +178,9 @@ impl DeviceCosts {
                 .ok_or_else(|| bad(format!("unknown key {key:?}")))? = number;
         }
         if costs.cpu_threads < 1.0 {
-            return Err(CostFileError::Line {
-                line: 0,
-                problem: "cpu_threads must be at least 1".into(),
-            });
+            return Err(CostFileError::Invalid(
+                "cpu_threads must be at least 1".into(),
+            ));
         }
         Ok(costs)
     }
@@ -355,7 +356,7 @@ fn millis(ms: f64) -> String {
 }
 
 impl QueryShape {
-    /// The shape of `q` planned as `plan` over `g`.
+    /// The shape of `q` planned as `plan` over `g` (builds the graph's moments: O(V + E)).
     pub fn new(q: &QueryGraph, plan: &Plan, g: &KnowledgeGraph, stats: &PlannerStats) -> Self {
         Walk::new(q, g, stats, &DegreeMoments::new(g)).run(plan)
     }

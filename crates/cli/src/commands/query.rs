@@ -182,7 +182,7 @@ fn run_one(text: &str, matcher: &Matcher, args: &Args, separator: &str) -> Resul
     if crate::out::verbose() {
         if let Some(auto) = &report.auto {
             let ran = match &report.fallback {
-                Some(why) if auto.pick != report.engine => format!(", but {why}: dfs"),
+                Some(why) if auto.pick != report.engine => format!("; dfs ran instead ({why})"),
                 _ => String::new(),
             };
             crate::out::note!("engine auto chose {}: {}{ran}", auto.pick, auto.reason);
