@@ -3,10 +3,29 @@
 
 use std::path::Path;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 pub use gpsense::Loaded;
 
 use crate::progress::Bar;
+
+/// `auto`'s device constants from the file `GPSENSE_DEVICE_COSTS` names (written after a run on a
+/// device), instead of the calibrated H100's.
+fn device_costs(engine: &gpsense_runtime::Engine, say: bool) -> Result<()> {
+    let Some(path) = std::env::var_os("GPSENSE_DEVICE_COSTS") else {
+        return Ok(());
+    };
+    let costs =
+        gpsense_runtime::DeviceCosts::load(Path::new(&path)).context("GPSENSE_DEVICE_COSTS")?;
+    if say {
+        eprintln!(
+            "auto: device costs of {} (from {})",
+            costs.device,
+            Path::new(&path).display()
+        );
+    }
+    engine.set_device_costs(costs);
+    Ok(())
+}
 
 /// Loads `path` (a snapshot, a compressed graph, or any file `gpsense ingest` reads), or the default
 /// graph.
@@ -28,6 +47,9 @@ pub fn announce_engine(
 ) -> Result<()> {
     use gpsense_runtime::EngineKind;
     let say = say && !crate::out::quiet();
+    if kind == EngineKind::Auto {
+        device_costs(engine, say)?;
+    }
     match (kind, engine.gpu()) {
         (EngineKind::Gpu, Err(e)) => anyhow::bail!("--engine gpu: {e}"),
         (EngineKind::Auto, Err(e)) if say => {

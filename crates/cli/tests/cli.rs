@@ -69,6 +69,55 @@ fn explain_shows_semantics_plan_and_phases() {
     }
 }
 
+/// `--explain` with `auto` prints both estimates and the pick on any machine (here, without a GPU:
+/// what it would pick on the calibrated H100); `-v` says why; `GPSENSE_DEVICE_COSTS` replaces the
+/// constants, and a bad file is an error naming its line.
+#[test]
+fn explain_shows_the_estimates_and_pick_of_auto() {
+    let (_, err) = ok(&["query", "--explain", ANIMALS_AT_HOME]);
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("engine auto: dfs "))
+        .unwrap_or_else(|| panic!("no auto line in:\n{err}"));
+    assert!(line.contains(" ms (estimated), gpu "), "{line}");
+    assert!(
+        line.ends_with(" ms on the calibrated H100 -> dfs"),
+        "{line}"
+    );
+    let (_, err) = ok(&["query", "-v", ANIMALS_AT_HOME]);
+    assert!(
+        err.contains("engine auto chose dfs: the device's fixed cost"),
+        "{err}"
+    );
+    let (_, err) = ok(&["query", "--explain", "--engine", "dfs", ANIMALS_AT_HOME]);
+    assert!(!err.contains("engine auto"), "{err}");
+    // A device that costs nothing wins every query; there is none here, so dfs answers.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("costs.txt");
+    std::fs::write(
+        &file,
+        "device = a free device\ndevice_query_us = 0\nlaunch_us = 0\nread_us = 0\n",
+    )
+    .unwrap();
+    let costs = [("GPSENSE_DEVICE_COSTS", file.to_str().unwrap())];
+    let args = ["query", "--explain", ANIMALS_AT_HOME];
+    let (code, out, err) = common::run_with(&costs, &args, Stdio::piped());
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(out.lines().count(), 3, "{out}");
+    assert!(err.contains("engine:    dfs\n"), "{err}");
+    assert!(
+        err.contains("on a free device -> gpu; dfs ran instead (no GPU"),
+        "{err}"
+    );
+    std::fs::write(&file, "launch_us = 5\nlaunch = 3\n").unwrap();
+    let (code, _, err) = common::run_with(&costs, &args, Stdio::piped());
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("GPSENSE_DEVICE_COSTS: cost file line 2: unknown key \"launch\""),
+        "{err}"
+    );
+}
+
 #[test]
 fn query_from_a_file_and_engines_agree() {
     let dir = tempfile::tempdir().unwrap();

@@ -13,6 +13,14 @@ pub fn report(q: &QueryGraph, g: &KnowledgeGraph, r: &MatchReport) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "semantics: {}", r.semantics.describe());
     let _ = writeln!(out, "engine:    {}", r.engine);
+    if let Some(auto) = &r.auto {
+        // Without a device, what the estimates would pick on the constants' device.
+        let here = match &r.fallback {
+            Some(why) if auto.pick != r.engine => format!("; dfs ran instead ({why})"),
+            _ => String::new(),
+        };
+        let _ = writeln!(out, "engine auto: {auto}{here}");
+    }
     if let Some(device) = &r.device {
         let _ = writeln!(out, "device:    {device}");
     }

@@ -331,6 +331,7 @@ impl<'g> CompressedEngine<'g> {
             timed_out: false,
             engine: opts.engine,
             fallback: None,
+            auto: None,
             device: None,
             semantics: opts.semantics,
             join_plan: plan.clone(),

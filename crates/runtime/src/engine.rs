@@ -10,6 +10,7 @@ use gpsense_planner::{
 
 use std::sync::{Arc, Mutex, OnceLock};
 
+use crate::cost::{AutoChoice, DegreeMoments, DeviceCosts, QueryShape};
 use crate::device::cuda::CudaDevice;
 use crate::device::host::HostDevice;
 use crate::device::{Device, DeviceError};
@@ -38,6 +39,10 @@ pub struct Engine<'g> {
     gpu: Mutex<Option<Result<Arc<DeviceState<CudaDevice>>, DeviceError>>>,
     /// The host emulator of the GPU pipeline and its copy of the graph.
     emulator: OnceLock<Result<DeviceState<HostDevice>, DeviceError>>,
+    /// `auto`'s cost model: the graph's degree moments (built on first use) and the device's
+    /// constants (the calibrated H100's unless set).
+    moments: OnceLock<DegreeMoments>,
+    costs: OnceLock<DeviceCosts>,
 }
 
 /// What the dfs search did: partial matches grown, sibling loops cut by failing sets, leaf groups
@@ -98,6 +103,8 @@ pub struct MatchReport {
     pub engine: EngineKind,
     /// Why `auto` ran on the CPU (no GPU: the reason), for a one-line notice.
     pub fallback: Option<String>,
+    /// `auto`'s estimates for this query and its pick (before any fallback).
+    pub auto: Option<AutoChoice>,
     /// The device the GPU pipeline ran on.
     pub device: Option<String>,
     pub semantics: Semantics,
@@ -133,6 +140,8 @@ impl<'g> Engine<'g> {
             spaces: SpacePool::default(),
             gpu: Mutex::new(None),
             emulator: OnceLock::new(),
+            moments: OnceLock::new(),
+            costs: OnceLock::new(),
         };
         engine.shape = DataShape::of(&engine.view());
         engine.neighbour_labels = NeighbourLabels::new(
@@ -166,15 +175,55 @@ impl<'g> Engine<'g> {
         state.as_ref().map_err(Clone::clone)
     }
 
-    /// The engine `kind` resolves to here, and why `auto` fell back to the CPU.
-    fn resolve(&self, kind: EngineKind) -> (EngineKind, Option<String>) {
+    /// The engine `kind` resolves to here, and why `auto` fell back to the CPU: `auto` takes the
+    /// device only where `choice` picked it and one is found.
+    fn resolve(
+        &self,
+        kind: EngineKind,
+        choice: Option<&AutoChoice>,
+    ) -> (EngineKind, Option<String>) {
         match kind {
+            EngineKind::Auto if choice.is_some_and(|c| c.pick == EngineKind::Dfs) => {
+                (EngineKind::Dfs, None)
+            }
             EngineKind::Auto => match self.gpu() {
                 Ok(_) => (EngineKind::Gpu, None),
                 Err(e) => (EngineKind::Dfs, Some(e.to_string())),
             },
             k => (k, None),
         }
+    }
+
+    /// Replaces the calibrated H100's constants of `auto`'s cost model (e.g. with
+    /// [`DeviceCosts::load`] of a file a GPU run wrote); only before the first query needs them.
+    /// Returns false (and changes nothing) when they were already in use.
+    pub fn set_device_costs(&self, costs: DeviceCosts) -> bool {
+        self.costs.set(costs).is_ok()
+    }
+
+    /// The constants of `auto`'s cost model.
+    pub fn device_costs(&self) -> &DeviceCosts {
+        self.costs.get_or_init(DeviceCosts::calibrated_h100)
+    }
+
+    /// `auto`'s estimates for `q` planned as `plan`: `dfs` on this machine's threads against the
+    /// device of [`Engine::device_costs`], and the pick.
+    pub fn auto_choice(
+        &self,
+        q: &QueryGraph,
+        plan: &Plan,
+        opts: &MatchOptions,
+        count_only: bool,
+    ) -> AutoChoice {
+        let moments = self.moments.get_or_init(|| DegreeMoments::new(self.graph));
+        let shape = QueryShape::with_moments(q, plan, self.graph, &self.stats, moments);
+        let threads = if opts.single_thread {
+            1
+        } else {
+            rayon::current_num_threads()
+        };
+        self.device_costs()
+            .choose(&shape, count_only, opts.limit_for(q.limit), threads)
     }
 
     pub fn graph(&self) -> &'g KnowledgeGraph {
@@ -269,6 +318,7 @@ impl<'g> Engine<'g> {
                     None::<&DeviceState<HostDevice>>,
                 )?;
                 report.fallback = Some(format!("the GPU failed during the query ({e})"));
+                report.auto = Some(self.auto_choice(q, &report.plan, opts, count_only));
                 Ok(report)
             }
             other => other,
@@ -290,9 +340,11 @@ impl<'g> Engine<'g> {
         } else {
             plan_brief(q, self.graph, &self.stats)
         };
+        let auto = (device.is_none() && opts.engine == EngineKind::Auto)
+            .then(|| self.auto_choice(q, &plan, opts, count_only));
         let (engine, fallback) = match device {
             Some(_) => (EngineKind::Gpu, None),
-            None => self.resolve(opts.engine),
+            None => self.resolve(opts.engine, auto.as_ref()),
         };
         let layout = if matches!(engine, EngineKind::Dfs | EngineKind::Auto) {
             Layout::filters(q, &plan, opts.semantics, self.shape)?
@@ -306,6 +358,7 @@ impl<'g> Engine<'g> {
         let limit = opts.limit_for(q.limit);
         let mut report = MatchReport {
             fallback,
+            auto,
             device: None,
             timed_out: false,
             rows: 0,

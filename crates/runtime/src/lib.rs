@@ -8,8 +8,12 @@
 //! compaction, neighbour filtering over both CSR directions, refinement in reversed order) and the
 //! GPU-shaped join ([`EngineKind::Kernels`], the emulator, the GPU). All give identical answers. Rows
 //! stream out in batches through a callback, with projection, DISTINCT and LIMIT applied here.
+//!
+//! [`EngineKind::Auto`] picks `dfs` or the device per query from a cost model ([`cost`]): both times
+//! estimated from the plan and the graph's degree statistics, with constants calibrated on a device.
 
 pub mod compressed;
+pub mod cost;
 pub mod device;
 mod engine;
 mod error;
@@ -25,6 +29,7 @@ mod search;
 mod space;
 
 pub use compressed::{CompressedEngine, CompressedReport, ExpansionStats};
+pub use cost::{AutoChoice, CostFileError, DeviceCosts};
 pub use device::DeviceCounters;
 pub use engine::{
     component_query, count_product, counts_multiply, Engine, MatchReport, SearchSummary, Timings,

@@ -191,6 +191,15 @@ fn run_one(text: &str, matcher: &Matcher, args: &Args, separator: &str) -> Resul
         report.semantics,
         report.engine
     );
+    if crate::out::verbose() {
+        if let Some(auto) = &report.auto {
+            let ran = match &report.fallback {
+                Some(why) if auto.pick != report.engine => format!("; dfs ran instead ({why})"),
+                _ => String::new(),
+            };
+            crate::out::note!("engine auto chose {}: {}{ran}", auto.pick, auto.reason);
+        }
+    }
     if report.timed_out {
         return Err(crate::out::TimedOut.into());
     }
