@@ -116,14 +116,19 @@ pub fn check(query: &Query, facts: LiteralFacts) -> Result<(), SparqlError> {
             refusal = gap(e, facts, &literal_variables);
         }
     });
-    refusal.map_or(Ok(()), |why| Err(SparqlError::Unsupported(why.into())))
+    refusal.map_or(Ok(()), |(keyword, why)| {
+        Err(SparqlError::Unsupported {
+            keyword,
+            message: why.into(),
+        })
+    })
 }
 
 fn gap(
     e: &Expression,
     facts: LiteralFacts,
     literal_variables: &HashSet<Variable>,
-) -> Option<&'static str> {
+) -> Option<(&'static str, &'static str)> {
     // STR of an IRI, or of a variable that only ever binds subjects and predicates, is exact.
     let lexical_risk = |args: &[Expression]| match args.first() {
         Some(Expression::NamedNode(_)) => false,
@@ -131,21 +136,22 @@ fn gap(
         _ => true,
     };
     match e {
-        Expression::FunctionCall(Function::BNode, args) if !args.is_empty() => Some(
+        Expression::FunctionCall(Function::BNode, args) if !args.is_empty() => Some((
+            "BNODE",
             "BNODE(string) is not supported: the evaluator (spareval) makes one blank node per \
              string for the whole query, where SPARQL makes one per solution",
-        ),
+        )),
         Expression::FunctionCall(Function::Str, args)
             if facts.non_canonical == Some(true) && lexical_risk(args) =>
         {
-            Some(STR_GAP)
+            Some(("STR", STR_GAP))
         }
         Expression::FunctionCall(Function::Custom(f), args)
             if f.as_str() == "http://www.w3.org/2001/XMLSchema#string"
                 && facts.non_canonical == Some(true)
                 && lexical_risk(args) =>
         {
-            Some(STR_GAP)
+            Some(("STRING", STR_GAP))
         }
         _ => None,
     }

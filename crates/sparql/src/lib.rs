@@ -102,9 +102,13 @@ pub enum SparqlError {
     /// Not SPARQL: the parser's message, with line and column.
     #[error("{0}")]
     Syntax(String),
-    /// Valid SPARQL outside what gpsense evaluates.
-    #[error("{0}")]
-    Unsupported(String),
+    /// Valid SPARQL outside what gpsense evaluates: the construct's keyword (to find it in the
+    /// text, [`SparqlError::at`]) and why.
+    #[error("{message}")]
+    Unsupported {
+        keyword: &'static str,
+        message: String,
+    },
     #[error("the query ran out of time")]
     TimedOut,
     #[error(
@@ -117,6 +121,43 @@ pub enum SparqlError {
     /// An error the standard does not turn into an unbound value (a bad regex flag, ...).
     #[error("{0}")]
     Evaluation(String),
+}
+
+impl SparqlError {
+    /// The error with the line and column of its construct in `text` (the first occurrence of
+    /// its keyword outside comments, case-insensitive), where it has one.
+    pub fn at(self, text: &str) -> SparqlError {
+        match self {
+            SparqlError::Unsupported { keyword, message } => {
+                let (line, column) = locate(text, keyword);
+                SparqlError::Unsupported {
+                    keyword,
+                    message: format!("line {line}, column {column}: {message}"),
+                }
+            }
+            other => other,
+        }
+    }
+}
+
+fn locate(text: &str, keyword: &str) -> (usize, usize) {
+    let upper = text.to_ascii_uppercase();
+    let at = upper
+        .lines()
+        .scan(0, |start, line| {
+            let here = *start;
+            *start += line.len() + 1;
+            Some((here, line))
+        })
+        .find_map(|(start, line)| {
+            let code = line.split('#').next().unwrap_or("");
+            code.find(keyword).map(|i| start + i)
+        })
+        .unwrap_or(0);
+    let before = &text[..at.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().unwrap_or("").chars().count() + 1;
+    (line, column)
 }
 
 /// The evaluator of one graph; keeps per-graph indexes across queries.
@@ -159,7 +200,7 @@ impl<'g, M: Matching + ?Sized> Sparql<'g, M> {
         options: &Options,
     ) -> Result<Evaluation<'g>, SparqlError> {
         let query = Self::parse(text, options.base_iri.as_deref())?;
-        self.evaluate_query(query, options)
+        self.evaluate_query(query, options).map_err(|e| e.at(text))
     }
 
     /// Evaluates a parsed query.
@@ -294,11 +335,12 @@ fn refuse_dataset(query: &Query) -> Result<(), SparqlError> {
         | Query::Describe { dataset, .. } => dataset,
     };
     match dataset {
-        Some(_) => Err(SparqlError::Unsupported(
-            "FROM and FROM NAMED are not supported: a gpsense graph is one default graph (the \
-             files given to ingest); GRAPH patterns match nothing"
+        Some(_) => Err(SparqlError::Unsupported {
+            keyword: "FROM",
+            message: "FROM and FROM NAMED are not supported: a gpsense graph is one default \
+                      graph (the files given to ingest); GRAPH patterns match nothing"
                 .into(),
-        )),
+        }),
         None => Ok(()),
     }
 }

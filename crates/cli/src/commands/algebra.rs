@@ -24,14 +24,16 @@ pub struct Settings<'a> {
     pub options: &'a MatchOptions,
 }
 
-pub fn run(matcher: &Matcher, query: Query, s: &Settings) -> Result<()> {
+pub fn run(matcher: &Matcher, text: &str, query: Query, s: &Settings) -> Result<()> {
     let start = Instant::now();
     let sparql = Sparql::new(matcher);
     let options = Options {
         base_iri: None,
         matching: s.options.clone(),
     };
-    let evaluation = sparql.evaluate_query(query, &options).map_err(stopped)?;
+    let evaluation = sparql
+        .evaluate_query(query, &options)
+        .map_err(|e| stopped(e.at(text)))?;
     for unknown in &evaluation.matcher.unknown {
         crate::out::note!("{unknown} (that pattern has no solution)");
     }

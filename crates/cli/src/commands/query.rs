@@ -137,7 +137,7 @@ fn run_one(text: &str, matcher: &Matcher, args: &Args, separator: &str) -> Resul
                 explain: args.explain,
                 options: &args.options,
             };
-            return super::algebra::run(matcher, *query, &settings);
+            return super::algebra::run(matcher, text, *query, &settings);
         }
     };
     let opts = solutions::options_for(&p, &args.options, args.semantics_given);

@@ -256,7 +256,7 @@ impl Engine {
         };
         let evaluation = sparql
             .evaluate_query(query, &options)
-            .map_err(|e| sparql_failure(e, req))?;
+            .map_err(|e| sparql_failure(e.at(&req.text), req))?;
         let warning =
             (!evaluation.matcher.unknown.is_empty()).then(|| evaluation.matcher.unknown.join("; "));
         let (body, truncated, content_type) = match evaluation.answer {
