@@ -30,7 +30,12 @@ fn device_costs(engine: &gpsense_runtime::Engine, say: bool) -> Result<()> {
 /// Loads `path` (a snapshot, a compressed graph, or any file `gpsense ingest` reads), or the default
 /// graph.
 pub fn load(path: Option<&Path>) -> Result<Loaded> {
-    let loaded = Loaded::open(path, &Bar::default())?;
+    load_with_base(path, None)
+}
+
+/// [`load`], a text file's relative IRIs resolved against `base` (`query --base`).
+pub fn load_with_base(path: Option<&Path>, base: Option<&str>) -> Result<Loaded> {
+    let loaded = Loaded::open_with_base(path, base, &Bar::default())?;
     if let Some(p) = path.filter(|_| loaded.graph.edge_count() == 0) {
         if !crate::out::quiet() {
             eprintln!("note: {} holds no triples: the graph is empty", p.display());

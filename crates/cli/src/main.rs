@@ -119,6 +119,10 @@ enum Command {
         /// The graph: a snapshot or any file `ingest` reads (default: the embedded ConceptNet-100K).
         #[arg(long)]
         graph: Option<PathBuf>,
+        /// The base IRI that relative IRIs resolve against: in the query (standard SPARQL; its own
+        /// BASE wins) and in a --graph text file (Turtle, TriG, RDF/XML).
+        #[arg(long, value_name = "IRI")]
+        base: Option<String>,
         /// Output format of the rows.
         #[arg(long, default_value = "tsv", value_parser = one_of::<RowFormat>(&ROW_FORMATS))]
         format: RowFormat,
@@ -467,6 +471,7 @@ fn main() -> ExitCode {
             query,
             file,
             graph,
+            base,
             format,
             max_cartesian,
             count,
@@ -474,6 +479,7 @@ fn main() -> ExitCode {
             matching,
         } => commands::query::run(commands::query::Args {
             graph,
+            base,
             text: query,
             file,
             format,

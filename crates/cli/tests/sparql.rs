@@ -287,3 +287,25 @@ fn one_reading_for_unknown_names_and_variables_only() {
     assert!(err.contains("hom"), "{err}");
     assert_eq!(out.lines().count(), 4, "{out}");
 }
+
+/// `query --base` resolves relative IRIs in the query and in a text graph alike.
+#[test]
+fn base_resolves_relative_iris_in_query_and_data() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().join("rel.ttl");
+    std::fs::write(&data, "<a> <p> <b> .\n<b> <p> <c> .\n").expect("write");
+    let graph = data.display().to_string();
+    let err = fails(&["query", "--graph", &graph, "SELECT * WHERE { ?s ?p ?o }"]);
+    assert!(err.contains("--base IRI"), "{err}");
+    let rows = query(&[
+        "--graph",
+        &graph,
+        "--base",
+        "http://example.org/",
+        "SELECT ?o WHERE { <a> <p>+ ?o }",
+    ]);
+    assert_eq!(
+        sorted(rows),
+        ["http://example.org/b", "http://example.org/c"]
+    );
+}

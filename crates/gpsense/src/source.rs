@@ -41,6 +41,15 @@ impl Loaded {
     /// Loads `path` (a snapshot, a compressed graph, or any file `ingest` reads), or the default
     /// graph. `progress` hears about a file being ingested.
     pub fn open(path: Option<&Path>, progress: &dyn Progress) -> Result<Loaded, Error> {
+        Loaded::open_with_base(path, None, progress)
+    }
+
+    /// [`Loaded::open`], a text file's relative IRIs resolved against `base`.
+    pub fn open_with_base(
+        path: Option<&Path>,
+        base: Option<&str>,
+        progress: &dyn Progress,
+    ) -> Result<Loaded, Error> {
         let Some(p) = path else {
             return Loaded::embedded();
         };
@@ -56,7 +65,7 @@ impl Loaded {
                 Loaded::new(graph, None, p.display().to_string(), start)
             }
             None => {
-                let graph = ingest_file(p, progress)?;
+                let graph = ingest_file(p, base, progress)?;
                 let origin = format!(
                     "{} (ingested; save a snapshot with `gpsense ingest` to load faster)",
                     p.display()
@@ -106,16 +115,24 @@ impl Loaded {
 
 /// A text file (anything `ingest` reads), ingested with the default options; the errors say
 /// what to do instead.
-fn ingest_file(p: &Path, progress: &dyn Progress) -> Result<KnowledgeGraph, Error> {
+fn ingest_file(
+    p: &Path,
+    base: Option<&str>,
+    progress: &dyn Progress,
+) -> Result<KnowledgeGraph, Error> {
     let paths = [PathBuf::from(p)];
-    let e = match ingest(&paths, &IngestOptions::default(), progress) {
+    let opts = IngestOptions {
+        base_iri: base.map(str::to_owned),
+        ..IngestOptions::default()
+    };
+    let e = match ingest(&paths, &opts, progress) {
         Ok((graph, _)) => return Ok(graph),
         Err(e) => e,
     };
     let remedy = match &e {
         IngestError::Malformed { reason, .. } if reason.kind == RELATIVE_IRI => format!(
-            "{e} (give a base IRI: gpsense ingest {} --base IRI -o graph.gps, and use the \
-             snapshot)",
+            "{e} (give a base IRI: --base IRI, or gpsense ingest {} --base IRI -o graph.gps \
+             and use the snapshot)",
             p.display()
         ),
         IngestError::Malformed { .. } => format!(

@@ -20,6 +20,8 @@ use gpsense::{Matcher, Reported};
 
 pub struct Args {
     pub graph: Option<PathBuf>,
+    /// Resolves relative IRIs in the query and in a text graph.
+    pub base: Option<String>,
     pub text: Option<String>,
     pub file: Option<PathBuf>,
     pub format: RowFormat,
@@ -54,7 +56,7 @@ pub fn run(args: Args) -> Result<()> {
             d,
         );
     }
-    let loaded = graph_source::load(args.graph.as_deref())?;
+    let loaded = graph_source::load_with_base(args.graph.as_deref(), args.base.as_deref())?;
     // A compressed graph (`gpsense compress`) matches on its hyper-nodes, then expands exactly.
     let matcher = Matcher::new(&loaded)?;
     graph_source::announce_engine(
@@ -127,7 +129,7 @@ fn query_source(args: &Args) -> Result<input::Queries> {
 /// Answers one query, its output preceded by `separator` (once it is known to have one).
 fn run_one(text: &str, matcher: &Matcher, args: &Args, separator: &str) -> Result<()> {
     let graph = matcher.graph();
-    let p = match gpsense::read(matcher, text, None)? {
+    let p = match gpsense::read(matcher, text, args.base.as_deref())? {
         gpsense::Reading::Graph(p) => *p,
         gpsense::Reading::Algebra(query) => {
             crate::out::print(separator)?;
