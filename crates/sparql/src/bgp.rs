@@ -15,11 +15,12 @@ use gpsense_planner::{prepare_bgp, Projected, QueryError};
 use gpsense_runtime::{MatchError, MatchOptions, RowBatch, Semantics};
 use oxrdf::{NamedNode, Term, Variable};
 use sparesults::QuerySolution;
-use spareval::{QueryEvaluator, QuerySolutionIter, ServiceHandler};
+use spareval::{QueryEvaluationError, QueryEvaluator, QuerySolutionIter, ServiceHandler};
 use spargebra::algebra::{Expression, GraphPattern, PropertyPathExpression};
 use spargebra::term::{NamedNodePattern, TermPattern, TriplePattern};
 
 use crate::dataset::{canonical_relation, Id, View, NODE_ID_IRI, RELATION_ID_IRI};
+use crate::limits::Watch;
 use crate::{Matching, SparqlError};
 
 /// Service IRIs of the rewritten patterns: this prefix and the pattern's index.
@@ -55,7 +56,7 @@ impl Answered {
 }
 
 /// The handler of one rewritten pattern.
-struct Service(Arc<Answered>);
+struct Service(Arc<Answered>, Arc<Watch>);
 
 impl ServiceHandler for Service {
     type Error = std::convert::Infallible;
@@ -66,12 +67,16 @@ impl ServiceHandler for Service {
         _: Option<&oxiri::Iri<String>>,
     ) -> Result<QuerySolutionIter<'static>, Self::Error> {
         let this = Arc::clone(&self.0);
+        let watch = Arc::clone(&self.1);
         // A pattern without variables has one marker cell, and one empty row, per match.
         let rows = this.rows();
         let variables = Arc::clone(&this.variables);
         Ok(QuerySolutionIter::new(
             Arc::clone(&variables),
             (0..rows).map(move |i| {
+                watch
+                    .tick()
+                    .map_err(|e| QueryEvaluationError::Service(Box::new(e)))?;
                 let row = &this.cells[i * this.width..(i + 1) * this.width];
                 let values: Vec<Option<Term>> = row.iter().map(|c| Some(id_term(c))).collect();
                 Ok(QuerySolution::from((Arc::clone(&variables), values)))
@@ -98,6 +103,8 @@ pub(crate) struct Rewriter<'a, 'g, M: Matching + ?Sized> {
     pub used: MatcherUse,
     /// The answered patterns by service name, for the semi-join below.
     pub answered: HashMap<NamedNode, Arc<Answered>>,
+    /// Looked at as rows are handed to spareval.
+    pub watch: Arc<Watch>,
 }
 
 /// Values a variable can take on the left of a join: the right's pattern need only look there.
@@ -336,7 +343,8 @@ impl<M: Matching + ?Sized> Rewriter<'_, '_, M> {
         let evaluator = std::mem::take(&mut self.evaluator);
         let answered = Arc::new(answered);
         self.answered.insert(name.clone(), Arc::clone(&answered));
-        self.evaluator = evaluator.with_service_handler(name.clone(), Service(answered));
+        self.evaluator = evaluator
+            .with_service_handler(name.clone(), Service(answered, Arc::clone(&self.watch)));
         Ok(GraphPattern::Service {
             name: name.into(),
             inner: Box::new(GraphPattern::Bgp { patterns }),

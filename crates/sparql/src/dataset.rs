@@ -3,6 +3,7 @@
 //! a per-relation edge index otherwise).
 
 use std::convert::Infallible;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use gpsense_graph::rdf::{iri_name, nt_predicate, nt_term, term_kind, Term as GraphTerm, TermKind};
@@ -40,6 +41,8 @@ pub struct Indexes {
     by_relation: OnceLock<ByRelation>,
     /// For each relation, the node of the same IRI, if any (then that is the relation's term form).
     relation_nodes: OnceLock<Vec<Option<NodeId>>>,
+    /// Each node's term kind, 0 until first needed (`View::node_term`).
+    node_kinds: OnceLock<Vec<AtomicU8>>,
     /// What the graph's literals hold that the evaluator cannot keep apart (`gaps.rs`).
     pub(crate) literal_facts: OnceLock<crate::gaps::LiteralFacts>,
 }
@@ -172,9 +175,42 @@ impl<'g> View<'g> {
         (0..out.node_count() as NodeId).flat_map(move |s| self.starting_at(s, None, None))
     }
 
-    /// The term of node `v`.
+    /// The term of node `v`. Its kind is found once and kept (one byte a node): `term_kind`
+    /// parses the name, too slow to repeat for each comparison of an ORDER BY.
     pub fn node_term(&self, v: NodeId) -> Term {
-        nt_to_term(&nt_term(self.graph.node_name(v)))
+        let name = self.graph.node_name(v);
+        match self.node_kind(v, name) {
+            TermKind::Iri if !name.starts_with("gpsense:") => NamedNode::new_unchecked(name).into(),
+            TermKind::BlankNode => BlankNode::new_unchecked(&name[2..]).into(),
+            TermKind::Literal => nt_to_term(name),
+            _ => nt_to_term(&nt_term(name)),
+        }
+    }
+
+    fn node_kind(&self, v: NodeId, name: &str) -> TermKind {
+        let kinds = self.indexes.node_kinds.get_or_init(|| {
+            (0..self.graph.node_count())
+                .map(|_| AtomicU8::new(0))
+                .collect()
+        });
+        let Some(slot) = kinds.get(v as usize) else {
+            return term_kind(name);
+        };
+        let codes = [
+            TermKind::Iri,
+            TermKind::Literal,
+            TermKind::BlankNode,
+            TermKind::Plain,
+        ];
+        match slot.load(Ordering::Relaxed) {
+            0 => {
+                let kind = term_kind(name);
+                let code = codes.iter().position(|k| *k == kind).unwrap_or(3) as u8 + 1;
+                slot.store(code, Ordering::Relaxed);
+                kind
+            }
+            code => codes[(code as usize - 1).min(3)],
+        }
     }
 
     /// The term of relation `r`.
@@ -234,6 +270,9 @@ impl<'g> QueryableDataset<'g> for GraphDataset<'g> {
             None => Some(None),
             Some(p) => this.relation_of(p).map(Some),
         };
+        if let Some(why) = self.watch.stopped() {
+            return Box::new(std::iter::once(Err(why))) as Box<dyn Iterator<Item = _>>;
+        }
         let triples: Triples<'g> = match (in_default, node(subject), relation, node(object)) {
             (true, Some(Some(s)), Some(r), Some(o)) => Box::new(this.starting_at(s, r, o)),
             (true, Some(None), Some(r), Some(Some(o))) => Box::new(this.ending_at(o, r)),
@@ -242,10 +281,10 @@ impl<'g> QueryableDataset<'g> for GraphDataset<'g> {
             _ => Box::new(std::iter::empty()),
         };
         let watch = Arc::clone(&self.watch);
-        triples.map(move |(s, r, o)| {
+        Box::new(triples.map(move |(s, r, o)| {
             watch.tick()?;
             Ok(this.quad(s, r, o))
-        })
+        }))
     }
 
     fn internalize_term(&self, term: Term) -> Result<Id, Interrupted> {

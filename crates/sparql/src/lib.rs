@@ -116,6 +116,9 @@ pub enum SparqlError {
          {budget} bytes; raise --memory-budget or make the pattern more selective"
     )]
     MemoryBudget { rows: u64, budget: u64 },
+    /// What spareval holds (groups, sorted rows) grew past the memory budget.
+    #[error("{0}")]
+    Memory(String),
     #[error("{0}")]
     Matcher(String),
     /// An error the standard does not turn into an unbound value (a bad regex flag, ...).
@@ -194,28 +197,32 @@ impl<'g, M: Matching + ?Sized> Sparql<'g, M> {
     }
 
     /// Evaluates `text`.
-    pub fn evaluate(
-        &'g self,
+    pub fn evaluate<'s>(
+        &'s self,
         text: &str,
         options: &Options,
-    ) -> Result<Evaluation<'g>, SparqlError> {
+    ) -> Result<Evaluation<'s>, SparqlError> {
         let query = Self::parse(text, options.base_iri.as_deref())?;
         self.evaluate_query(query, options).map_err(|e| e.at(text))
     }
 
     /// Evaluates a parsed query.
-    pub fn evaluate_query(
-        &'g self,
+    pub fn evaluate_query<'s>(
+        &'s self,
         query: Query,
         options: &Options,
-    ) -> Result<Evaluation<'g>, SparqlError> {
+    ) -> Result<Evaluation<'s>, SparqlError> {
         refuse_dataset(&query)?;
         let facts = gaps::facts(self.matcher.graph(), &self.indexes.literal_facts);
         gaps::check(&query, facts)?;
         let mut query = query;
         gaps::guard_comparisons(&mut query, facts);
         let deadline = options.matching.timeout.map(|t| Instant::now() + t);
-        let watch = Arc::new(Watch::new(deadline, options.matching.cancel.clone()));
+        let watch = Arc::new(Watch::new(
+            deadline,
+            options.matching.cancel.clone(),
+            options.matching.memory_budget,
+        ));
         let view = View {
             graph: self.matcher.graph(),
             indexes: &self.indexes,
@@ -231,6 +238,7 @@ impl<'g, M: Matching + ?Sized> Sparql<'g, M> {
             ),
             used: MatcherUse::default(),
             answered: Default::default(),
+            watch: Arc::clone(&watch),
         };
         let query = rewrite_query(query, &mut rewriter)?;
         let (evaluator, used) = (rewriter.evaluator, rewriter.used);
@@ -352,24 +360,31 @@ fn answer<'g>(results: QueryResults<'g>, watch: Arc<Watch>) -> Answer<'g> {
             Answer::Solutions {
                 variables,
                 rows: Box::new(solutions.map(move |s| {
-                    watch.tick().map_err(|_| SparqlError::TimedOut)?;
+                    watch.tick().map_err(interrupted)?;
                     s.map(|s| s.values().to_vec()).map_err(evaluation_error)
                 })),
             }
         }
         QueryResults::Boolean(b) => Answer::Boolean(b),
         QueryResults::Graph(triples) => Answer::Graph(Box::new(triples.map(move |t| {
-            watch.tick().map_err(|_| SparqlError::TimedOut)?;
+            watch.tick().map_err(interrupted)?;
             t.map_err(evaluation_error)
         }))),
     }
 }
 
 fn evaluation_error(e: QueryEvaluationError) -> SparqlError {
-    if let QueryEvaluationError::Dataset(inner) = &e {
-        if inner.downcast_ref::<Interrupted>().is_some() {
-            return SparqlError::TimedOut;
+    if let QueryEvaluationError::Dataset(inner) | QueryEvaluationError::Service(inner) = &e {
+        if let Some(i) = inner.downcast_ref::<Interrupted>() {
+            return interrupted(*i);
         }
     }
     SparqlError::Evaluation(e.to_string())
+}
+
+fn interrupted(i: Interrupted) -> SparqlError {
+    match i {
+        Interrupted::TimedOut => SparqlError::TimedOut,
+        Interrupted::Memory { .. } => SparqlError::Memory(i.to_string()),
+    }
 }
