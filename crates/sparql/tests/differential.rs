@@ -180,8 +180,8 @@ fn the_matcher_answers_the_basic_graph_patterns() {
         ingest_bytes(DATA.as_bytes(), Format::Turtle, &IngestOptions::default()).expect("ingest");
     let engine = Engine::new(&graph);
     let sparql = Sparql::new(&engine);
-    let q =
-        "PREFIX : <http://example.org/> SELECT ?x ?n { ?x :isA :mammal OPTIONAL { ?x :name ?n } }";
+    let q = "PREFIX : <http://example.org/> SELECT ?x ?n { ?x :isA ?c . ?c :isA :animal \
+             OPTIONAL { ?x :name ?n ; :legs ?l } }";
     let e = sparql.evaluate(q, &Options::default()).expect("evaluates");
     assert_eq!(e.matcher.patterns, 2, "{:?}", e.matcher);
     let q = "PREFIX : <http://example.org/> SELECT ?x { ?x :isA :unicorn }";

@@ -28,7 +28,9 @@ use gpsense_graph::rdf::{term_kind, term_name};
 
 /// What every query shares: the engine over the graph loaded once, and the base options.
 pub struct Engine {
-    pub matcher: Matcher<'static>,
+    pub matcher: &'static Matcher<'static>,
+    /// The full evaluator, its per-graph indexes kept across requests.
+    pub sparql: Sparql<'static, Matcher<'static>>,
     pub kinds: TermKinds,
     /// Engine kind and memory budget; semantics, time limit and row cap are set per query.
     pub options: MatchOptions,
@@ -115,7 +117,7 @@ impl Engine {
     }
 
     fn answer(&self, req: &Request, out: &mut Out) -> Result<Answer, Failure> {
-        let reading = match gpsense::read(&self.matcher, &req.text, None) {
+        let reading = match gpsense::read(self.matcher, &req.text, None) {
             Ok(r) => r,
             Err(e) => return Err(Failure::BadQuery(e.to_string())),
         };
@@ -161,7 +163,7 @@ impl Engine {
     }
 
     fn ask(&self, req: &Request, p: &Prepared, opts: &MatchOptions) -> Result<Answer, Failure> {
-        let (yes, reported) = solutions::ask(&self.matcher, p, opts)?;
+        let (yes, reported) = solutions::ask(self.matcher, p, opts)?;
         // A match found before the limit is an answer; no match by then is not.
         if reported.report.timed_out && !yes {
             return Err(Failure::TimedOut(req.timeout));
@@ -176,7 +178,7 @@ impl Engine {
         opts: &MatchOptions,
         variable: &str,
     ) -> Result<Answer, Failure> {
-        let reported = solutions::count(&self.matcher, p, opts)?;
+        let reported = solutions::count(self.matcher, p, opts)?;
         if reported.report.timed_out {
             return Err(Failure::TimedOut(req.timeout));
         }
@@ -218,7 +220,7 @@ impl Engine {
             }
             true
         };
-        let reported = solutions::select(&self.matcher, p, &opts, &mut take)?;
+        let reported = solutions::select(self.matcher, p, &opts, &mut take)?;
         if let Some(failure) = stop {
             return Err(failure);
         }
@@ -249,7 +251,7 @@ impl Engine {
         opts: MatchOptions,
         out: &mut Out,
     ) -> Result<Answer, Failure> {
-        let sparql = Sparql::new(&self.matcher);
+        let sparql = &self.sparql;
         let options = sparql::Options {
             base_iri: None,
             matching: opts,

@@ -248,7 +248,9 @@ pub fn run(args: ServeArgs) -> Result<()> {
 fn load(args: &Args) -> Result<Server> {
     let loaded: &'static graph_source::Loaded =
         Box::leak(Box::new(graph_source::load(args.graph.as_deref())?));
-    let matcher = Matcher::new(loaded)?;
+    // Leaked as the graph is: the SPARQL evaluator keeps its per-graph indexes across requests
+    // and borrows the matcher for the server's life.
+    let matcher: &'static Matcher<'static> = Box::leak(Box::new(Matcher::new(loaded)?));
     graph_source::announce_engine(matcher.engine(), args.options.engine, crate::out::verbose())?;
     let g = &loaded.graph;
     crate::out::note!(
@@ -263,6 +265,7 @@ fn load(args: &Args) -> Result<Server> {
     Ok(Server {
         engine: Engine {
             matcher,
+            sparql: gpsense::sparql::Sparql::new(matcher),
             kinds,
             options: args.options.clone(),
         },
