@@ -750,11 +750,23 @@ fn what_runs_in_one_process_only_is_refused_before_loading_or_connecting() {
     let missing = dir.path().join("no-such-graph").display().to_string();
     let p = "PREFIX c: <http://conceptnet.io/c/en/> PREFIX r: <http://conceptnet.io/r/> ";
     for (query, construct) in [
-        ("SELECT * WHERE { ?x r:IsA c:animal OPTIONAL { ?x r:HasA ?y } }", "OPTIONAL"),
-        ("SELECT ?x WHERE { { ?x r:IsA c:dog } UNION { ?x r:IsA c:cat } }", "UNION"),
+        (
+            "SELECT * WHERE { ?x r:IsA c:animal OPTIONAL { ?x r:HasA ?y } }",
+            "OPTIONAL",
+        ),
+        (
+            "SELECT ?x WHERE { { ?x r:IsA c:dog } UNION { ?x r:IsA c:cat } }",
+            "UNION",
+        ),
         ("SELECT ?y WHERE { c:puppy r:IsA+ ?y }", "a property path"),
-        ("SELECT ?y (COUNT(?x) AS ?n) WHERE { ?x r:IsA ?y } GROUP BY ?y", "GROUP BY"),
-        ("CONSTRUCT { ?x r:IsA c:pet } WHERE { ?x r:IsA c:animal }", "CONSTRUCT"),
+        (
+            "SELECT ?y (COUNT(?x) AS ?n) WHERE { ?x r:IsA ?y } GROUP BY ?y",
+            "GROUP BY",
+        ),
+        (
+            "CONSTRUCT { ?x r:IsA c:pet } WHERE { ?x r:IsA c:animal }",
+            "CONSTRUCT",
+        ),
     ] {
         let text = format!("{p}{query}");
         let args: Vec<String> = [
@@ -786,7 +798,10 @@ fn what_runs_in_one_process_only_is_refused_before_loading_or_connecting() {
                 && err.contains("`gpsense query` without --workers/--processes"),
             "{query}: {err}"
         );
-        assert!(!err.contains("no-such-graph"), "{query}: loaded first: {err}");
+        assert!(
+            !err.contains("no-such-graph"),
+            "{query}: loaded first: {err}"
+        );
     }
     for l in &listeners {
         l.set_nonblocking(true).unwrap();
@@ -804,7 +819,11 @@ fn a_variables_only_query_is_standard_sparql_across_processes_too() {
     let q = "SELECT ?x ?y WHERE { ?x ?r ?y . ?y ?s ?x }";
     let (single, _) = ok(&["query", q]);
     let (iso, _) = ok(&["query", q, "--semantics", "iso"]);
-    assert_ne!(sorted_lines(&single), sorted_lines(&iso), "a query where they differ");
+    assert_ne!(
+        sorted_lines(&single),
+        sorted_lines(&iso),
+        "a query where they differ"
+    );
     let dir = tempfile::tempdir().unwrap();
     let out = cluster(dir.path(), 2, 1, &["query", q]);
     for (i, (code, _, err)) in out.iter().enumerate() {

@@ -20,8 +20,8 @@ const ONE_PROCESS: &str = "the distributed join answers basic graph patterns (wi
 impl Request {
     /// The request for `text`, or why the distributed join cannot answer it.
     pub fn text(text: &str) -> Result<Request, DistError> {
-        let standard = nesting_depth(text) <= MAX_NESTING
-            && SparqlParser::new().parse_query(text).is_ok();
+        let standard =
+            nesting_depth(text) <= MAX_NESTING && SparqlParser::new().parse_query(text).is_ok();
         let prefer = if standard {
             Dialect::Sparql
         } else {
@@ -110,17 +110,44 @@ mod tests {
     #[test]
     fn what_one_process_evaluates_in_full_is_refused_naming_it() {
         for (query, construct) in [
-            ("SELECT ?x ?y WHERE { ?x r:IsA c:animal OPTIONAL { ?x r:HasA ?y } }", "OPTIONAL"),
-            ("SELECT ?x WHERE { { ?x r:IsA c:dog } UNION { ?x r:IsA c:cat } }", "UNION"),
+            (
+                "SELECT ?x ?y WHERE { ?x r:IsA c:animal OPTIONAL { ?x r:HasA ?y } }",
+                "OPTIONAL",
+            ),
+            (
+                "SELECT ?x WHERE { { ?x r:IsA c:dog } UNION { ?x r:IsA c:cat } }",
+                "UNION",
+            ),
             ("SELECT ?y WHERE { c:puppy r:IsA+ ?y }", "a property path"),
-            ("SELECT ?y (COUNT(?x) AS ?n) WHERE { ?x r:IsA ?y } GROUP BY ?y", "GROUP BY"),
-            ("SELECT (COUNT(?x) AS ?n) WHERE { ?x r:IsA c:animal }", "an aggregate"),
-            ("SELECT ?x WHERE { ?x r:IsA c:animal BIND(1 AS ?one) }", "BIND"),
-            ("SELECT ?x WHERE { VALUES ?x { c:dog } ?x r:IsA c:animal }", "VALUES"),
-            ("CONSTRUCT { ?x r:IsA c:pet } WHERE { ?x r:IsA c:animal }", "CONSTRUCT"),
+            (
+                "SELECT ?y (COUNT(?x) AS ?n) WHERE { ?x r:IsA ?y } GROUP BY ?y",
+                "GROUP BY",
+            ),
+            (
+                "SELECT (COUNT(?x) AS ?n) WHERE { ?x r:IsA c:animal }",
+                "an aggregate",
+            ),
+            (
+                "SELECT ?x WHERE { ?x r:IsA c:animal BIND(1 AS ?one) }",
+                "BIND",
+            ),
+            (
+                "SELECT ?x WHERE { VALUES ?x { c:dog } ?x r:IsA c:animal }",
+                "VALUES",
+            ),
+            (
+                "CONSTRUCT { ?x r:IsA c:pet } WHERE { ?x r:IsA c:animal }",
+                "CONSTRUCT",
+            ),
             ("DESCRIBE c:dog", "DESCRIBE"),
-            ("SELECT ?x WHERE { ?x r:IsA c:animal FILTER(?x != c:dog) }", "FILTER"),
-            ("SELECT ?x WHERE { ?x r:IsA c:animal } ORDER BY ?x", "ORDER BY"),
+            (
+                "SELECT * WHERE { ?x r:IsA ?y . ?y r:IsA ?z FILTER(?x != ?z) }",
+                "FILTER",
+            ),
+            (
+                "SELECT ?x WHERE { ?x r:IsA c:animal } ORDER BY ?x",
+                "ORDER BY",
+            ),
             (
                 "SELECT ?x WHERE { { SELECT ?x WHERE { ?x r:IsA c:animal } LIMIT 2 } }",
                 "subquery",
@@ -153,10 +180,13 @@ mod tests {
             prefer("SELECT ?x WHERE { ?x IsA animal . ?x AtLocation home }"),
             Dialect::Short
         );
-        let pairwise = format!("{P}SELECT * WHERE {{ ?x r:IsA ?y . ?y r:IsA ?x FILTER(?x != ?y) }}");
+        let pairwise =
+            format!("{P}SELECT * WHERE {{ ?x r:IsA ?y . ?y r:IsA ?x FILTER(?x != ?y) }}");
         assert_eq!(prefer(&pairwise), Dialect::Sparql);
         assert_eq!(
-            prefer(&format!("{P}SELECT (COUNT(*) AS ?n) WHERE {{ ?x r:IsA c:animal }}")),
+            prefer(&format!(
+                "{P}SELECT (COUNT(*) AS ?n) WHERE {{ ?x r:IsA c:animal }}"
+            )),
             Dialect::Sparql
         );
     }

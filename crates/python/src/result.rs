@@ -10,13 +10,13 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
 use gpsense::{solutions, Dialect, Error, Form, Prepared, Reading as Read, Reported};
-use spargebra::Query;
 use gpsense_graph::KnowledgeGraph;
 use gpsense_planner::Projected;
 use hashbrown::HashMap;
 use pyo3::exceptions::{PyImportError, PyKeyboardInterrupt, PyStopIteration};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+use spargebra::Query;
 
 use crate::algebra::{self, Keep};
 use crate::errors::{self, from_gpsense};
@@ -126,7 +126,12 @@ struct Matched {
 }
 
 impl QueryResult {
-    pub fn new(py: Python<'_>, shared: Arc<Shared>, text: &str, call: Call) -> PyResult<QueryResult> {
+    pub fn new(
+        py: Python<'_>,
+        shared: Arc<Shared>,
+        text: &str,
+        call: Call,
+    ) -> PyResult<QueryResult> {
         let answering = match shared.read(text).map_err(|e| from_gpsense(py, e))? {
             Read::Graph(prepared) => Answering::Graph(Matched::new(prepared)),
             Read::Algebra(query) => Answering::Algebra(query),
@@ -162,11 +167,8 @@ impl QueryResult {
     }
 
     fn options(&self, m: &Matched, cancel: Arc<AtomicBool>) -> gpsense::MatchOptions {
-        let mut opts = solutions::options_for(
-            &m.prepared,
-            &self.call.options,
-            self.call.semantics_given,
-        );
+        let mut opts =
+            solutions::options_for(&m.prepared, &self.call.options, self.call.semantics_given);
         opts.cancel = Some(cancel);
         opts
     }

@@ -30,6 +30,18 @@ def test_optional_leaves_a_value_unbound(tiny, tiny_tsv, cli):
     assert sorted(tuple(v or "" for v in row) for row in rows) == sorted(expected)
 
 
+def test_optional_on_conceptnet_equals_the_clis(cn, cli):
+    text = (
+        "PREFIX c: <http://conceptnet.io/c/en/> PREFIX r: <http://conceptnet.io/r/> "
+        "SELECT ?x ?y WHERE { ?x r:IsA c:animal OPTIONAL { ?x r:HasA ?y } }"
+    )
+    rows = cn.query(text).to_list()
+    assert len(rows) >= 112 and any(y is None for _, y in rows) and any(y for _, y in rows)
+    _, expected = cli_rows(cli, text)
+    assert sorted(tuple(v or "" for v in row) for row in rows) == sorted(expected)
+    assert cn.count(text) == len(rows)
+
+
 def test_union_is_answered_and_counted(tiny):
     text = P + "SELECT ?x WHERE { { ?x r:HasA n:tail } UNION { ?x r:IsA n:dog } }"
     assert sorted(tiny.query(text)) == [("cat",), ("dog",), ("puppy",)]
