@@ -731,3 +731,103 @@ fn counts_past_64_bits_across_processes() {
         assert!(err.contains("the count is more than 2^128 - 1"), "{err}");
     }
 }
+
+#[test]
+fn what_runs_in_one_process_only_is_refused_before_loading_or_connecting() {
+    let dir = tempfile::tempdir().unwrap();
+    // Both ports held here, and never accepted on: a process that bound its own port or reached its
+    // peer would fail otherwise, or leave a connection waiting.
+    let listeners: Vec<TcpListener> = (0..2)
+        .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    let hosts = dir.path().join("hosts");
+    let text: String = listeners
+        .iter()
+        .map(|l| format!("{}\n", l.local_addr().unwrap()))
+        .collect();
+    std::fs::write(&hosts, text).unwrap();
+    // No graph there: loading it would be an error of its own.
+    let missing = dir.path().join("no-such-graph").display().to_string();
+    let p = "PREFIX c: <http://conceptnet.io/c/en/> PREFIX r: <http://conceptnet.io/r/> ";
+    for (query, construct) in [
+        (
+            "SELECT * WHERE { ?x r:IsA c:animal OPTIONAL { ?x r:HasA ?y } }",
+            "OPTIONAL",
+        ),
+        (
+            "SELECT ?x WHERE { { ?x r:IsA c:dog } UNION { ?x r:IsA c:cat } }",
+            "UNION",
+        ),
+        ("SELECT ?y WHERE { c:puppy r:IsA+ ?y }", "a property path"),
+        (
+            "SELECT ?y (COUNT(?x) AS ?n) WHERE { ?x r:IsA ?y } GROUP BY ?y",
+            "GROUP BY",
+        ),
+        (
+            "CONSTRUCT { ?x r:IsA c:pet } WHERE { ?x r:IsA c:animal }",
+            "CONSTRUCT",
+        ),
+    ] {
+        let text = format!("{p}{query}");
+        let args: Vec<String> = [
+            "query",
+            &text,
+            "--graph",
+            &missing,
+            "--workers",
+            "1",
+            "--processes",
+            "2",
+            "--process",
+            "0",
+            "--hostfile",
+            &hosts.display().to_string(),
+            "--connect-timeout-s",
+            "600",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        // A process that tried to connect would wait for its peer far longer than this.
+        let (code, stdout, err) = finish(spawn(&args), Duration::from_secs(60));
+        assert_eq!(code, Some(1), "{query}: {err}");
+        assert!(stdout.is_empty(), "{query}: {stdout}");
+        assert!(
+            err.contains(construct)
+                && err.contains("cannot run across processes")
+                && err.contains("`gpsense query` without --workers/--processes"),
+            "{query}: {err}"
+        );
+        assert!(
+            !err.contains("no-such-graph"),
+            "{query}: loaded first: {err}"
+        );
+    }
+    for l in &listeners {
+        l.set_nonblocking(true).unwrap();
+        let accepted = l.accept().map(|_| ());
+        assert!(
+            matches!(&accepted, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+            "a process connected: {accepted:?}"
+        );
+    }
+}
+
+#[test]
+fn a_variables_only_query_is_standard_sparql_across_processes_too() {
+    // Hom, as one process, the endpoint and Python read it (iso would drop the rows where ?x = ?y).
+    let q = "SELECT ?x ?y WHERE { ?x ?r ?y . ?y ?s ?x }";
+    let (single, _) = ok(&["query", q]);
+    let (iso, _) = ok(&["query", q, "--semantics", "iso"]);
+    assert_ne!(
+        sorted_lines(&single),
+        sorted_lines(&iso),
+        "a query where they differ"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = cluster(dir.path(), 2, 1, &["query", q]);
+    for (i, (code, _, err)) in out.iter().enumerate() {
+        assert_eq!(*code, Some(0), "process {i}: {err}");
+    }
+    assert_eq!(sorted_lines(&out[0].1), sorted_lines(&single));
+}

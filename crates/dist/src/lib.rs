@@ -26,6 +26,7 @@ mod frames;
 pub mod hostfile;
 pub mod job;
 pub mod plan;
+mod reading;
 mod run;
 
 pub use run::{run, Outcome};

@@ -334,7 +334,8 @@ fn peel<'q>(p: &'q GraphPattern, text: &str, s: &mut Shape<'q>) -> Result<(), Qu
                 inner,
                 variables,
                 aggregates,
-            } if variables.is_empty() => match &aggregates[..] {
+            } => match &aggregates[..] {
+                _ if !variables.is_empty() => Err(unsupported(text, "GROUP BY", "group")),
                 [(v, AggregateExpression::CountSolutions { distinct })] if v == from => {
                     s.count = Some((variable.as_str().to_owned(), *distinct));
                     peel(inner, text, s)

@@ -4,13 +4,14 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use gpsense::{solutions, Dialect, Error, Loaded, Prepared, Reported};
+use gpsense::{solutions, Error, Loaded, Prepared, Reading, Reported};
 use gpsense_graph::ingest::{Columns, Format, IngestOptions, NoProgress, OnError};
 use gpsense_graph::KnowledgeGraph;
 use pyo3::exceptions::{PyUserWarning, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
+use crate::algebra::{self, Keep};
 use crate::errors::{self, from_gpsense};
 use crate::interrupt;
 use crate::options::{self, Call};
@@ -152,15 +153,18 @@ impl Graph {
             .collect()
     }
 
-    /// Answers a query (gpsense's short SPARQL with bare names, or standard SPARQL 1.1 SELECT) and
-    /// returns its rows: iterate over them as they are found, or take them all with `to_list()`,
-    /// `to_pandas()` or `to_arrow()`. `semantics`: "iso" (subgraph isomorphism) or "hom" (as
+    /// Answers a query (gpsense's short SPARQL with bare names, or standard SPARQL 1.1) and returns
+    /// its rows: iterate over them as they are found, or take them all with `to_list()`,
+    /// `to_pandas()` or `to_arrow()`. A text is read as the CLI reads it (`gpsense::read`): what a
+    /// basic graph pattern cannot say (OPTIONAL, UNION, paths, aggregates, CONSTRUCT, ...) is
+    /// answered by the full evaluator. `semantics`: "iso" (subgraph isomorphism) or "hom" (as
     /// SPARQL); None: iso, except a standard SPARQL query, whose semantics are its own. `limit`:
     /// at most this many rows. `timeout`: seconds; past it, `QueryTimeout` is raised. `engine`:
     /// "auto" (a GPU when present, else the CPU), "dfs", "kernels", "gpu" or "emulated".
     #[pyo3(signature = (text, semantics=None, limit=None, timeout=None, engine="auto"))]
     fn query(
         &self,
+        py: Python<'_>,
         text: &str,
         semantics: Option<&str>,
         limit: Option<u64>,
@@ -168,7 +172,7 @@ impl Graph {
         engine: &str,
     ) -> PyResult<QueryResult> {
         let call = options::call(semantics, limit, timeout, engine)?;
-        QueryResult::new(self.shared.clone(), text, call)
+        QueryResult::new(py, self.shared.clone(), text, call)
     }
 
     /// The number of matches (or of solutions, with FILTERs), counted without materialising them.
@@ -183,8 +187,21 @@ impl Graph {
         engine: &str,
     ) -> PyResult<u128> {
         let call = options::call(semantics, limit, timeout, engine)?;
-        let (_, reported) = self.counted(py, text, &call, false)?;
-        errors::counted(py, &reported)
+        let query = match self.read(py, text)? {
+            Reading::Graph(p) => {
+                let reported = self.counted(py, &p, &call, false)?;
+                return errors::counted(py, &reported);
+            }
+            Reading::Algebra(query) => query,
+        };
+        let opts = algebra::options(py, &call)?;
+        let e = algebra::evaluate(py, &self.shared, &query, &opts, Keep::Count(limit))?;
+        if e.timed_out {
+            let message = format!("the time limit stopped the count at {} solutions", e.count);
+            let partial = e.count.into_pyobject(py)?.into_any().unbind();
+            return Err(errors::timeout(py, message, partial));
+        }
+        Ok(u128::from(e.count))
     }
 
     /// Whether the query has a match (an ASK query, or any pattern).
@@ -198,12 +215,22 @@ impl Graph {
         engine: &str,
     ) -> PyResult<bool> {
         let call = options::call(semantics, Some(1), timeout, engine)?;
-        let (_, reported) = self.counted(py, text, &call, false)?;
-        if reported.report.rows == 0 && reported.report.timed_out {
+        let (found, timed_out) = match self.read(py, text)? {
+            Reading::Graph(p) => {
+                let r = self.counted(py, &p, &call, false)?.report;
+                (r.rows > 0, r.timed_out)
+            }
+            Reading::Algebra(query) => {
+                let opts = algebra::options(py, &call)?;
+                let e = algebra::evaluate(py, &self.shared, &query, &opts, Keep::Count(Some(1)))?;
+                (e.boolean.unwrap_or(e.count > 0), e.timed_out)
+            }
+        };
+        if !found && timed_out {
             let message = "the time limit stopped the search before a match was found".to_owned();
             return Err(errors::timeout(py, message, py.None()));
         }
-        Ok(reported.report.rows > 0)
+        Ok(found)
     }
 
     /// Runs the query (counting its matches) and returns what `gpsense query --explain` prints, as
@@ -221,8 +248,17 @@ impl Graph {
         engine: &str,
     ) -> PyResult<Bound<'py, PyDict>> {
         let call = options::call(semantics, limit, timeout, engine)?;
-        let (p, reported) = self.counted(py, text, &call, true)?;
-        crate::result::explained(py, self.shared.graph(), &p, &reported)
+        match self.read(py, text)? {
+            Reading::Graph(p) => {
+                let reported = self.counted(py, &p, &call, true)?;
+                crate::result::explained(py, self.shared.graph(), &p, &reported)
+            }
+            Reading::Algebra(query) => {
+                let opts = algebra::options(py, &call)?;
+                let e = algebra::evaluate(py, &self.shared, &query, &opts, Keep::Count(limit))?;
+                algebra::explained(py, &opts, &e)
+            }
+        }
     }
 
     /// TruST's approximate matching: the `top` best near matches of the query, whose concepts may
@@ -270,27 +306,29 @@ impl Graph {
 }
 
 impl Graph {
+    /// `text` read as every front end reads it (`gpsense::read`).
+    fn read(&self, py: Python<'_>, text: &str) -> PyResult<Reading> {
+        self.shared.read(text).map_err(|e| from_gpsense(py, e))
+    }
+
     /// Counts on the calling thread with the GIL released, Ctrl-C stopping it.
     fn counted(
         &self,
         py: Python<'_>,
-        text: &str,
+        p: &Prepared,
         call: &Call,
         explain: bool,
-    ) -> PyResult<(Prepared, Reported)> {
+    ) -> PyResult<Reported> {
         let shared = &self.shared;
         let started = std::time::Instant::now();
-        let p = shared
-            .with_dependent(|_, e| e.matcher.prepare(text, Dialect::Short))
-            .map_err(|e| from_gpsense(py, e))?;
         let wanted = call.options.timeout;
         let run = |cancel, timeout| {
             shared.with_dependent(|_, e| {
-                let mut opts = solutions::options_for(&p, &call.options, call.semantics_given);
+                let mut opts = solutions::options_for(p, &call.options, call.semantics_given);
                 opts.cancel = Some(cancel);
                 opts.explain = explain;
                 opts.timeout = timeout;
-                solutions::count(&e.matcher, &p, &opts)
+                solutions::count(&e.matcher, p, &opts)
             })
         };
         // A first try within FIRST_TRY_TIME needs no SIGINT handler (see `brief`); a longer count
@@ -307,8 +345,7 @@ impl Graph {
             let rest = wanted.map(|t| t.saturating_sub(started.elapsed()));
             inline(py, |cancel| run(cancel, rest))?
         };
-        let reported = reported.map_err(|e| from_gpsense(py, Error::from(e)))?;
-        Ok((p, reported))
+        reported.map_err(|e| from_gpsense(py, Error::from(e)))
     }
 }
 

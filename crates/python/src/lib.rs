@@ -3,6 +3,7 @@
 //! query thread, or collected on the calling thread), `TrustMatch`. Matching runs with the GIL
 //! released; errors become the exceptions of `gpsense._errors` with the CLI's messages.
 
+mod algebra;
 mod errors;
 mod graph;
 mod interrupt;

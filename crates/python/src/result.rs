@@ -9,14 +9,16 @@ use std::sync::mpsc::RecvTimeoutError;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
-use gpsense::{solutions, Dialect, Error, Form, Prepared, Reported};
+use gpsense::{solutions, Dialect, Error, Form, Prepared, Reading as Read, Reported};
 use gpsense_graph::KnowledgeGraph;
 use gpsense_planner::Projected;
 use hashbrown::HashMap;
 use pyo3::exceptions::{PyImportError, PyKeyboardInterrupt, PyStopIteration};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+use spargebra::Query;
 
+use crate::algebra::{self, Keep};
 use crate::errors::{self, from_gpsense};
 use crate::graph::{brief, inline};
 use crate::options::Call;
@@ -54,6 +56,12 @@ enum State {
     },
     /// Rows already made (a COUNT(*) query's one row).
     Ready(VecDeque<Py<PyTuple>>),
+    /// The full evaluator's whole answer, as names.
+    Evaluated {
+        rows: std::vec::IntoIter<Vec<Option<String>>>,
+        /// The number of rows, when the caller's time limit cut them short.
+        timed_out: Option<u64>,
+    },
     /// Read to its end, or closed.
     Done,
     /// Cut short after rows were handed out (a time limit, Ctrl-C, a bound): every later read
@@ -96,44 +104,61 @@ impl Reading {
 #[pyclass(module = "gpsense", frozen)]
 pub struct QueryResult {
     shared: Arc<Shared>,
-    prepared: Arc<Prepared>,
+    answering: Answering,
     call: Call,
     variables: Vec<String>,
-    /// Per column: an edge variable (a relation name) rather than a node.
-    relation: Vec<bool>,
     reading: Turns<Reading>,
 }
 
+/// How the query is answered (`gpsense::read`).
+enum Answering {
+    /// By the matcher and the solution stage: rows of ids, streamed.
+    Graph(Matched),
+    /// By the full SPARQL evaluator: rows of names (see `algebra.rs`).
+    Algebra(Box<Query>),
+}
+
+/// A query the matcher answers.
+struct Matched {
+    prepared: Arc<Prepared>,
+    /// Per column: an edge variable (a relation name) rather than a node.
+    relation: Vec<bool>,
+}
+
 impl QueryResult {
-    pub fn new(shared: Arc<Shared>, text: &str, call: Call) -> PyResult<QueryResult> {
-        let prepared = shared
-            .with_dependent(|_, e| e.matcher.prepare(text, Dialect::Short))
-            .map_err(|e| Python::attach(|py| from_gpsense(py, e)))?;
-        if prepared.form == Form::Ask {
-            return Err(Python::attach(|py| {
-                errors::raise(
-                    py,
-                    "QueryError",
-                    ("an ASK query answers yes or no: use Graph.ask()",),
-                )
-            }));
-        }
-        let variables = match solutions::count_column(&prepared) {
-            Some(column) => vec![column.to_owned()],
-            None => solutions::column_names(&prepared.graph),
+    pub fn new(
+        py: Python<'_>,
+        shared: Arc<Shared>,
+        text: &str,
+        call: Call,
+    ) -> PyResult<QueryResult> {
+        let answering = match shared.read(text).map_err(|e| from_gpsense(py, e))? {
+            Read::Graph(prepared) => Answering::Graph(Matched::new(prepared)),
+            Read::Algebra(query) => Answering::Algebra(query),
         };
-        let relation = prepared
-            .graph
-            .projection
-            .iter()
-            .map(|p| matches!(p, Projected::Edge(_)))
-            .collect();
+        let ask = match &answering {
+            Answering::Graph(m) => m.prepared.form == Form::Ask,
+            Answering::Algebra(q) => matches!(**q, Query::Ask { .. }),
+        };
+        if ask {
+            return Err(errors::raise(
+                py,
+                "QueryError",
+                ("an ASK query answers yes or no: use Graph.ask()",),
+            ));
+        }
+        let variables = match &answering {
+            Answering::Graph(m) => match solutions::count_column(&m.prepared) {
+                Some(column) => vec![column.to_owned()],
+                None => solutions::column_names(&m.prepared.graph),
+            },
+            Answering::Algebra(q) => algebra::columns(q),
+        };
         Ok(QueryResult {
             shared,
-            prepared: Arc::new(prepared),
+            answering,
             call,
             variables,
-            relation,
             reading: Turns::new(Reading {
                 state: State::Fresh,
                 names: HashMap::new(),
@@ -141,32 +166,29 @@ impl QueryResult {
         })
     }
 
-    fn options(&self, cancel: Arc<AtomicBool>) -> gpsense::MatchOptions {
-        let mut opts = solutions::options_for(
-            &self.prepared,
-            &self.call.options,
-            self.call.semantics_given,
-        );
+    fn options(&self, m: &Matched, cancel: Arc<AtomicBool>) -> gpsense::MatchOptions {
+        let mut opts =
+            solutions::options_for(&m.prepared, &self.call.options, self.call.semantics_given);
         opts.cancel = Some(cancel);
         opts
     }
 
     /// Starts the query thread (or answers a COUNT(*) query on this one). An error leaves the
     /// result fresh: no row was handed out.
-    fn start(&self, py: Python<'_>, r: &mut Reading) -> PyResult<()> {
-        if solutions::count_column(&self.prepared).is_some() {
-            let n = self.count(py)?;
+    fn start(&self, py: Python<'_>, r: &mut Reading, m: &Matched) -> PyResult<()> {
+        if solutions::count_column(&m.prepared).is_some() {
+            let n = self.count(py, m)?;
             let row = PyTuple::new(py, [n])?.unbind();
             r.state = State::Ready(VecDeque::from([row]));
             return Ok(());
         }
         let started = Instant::now();
-        if self.first_try(py, r)? {
+        if self.first_try(py, r, m)? {
             return Ok(());
         }
-        let mut opts = self.options(Arc::new(AtomicBool::new(false)));
+        let mut opts = self.options(m, Arc::new(AtomicBool::new(false)));
         opts.timeout = opts.timeout.map(|t| t.saturating_sub(started.elapsed()));
-        let stream = Stream::start(self.shared.clone(), self.prepared.clone(), opts)
+        let stream = Stream::start(self.shared.clone(), m.prepared.clone(), opts)
             .map_err(|message| errors::match_error(py, message))?;
         r.state = State::Streaming {
             stream,
@@ -179,16 +201,16 @@ impl QueryResult {
 
     /// Runs the query on the calling thread within `FIRST_TRY_ROWS` and `FIRST_TRY_TIME`; true
     /// when that found the whole answer (then buffered).
-    fn first_try(&self, py: Python<'_>, r: &mut Reading) -> PyResult<bool> {
+    fn first_try(&self, py: Python<'_>, r: &mut Reading, m: &Matched) -> PyResult<bool> {
         let wanted = self.call.options.timeout;
         let budget = wanted.map_or(FIRST_TRY_TIME, |t| t.min(FIRST_TRY_TIME));
-        let cap = FIRST_TRY_ROWS * self.relation.len().max(1);
+        let cap = FIRST_TRY_ROWS * m.relation.len().max(1);
         let (ids, rows, capped, result) = brief(py, |cancel| {
-            let mut opts = self.options(cancel);
+            let mut opts = self.options(m, cancel);
             opts.timeout = Some(budget);
             let (mut ids, mut rows, mut capped) = (Vec::new(), 0u64, false);
             let result = self.shared.with_dependent(|_, e| {
-                solutions::select(&e.matcher, &self.prepared, &opts, &mut |b| {
+                solutions::select(&e.matcher, &m.prepared, &opts, &mut |b| {
                     ids.extend_from_slice(b.data);
                     rows += b.rows as u64;
                     capped = rows as usize > FIRST_TRY_ROWS || ids.len() > cap;
@@ -203,7 +225,7 @@ impl QueryResult {
             return Ok(false);
         }
         let timed_out = reported.report.timed_out.then_some(rows);
-        let empty = if self.relation.is_empty() { rows } else { 0 };
+        let empty = if m.relation.is_empty() { rows } else { 0 };
         r.state = State::Buffered {
             batch: ids,
             at: 0,
@@ -213,11 +235,11 @@ impl QueryResult {
         Ok(true)
     }
 
-    fn count(&self, py: Python<'_>) -> PyResult<u128> {
+    fn count(&self, py: Python<'_>, m: &Matched) -> PyResult<u128> {
         let reported = inline(py, |cancel| {
-            let opts = self.options(cancel);
+            let opts = self.options(m, cancel);
             self.shared.with_dependent(|_, e| {
-                solutions::count(&e.matcher, &self.prepared, &opts).map_err(Error::from)
+                solutions::count(&e.matcher, &m.prepared, &opts).map_err(Error::from)
             })
         })?
         .map_err(|e| from_gpsense(py, e))?;
@@ -226,10 +248,57 @@ impl QueryResult {
 
     /// The next row, or `None` at the end.
     fn next_row(&self, py: Python<'_>, r: &mut Reading) -> PyResult<Option<Py<PyTuple>>> {
+        match &self.answering {
+            Answering::Graph(m) => self.next_matched(py, r, m),
+            Answering::Algebra(q) => self.next_evaluated(py, r, q),
+        }
+    }
+
+    /// The next row of the full evaluator's answer (evaluated whole on the first read).
+    fn next_evaluated(
+        &self,
+        py: Python<'_>,
+        r: &mut Reading,
+        q: &Query,
+    ) -> PyResult<Option<Py<PyTuple>>> {
+        if matches!(r.state, State::Fresh) {
+            let opts = algebra::options(py, &self.call)?;
+            let keep = Keep::Rows(self.call.options.limit);
+            let e = algebra::evaluate(py, &self.shared, q, &opts, keep)?;
+            r.state = State::Evaluated {
+                rows: e.rows.into_iter(),
+                timed_out: e.timed_out.then_some(e.count),
+            };
+        }
+        match &mut r.state {
+            State::Evaluated { rows, timed_out } => match rows.next() {
+                Some(row) => Ok(Some(PyTuple::new(py, row)?.unbind())),
+                None => {
+                    let Some(n) = *timed_out else {
+                        r.state = State::Done;
+                        return Ok(None);
+                    };
+                    let message = format!("the time limit stopped the query after {n} rows");
+                    Err(r.fail(py, errors::timeout(py, message, py.None())))
+                }
+            },
+            State::Failed(e) => Err(e.clone_ref(py)),
+            _ => Ok(None),
+        }
+    }
+
+    /// The next row of the matcher's answer.
+    fn next_matched(
+        &self,
+        py: Python<'_>,
+        r: &mut Reading,
+        m: &Matched,
+    ) -> PyResult<Option<Py<PyTuple>>> {
         loop {
             let Reading { state, names } = &mut *r;
             match state {
-                State::Fresh => self.start(py, r)?,
+                State::Fresh => self.start(py, r, m)?,
+                State::Evaluated { .. } => return Ok(None),
                 State::Ready(rows) => return Ok(rows.pop_front()),
                 State::Done => return Ok(None),
                 State::Failed(e) => return Err(e.clone_ref(py)),
@@ -238,7 +307,7 @@ impl QueryResult {
                     return Ok(Some(PyTuple::empty(py).unbind()));
                 }
                 State::Buffered { batch, at, .. } if *at < batch.len() => {
-                    return self.row_at(py, batch, at, names).map(Some);
+                    return row_at(py, self.shared.graph(), m, batch, at, names).map(Some);
                 }
                 State::Buffered { timed_out, .. } => {
                     let Some(n) = *timed_out else {
@@ -253,7 +322,7 @@ impl QueryResult {
                     return Ok(Some(PyTuple::empty(py).unbind()));
                 }
                 State::Streaming { batch, at, .. } if *at < batch.len() => {
-                    return self.row_at(py, batch, at, names).map(Some);
+                    return row_at(py, self.shared.graph(), m, batch, at, names).map(Some);
                 }
                 State::Streaming {
                     stream,
@@ -265,7 +334,7 @@ impl QueryResult {
                         stream.taken(&next);
                         *batch = next;
                         *at = 0;
-                        if self.relation.is_empty() {
+                        if m.relation.is_empty() {
                             *empty = n;
                         }
                     }
@@ -293,31 +362,16 @@ impl QueryResult {
         }
     }
 
-    /// The row at `at` in `batch`, made into a tuple; `at` moves past it.
-    fn row_at(
-        &self,
-        py: Python<'_>,
-        batch: &[u32],
-        at: &mut usize,
-        names: &mut HashMap<u64, Py<PyString>>,
-    ) -> PyResult<Py<PyTuple>> {
-        let width = self.relation.len();
-        let start = *at;
-        *at += width;
-        let row = &batch[start..start + width];
-        tuple(py, self.shared.graph(), &self.relation, row, names)
-    }
-
     /// Every row's ids, found on the calling thread with the GIL released, within the memory
     /// budget.
-    fn collect_ids(&self, py: Python<'_>) -> PyResult<(Vec<u32>, Reported)> {
+    fn collect_ids(&self, py: Python<'_>, m: &Matched) -> PyResult<(Vec<u32>, Reported)> {
         let budget = self.call.options.memory_budget;
         let outcome = inline(py, |cancel| {
-            let opts = self.options(cancel);
+            let opts = self.options(m, cancel);
             let mut ids: Vec<u32> = Vec::new();
             let mut over = false;
             let result = self.shared.with_dependent(|_, e| {
-                solutions::select(&e.matcher, &self.prepared, &opts, &mut |b| {
+                solutions::select(&e.matcher, &m.prepared, &opts, &mut |b| {
                     if (ids.len() + b.data.len()) as u64 * 4 > budget {
                         over = true;
                         return false;
@@ -358,39 +412,29 @@ impl QueryResult {
 
     /// All rows as tuples: collected at once when nothing was read, else the rest of the stream.
     fn rows(&self, py: Python<'_>, r: &mut Reading) -> PyResult<Vec<Py<PyTuple>>> {
-        if !matches!(r.state, State::Fresh) || solutions::count_column(&self.prepared).is_some() {
-            let mut out = Vec::new();
-            loop {
-                match self.next_row(py, r) {
-                    Ok(Some(row)) => out.push(row),
-                    Ok(None) => return Ok(out),
-                    // The rows this call gathered are the timeout's partial answer.
-                    Err(e) if errors::is(py, &e, "QueryTimeout") => {
-                        let message = format!(
-                            "the time limit stopped the query; {} rows read by to_list()",
-                            out.len()
-                        );
-                        let partial = PyList::new(py, out)?.into_any().unbind();
-                        return Err(errors::timeout(py, message, partial));
-                    }
-                    Err(e) => return Err(e),
-                }
+        let m = match &self.answering {
+            Answering::Graph(m)
+                if matches!(r.state, State::Fresh)
+                    && solutions::count_column(&m.prepared).is_none() =>
+            {
+                m
             }
-        }
-        if self.first_try(py, r)? {
-            return self.rows(py, r);
+            _ => return self.rest(py, r),
+        };
+        if self.first_try(py, r, m)? {
+            return self.rest(py, r);
         }
         // An error here leaves the result fresh (no row was handed out): it can still be iterated.
-        let (ids, reported) = self.collect_ids(py)?;
+        let (ids, reported) = self.collect_ids(py, m)?;
         r.state = State::Done;
-        let width = self.relation.len();
+        let width = m.relation.len();
         let mut out = Vec::with_capacity(reported.report.rows as usize);
         if width == 0 {
             out.extend((0..reported.report.rows).map(|_| PyTuple::empty(py).unbind()));
         } else {
             let g = self.shared.graph();
             for row in ids.chunks_exact(width) {
-                out.push(tuple(py, g, &self.relation, row, &mut r.names)?);
+                out.push(tuple(py, g, &m.relation, row, &mut r.names)?);
             }
         }
         if reported.report.timed_out {
@@ -401,6 +445,58 @@ impl QueryResult {
         }
         Ok(out)
     }
+
+    /// The rest of the rows, read one by one.
+    fn rest(&self, py: Python<'_>, r: &mut Reading) -> PyResult<Vec<Py<PyTuple>>> {
+        let mut out = Vec::new();
+        loop {
+            match self.next_row(py, r) {
+                Ok(Some(row)) => out.push(row),
+                Ok(None) => return Ok(out),
+                // The rows this call gathered are the timeout's partial answer.
+                Err(e) if errors::is(py, &e, "QueryTimeout") => {
+                    let message = format!(
+                        "the time limit stopped the query; {} rows read by to_list()",
+                        out.len()
+                    );
+                    let partial = PyList::new(py, out)?.into_any().unbind();
+                    return Err(errors::timeout(py, message, partial));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+impl Matched {
+    fn new(prepared: Prepared) -> Self {
+        let relation = prepared
+            .graph
+            .projection
+            .iter()
+            .map(|p| matches!(p, Projected::Edge(_)))
+            .collect();
+        Matched {
+            prepared: Arc::new(prepared),
+            relation,
+        }
+    }
+}
+
+/// The row at `at` in `batch`, made into a tuple; `at` moves past it.
+fn row_at(
+    py: Python<'_>,
+    g: &KnowledgeGraph,
+    m: &Matched,
+    batch: &[u32],
+    at: &mut usize,
+    names: &mut HashMap<u64, Py<PyString>>,
+) -> PyResult<Py<PyTuple>> {
+    let width = m.relation.len();
+    let start = *at;
+    *at += width;
+    let row = &batch[start..start + width];
+    tuple(py, g, &m.relation, row, names)
 }
 
 // Python's names: `to_list` and the others consume the result's rows, as `list()` does.
@@ -649,6 +745,7 @@ pub fn explained<'py>(
             Dialect::Sparql => "sparql",
         },
     )?;
+    d.set_item("evaluator", "graph")?;
     d.set_item("semantics", r.semantics.to_string())?;
     d.set_item("engine", r.engine.to_string())?;
     d.set_item("device", r.device.clone())?;

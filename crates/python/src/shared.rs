@@ -35,6 +35,12 @@ impl Shared {
         self.borrow_owner()
     }
 
+    /// `text` read as every front end reads it: standard SPARQL when it parses as such (the graph
+    /// path or the full evaluator), else the short dialect.
+    pub fn read(&self, text: &str) -> Result<gpsense::Reading, gpsense::Error> {
+        self.with_dependent(|_, e| gpsense::read(&e.matcher, text, None))
+    }
+
     pub fn graph(&self) -> &gpsense_graph::KnowledgeGraph {
         &self.borrow_owner().graph
     }

@@ -44,13 +44,13 @@ def no_query_thread_left(within: float = 3.0) -> bool:
 
 
 def test_huge_query_count(cn):
-    """The three-hop query has 13.6 million matches: reading them all from Python takes many
+    """The three-hop query has 14.5 million matches: reading them all from Python takes many
     seconds, which the streaming tests below must stay well under."""
     assert cn.count(HUGE_3HOP) == HUGE_3HOP_COUNT
 
 
 def test_first_rows_arrive_before_the_query_ends(cn):
-    """Rows stream: the first comes long before the 13.6 million rows could all be found."""
+    """Rows stream: the first comes long before the 14.5 million rows could all be found."""
     start = time.monotonic()
     r = cn.query(HUGE_3HOP, timeout=30)
     assert r.variables == ["a", "r", "b", "s", "c", "t", "d"]

@@ -14,7 +14,7 @@ use gpsense_dist::job::{Job, Report, Request, SinkFactory};
 use gpsense_dist::partition::{self, load_part};
 use gpsense_dist::{Outcome, Partition, Vocab};
 use gpsense_graph::{Csr, GraphParts, KnowledgeGraph};
-use gpsense_planner::{Dialect, Form};
+use gpsense_planner::Form;
 use gpsense_runtime::MatchOptions;
 
 use crate::rows::{RowFormat, RowWriter};
@@ -180,12 +180,12 @@ pub fn query(
     semantics_given: bool,
     d: &DistArgs,
 ) -> Result<()> {
+    // What the distributed join cannot answer is refused from the text, before the part loads
+    // and before any peer is reached.
+    let request = Request::text(text).map_err(|e| anyhow::anyhow!(render_dist(&e, text)))?;
     let part = load(graph, d)?;
     let job = Job {
-        request: Request::Text {
-            text: text.to_owned(),
-            prefer: Dialect::Short,
-        },
+        request,
         semantics: semantics_given.then_some(options.semantics),
         count_only: count,
         limit: options.limit,

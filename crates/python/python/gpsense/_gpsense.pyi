@@ -68,11 +68,16 @@ class Graph:
         timeout: float | None = None,
         engine: Engine = "auto",
     ) -> QueryResult:
-        """Answers a query (gpsense's short SPARQL with bare names, or standard SPARQL 1.1 SELECT)
-        and returns its rows, streamed as they are found.
+        """Answers a query (gpsense's short SPARQL with bare names, or standard SPARQL 1.1) and
+        returns its rows, streamed as they are found. A text that parses as standard SPARQL is
+        standard (as the CLI and the endpoint read it); OPTIONAL, UNION, paths, aggregates, BIND,
+        VALUES, subqueries, CONSTRUCT and DESCRIBE are answered by the full evaluator, whole on the
+        first read: names as strings, ``None`` for an unbound value, ``(subject, predicate,
+        object)`` rows for CONSTRUCT and DESCRIBE. A standard query naming what the graph lacks
+        answers empty with a ``UserWarning`` carrying the suggestion.
 
         ``semantics``: "iso" (subgraph isomorphism) or "hom" (as SPARQL); None: iso, except a
-        standard SPARQL query, whose semantics are its own. ``limit``: at most this many rows.
+        standard SPARQL query, whose semantics are its own (the full evaluator's is always hom). ``limit``: at most this many rows.
         ``timeout``: seconds; past it, reading the rows raises ``QueryTimeout``. ``engine``:
         "auto" (a GPU when present, else the CPU), "dfs", "kernels", "gpu" or "emulated".
         Raises ``QueryError`` (with ``line`` and ``column``) for a query that does not parse or
@@ -110,7 +115,11 @@ class Graph:
         prints, as a dict: ``dialect``, ``semantics``, ``engine``, ``device``, ``fallback``,
         ``plan`` and ``join_plan`` (the planner's reasons), ``candidates`` (per query node:
         ``after_filter``, ``after_refine``), ``edge_candidates``, ``times_ms`` (per phase),
-        ``matches``, ``timed_out``, ``limit_reached``, and ``text`` (the CLI's report)."""
+        ``matches``, ``timed_out``, ``limit_reached``, and ``text`` (the CLI's report). A query
+        the full evaluator answers gives ``evaluator`` ("algebra"), ``dialect``, ``semantics``,
+        ``engine``, ``patterns`` and ``pattern_rows`` (what the matcher answered inside),
+        ``declined``, ``unknown`` (names the graph lacks), ``times_ms`` (``total``), ``matches``,
+        ``timed_out`` and ``text``."""
 
     def trust(
         self,
@@ -137,7 +146,8 @@ class Graph:
         edges. Needs networkx."""
 
 class QueryResult:
-    """The rows of a query, as tuples of names (a relation's name for an edge variable). Iterating
+    """The rows of a query, as tuples of names (a relation's name for an edge variable; ``None``
+    for a value OPTIONAL left unbound). Iterating
     streams them as the engine finds them; breaking off, ``close()``, leaving a ``with`` block or
     dropping the result stops the query. ``to_list()``, ``to_pandas()`` and ``to_arrow()`` take all
     rows at once. A result is read once; threads sharing one take turns, each row going to one of
