@@ -67,7 +67,6 @@ pub fn main_with(args: impl IntoIterator<Item = String>) -> Result<(), String> {
 /// Timed runs stop once they took this long in all.
 const RUN_BUDGET_S: f64 = 2.0;
 
-
 fn write_dump(loaded: &Loaded, path: &Path) -> Result<(), String> {
     let file = File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
     dump(&loaded.graph, DumpFormat::NTriples, file).map_err(|e| e.to_string())?;
@@ -119,7 +118,12 @@ struct Answered {
     path: &'static str,
 }
 
-fn answer(m: &Matcher, sparql: &Sparql<Matcher>, text: &str, digest: bool) -> Result<Answered, String> {
+fn answer(
+    m: &Matcher,
+    sparql: &Sparql<Matcher>,
+    text: &str,
+    digest: bool,
+) -> Result<Answered, String> {
     let options = MatchOptions {
         single_thread: true,
         ..MatchOptions::default()
@@ -166,7 +170,11 @@ fn algebra_answer(answer: Answer, digest: bool) -> Result<Answered, String> {
                 let t = t.map_err(|e| e.to_string())?;
                 out.rows += 1;
                 if digest {
-                    let terms = [t.subject.to_string(), t.predicate.to_string(), t.object.to_string()];
+                    let terms = [
+                        t.subject.to_string(),
+                        t.predicate.to_string(),
+                        t.object.to_string(),
+                    ];
                     out.digest.row(terms.into_iter().map(Some));
                 }
             }

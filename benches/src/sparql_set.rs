@@ -150,7 +150,9 @@ mod tests {
         let text = include_str!("../sparql/algebra.rq");
         let set = parse(text).unwrap();
         assert!(set.len() >= 20, "{} queries", set.len());
-        assert!(set.iter().all(|q| q.text.contains("PREFIX n: <gpsense:n/>")));
+        assert!(set
+            .iter()
+            .all(|q| q.text.contains("PREFIX n: <gpsense:n/>")));
     }
 
     #[test]

@@ -310,11 +310,20 @@ mod tests {
         ];
         let (md, differ) = table(&ours, &theirs);
         assert_eq!(differ, 1, "{md}");
-        assert!(md.contains("| a | path | - | 3 | 1.00 | 4.00 | 4.0x | same |"), "{md}");
-        assert!(md.contains("DIFFER: gpsense 2 rows, oxigraph 2 rows"), "{md}");
+        assert!(
+            md.contains("| a | path | - | 3 | 1.00 | 4.00 | 4.0x | same |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("DIFFER: gpsense 2 rows, oxigraph 2 rows"),
+            "{md}"
+        );
         // Geometric mean of 4 and 16.
         assert!(md.contains("| path | 2 | 8.0x | 4.0x |"), "{md}");
-        assert!(md.contains("geometric mean **8.0x** over 2 queries; 1 below 5x"), "{md}");
+        assert!(
+            md.contains("geometric mean **8.0x** over 2 queries; 1 below 5x"),
+            "{md}"
+        );
         assert!(md.contains("Answers differ on 1: b"), "{md}");
     }
 
@@ -331,7 +340,9 @@ mod tests {
     #[test]
     fn quick_subset_takes_each_class_once_and_round_trips() {
         let text = std::fs::read_to_string(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(QUERIES),
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("..")
+                .join(QUERIES),
         )
         .unwrap();
         let set = sparql_set::parse(&text).unwrap();
