@@ -446,9 +446,9 @@ pub fn run(root: &Path, args: &BenchArgs) -> Result<()> {
     // 4c. The SPARQL algebra set against pyoxigraph, in-process (full runs).
     let sparql_section =
         if args.quick {
-            Err("not run in --quick mode (its example is a release build of its own, minutes here, \
-             and Oxigraph takes about a minute over the set): `cargo xtask bench --only sparql \
-             --quick` runs the first query of each class"
+            Err("not run in --quick mode: its example is a release build of its own (fat LTO, with \
+             the examples' dependency features: many minutes on 2 cores); `cargo xtask bench \
+             --only sparql --quick` runs the first query of each class in seconds once it is built"
             .to_owned())
         } else {
             sparql_step(root, &work, &peers, false)
