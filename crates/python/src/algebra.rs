@@ -233,11 +233,11 @@ fn row_bytes(row: &[Option<String>]) -> u64 {
 /// An evaluator's error as the matching Python exception.
 pub fn sparql_error(py: Python<'_>, e: SparqlError) -> PyErr {
     match e {
-        SparqlError::MemoryBudget { .. } | SparqlError::Matcher(_) => {
+        SparqlError::MemoryBudget { .. } | SparqlError::Memory(_) | SparqlError::Matcher(_) => {
             errors::match_error(py, e.to_string())
         }
         SparqlError::TimedOut => errors::timeout(py, e.to_string(), py.None()),
-        SparqlError::Syntax(_) | SparqlError::Unsupported(_) | SparqlError::Evaluation(_) => {
+        SparqlError::Syntax(_) | SparqlError::Unsupported { .. } | SparqlError::Evaluation(_) => {
             errors::raise(py, "QueryError", (e.to_string(),))
         }
     }

@@ -83,7 +83,7 @@ pub fn from_gpsense(py: Python<'_>, e: gpsense::Error) -> PyErr {
         E::Match(_) => match_error(py, chain(&e)),
         E::Sparql(s) => match s {
             gpsense::sparql::SparqlError::Syntax(_)
-            | gpsense::sparql::SparqlError::Unsupported(_)
+            | gpsense::sparql::SparqlError::Unsupported { .. }
             | gpsense::sparql::SparqlError::Evaluation(_) => raise(py, "QueryError", (chain(&e),)),
             _ => match_error(py, chain(&e)),
         },

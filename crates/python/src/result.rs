@@ -133,7 +133,7 @@ impl QueryResult {
         call: Call,
     ) -> PyResult<QueryResult> {
         let answering = match shared.read(text).map_err(|e| from_gpsense(py, e))? {
-            Read::Graph(prepared) => Answering::Graph(Matched::new(prepared)),
+            Read::Graph(prepared) => Answering::Graph(Matched::new(*prepared)),
             Read::Algebra(query) => Answering::Algebra(query),
         };
         let ask = match &answering {
