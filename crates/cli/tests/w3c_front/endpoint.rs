@@ -20,24 +20,33 @@ use crate::w3c_support::run::{Evaluate, NoAnswer};
 const JSON: &str = "application/sparql-results+json";
 const N_TRIPLES: &str = "application/n-triples";
 
-/// The evaluator that asks `gpsense serve`: the server of the current data file stays up while
-/// the tests on it run (the suite lists them together), and gives way to the next file's.
+/// Servers kept running at once: a folder's tests use a few data files in turns.
+const KEPT: usize = 8;
+
+/// The evaluator that asks `gpsense serve`: one server per data file, kept while its tests run
+/// (the [`KEPT`] used last stay up; the one used longest ago gives way to a new one).
 pub fn endpoint(snapshots: Arc<Snapshots>) -> Evaluate {
-    let current: Mutex<Option<Server>> = Mutex::new(None);
+    let servers: Mutex<Vec<Server>> = Mutex::new(Vec::new());
     Arc::new(move |test| {
         let graph = snapshots.of(&test.data)?;
-        let mut current = current
+        let mut servers = servers
             .lock()
             .map_err(|_| NoAnswer::Malformed("an earlier test panicked".into()))?;
-        if current.as_ref().is_none_or(|s| s.graph != graph) {
-            // The last file's server ends before the next starts.
-            *current = None;
-            *current = Some(Server::start(&graph)?);
+        // Most recently used last.
+        match servers.iter().position(|s| s.graph == graph) {
+            Some(i) => {
+                let server = servers.remove(i);
+                servers.push(server);
+            }
+            None => {
+                if servers.len() == KEPT {
+                    servers.remove(0);
+                }
+                servers.push(Server::start(&graph)?);
+            }
         }
-        let server = current
-            .as_ref()
-            .ok_or(NoAnswer::Malformed("no server".into()))?;
-        ask(server.port, test)
+        let port = servers.last().map(|s| s.port);
+        ask(port.ok_or(NoAnswer::Malformed("no server".into()))?, test)
     })
 }
 
