@@ -115,3 +115,55 @@ pub fn read_triples(out: &str) -> Result<Graph, String> {
         .map_err(|e| format!("not N-Triples: {e}"))?;
     Ok(triples.iter().collect())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oxrdf::Literal;
+
+    #[test]
+    fn tsv_cells_are_terms_by_the_name_convention() {
+        let out = "x\ty\tz\nhttp://e/a\t\"chat\"@fr\t_:b1\n\"a\\\\tb\\tc\"\t\t\"5\"^^<http://www.w3.org/2001/XMLSchema#integer>\n";
+        let s = read_tsv(out).unwrap();
+        let names: Vec<&str> = s.variables.iter().map(Variable::as_str).collect();
+        assert_eq!(names, ["x", "y", "z"]);
+        assert_eq!(
+            s.rows[0],
+            [
+                Some(NamedNode::new_unchecked("http://e/a").into()),
+                Some(Literal::new_language_tagged_literal_unchecked("chat", "fr").into()),
+                Some(BlankNode::new_unchecked("b1").into()),
+            ]
+        );
+        // `\\t` in the cell is the N-Triples escape `\t`: a tab in the literal; `\t` is one too.
+        let typed = Literal::new_typed_literal("5", oxrdf::vocab::xsd::INTEGER);
+        assert_eq!(
+            s.rows[1],
+            [
+                Some(Literal::new_simple_literal("a\tb\tc").into()),
+                None,
+                Some(typed.into())
+            ]
+        );
+    }
+
+    #[test]
+    fn no_variable_and_one_unbound_variable_are_told_apart() {
+        assert_eq!(read_tsv("\n\n").unwrap().rows, [Vec::<Option<Term>>::new()]);
+        assert_eq!(read_tsv("x\n\n").unwrap().rows, [vec![None]]);
+    }
+
+    #[test]
+    fn what_is_no_term_is_no_answer() {
+        for out in [
+            "n\n5\n",
+            "x\ty\na\n",
+            "x\n# timed out\n",
+            "x\n\"open\n",
+            "x\n\\q\n",
+        ] {
+            assert!(read_tsv(out).is_err(), "{out:?} read as an answer");
+        }
+        assert!(read_triples("<a> <b> .\n").is_err());
+    }
+}
