@@ -42,8 +42,9 @@ enum Command {
     /// every HPRD, yeast and common-sense answer held to dfs's and the published counts,
     /// compute-sanitizer where present, timings; target/gpu-check/report.md.
     GpuCheck(gpu_check::GpuCheckArgs),
-    /// Run the W3C SPARQL 1.0/1.1 query evaluation tests (crates/sparql/tests/w3c): pass / wrong /
-    /// refused per folder; fails on a wrong answer or fewer passes than recorded.
+    /// Run the W3C SPARQL 1.0/1.1 query evaluation tests (crates/sparql/tests/w3c) through the
+    /// library, `gpsense query` or `gpsense serve` (--via): pass / wrong / refused per folder;
+    /// fails on a wrong answer or fewer passes than recorded.
     W3c(w3c::W3cArgs),
 }
 

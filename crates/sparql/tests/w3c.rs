@@ -8,9 +8,13 @@
 //! `w3c_reference_evaluator` (ignored; `cargo xtask w3c --reference`) runs the same tests through
 //! Oxigraph's evaluator: it checks the harness's reading and comparison, not gpsense.
 
+// The front ends' run (crates/cli/tests/w3c.rs) uses the parts this file does not.
+#[allow(dead_code)]
 mod w3c_support;
 
-use w3c_support::report::{read_record, run, suite_root, write_record, Run};
+use std::sync::Arc;
+
+use w3c_support::report::{only, run, settle, suite_root};
 use w3c_support::run::{gpsense, reference};
 
 /// Tests Oxigraph's evaluator (spareval 0.2.9) passes through this harness, of 463 (443 of the 452
@@ -23,56 +27,27 @@ const REFERENCE_PASSES: usize = 454;
 #[test]
 fn w3c_query_evaluation() {
     let root = suite_root();
-    let run = run(&root, gpsense).unwrap_or_else(|e| panic!("{e:#}"));
+    let run = run(&root, Arc::new(gpsense), only().as_deref()).unwrap_or_else(|e| panic!("{e:#}"));
     print!("{}", run.table("gpsense"));
-    let path = root.join("expected.txt");
-    if std::env::var_os("GPSENSE_W3C_RECORD").is_some_and(|v| v == "1") {
-        write_record(&path, &run).unwrap_or_else(|e| panic!("{e:#}"));
-        println!("recorded {} passes in {}", run.passed(), path.display());
-    } else {
-        held_to_record(&run, &path);
-    }
-    let wrong: Vec<&str> = run.wrong().map(|t| t.name.as_str()).collect();
-    assert!(wrong.is_empty(), "wrong answers: {wrong:?}");
-}
-
-/// Fewer passes than recorded fails, naming the tests that no longer pass.
-fn held_to_record(run: &Run, path: &std::path::Path) {
-    let record = read_record(path).unwrap_or_else(|e| {
-        panic!(
-            "{e:#}\nno record to hold the run to: GPSENSE_W3C_RECORD=1 cargo xtask w3c writes one"
-        )
-    });
-    let regressed: Vec<&str> = run
-        .failing()
-        .filter(|t| !record.failing.contains(&t.name))
-        .map(|t| t.name.as_str())
-        .collect();
-    assert!(
-        run.passed() >= record.passed,
-        "{} tests pass, {} recorded; no longer passing: {regressed:?}",
-        run.passed(),
-        record.passed
-    );
-    if run.passed() > record.passed {
-        println!(
-            "{} more tests pass than recorded: GPSENSE_W3C_RECORD=1 cargo xtask w3c records them",
-            run.passed() - record.passed
-        );
-    }
+    let about = "through the library (crates/sparql/tests/w3c.rs)";
+    settle(&run, &root.join("expected.txt"), about);
 }
 
 #[test]
 #[ignore = "checks the harness with Oxigraph's evaluator: cargo xtask w3c --reference"]
 fn w3c_reference_evaluator() {
-    let run = run(&suite_root(), reference).unwrap_or_else(|e| panic!("{e:#}"));
+    let only = only();
+    let run = run(&suite_root(), Arc::new(reference), only.as_deref())
+        .unwrap_or_else(|e| panic!("{e:#}"));
     print!(
         "{}",
         run.table("Oxigraph's evaluator (spareval), the harness's reference")
     );
-    assert!(
-        run.passed() >= REFERENCE_PASSES,
-        "the reference passes {} tests, {REFERENCE_PASSES} before: the harness reads or compares wrongly",
-        run.passed()
-    );
+    if only.is_none() {
+        assert!(
+            run.passed() >= REFERENCE_PASSES,
+            "the reference passes {} tests, {REFERENCE_PASSES} before: the harness reads or compares wrongly",
+            run.passed()
+        );
+    }
 }

@@ -10,9 +10,18 @@ use anyhow::{bail, Context, Result};
 use super::manifest::{manifests, read_folder, Form, Skip};
 use super::run::{judge, one_line, Evaluate, Verdict};
 
-/// Where the copy of the suite is.
+/// Where the copy of the suite is: `crates/sparql/tests/w3c`, also from the CLI's tests, which
+/// include this harness.
 pub fn suite_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/w3c")
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../sparql/tests/w3c");
+    std::fs::canonicalize(&root).unwrap_or(root)
+}
+
+/// `GPSENSE_W3C_ONLY=TEXT`: only the tests whose name holds TEXT (`cargo xtask w3c --only`).
+pub fn only() -> Option<String> {
+    std::env::var("GPSENSE_W3C_ONLY")
+        .ok()
+        .filter(|text| !text.is_empty())
 }
 
 /// One test's outcome.
@@ -27,17 +36,23 @@ pub struct Run {
     pub tests: Vec<Outcome>,
     pub skipped: BTreeMap<String, BTreeMap<Skip, usize>>,
     pub elapsed: Duration,
+    /// Only the tests whose name holds this text ran: the run is not held to the record.
+    pub only: Option<String>,
 }
 
-/// Runs every test of every folder under `root` through `evaluate`.
-pub fn run(root: &Path, evaluate: Evaluate) -> Result<Run> {
+/// Runs every test of every folder under `root` through `evaluate` (those whose name holds
+/// `only`, if given).
+pub fn run(root: &Path, evaluate: Evaluate, only: Option<&str>) -> Result<Run> {
     let start = Instant::now();
     let mut tests = Vec::new();
     let mut skipped = BTreeMap::new();
     for manifest in manifests(root)? {
-        let folder = read_folder(root, &manifest)?;
+        let mut folder = read_folder(root, &manifest)?;
+        if let Some(only) = only {
+            folder.tests.retain(|t| t.name.contains(only));
+        }
         for test in &folder.tests {
-            let verdict = match judge(test, evaluate)
+            let verdict = match judge(test, &evaluate)
                 .with_context(|| format!("{}: the expected result", test.name))?
             {
                 Verdict::Wrong(why) => Verdict::Wrong(one_line(&why, root)),
@@ -59,6 +74,7 @@ pub fn run(root: &Path, evaluate: Evaluate) -> Result<Run> {
         tests,
         skipped,
         elapsed: start.elapsed(),
+        only: only.map(str::to_owned),
     })
 }
 
@@ -161,11 +177,7 @@ fn row(label: &str, counts: Counts) -> String {
 }
 
 fn record_line(test: &Outcome) -> String {
-    match &test.verdict {
-        Verdict::Pass => format!("{}\tpass", test.name),
-        Verdict::Wrong(why) => format!("{}\twrong: {why}", test.name),
-        Verdict::Refused(why) => format!("{}\trefused: {why}", test.name),
-    }
+    format!("{}\t{}", test.name, verdict_text(&test.verdict))
 }
 
 /// What `expected.txt` holds: the pass count that must not drop, and the tests known not to pass.
@@ -174,11 +186,16 @@ pub struct Record {
     pub failing: BTreeSet<String>,
 }
 
-const RECORD_HEADER: &str = "\
-# The W3C SPARQL query evaluation tests gpsense passes (crates/sparql/tests/w3c.rs): the pass
-# count must not drop and no answer may be wrong. Each further line is a test that does not pass
-# yet, and why. Rewritten by `cargo xtask w3c --record` (or GPSENSE_W3C_RECORD=1 cargo test).
-";
+/// The record's opening comment; `about` names the run it holds (the library, a front end).
+fn record_header(about: &str) -> String {
+    format!(
+        "\
+# The W3C SPARQL query evaluation tests gpsense passes {about}:
+# the pass count must not drop and no answer may be wrong. Each further line is a test that does
+# not pass yet, and why. Rewritten by `cargo xtask w3c --record` (or GPSENSE_W3C_RECORD=1).
+"
+    )
+}
 
 pub fn read_record(path: &Path) -> Result<Record> {
     let text = std::fs::read_to_string(path).with_context(|| path.display().to_string())?;
@@ -210,11 +227,76 @@ pub fn read_record(path: &Path) -> Result<Record> {
     Ok(Record { passed, failing })
 }
 
-pub fn write_record(path: &Path, run: &Run) -> Result<()> {
-    let mut text = format!("{RECORD_HEADER}pass {}\n", run.passed());
+pub fn write_record(path: &Path, run: &Run, about: &str) -> Result<()> {
+    let mut text = format!("{}pass {}\n", record_header(about), run.passed());
     for test in run.failing() {
         text.push_str(&record_line(test));
         text.push('\n');
     }
     std::fs::write(path, text).with_context(|| path.display().to_string())
+}
+
+/// Ends a run: rewrites the record at `path` (`GPSENSE_W3C_RECORD=1`) or holds the run to it, and
+/// fails on any wrong answer. A run of some tests only (`GPSENSE_W3C_ONLY`) is held to nothing
+/// but the wrong answers.
+pub fn settle(run: &Run, path: &Path, about: &str) {
+    let record = std::env::var_os("GPSENSE_W3C_RECORD").is_some_and(|v| v == "1");
+    match (&run.only, record) {
+        (Some(only), true) => panic!("only the tests holding {only:?} ran: nothing to record"),
+        (Some(only), false) => println!("only the tests holding {only:?} ran: no record held"),
+        (None, true) => {
+            write_record(path, run, about).unwrap_or_else(|e| panic!("{e:#}"));
+            println!("recorded {} passes in {}", run.passed(), path.display());
+        }
+        (None, false) => held_to_record(run, path),
+    }
+    let wrong: Vec<&str> = run.wrong().map(|t| t.name.as_str()).collect();
+    assert!(wrong.is_empty(), "wrong answers: {wrong:?}");
+}
+
+/// Fewer passes than recorded fails, naming the tests that no longer pass.
+fn held_to_record(run: &Run, path: &Path) {
+    let record = read_record(path).unwrap_or_else(|e| {
+        panic!(
+            "{e:#}\nno record to hold the run to: GPSENSE_W3C_RECORD=1 cargo xtask w3c writes one"
+        )
+    });
+    let regressed: Vec<&str> = run
+        .failing()
+        .filter(|t| !record.failing.contains(&t.name))
+        .map(|t| t.name.as_str())
+        .collect();
+    assert!(
+        run.passed() >= record.passed,
+        "{} tests pass, {} recorded in {}; no longer passing: {regressed:?}",
+        run.passed(),
+        record.passed,
+        path.display()
+    );
+    if run.passed() > record.passed {
+        println!(
+            "{} more tests pass than {} records: GPSENSE_W3C_RECORD=1 records them",
+            run.passed() - record.passed,
+            path.display()
+        );
+    }
+}
+
+/// The tests both runs hold whose verdicts differ in kind (pass, wrong, refused), in `a`'s order.
+pub fn differences<'r>(a: &'r Run, b: &'r Run) -> Vec<(&'r Outcome, &'r Outcome)> {
+    let by_name: BTreeMap<&str, &Outcome> = b.tests.iter().map(|t| (t.name.as_str(), t)).collect();
+    a.tests
+        .iter()
+        .filter_map(|t| Some((t, *by_name.get(t.name.as_str())?)))
+        .filter(|(x, y)| std::mem::discriminant(&x.verdict) != std::mem::discriminant(&y.verdict))
+        .collect()
+}
+
+/// A verdict as the table shows it.
+pub fn verdict_text(verdict: &Verdict) -> String {
+    match verdict {
+        Verdict::Pass => "pass".into(),
+        Verdict::Wrong(why) => format!("wrong: {why}"),
+        Verdict::Refused(why) => format!("refused: {why}"),
+    }
 }

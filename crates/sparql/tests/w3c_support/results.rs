@@ -43,6 +43,34 @@ impl Outcome {
     }
 }
 
+/// An answer in a few lines, for a person comparing two: at most `most` rows or triples.
+pub fn show(outcome: &Outcome, most: usize) -> String {
+    let (count, mut lines) = match outcome {
+        Outcome::Boolean(value) => return value.to_string(),
+        Outcome::Solutions(s) => {
+            let names: Vec<String> = s.variables.iter().map(ToString::to_string).collect();
+            let mut lines = vec![format!("{} rows of ({})", s.rows.len(), names.join(" "))];
+            lines.extend(s.rows.iter().take(most).map(|row| {
+                let cells: Vec<String> = row
+                    .iter()
+                    .map(|cell| cell.as_ref().map_or("UNDEF".into(), ToString::to_string))
+                    .collect();
+                cells.join(" ")
+            }));
+            (s.rows.len(), lines)
+        }
+        Outcome::Graph(g) => {
+            let mut lines = vec![format!("{} triples", g.len())];
+            lines.extend(g.iter().take(most).map(|t| format!("{t} .")));
+            (g.len(), lines)
+        }
+    };
+    if count > most {
+        lines.push("...".into());
+    }
+    lines.join("\n")
+}
+
 /// The expected outcome in a result file, and whether its cells are CSV text (then the answer is
 /// compared as CSV text too: CSV keeps neither datatypes nor languages).
 pub fn read_expected(file: &SuiteFile) -> Result<(Outcome, bool)> {
@@ -68,7 +96,7 @@ pub fn read_expected(file: &SuiteFile) -> Result<(Outcome, bool)> {
     }
 }
 
-fn read_results(bytes: &[u8], format: QueryResultsFormat) -> Result<Outcome> {
+pub fn read_results(bytes: &[u8], format: QueryResultsFormat) -> Result<Outcome> {
     Ok(
         match QueryResultsParser::from_format(format).for_slice(bytes)? {
             SliceQueryResultsParserOutput::Boolean(value) => Outcome::Boolean(value),

@@ -3,7 +3,7 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc};
 use std::thread;
 use std::time::Duration;
 
@@ -37,16 +37,35 @@ pub enum Verdict {
     Refused(String),
 }
 
-/// An evaluator under test: the answer, or the refusal's message.
-pub type Evaluate = fn(&Test) -> Result<Outcome, String>;
+/// Why an evaluator gave no answer.
+#[derive(Clone, Debug)]
+pub enum NoAnswer {
+    /// It refused (the loader, the parser or the evaluator), with its message.
+    Refused(String),
+    /// Its output is not an answer at all (a front end's text the harness cannot read): wrong.
+    Malformed(String),
+}
+
+impl From<String> for NoAnswer {
+    fn from(refusal: String) -> Self {
+        NoAnswer::Refused(refusal)
+    }
+}
+
+/// An evaluator under test: the answer, or why there is none. Shared, for the evaluators that
+/// keep state across tests (a server per data file).
+pub type Evaluate = Arc<dyn Fn(&Test) -> Result<Outcome, NoAnswer> + Send + Sync>;
 
 /// Runs one test and judges its answer. A result file the harness cannot read is an error of the
 /// harness (or of the copy of the suite), not of the evaluator.
-pub fn judge(test: &Test, evaluate: Evaluate) -> anyhow::Result<Verdict> {
+pub fn judge(test: &Test, evaluate: &Evaluate) -> anyhow::Result<Verdict> {
     let (expected, csv) = read_expected(&test.result)?;
     let answer = match watched(test, evaluate)? {
         Ok(Ok(answer)) => answer,
-        Ok(Err(refusal)) => return Ok(Verdict::Refused(refusal)),
+        Ok(Err(NoAnswer::Refused(refusal))) => return Ok(Verdict::Refused(refusal)),
+        Ok(Err(NoAnswer::Malformed(why))) => {
+            return Ok(Verdict::Wrong(format!("not an answer: {why}")))
+        }
         Err(wrong) => return Ok(Verdict::Wrong(wrong)),
     };
     let answer = match answer {
@@ -61,13 +80,15 @@ pub fn judge(test: &Test, evaluate: Evaluate) -> anyhow::Result<Verdict> {
     )
 }
 
-/// The evaluator's answer or refusal, or (Err) how it panicked or that it hung.
-fn watched(
-    test: &Test,
-    evaluate: Evaluate,
-) -> anyhow::Result<Result<Result<Outcome, String>, String>> {
+/// What an evaluator made of a test: its answer or why none, or (Err) how it panicked or that it
+/// hung.
+pub type Watched = Result<Result<Outcome, NoAnswer>, String>;
+
+/// Runs `evaluate` on `test` on a thread of its own, watched for panics and hangs.
+pub fn watched(test: &Test, evaluate: &Evaluate) -> anyhow::Result<Watched> {
     let (send, receive) = mpsc::channel();
     let owned = test.clone();
+    let evaluate = Arc::clone(evaluate);
     thread::Builder::new()
         .name(test.name.clone())
         .stack_size(STACK)
@@ -92,7 +113,11 @@ fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
 }
 
 /// gpsense: the data file through the ingest API, the query through `gpsense_sparql::evaluate`.
-pub fn gpsense(test: &Test) -> Result<Outcome, String> {
+pub fn gpsense(test: &Test) -> Result<Outcome, NoAnswer> {
+    Ok(library(test)?)
+}
+
+fn library(test: &Test) -> Result<Outcome, String> {
     let graph = load(&test.data)?;
     let engine = Engine::new(&graph);
     let text = std::fs::read_to_string(&test.query.path).map_err(|e| e.to_string())?;
@@ -146,7 +171,11 @@ fn collect(answer: Answer<'_>) -> Result<Outcome, gpsense_sparql::SparqlError> {
 }
 
 /// Oxigraph's evaluator over an in-memory dataset holding the data file.
-pub fn reference(test: &Test) -> Result<Outcome, String> {
+pub fn reference(test: &Test) -> Result<Outcome, NoAnswer> {
+    Ok(oxigraph(test)?)
+}
+
+fn oxigraph(test: &Test) -> Result<Outcome, String> {
     let graph = read_data(&test.data).map_err(|e| format!("{e:#}"))?;
     let dataset: Dataset = graph
         .iter()
