@@ -22,9 +22,10 @@ use std::time::Instant;
 
 use gpsense_graph::KnowledgeGraph;
 use gpsense_kernels::abi::{
-    AdjacencyBoundsArgs, CountWordsArgs, DevSlice, DirectedEdge, EdgeCandidatesArgs, ExtendArgs,
-    ExtendWarpArgs, FilterArgs, GraphArgs, IdentifyArgs, ListsArgs, MarkArgs, NodeTotalsArgs,
-    PivotSegmentsArgs, RefineWordsArgs, ScanArgs, StepArgs, WriteWordsArgs,
+    AdjacencyBoundsArgs, CountWordsArgs, DevSlice, DirectedEdge, EdgeList, EdgeListsArgs,
+    ExtendArgs, ExtendWarpArgs, FilterArgs, GraphArgs, IdentifyNodesArgs, ListsArgs, MarkStep,
+    MarkStepsArgs, NodeJob, NodeTotalsArgs, PivotSegmentsArgs, RefineJob, RefineNodesArgs,
+    ScanArgs, StepArgs, WriteWordsArgs,
 };
 use gpsense_kernels::{bits, Dir, NONE};
 use gpsense_planner::{Plan, QueryGraph};
@@ -224,6 +225,8 @@ struct FilterRegions {
     sums: Region,
     summary: Region,
     params: Region,
+    /// The per-wave job tables of identification, marking and refinement.
+    jobs: Region,
 }
 
 /// The query as the device reads it: filters, incident edges, the directed edges, in one upload.
@@ -267,6 +270,143 @@ fn slice_at(region: &Region, (at, len): (usize, usize), elem: usize) -> DevSlice
     DevSlice {
         ptr: region.slice.ptr + at as u64,
         len: (len / elem) as u64,
+    }
+}
+
+/// The filtering phase's schedule. A node's wave is one more than the latest wave among the earlier
+/// endpoints of its edges (0 without any), so query neighbours never share a wave: a wave's nodes
+/// are identified in one launch once every mark into them is made, then mark their later
+/// neighbours in one launch, and refinement takes the waves in reverse. The sets are exactly those
+/// of a pass node by node in plan order, in launches per wave instead of per query edge.
+struct Waves {
+    /// Query nodes per wave, in plan order.
+    nodes: Vec<Vec<usize>>,
+    /// Neighbour steps (indexes into `Layout::neighbour_steps`) per wave of their earlier endpoint.
+    steps: Vec<Vec<usize>>,
+    /// Per query node, the first mark slot of the steps into it and their number.
+    marks: Vec<(u32, u32)>,
+    /// The mark slot of each step (grouped by the node it marks).
+    slot: Vec<u32>,
+}
+
+/// The job tables of [`Waves`], one upload, and each wave's part of them.
+struct Tables {
+    bytes: Vec<u8>,
+    identify: Vec<DevSlice>,
+    mark: Vec<DevSlice>,
+    refine: Vec<DevSlice>,
+}
+
+impl Waves {
+    fn new(layout: &Layout) -> Self {
+        let (n, steps) = (layout.nodes, &layout.neighbour_steps);
+        let mut wave = vec![0usize; n];
+        // Steps come by their earlier endpoint's plan position: its wave is final when read.
+        for s in steps {
+            wave[s.to] = wave[s.to].max(wave[s.from] + 1);
+        }
+        let count = wave.iter().max().map_or(0, |&w| w + 1);
+        let mut nodes = vec![Vec::new(); count];
+        for &u in &layout.order {
+            nodes[wave[u]].push(u);
+        }
+        let mut by_wave = vec![Vec::new(); count];
+        for (j, s) in steps.iter().enumerate() {
+            by_wave[wave[s.from]].push(j);
+        }
+        let mut marks = vec![(0u32, 0u32); n];
+        let mut slot = vec![0u32; steps.len()];
+        let mut next = 0u32;
+        for (t, m) in marks.iter_mut().enumerate() {
+            m.0 = next;
+            for (j, _) in steps.iter().enumerate().filter(|(_, s)| s.to == t) {
+                slot[j] = next;
+                next += 1;
+            }
+            m.1 = next - m.0;
+        }
+        Waves {
+            nodes,
+            steps: by_wave,
+            marks,
+            slot,
+        }
+    }
+
+    fn table_bytes(&self) -> usize {
+        let n: usize = self.nodes.iter().map(Vec::len).sum();
+        let m: usize = self.steps.iter().map(Vec::len).sum();
+        n * (size_of::<NodeJob>() + size_of::<RefineJob>()) + m * size_of::<MarkStep>()
+    }
+
+    /// The tables as the device reads them at `r.jobs`: node jobs, then mark steps, then refine
+    /// jobs, each wave's part contiguous.
+    fn tables(&self, layout: &Layout, params: &Params, r: &FilterRegions, seeded: &[bool]) -> Tables {
+        let (mut jobs, mut steps, mut refine) = (Vec::new(), Vec::new(), Vec::new());
+        let mut parts = [Vec::new(), Vec::new(), Vec::new()];
+        for (nodes, wave_steps) in self.nodes.iter().zip(&self.steps) {
+            let start = [jobs.len(), steps.len(), refine.len()];
+            for &u in nodes {
+                let p = &params.nodes[u];
+                let f = &layout.filters[u];
+                jobs.push(NodeJob {
+                    filter: FilterArgs {
+                        fixed: f.fixed,
+                        label: f.label,
+                        degrees: slice_at(&r.params, p[0], 12),
+                        neighbour_labels: slice_at(&r.params, p[1], 12),
+                        self_loops: slice_at(&r.params, p[2], 4),
+                    },
+                    node: u as u32,
+                    seeded: seeded[u] as u32,
+                    marks: self.marks[u].0,
+                    mark_count: self.marks[u].1,
+                });
+                if !layout.incident[u].is_empty() {
+                    refine.push(RefineJob {
+                        node: u as u32,
+                        _pad: 0,
+                        incident: slice_at(&r.params, p[3], 12),
+                    });
+                }
+            }
+            for &j in wave_steps {
+                let s = &layout.neighbour_steps[j];
+                steps.push(MarkStep {
+                    from: s.from as u32,
+                    dir: dir_code(s.dir),
+                    label: s.label,
+                    mark: self.slot[j],
+                    allowed: if seeded[s.to] { s.to as u32 } else { NONE },
+                    _pad: 0,
+                });
+            }
+            let end = [jobs.len(), steps.len(), refine.len()];
+            for k in 0..3 {
+                parts[k].push((start[k], end[k]));
+            }
+        }
+        let mut bytes = as_bytes(&jobs).to_vec();
+        let at_steps = bytes.len();
+        bytes.extend_from_slice(as_bytes(&steps));
+        let at_refine = bytes.len();
+        bytes.extend_from_slice(as_bytes(&refine));
+        let base = r.jobs.slice.ptr;
+        let slices = |parts: &[(usize, usize)], at: usize, elem: usize| {
+            parts
+                .iter()
+                .map(|&(s, e)| DevSlice {
+                    ptr: base + (at + s * elem) as u64,
+                    len: (e - s) as u64,
+                })
+                .collect()
+        };
+        Tables {
+            identify: slices(&parts[0], 0, size_of::<NodeJob>()),
+            mark: slices(&parts[1], at_steps, size_of::<MarkStep>()),
+            refine: slices(&parts[2], at_refine, size_of::<RefineJob>()),
+            bytes,
+        }
     }
 }
 
@@ -384,13 +524,16 @@ impl<D: Device> Pipeline<'_, D> {
         let directed = directed_edges(q);
         let params = Params::new(layout, &directed);
         let words = n * stride;
+        let waves = Waves::new(layout);
+        let marks = layout.neighbour_steps.len();
         let carve = |c: &mut Carver| FilterRegions {
             sets: c.take::<u32>(words),
-            marks: c.take::<u32>(words),
+            marks: c.take::<u32>(marks * stride),
             offsets: c.take::<u64>(words + 1),
             sums: c.take::<u64>(scan_sums(words + 1)),
             summary: c.take::<u64>(n + directed.len()),
             params: c.take::<u8>(params.bytes.len()),
+            jobs: c.take::<u8>(waves.table_bytes()),
         };
         let mut sizing = Carver::new(0);
         carve(&mut sizing);
@@ -401,29 +544,6 @@ impl<D: Device> Pipeline<'_, D> {
         dev.write_bytes(buf, r.params.offset, &params.bytes)?;
         dev.zero_bytes(buf, r.marks.offset, r.marks.bytes(4))?;
         let set = |u: usize| r.sets.part(4, u * stride, (u + 1) * stride);
-        let mark = |u: usize| r.marks.part(4, u * stride, (u + 1) * stride);
-        let filter_args = |u: usize| {
-            let f = &layout.filters[u];
-            let p = &params.nodes[u];
-            FilterArgs {
-                fixed: f.fixed,
-                label: f.label,
-                degrees: slice_at(&r.params, p[0], 12),
-                neighbour_labels: slice_at(&r.params, p[1], 12),
-                self_loops: slice_at(&r.params, p[2], 4),
-            }
-        };
-        let identify = |u: usize, within: DevSlice| {
-            dev.launch(
-                &Launch::Identify(IdentifyArgs {
-                    graph: g,
-                    filter: filter_args(u),
-                    within,
-                    out: set(u).slice,
-                }),
-                stride as u64,
-            )
-        };
         // A concept set's nodes seed its set: the bits a neighbour may mark, and the ones it is
         // identified from (in place).
         let mut seeded = vec![false; n];
@@ -435,57 +555,50 @@ impl<D: Device> Pipeline<'_, D> {
                 seeded[u] = true;
             }
         }
-        let mut has = vec![false; n];
-        for &u in &layout.order {
-            if !has[u] {
-                let within = if seeded[u] {
-                    set(u).slice
-                } else {
-                    DevSlice::default()
-                };
-                identify(u, within)?;
-                has[u] = true;
-            }
-            for step in layout.neighbour_steps.iter().filter(|s| s.from == u) {
-                let t = step.to;
-                dev.zero_bytes(buf, mark(t).offset, stride * 4)?;
-                let allowed = if has[t] || seeded[t] {
-                    set(t).slice
-                } else {
-                    DevSlice::default()
-                };
+        let t = waves.tables(layout, &params, &r, &seeded);
+        dev.write_bytes(buf, r.jobs.offset, &t.bytes)?;
+        let (sets, marks) = (r.sets.slice, r.marks.slice);
+        let stride64 = stride as u64;
+        // Forward: per wave, identify its nodes within their marks, then mark from them.
+        for (nodes, steps) in t.identify.iter().zip(&t.mark) {
+            dev.launch(
+                &Launch::IdentifyNodes(IdentifyNodesArgs {
+                    graph: g,
+                    jobs: *nodes,
+                    sets,
+                    marks,
+                    stride: stride64,
+                }),
+                nodes.len * stride64,
+            )?;
+            if steps.len > 0 {
                 dev.launch(
-                    &Launch::MarkNeighbours(MarkArgs {
+                    &Launch::MarkSteps(MarkStepsArgs {
                         graph: g,
-                        from: set(u).slice,
-                        dir: dir_code(step.dir),
-                        label: step.label,
-                        allowed,
-                        mark: mark(t).slice,
+                        steps: *steps,
+                        sets,
+                        marks,
+                        stride: stride64,
                     }),
-                    stride as u64,
+                    steps.len * stride64,
                 )?;
-                identify(t, mark(t).slice)?;
-                has[t] = true;
             }
         }
+        // Refinement in reversed plan order, a wave at a time: the sets a node reads are exactly
+        // the ones a node-by-node pass would see.
         for _ in 0..rounds {
             if out.stopped() {
                 break;
             }
-            for &u in layout.order.iter().rev() {
-                if layout.incident[u].is_empty() {
-                    continue;
-                }
+            for jobs in t.refine.iter().rev().filter(|j| j.len > 0) {
                 dev.launch(
-                    &Launch::RefineWords(RefineWordsArgs {
+                    &Launch::RefineNodes(RefineNodesArgs {
                         graph: g,
-                        incident: slice_at(&r.params, params.nodes[u][3], 12),
-                        sets: r.sets.slice,
-                        stride: stride as u64,
-                        node: u as u64,
+                        jobs: *jobs,
+                        sets,
+                        stride: stride64,
                     }),
-                    stride as u64,
+                    jobs.len * stride64,
                 )?;
             }
         }
@@ -568,6 +681,7 @@ impl<D: Device> Pipeline<'_, D> {
             labels: c.take::<u16>(room as usize),
             checks: c.take::<gpsense_kernels::join::Check>(checks.len()),
             lists: c.take::<ListsArgs>(checks.len()),
+            edge_lists: c.take::<EdgeList>(lists.len()),
             root: c.take::<u32>(layout.width),
             claimed: c.take::<u64>(3),
         };
@@ -591,37 +705,36 @@ impl<D: Device> Pipeline<'_, D> {
         )?;
         let cand = |u: usize| r.cand.part(4, cand_start[u], cand_start[u + 1]);
         let set = |u: usize| f.sets.part(4, u * stride, (u + 1) * stride);
-        // Candidate-edge lists: count, scan (one for all edges), write.
+        // Candidate-edge lists of every edge: count (one launch), scan, write (one launch).
         dev.zero_bytes(buf, r.ec_offsets.offset, r.ec_offsets.bytes(8))?;
-        let edge_args = |j: usize| {
-            let ns = &lists[j];
-            EdgeCandidatesArgs {
-                graph: g,
-                from: cand(ns.from).slice,
-                dir: dir_code(ns.dir),
-                label: ns.label,
-                to_set: set(ns.to).slice,
-                counts: r
-                    .ec_offsets
-                    .part(8, slot_base[j], slot_base[j + 1] - 1)
-                    .slice,
-                offsets: r.ec_offsets.part(8, slot_base[j], slot_base[j + 1]).slice,
-                out_targets: r.targets.slice,
-                out_labels: r.labels.slice,
-            }
+        let mut first = 0u64;
+        let table: Vec<EdgeList> = lists
+            .iter()
+            .enumerate()
+            .map(|(j, ns)| {
+                let l = EdgeList {
+                    from: cand(ns.from).slice,
+                    to_set: set(ns.to).slice,
+                    offsets: r.ec_offsets.part(8, slot_base[j], slot_base[j + 1]).slice,
+                    first,
+                    dir: dir_code(ns.dir),
+                    label: ns.label,
+                };
+                first += s.counts[ns.from] as u64;
+                l
+            })
+            .collect();
+        dev.write_bytes(buf, r.edge_lists.offset, as_bytes(&table))?;
+        let edge_args = EdgeListsArgs {
+            graph: g,
+            lists: r.edge_lists.slice,
+            out_targets: r.targets.slice,
+            out_labels: r.labels.slice,
         };
-        for (j, ns) in lists.iter().enumerate() {
-            dev.launch(
-                &Launch::CountEdgeCandidates(edge_args(j)),
-                s.counts[ns.from] as u64,
-            )?;
-        }
-        scan(dev, r.ec_offsets, r.ec_sums)?;
-        for (j, ns) in lists.iter().enumerate() {
-            dev.launch(
-                &Launch::WriteEdgeCandidates(edge_args(j)),
-                s.counts[ns.from] as u64,
-            )?;
+        if first > 0 {
+            dev.launch(&Launch::CountEdgeLists(edge_args), first)?;
+            scan(dev, r.ec_offsets, r.ec_sums)?;
+            dev.launch(&Launch::WriteEdgeLists(edge_args), first)?;
         }
         // Per check, its edge's lists.
         let list_of_edge = |edge: usize| {
@@ -743,6 +856,7 @@ struct SpaceRegions {
     labels: Region,
     checks: Region,
     lists: Region,
+    edge_lists: Region,
     root: Region,
     claimed: Region,
 }
