@@ -367,7 +367,11 @@ pub struct ListsArgs {
 /// are claimed, or `budget_ns` after the launch started. With `segments` (`u64`, one more than the
 /// parents: the scanned number of `segment`-entry segments of each parent's pivot list, see
 /// `pivot_segments`), the launch's `warps` warps take segments in turn (a long list is shared by
-/// many warps); without, warp `p` takes parent `p`.
+/// many warps); without, warp `p` takes parent `p`, or with `warps` parents `p`, `p + warps`, ...
+/// With `parents_at` (one `u64`: the previous level's claim counter), the parents are
+/// `min(parents_at[0], parents)` (the host queues the level before it knows its size); with
+/// `clock` (two `u64`s), the time limit's start and flag are shared with the query's other levels
+/// instead of `claimed`'s own.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ExtendWarpArgs {
@@ -386,6 +390,8 @@ pub struct ExtendWarpArgs {
     pub segments: DevSlice,
     pub segment: u64,
     pub warps: u64,
+    pub parents_at: DevSlice,
+    pub clock: DevSlice,
 }
 
 /// `pivot_segments`: one thread per parent row of an [`ExtendWarpArgs`] (`a`): `out[p]` (`u64`) is

@@ -400,7 +400,11 @@ pub unsafe fn extend_warp(a: &ExtendWarpArgs, w: usize, warp: &impl Warp) {
         let counters = a.claimed.get::<AtomicU64>();
         let out = join::Claims {
             claimed: &counters[0],
-            clock: &counters[1..],
+            clock: if a.clock.len >= 2 {
+                a.clock.get::<AtomicU64>()
+            } else {
+                &counters[1..]
+            },
             budget_ns: a.budget_ns,
             capacity: a.capacity,
             stop_at: a.stop_at,
@@ -415,10 +419,12 @@ pub unsafe fn extend_warp(a: &ExtendWarpArgs, w: usize, warp: &impl Warp) {
         let offsets = a.segments.get::<u64>();
         let total = if segmented {
             offsets[a.parents as usize]
+        } else if a.parents_at.len > 0 {
+            a.parents_at.get::<u64>()[0].min(a.parents)
         } else {
             a.parents
         };
-        let stride = if segmented { a.warps } else { u64::MAX };
+        let stride = if a.warps > 0 { a.warps } else { u64::MAX };
         let seg = a.segment as usize;
         let mut s = w as u64;
         while s < total {

@@ -341,7 +341,13 @@ impl Waves {
 
     /// The tables as the device reads them at `r.jobs`: node jobs, then mark steps, then refine
     /// jobs, each wave's part contiguous.
-    fn tables(&self, layout: &Layout, params: &Params, r: &FilterRegions, seeded: &[bool]) -> Tables {
+    fn tables(
+        &self,
+        layout: &Layout,
+        params: &Params,
+        r: &FilterRegions,
+        seeded: &[bool],
+    ) -> Tables {
         let (mut jobs, mut steps, mut refine) = (Vec::new(), Vec::new(), Vec::new());
         let mut parts = [Vec::new(), Vec::new(), Vec::new()];
         for (nodes, wave_steps) in self.nodes.iter().zip(&self.steps) {
@@ -683,7 +689,8 @@ impl<D: Device> Pipeline<'_, D> {
             lists: c.take::<ListsArgs>(checks.len()),
             edge_lists: c.take::<EdgeList>(lists.len()),
             root: c.take::<u32>(layout.width),
-            claimed: c.take::<u64>(3),
+            // Per level its claim counter, start time and timed-out flag, then a shared clock.
+            claimed: c.take::<u64>(3 * layout.steps.len() + 2),
         };
         let mut sizing = Carver::new(0);
         carve(&mut sizing);
@@ -801,7 +808,7 @@ impl<D: Device> Pipeline<'_, D> {
             runs: 0,
             streaming: false,
         };
-        run.level(0, r.root.slice, 1)?;
+        run.start(r.root.slice)?;
         Ok(run.runs)
     }
 }
@@ -899,7 +906,149 @@ const FIRST_PARENTS: u64 = 1 << 10;
 /// Parents one launch takes at most: between launches the time limit is checked.
 const MAX_PARENTS: u64 = 1 << 20;
 
+/// Warps a queued level launches at most (a few per SM of a large GPU; they take its parents in
+/// turn, so a level of few rows leaves few warps idle).
+const QUEUED_WARPS: u64 = SEGMENT_WARPS;
+
 impl<D: Device> Levels<'_, '_, '_, D> {
+    /// Runs the levels from the root row: queued back to back with one read when every level is
+    /// a one-pass warp join, else (or from a level that outgrew its buffer) level by level.
+    fn start(&mut self, root: DevSlice) -> Result<(), MatchError> {
+        if self.out.stopped() {
+            return Ok(());
+        }
+        if self.p.segment == 0 && self.levels.iter().all(|l| l.warp) {
+            return match self.queued(root)? {
+                Some((d, parents, n)) => self.level(d, parents, n),
+                None => Ok(()),
+            };
+        }
+        self.level(0, root, 1)
+    }
+
+    /// Room per level for a queued run: what its buffer holds, at least FIRST_ROWS, within the
+    /// budget, at most MAX_PARENTS (one launch's parents); `None` when a level gets none.
+    fn queued_capacities(&mut self, row_bytes: usize) -> Result<Option<Vec<u64>>, MatchError> {
+        let l = self.levels.len();
+        while self.p.arena.levels.len() < l {
+            self.p.arena.levels.push(Slab::default());
+        }
+        let mut caps = Vec::with_capacity(l);
+        for d in 0..l {
+            if d + 1 == l && self.out.count_only() {
+                caps.push(0);
+                break;
+            }
+            let have = (self.p.arena.levels[d].cap / row_bytes) as u64;
+            let want = have
+                .max(FIRST_ROWS)
+                .min(self.room(d, row_bytes))
+                .min(MAX_PARENTS);
+            if want == 0 {
+                return Ok(None);
+            }
+            if have < want {
+                self.p.arena.levels[d].ensure(self.p.dev, want as usize * row_bytes)?;
+            }
+            caps.push(((self.p.arena.levels[d].cap / row_bytes) as u64).min(MAX_PARENTS));
+        }
+        Ok(Some(caps))
+    }
+
+    /// Every level queued at once, each over at most its predecessor's buffer, its parents taken on
+    /// the device from the predecessor's claim counter, then one read of all the counters. Returns
+    /// the first level that outgrew its buffer with its (complete) parents, or `None` when the
+    /// answer was handed to the output.
+    fn queued(&mut self, root: DevSlice) -> Result<Option<(usize, DevSlice, u64)>, MatchError> {
+        let (dev, width, l) = (self.p.dev, self.layout.width, self.levels.len());
+        let Some(caps) = self.queued_capacities(width * 4)? else {
+            return Ok(Some((0, root, 1)));
+        };
+        let space = self.p.arena.space.get();
+        dev.zero_bytes(space, self.claimed.offset, self.claimed.bytes(8))?;
+        let budget_ns = self.budget_ns();
+        let clock = self.claimed.part(8, 3 * l, 3 * l + 2).slice;
+        let mut outs = Vec::with_capacity(l);
+        // The rows, a bound on their number, and where their number is on the device.
+        let mut parents = (root, 1u64, DevSlice::default());
+        for (d, lp) in self.levels.iter().enumerate() {
+            let out = if caps[d] == 0 {
+                DevSlice::default()
+            } else {
+                DevSlice {
+                    ptr: dev.address(self.p.arena.levels[d].get()),
+                    len: caps[d] * width as u64,
+                }
+            };
+            let counter = self.claimed.part(8, 3 * d, 3 * d + 3);
+            let args = ExtendWarpArgs {
+                rows: parents.0,
+                parents: parents.1,
+                parents_at: parents.2,
+                warps: parents.1.min(QUEUED_WARPS),
+                claimed: counter.slice,
+                clock,
+                out,
+                capacity: caps[d],
+                stop_at: if d + 1 == l { self.wanted() } else { u64::MAX },
+                budget_ns,
+                ..self.warp_args(lp)
+            };
+            dev.launch(&Launch::ExtendWarp(args), args.warps)?;
+            // At most its buffer's rows, and at most each parent times the node's candidates.
+            let bound = caps[d].min(parents.1.saturating_mul(lp.all.len));
+            parents = (out, bound, counter.part(8, 0, 1).slice);
+            outs.push(out);
+        }
+        let c: Vec<u64> = read(dev, space, self.claimed.offset, 3 * l)?;
+        let total = |d: usize| c[3 * d];
+        for d in 0..l {
+            let last = d + 1 == l;
+            let fits = total(d) <= caps[d]
+                || (last && (self.out.count_only() || total(d) >= self.wanted()));
+            if !fits && !self.out.stopped() {
+                // The levels before `d` are complete; `d` and those after it run again.
+                self.runs += d as u64;
+                if d == 0 {
+                    return Ok(Some((0, root, 1)));
+                }
+                let n = total(d - 1);
+                return Ok(Some((d, rows_part(outs[d - 1], width as u64, 0, n), n)));
+            }
+        }
+        self.runs += l as u64;
+        let d = l - 1;
+        self.next(d, total(d).min(caps[d]), self.out.count_only(), total(d))?;
+        Ok(None)
+    }
+
+    /// What remains of the time limit, for the kernels' clock (`u64::MAX`: none).
+    fn budget_ns(&self) -> u64 {
+        self.out
+            .remaining()
+            .map_or(u64::MAX, |d| d.as_nanos().min(u64::MAX as u128 - 1) as u64)
+    }
+
+    /// The warp join's arguments for level `lp` that do not depend on its parents or output.
+    fn warp_args(&self, lp: &LevelPlan) -> ExtendWarpArgs {
+        ExtendWarpArgs {
+            graph: self.p.g(),
+            step: StepArgs {
+                slot: lp.slot,
+                nodes: self.layout.nodes as u32,
+                injective: (self.p.semantics == Semantics::Iso) as u32,
+                pivot: NONE,
+                checks: lp.checks,
+                candidates: DevSlice::default(),
+            },
+            width: self.layout.width as u64,
+            lists: lp.lists,
+            all: lp.all,
+            segment: self.p.segment,
+            ..Default::default()
+        }
+    }
+
     fn level(&mut self, d: usize, parents: DevSlice, n: u64) -> Result<(), MatchError> {
         if self.out.stopped() {
             return Ok(());
@@ -1055,38 +1204,20 @@ impl<D: Device> Levels<'_, '_, '_, D> {
                 len: capacity * width as u64,
             }
         };
-        let injective = (self.p.semantics == Semantics::Iso) as u32;
         let (counts, sums) = self.scratch(n as usize)?;
         let scratch = self.p.arena.scratch.get();
         let space = self.p.arena.space.get();
         if lp.warp {
             dev.zero_bytes(space, self.claimed.offset, 24)?;
-            let budget_ns = self
-                .out
-                .remaining()
-                .map_or(u64::MAX, |d| d.as_nanos().min(u64::MAX as u128 - 1) as u64);
             let mut args = ExtendWarpArgs {
-                graph: self.p.g(),
-                step: StepArgs {
-                    slot: lp.slot,
-                    nodes: self.layout.nodes as u32,
-                    injective,
-                    pivot: NONE,
-                    checks: lp.checks,
-                    candidates: DevSlice::default(),
-                },
                 rows: parents,
                 parents: n,
-                width: width as u64,
-                lists: lp.lists,
-                all: lp.all,
-                claimed: self.claimed.slice,
+                claimed: self.claimed.part(8, 0, 3).slice,
                 out: out_slice,
                 capacity,
                 stop_at,
-                budget_ns,
-                segment: self.p.segment,
-                ..Default::default()
+                budget_ns: self.budget_ns(),
+                ..self.warp_args(lp)
             };
             let mut warps = n;
             if self.p.segment > 0 {
