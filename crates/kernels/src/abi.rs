@@ -394,6 +394,37 @@ pub struct ExtendWarpArgs {
     pub clock: DevSlice,
 }
 
+/// One group of leaves for [`CountLeavesArgs`]: `leaves` leaf query nodes whose candidates, for a
+/// partial match, are the candidate-edge list (`list`) of the data node in slot `slot`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LeafGroupArgs {
+    pub list: ListsArgs,
+    pub slot: u32,
+    pub leaves: u32,
+}
+
+/// `count_leaves`: `threads` threads take the parent rows (`rows`, `width` `u32`s each) in turn:
+/// `min(parents_at[0], parents)` of them with `parents_at` (the last level's claim counter), else
+/// `parents`. Each adds its row's product over `groups` ([`LeafGroupArgs`]; the first `nodes` slots
+/// are query nodes, `injective` 1 under iso) to `total`: three `u64`s, the low and high words of a
+/// `u128` and an overflow flag. Threads stop taking rows once the total reaches `stop_at` (a
+/// LIMIT; `u64::MAX`: never).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CountLeavesArgs {
+    pub rows: DevSlice,
+    pub parents: u64,
+    pub parents_at: DevSlice,
+    pub width: u64,
+    pub nodes: u32,
+    pub injective: u32,
+    pub groups: DevSlice,
+    pub total: DevSlice,
+    pub stop_at: u64,
+    pub threads: u64,
+}
+
 /// `pivot_segments`: one thread per parent row of an [`ExtendWarpArgs`] (`a`): `out[p]` (`u64`) is
 /// the number of `a.segment`-entry segments of its pivot list.
 #[repr(C)]
@@ -528,6 +559,11 @@ pub const KERNELS: &[KernelSig] = &[
         threads_per_item: 1,
     },
     KernelSig {
+        name: "count_leaves",
+        param_bytes: size_of::<CountLeavesArgs>(),
+        threads_per_item: 1,
+    },
+    KernelSig {
         name: "extend_warp",
         param_bytes: size_of::<ExtendWarpArgs>(),
         threads_per_item: 32,
@@ -550,3 +586,4 @@ const _: () = assert!(size_of::<NodeJob>() == 72);
 const _: () = assert!(size_of::<MarkStep>() == 24);
 const _: () = assert!(size_of::<RefineJob>() == 24);
 const _: () = assert!(size_of::<EdgeList>() == 64);
+const _: () = assert!(size_of::<LeafGroupArgs>() == 72);

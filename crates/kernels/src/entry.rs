@@ -491,3 +491,43 @@ pub unsafe fn trust_one_hop(a: &TrustOneHopArgs, i: usize) {
         a.out.write(i, s);
     }
 }
+
+/// Rows `t`, `t + threads`, ...: each row's leaf product added to the `u128` total.
+pub unsafe fn count_leaves(a: &CountLeavesArgs, t: usize) {
+    unsafe {
+        let total = a.total.get::<AtomicU64>();
+        let parents = if a.parents_at.len > 0 {
+            a.parents_at.get::<u64>()[0].min(a.parents)
+        } else {
+            a.parents
+        };
+        let (width, groups) = (a.width as usize, a.groups.get::<LeafGroupArgs>());
+        let rows = a.rows.get::<u32>();
+        let mut p = t as u64;
+        while p < parents {
+            let reached = a.stop_at != u64::MAX
+                && (total[1].load(Ordering::Relaxed) > 0
+                    || total[0].load(Ordering::Relaxed) >= a.stop_at);
+            if reached {
+                return;
+            }
+            let row = &rows[p as usize * width..(p as usize + 1) * width];
+            let lists = groups.iter().map(|g| join::LeafGroup {
+                list: join::list_of(
+                    row[g.slot as usize],
+                    g.list.from.get(),
+                    g.list.offsets.get(),
+                    g.list.targets.get(),
+                ),
+                leaves: g.leaves,
+            });
+            let added = join::count_leaves(row, a.nodes as usize, a.injective != 0, lists)
+                .is_some_and(|n| join::add_u128(&total[0], &total[1], n));
+            if !added {
+                total[2].store(1, Ordering::Relaxed);
+                return;
+            }
+            p += a.threads.max(1);
+        }
+    }
+}

@@ -461,3 +461,67 @@ pub fn list_of<'a>(x: u32, from: &[u32], offsets: &[u64], targets: &'a [u32]) ->
         Err(_) => &[],
     }
 }
+
+/// Leaves of one partial match counted together: `leaves` leaf query nodes with the very same
+/// candidates, the sorted list `list` (of the data node in their parent's slot).
+#[derive(Clone, Copy, Debug)]
+pub struct LeafGroup<'a> {
+    pub list: &'a [u32],
+    pub leaves: u32,
+}
+
+/// Kernel body (one work-item per partial match): the matches of `groups`' leaves for `row`, as a
+/// product instead of an enumeration. Under injective semantics each group's leaves take distinct
+/// nodes of its list not already in the row (`row[..nodes]`; the caller gives groups whose lists
+/// cannot meet, so the groups are independent); otherwise any nodes. `None` past `u128::MAX`.
+pub fn count_leaves<'a>(
+    row: &[u32],
+    nodes: usize,
+    injective: bool,
+    groups: impl Iterator<Item = LeafGroup<'a>>,
+) -> Option<u128> {
+    let mut product = 1u128;
+    for g in groups {
+        let len = g.list.len() as u64;
+        let ways = if injective {
+            let used = row[..nodes.min(row.len())]
+                .iter()
+                .filter(|&&v| v != NONE && g.list.binary_search(&v).is_ok())
+                .count() as u64;
+            falling(len.saturating_sub(used), g.leaves as u64)?
+        } else {
+            (len as u128).checked_pow(g.leaves)?
+        };
+        if ways == 0 {
+            return Some(0);
+        }
+        product = product.checked_mul(ways)?;
+    }
+    Some(product)
+}
+
+/// `n (n - 1) ... (n - k + 1)`; `None` past `u128::MAX`.
+fn falling(n: u64, k: u64) -> Option<u128> {
+    if k > n {
+        return Some(0);
+    }
+    (0..k).try_fold(1u128, |a, j| a.checked_mul((n - j) as u128))
+}
+
+/// Adds `n` to the `u128` held as two `u64` words (`lo`, `hi`) by atomic adds: the carry out of the
+/// low word is added to the high one by the thread whose add wrapped it. Returns false when the
+/// total passes `u128::MAX`.
+pub fn add_u128(lo: &AtomicU64, hi: &AtomicU64, n: u128) -> bool {
+    let (low, high) = (n as u64, (n >> 64) as u64);
+    let old = lo.fetch_add(low, Ordering::Relaxed);
+    let carry = old.checked_add(low).is_none() as u64;
+    let Some(add) = high.checked_add(carry) else {
+        return false;
+    };
+    if add == 0 {
+        return true;
+    }
+    hi.fetch_add(add, Ordering::Relaxed)
+        .checked_add(add)
+        .is_some()
+}

@@ -22,10 +22,10 @@ use std::time::Instant;
 
 use gpsense_graph::KnowledgeGraph;
 use gpsense_kernels::abi::{
-    AdjacencyBoundsArgs, CountWordsArgs, DevSlice, DirectedEdge, EdgeList, EdgeListsArgs,
-    ExtendArgs, ExtendWarpArgs, FilterArgs, GraphArgs, IdentifyNodesArgs, ListsArgs, MarkStep,
-    MarkStepsArgs, NodeJob, NodeTotalsArgs, PivotSegmentsArgs, RefineJob, RefineNodesArgs,
-    ScanArgs, StepArgs, WriteWordsArgs,
+    AdjacencyBoundsArgs, CountLeavesArgs, CountWordsArgs, DevSlice, DirectedEdge, EdgeList,
+    EdgeListsArgs, ExtendArgs, ExtendWarpArgs, FilterArgs, GraphArgs, IdentifyNodesArgs,
+    LeafGroupArgs, ListsArgs, MarkStep, MarkStepsArgs, NodeJob, NodeTotalsArgs, PivotSegmentsArgs,
+    RefineJob, RefineNodesArgs, ScanArgs, StepArgs, WriteWordsArgs,
 };
 use gpsense_kernels::{bits, Dir, NONE};
 use gpsense_planner::{Plan, QueryGraph};
@@ -35,6 +35,7 @@ use crate::device::{
     as_bytes, map_host, read, upload, Buf, Device, DeviceCounters, DeviceError, Launch, Pod,
 };
 use crate::filtering::FilterReport;
+use crate::gpu_leaves::{self, LeafGroup};
 use crate::layout::{DataShape, Layout};
 use crate::output::Output;
 use crate::{MatchError, Semantics};
@@ -456,6 +457,8 @@ pub struct DeviceReport {
     pub counters: DeviceCounters,
     /// Join levels run (a level run in parts counts once per part).
     pub levels: u64,
+    /// Partial matches the join's levels produced (counted leaves are not among them).
+    pub partial_matches: u64,
     /// Device memory the query's buffers hold (the arena after the query).
     pub arena_bytes: u64,
 }
@@ -506,11 +509,20 @@ impl<D: Device> Pipeline<'_, D> {
             filter_time: start.elapsed(),
             ..Default::default()
         };
-        let join_plan = crate::order::join_order(q, plan, &space.counts);
+        let mut join_plan = crate::order::join_order(q, plan, &space.counts);
+        // A count enumerates only the nodes that are not counted leaves, which come last.
+        let groups = if out.count_only() {
+            gpu_leaves::choose(q, &join_plan, layout, self.semantics)
+        } else {
+            Vec::new()
+        };
+        if !groups.is_empty() {
+            join_plan = gpu_leaves::reorder(q, &join_plan, &groups);
+        }
         let mut device = DeviceReport::default();
         if space.counts.iter().all(|&c| c > 0) {
             let join = Layout::new(q, &join_plan, self.semantics, self.shape)?;
-            device.levels = self.join(&join, &space, out)?;
+            (device.levels, device.partial_matches) = self.join(&join, &space, out, &groups)?;
         }
         device.counters = self.dev.counters() - before;
         device.arena_bytes = self.arena.bytes();
@@ -658,7 +670,15 @@ impl<D: Device> Pipeline<'_, D> {
     }
 
     /// Steps 4-5: candidate arrays, candidate-edge lists, the levels. Returns the levels run.
-    fn join(&mut self, layout: &Layout, s: &Space, out: &Output) -> Result<u64, MatchError> {
+    fn join(
+        &mut self,
+        layout: &Layout,
+        s: &Space,
+        out: &Output,
+        groups: &[LeafGroup],
+    ) -> Result<(u64, u64), MatchError> {
+        let counted: usize = groups.iter().map(|g| g.nodes.len()).sum();
+        let enumerated = layout.steps.len() - counted;
         let n = layout.nodes;
         let stride = s.stride;
         let mut cand_start = vec![0usize; n + 1];
@@ -689,8 +709,10 @@ impl<D: Device> Pipeline<'_, D> {
             lists: c.take::<ListsArgs>(checks.len()),
             edge_lists: c.take::<EdgeList>(lists.len()),
             root: c.take::<u32>(layout.width),
-            // Per level its claim counter, start time and timed-out flag, then a shared clock.
-            claimed: c.take::<u64>(3 * layout.steps.len() + 2),
+            leaf_groups: c.take::<LeafGroupArgs>(groups.len()),
+            // Per level its claim counter, start time and timed-out flag, a shared clock, and the
+            // leaves' total (two words and an overflow flag).
+            claimed: c.take::<u64>(3 * enumerated + 5),
         };
         let mut sizing = Carver::new(0);
         carve(&mut sizing);
@@ -770,8 +792,23 @@ impl<D: Device> Pipeline<'_, D> {
         dev.write_bytes(buf, r.lists.offset, as_bytes(&table))?;
         dev.write_bytes(buf, r.root.offset, as_bytes(&vec![NONE; layout.width]))?;
         let mut at = 0;
-        let levels: Vec<LevelPlan> = layout
-            .steps
+        let leaf_table: Vec<LeafGroupArgs> = groups
+            .iter()
+            .map(|g| {
+                let j = lists
+                    .iter()
+                    .position(|ns| ns.from == g.parent && ns.to == g.nodes[0]);
+                LeafGroupArgs {
+                    list: j
+                        .and_then(|j| list_of_edge(lists[j].edge))
+                        .unwrap_or_default(),
+                    slot: layout.slot_of[g.parent],
+                    leaves: g.nodes.len() as u32,
+                }
+            })
+            .collect();
+        dev.write_bytes(buf, r.leaf_groups.offset, as_bytes(&leaf_table))?;
+        let levels: Vec<LevelPlan> = layout.steps[..enumerated]
             .iter()
             .map(|js| {
                 let k = js.checks.len();
@@ -806,10 +843,15 @@ impl<D: Device> Pipeline<'_, D> {
             emitted: 0,
             budget,
             runs: 0,
+            partials: 0,
             streaming: false,
+            leaves: (!groups.is_empty()).then(|| Leaves {
+                groups: r.leaf_groups.slice,
+                total: r.claimed.part(8, 3 * enumerated + 2, 3 * enumerated + 5),
+            }),
         };
         run.start(r.root.slice)?;
-        Ok(run.runs)
+        Ok((run.runs, run.partials))
     }
 }
 
@@ -864,6 +906,7 @@ struct SpaceRegions {
     checks: Region,
     lists: Region,
     edge_lists: Region,
+    leaf_groups: Region,
     root: Region,
     claimed: Region,
 }
@@ -890,8 +933,19 @@ struct Levels<'p, 'a, 'o, D: Device> {
     /// Bytes the level buffers may take together.
     budget: u64,
     runs: u64,
+    /// Rows the levels produced (or counted, on a last level without rows).
+    partials: u64,
     /// The last level is running in growing parts.
     streaming: bool,
+    /// Leaves counted on the device after the last level.
+    leaves: Option<Leaves>,
+}
+
+/// The device side of the counted leaves: their groups ([`LeafGroupArgs`]) and their total.
+#[derive(Clone, Copy)]
+struct Leaves {
+    groups: DevSlice,
+    total: Region,
 }
 
 /// Warps a segmented level launches at least (a few per SM of a large GPU).
@@ -905,6 +959,9 @@ const FIRST_PARENTS: u64 = 1 << 10;
 
 /// Parents one launch takes at most: between launches the time limit is checked.
 const MAX_PARENTS: u64 = 1 << 20;
+
+/// Threads of a `count_leaves` launch at most (they take the rows in turn).
+const LEAF_THREADS: u64 = 1 << 17;
 
 /// Warps a queued level launches at most (a few per SM of a large GPU; they take its parents in
 /// turn, so a level of few rows leaves few warps idle).
@@ -935,7 +992,7 @@ impl<D: Device> Levels<'_, '_, '_, D> {
         }
         let mut caps = Vec::with_capacity(l);
         for d in 0..l {
-            if d + 1 == l && self.out.count_only() {
+            if d + 1 == l && self.counts_last() {
                 caps.push(0);
                 break;
             }
@@ -990,7 +1047,11 @@ impl<D: Device> Levels<'_, '_, '_, D> {
                 clock,
                 out,
                 capacity: caps[d],
-                stop_at: if d + 1 == l { self.wanted() } else { u64::MAX },
+                stop_at: if d + 1 == l {
+                    self.last_stop()
+                } else {
+                    u64::MAX
+                },
                 budget_ns,
                 ..self.warp_args(lp)
             };
@@ -1000,15 +1061,19 @@ impl<D: Device> Levels<'_, '_, '_, D> {
             parents = (out, bound, counter.part(8, 0, 1).slice);
             outs.push(out);
         }
-        let c: Vec<u64> = read(dev, space, self.claimed.offset, 3 * l)?;
+        if self.leaves.is_some() {
+            self.launch_leaves(parents.0, parents.1, parents.2)?;
+        }
+        let c: Vec<u64> = read(dev, space, self.claimed.offset, 3 * l + 5)?;
         let total = |d: usize| c[3 * d];
         for d in 0..l {
             let last = d + 1 == l;
             let fits = total(d) <= caps[d]
-                || (last && (self.out.count_only() || total(d) >= self.wanted()));
+                || (last && (self.counts_last() || total(d) >= self.last_stop()));
             if !fits && !self.out.stopped() {
                 // The levels before `d` are complete; `d` and those after it run again.
                 self.runs += d as u64;
+                self.partials += (0..d).map(total).sum::<u64>();
                 if d == 0 {
                     return Ok(Some((0, root, 1)));
                 }
@@ -1017,9 +1082,79 @@ impl<D: Device> Levels<'_, '_, '_, D> {
             }
         }
         self.runs += l as u64;
+        self.partials += (0..l).map(total).sum::<u64>();
         let d = l - 1;
-        self.next(d, total(d).min(caps[d]), self.out.count_only(), total(d))?;
+        if self.leaves.is_some() {
+            self.add_leaves(&c[3 * l + 2..]);
+        } else {
+            self.next(d, total(d).min(caps[d]), self.out.count_only(), total(d))?;
+        }
         Ok(None)
+    }
+
+    /// Whether the last level only counts its rows (a count with no leaves counted after it).
+    fn counts_last(&self) -> bool {
+        self.out.count_only() && self.leaves.is_none()
+    }
+
+    /// Where the last level stops: a LIMIT, unless its rows are parents of counted leaves.
+    fn last_stop(&self) -> u64 {
+        if self.leaves.is_some() {
+            u64::MAX
+        } else {
+            self.wanted()
+        }
+    }
+
+    /// Queues `count_leaves` over `rows` (at most `parents`, the number at `parents_at` if set).
+    fn launch_leaves(
+        &self,
+        rows: DevSlice,
+        parents: u64,
+        parents_at: DevSlice,
+    ) -> Result<(), DeviceError> {
+        let Some(leaves) = self.leaves else {
+            return Ok(());
+        };
+        let threads = parents.clamp(1, LEAF_THREADS);
+        self.p.dev.launch(
+            &Launch::CountLeaves(CountLeavesArgs {
+                rows,
+                parents,
+                parents_at,
+                width: self.layout.width as u64,
+                nodes: self.layout.nodes as u32,
+                injective: (self.p.semantics == Semantics::Iso) as u32,
+                groups: leaves.groups,
+                total: leaves.total.slice,
+                stop_at: self.wanted(),
+                threads,
+            }),
+            threads,
+        )
+    }
+
+    /// The leaves of `n` rows counted on the device: one launch, one read.
+    fn count_leaves(&mut self, rows: DevSlice, n: u64) -> Result<(), MatchError> {
+        let Some(leaves) = self.leaves else {
+            return Ok(());
+        };
+        let space = self.p.arena.space.get();
+        self.p.dev.zero_bytes(space, leaves.total.offset, 24)?;
+        self.launch_leaves(rows, n, DevSlice::default())?;
+        let t: Vec<u64> = read(self.p.dev, space, leaves.total.offset, 3)?;
+        self.add_leaves(&t);
+        Ok(())
+    }
+
+    /// Adds the leaves' total (low word, high word, overflow flag) to the output.
+    fn add_leaves(&self, t: &[u64]) {
+        if t[2] != 0 {
+            self.out.count_overflowed();
+        } else {
+            self.out
+                .add_count(u128::from(t[0]) | u128::from(t[1]) << 64);
+        }
     }
 
     /// What remains of the time limit, for the kernels' clock (`u64::MAX`: none).
@@ -1055,16 +1190,17 @@ impl<D: Device> Levels<'_, '_, '_, D> {
         }
         let width = self.layout.width as u64;
         let last = d + 1 == self.levels.len();
-        let count_only = last && self.out.count_only();
+        let count_only = last && self.counts_last();
+        let rows_out = last && !self.out.count_only();
         // Rows of the last level stream in parts that grow fourfold, so that a reader that stops
         // early (`| head`, LIMIT) stops the work too; other levels run in parts of MAX_PARENTS.
-        let first_part = if last && !count_only && !self.streaming {
+        let first_part = if rows_out && !self.streaming {
             FIRST_PARENTS
         } else {
             MAX_PARENTS
         };
         if n > first_part {
-            self.streaming = last && !count_only;
+            self.streaming = rows_out;
             let (mut start, mut part) = (0, first_part);
             while start < n && !self.out.stopped() {
                 let end = (start + part).min(n);
@@ -1075,7 +1211,7 @@ impl<D: Device> Levels<'_, '_, '_, D> {
             self.streaming = false;
             return Ok(());
         }
-        let stop_at = if last { self.wanted() } else { u64::MAX };
+        let stop_at = if last { self.last_stop() } else { u64::MAX };
         let row_bytes = width as usize * 4;
         while self.p.arena.levels.len() <= d {
             self.p.arena.levels.push(Slab::default());
@@ -1096,6 +1232,7 @@ impl<D: Device> Levels<'_, '_, '_, D> {
             self.runs += 1;
             // A run the time limit stopped is not run again: the answer is incomplete anyway.
             if count_only || total <= capacity || written >= stop_at || self.out.stopped() {
+                self.partials += total;
                 return self.next(d, written, count_only, total);
             }
             let room = self.room(d, row_bytes);
@@ -1166,6 +1303,13 @@ impl<D: Device> Levels<'_, '_, '_, D> {
             return Ok(());
         }
         let slab = self.p.arena.levels[d].get();
+        if d + 1 == self.levels.len() && self.leaves.is_some() {
+            let rows_at = DevSlice {
+                ptr: self.p.dev.address(slab),
+                len: rows * width as u64,
+            };
+            return self.count_leaves(rows_at, rows);
+        }
         if d + 1 == self.levels.len() {
             let data: Vec<u32> = read(self.p.dev, slab, 0, rows as usize * width)?;
             self.emitted += rows;

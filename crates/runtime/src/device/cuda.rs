@@ -321,6 +321,7 @@ mod imp {
                 Launch::CountExtensions(a) | Launch::WriteExtensions(a) => go!(a),
                 Launch::ExtendWarp(a) => go!(a),
                 Launch::PivotSegments(a) => go!(a),
+                Launch::CountLeaves(a) => go!(a),
             }
             Ok(())
         }

@@ -342,6 +342,7 @@ unsafe fn run_thread(launch: &Launch, gid: usize) {
             Launch::CountExtensions(a) => entry::count_extensions(a, gid),
             Launch::WriteExtensions(a) => entry::write_extensions(a, gid),
             Launch::PivotSegments(a) => entry::pivot_segments(a, gid),
+            Launch::CountLeaves(a) => entry::count_leaves(a, gid),
             Launch::MarkSteps(_) | Launch::ExtendWarp(_) => {
                 unreachable!("warp kernels run per warp")
             }

@@ -51,6 +51,7 @@ unsafe impl Pod for abi::NodeJob {}
 unsafe impl Pod for abi::MarkStep {}
 unsafe impl Pod for abi::RefineJob {}
 unsafe impl Pod for abi::EdgeList {}
+unsafe impl Pod for abi::LeafGroupArgs {}
 
 /// One kernel launch: the kernel and its argument struct.
 #[derive(Clone, Copy, Debug)]
@@ -70,6 +71,7 @@ pub enum Launch {
     WriteExtensions(abi::ExtendArgs),
     ExtendWarp(abi::ExtendWarpArgs),
     PivotSegments(abi::PivotSegmentsArgs),
+    CountLeaves(abi::CountLeavesArgs),
 }
 
 impl Launch {
@@ -91,6 +93,7 @@ impl Launch {
             Launch::WriteExtensions(_) => "write_extensions",
             Launch::ExtendWarp(_) => "extend_warp",
             Launch::PivotSegments(_) => "pivot_segments",
+            Launch::CountLeaves(_) => "count_leaves",
         };
         abi::KERNELS
             .iter()
