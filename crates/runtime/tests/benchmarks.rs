@@ -170,6 +170,7 @@ fn hprd_emulated_pipeline_reads_allocations_and_bytes() {
         engine.collect(q, &opts).unwrap();
     }
     let mut sums = [0u64; 8];
+    let mut partials = 0u64;
     for (name, q, expected) in cases {
         let n = q.nodes.len() as u64;
         let m = q.edges.len() as u64;
@@ -216,6 +217,9 @@ fn hprd_emulated_pipeline_reads_allocations_and_bytes() {
                 "{name}: {} bytes down",
                 c.bytes_down
             );
+            if !rows {
+                partials += d.partial_matches;
+            }
             let at = rows as usize * 4;
             sums[at] += c.syncs;
             sums[at + 1] += c.launches;
@@ -224,6 +228,10 @@ fn hprd_emulated_pipeline_reads_allocations_and_bytes() {
         }
     }
     let per = |x: u64| x as f64 / cases.len() as f64;
+    println!(
+        "HPRD-200, counts: per query {:.1} partial matches",
+        per(partials)
+    );
     for (what, s) in [("counts", &sums[..4]), ("rows", &sums[4..])] {
         println!(
             "HPRD-200, {what}: per query {:.1} reads, {:.1} launches, {:.0} bytes up, {:.0} bytes down",
