@@ -525,3 +525,85 @@ pub fn add_u128(lo: &AtomicU64, hi: &AtomicU64, n: u128) -> bool {
         .checked_add(add)
         .is_some()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every injective (or any) choice of nodes for `groups`' leaves, avoiding the row under iso.
+    fn brute(row: &[u32], groups: &[(&[u32], u32)], injective: bool) -> u128 {
+        fn go(row: &mut [u32; 16], at: usize, lists: &[&[u32]], injective: bool) -> u128 {
+            let Some((l, rest)) = lists.split_first() else {
+                return 1;
+            };
+            let mut n = 0;
+            for &v in l.iter() {
+                if !injective || !row[..at].contains(&v) {
+                    row[at] = v;
+                    n += go(row, at + 1, rest, injective);
+                }
+            }
+            n
+        }
+        let mut lists: [&[u32]; 8] = [&[]; 8];
+        let mut k = 0;
+        for &(l, leaves) in groups {
+            for _ in 0..leaves {
+                lists[k] = l;
+                k += 1;
+            }
+        }
+        let mut buf = [NONE; 16];
+        buf[..row.len()].copy_from_slice(row);
+        go(&mut buf, row.len(), &lists[..k], injective)
+    }
+
+    #[test]
+    fn leaf_products_equal_enumeration() {
+        let row = [3, 7, NONE];
+        let cases: [&[(&[u32], u32)]; 4] = [
+            &[(&[1, 2, 3, 4, 5], 3)],
+            &[(&[1, 3, 7], 2), (&[10, 11], 1)],
+            &[(&[7], 1)],
+            &[(&[2, 4, 6, 8], 2), (&[20, 21, 22], 2), (&[30], 1)],
+        ];
+        for groups in cases {
+            for injective in [true, false] {
+                let it = groups
+                    .iter()
+                    .map(|&(list, leaves)| LeafGroup { list, leaves });
+                let counted = count_leaves(&row, 2, injective, it);
+                assert_eq!(
+                    counted,
+                    Some(brute(&row[..2], groups, injective)),
+                    "{groups:?}"
+                );
+            }
+        }
+        // Past u128::MAX: no count (the kernel raises its overflow flag).
+        static WIDE: [u32; 70_000] = {
+            let mut a = [0u32; 70_000];
+            let mut i = 0;
+            while i < a.len() {
+                a[i] = i as u32 + 100;
+                i += 1;
+            }
+            a
+        };
+        let wide = [LeafGroup {
+            list: &WIDE,
+            leaves: 8,
+        }];
+        assert_eq!(count_leaves(&row, 2, true, wide.into_iter()), None);
+    }
+
+    #[test]
+    fn u128_totals_carry_and_overflow() {
+        let (lo, hi) = (AtomicU64::new(u64::MAX - 1), AtomicU64::new(0));
+        assert!(add_u128(&lo, &hi, 3));
+        assert_eq!((lo.into_inner(), hi.load(Ordering::Relaxed)), (1, 1));
+        let (lo, hi) = (AtomicU64::new(0), AtomicU64::new(u64::MAX));
+        assert!(add_u128(&lo, &hi, 5));
+        assert!(!add_u128(&lo, &hi, 1 << 64));
+    }
+}

@@ -3,20 +3,26 @@
 //! scans run on the device; the host queues launches and reads back only what it must decide on.
 //!
 //! Per query (n query nodes, a "level" per node in join order):
-//! 1. one upload of the query (filters, incident edges, the edges seen from each endpoint);
-//! 2. filtering on candidate bitsets in plan order (identify, mark neighbours: a warp per bitset
-//!    word), `refine_rounds` refinements in reverse order, per-word counts and their scan (the rank
-//!    of every candidate), and per query edge and endpoint the total adjacency of its candidates;
+//! 1. one upload of the query (filters, incident edges, the edges seen from each endpoint, and the
+//!    job tables of the fused filtering launches);
+//! 2. filtering on candidate bitsets in plan order, a launch per wave ([`Waves`]) to identify and
+//!    one to mark neighbours (a warp per bitset word), `refine_rounds` refinements in reverse
+//!    order (a launch per wave), per-word counts and their scan (the rank of every candidate), and
+//!    per query edge and endpoint the total adjacency of its candidates;
 //! 3. **read 1**: candidates per query node and those adjacency totals (O(query) words);
-//! 4. the join order from the counts; the candidate arrays (compaction) and the candidate-edge
-//!    lists of every query edge toward the later endpoint (count, device scan, write), their room
-//!    reserved from the totals of step 2;
-//! 5. per level one launch of the warp-centric join (`extend_warp`: one pass, rows claimed by one
-//!    atomic add per warp; or, for a level with an edge variable, count, device scan and write) and
-//!    **one read** of its total; the last level's rows are read once more.
+//! 4. the join order from the counts (for a count, counted leaves last: `gpu_leaves`); the
+//!    candidate arrays (compaction) and the candidate-edge lists of every query edge toward the
+//!    later endpoint (one count launch, device scan, one write launch), their room reserved from
+//!    the totals of step 2;
+//! 5. the warp-centric join (`extend_warp`: one pass, rows claimed by one atomic add per warp), its
+//!    levels queued back to back, each taking its parents' number from the previous level's
+//!    counter, then `count_leaves` for counted leaves, and **one read** of every counter; the last
+//!    level's rows are read once more.
 //!
-//! So a query whose levels fit their buffers makes at most n + 2 reads. A level that outgrows its
-//! buffer is run again into a larger one (within the memory budget) or in halves of its parents.
+//! So a query whose levels fit their buffers makes 2 reads (3 with rows). A level that outgrows
+//! its buffer is run again level by level, into a larger buffer (within the memory budget) or in
+//! halves of its parents, one read per level; so are levels with an edge variable (count, device
+//! scan, write) and segmented pivot lists.
 
 use std::time::Instant;
 
@@ -792,21 +798,22 @@ impl<D: Device> Pipeline<'_, D> {
         dev.write_bytes(buf, r.lists.offset, as_bytes(&table))?;
         dev.write_bytes(buf, r.root.offset, as_bytes(&vec![NONE; layout.width]))?;
         let mut at = 0;
-        let leaf_table: Vec<LeafGroupArgs> = groups
+        let leaf_table = groups
             .iter()
             .map(|g| {
-                let j = lists
+                // The parent comes first in the join order: its lists lead to the leaves.
+                let list = lists
                     .iter()
-                    .position(|ns| ns.from == g.parent && ns.to == g.nodes[0]);
-                LeafGroupArgs {
-                    list: j
-                        .and_then(|j| list_of_edge(lists[j].edge))
-                        .unwrap_or_default(),
+                    .find(|ns| ns.from == g.parent && ns.to == g.nodes[0])
+                    .and_then(|ns| list_of_edge(ns.edge))
+                    .ok_or_else(|| MatchError::Plan("a counted leaf before its parent".into()))?;
+                Ok(LeafGroupArgs {
+                    list,
                     slot: layout.slot_of[g.parent],
                     leaves: g.nodes.len() as u32,
-                }
+                })
             })
-            .collect();
+            .collect::<Result<Vec<_>, MatchError>>()?;
         dev.write_bytes(buf, r.leaf_groups.offset, as_bytes(&leaf_table))?;
         let levels: Vec<LevelPlan> = layout.steps[..enumerated]
             .iter()
