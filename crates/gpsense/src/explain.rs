@@ -74,13 +74,14 @@ pub fn report(q: &QueryGraph, g: &KnowledgeGraph, r: &MatchReport) -> String {
         let c = &d.counters;
         let _ = writeln!(
             out,
-            "device: {} launches, {} reads (each waits for the device), {} allocations, {} bytes up, {} bytes down; {} join level runs; {} bytes of buffers kept for the next query",
+            "device: {} launches, {} reads (each waits for the device), {} allocations, {} bytes up, {} bytes down; {} join level runs, {} partial matches; {} bytes of buffers kept for the next query",
             thousands(c.launches),
             thousands(c.syncs),
             thousands(c.allocations),
             thousands(c.bytes_up),
             thousands(c.bytes_down),
             thousands(d.levels),
+            thousands(d.partial_matches),
             thousands(d.arena_bytes)
         );
     }

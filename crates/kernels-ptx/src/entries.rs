@@ -35,24 +35,25 @@ macro_rules! warp_kernels {
 }
 
 kernels! {
-    identify_node_candidates(IdentifyArgs);
+    identify_nodes(IdentifyNodesArgs);
     count_words(CountWordsArgs);
     write_words(WriteWordsArgs);
     node_totals(NodeTotalsArgs);
     adjacency_bounds(AdjacencyBoundsArgs);
     scan_chunks(ScanArgs);
     add_chunk_offsets(ScanArgs);
-    refine_words(RefineWordsArgs);
+    refine_nodes(RefineNodesArgs);
     pivot_segments(PivotSegmentsArgs);
-    count_edge_candidates(EdgeCandidatesArgs);
-    write_edge_candidates(EdgeCandidatesArgs);
+    count_edge_lists(EdgeListsArgs);
+    write_edge_lists(EdgeListsArgs);
     count_extensions(ExtendArgs);
     write_extensions(ExtendArgs);
     trust_similarity(TrustSimilarityArgs);
     trust_one_hop(TrustOneHopArgs);
+    count_leaves(CountLeavesArgs);
 }
 
 warp_kernels! {
-    mark_neighbours(MarkArgs);
+    mark_steps(MarkStepsArgs);
     extend_warp(ExtendWarpArgs);
 }

@@ -145,15 +145,31 @@ pub struct FilterArgs {
     pub self_loops: DevSlice,
 }
 
-/// `identify_node_candidates`: one thread per bitset word. `within`: `u32` mask words (empty: all);
-/// `out`: `u32` words.
+/// One query node's identification in an [`IdentifyNodesArgs`] launch: its filter, and the data
+/// nodes it is tested on, the AND of `mark_count` neighbour marks from slot `marks` (bitsets of
+/// `stride` words in the launch's `marks`), and of its own set when `seeded` (a concept set's
+/// nodes, written by the host).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
-pub struct IdentifyArgs {
-    pub graph: GraphArgs,
+pub struct NodeJob {
     pub filter: FilterArgs,
-    pub within: DevSlice,
-    pub out: DevSlice,
+    pub node: u32,
+    pub seeded: u32,
+    pub marks: u32,
+    pub mark_count: u32,
+}
+
+/// `identify_nodes`: one thread per (job `k`, word `w`), item `k * stride + w`: word `w` of job
+/// `k`'s node in `sets` (`u32` bitsets of all query nodes, `stride` words each). `jobs` holds
+/// [`NodeJob`]s of distinct nodes, `marks` the `u32` mark bitsets.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct IdentifyNodesArgs {
+    pub graph: GraphArgs,
+    pub jobs: DevSlice,
+    pub sets: DevSlice,
+    pub marks: DevSlice,
+    pub stride: u64,
 }
 
 /// `count_words`: one thread per word of `words` (`u32`, the bitsets of all query nodes, `stride`
@@ -220,44 +236,78 @@ pub struct ScanArgs {
     pub chunk: u64,
 }
 
-/// `mark_neighbours`: one warp per word of `from` (`u32` bitset). `allowed` (`u32` bitset, empty:
-/// all) and `mark` (`u32` bitset, set atomically); `dir` is 0 (out) or 1 (in); `label` a relation
-/// or `NONE`.
+/// One filtering step of a [`MarkStepsArgs`] launch: the candidates of query node `from` mark, over
+/// `dir` (0 out, 1 in) and `label` (a relation or `NONE`), their neighbours in mark slot `mark`,
+/// only those in query node `allowed`'s set (`NONE`: all).
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default)]
-pub struct MarkArgs {
-    pub graph: GraphArgs,
-    pub from: DevSlice,
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MarkStep {
+    pub from: u32,
     pub dir: u32,
     pub label: u32,
-    pub allowed: DevSlice,
-    pub mark: DevSlice,
+    pub mark: u32,
+    pub allowed: u32,
+    pub _pad: u32,
 }
 
-/// `refine_words`: one thread per word of query node `node`'s bitset, refined in place. `incident`
-/// holds [`Incident`]s, `sets` the `u32` bitsets of all query nodes (`stride` words each).
+/// `mark_steps`: one warp per (step `k`, word `w`), item `k * stride + w`: step `k`'s marks from the
+/// candidates in word `w` of its `from` node. `steps` holds [`MarkStep`]s, `sets` the `u32` bitsets
+/// of all query nodes and `marks` the mark bitsets (set atomically), `stride` words each.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
-pub struct RefineWordsArgs {
+pub struct MarkStepsArgs {
     pub graph: GraphArgs,
+    pub steps: DevSlice,
+    pub sets: DevSlice,
+    pub marks: DevSlice,
+    pub stride: u64,
+}
+
+/// One query node of a [`RefineNodesArgs`] launch and its incident edges ([`Incident`]s).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RefineJob {
+    pub node: u32,
+    pub _pad: u32,
     pub incident: DevSlice,
+}
+
+/// `refine_nodes`: one thread per (job `k`, word `w`), item `k * stride + w`: word `w` of job `k`'s
+/// node refined in place. `jobs` holds [`RefineJob`]s of query nodes no two of which are
+/// neighbours (so no thread reads a word another one writes); `sets` the `u32` bitsets of all
+/// query nodes, `stride` words each.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RefineNodesArgs {
+    pub graph: GraphArgs,
+    pub jobs: DevSlice,
     pub sets: DevSlice,
     pub stride: u64,
-    pub node: u64,
 }
 
-/// `count_edge_candidates` (`counts`: `u64` per source candidate) and `write_edge_candidates`
-/// (`offsets`: `u64`, scanned counts; `out_targets` `u32`, `out_labels` `u16`).
+/// One query edge's candidate-edge lists in an [`EdgeListsArgs`] launch: from the candidates `from`
+/// (`u32`) over `dir`/`label` to the other endpoint's bitset `to_set`; `offsets` (`u64`, one more
+/// than `from`) receives the counts, then holds them scanned; work-items `first..first +
+/// from.len` are this list's.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
-pub struct EdgeCandidatesArgs {
-    pub graph: GraphArgs,
+pub struct EdgeList {
     pub from: DevSlice,
+    pub to_set: DevSlice,
+    pub offsets: DevSlice,
+    pub first: u64,
     pub dir: u32,
     pub label: u32,
-    pub to_set: DevSlice,
-    pub counts: DevSlice,
-    pub offsets: DevSlice,
+}
+
+/// `count_edge_lists` and `write_edge_lists`: one thread per source candidate of every list (`lists`:
+/// [`EdgeList`]s by ascending `first`); the write step fills `out_targets` (`u32`) and
+/// `out_labels` (`u16`) at the scanned offsets.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct EdgeListsArgs {
+    pub graph: GraphArgs,
+    pub lists: DevSlice,
     pub out_targets: DevSlice,
     pub out_labels: DevSlice,
 }
@@ -317,7 +367,11 @@ pub struct ListsArgs {
 /// are claimed, or `budget_ns` after the launch started. With `segments` (`u64`, one more than the
 /// parents: the scanned number of `segment`-entry segments of each parent's pivot list, see
 /// `pivot_segments`), the launch's `warps` warps take segments in turn (a long list is shared by
-/// many warps); without, warp `p` takes parent `p`.
+/// many warps); without, warp `p` takes parent `p`, or with `warps` parents `p`, `p + warps`, ...
+/// With `parents_at` (one `u64`: the previous level's claim counter), the parents are
+/// `min(parents_at[0], parents)` (the host queues the level before it knows its size); with
+/// `clock` (two `u64`s), the time limit's start and flag are shared with the query's other levels
+/// instead of `claimed`'s own.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ExtendWarpArgs {
@@ -336,6 +390,39 @@ pub struct ExtendWarpArgs {
     pub segments: DevSlice,
     pub segment: u64,
     pub warps: u64,
+    pub parents_at: DevSlice,
+    pub clock: DevSlice,
+}
+
+/// One group of leaves for [`CountLeavesArgs`]: `leaves` leaf query nodes whose candidates, for a
+/// partial match, are the candidate-edge list (`list`) of the data node in slot `slot`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LeafGroupArgs {
+    pub list: ListsArgs,
+    pub slot: u32,
+    pub leaves: u32,
+}
+
+/// `count_leaves`: `threads` threads take the parent rows (`rows`, `width` `u32`s each) in turn:
+/// `min(parents_at[0], parents)` of them with `parents_at` (the last level's claim counter), else
+/// `parents`. Each adds its row's product over `groups` ([`LeafGroupArgs`]; the first `nodes` slots
+/// are query nodes, `injective` 1 under iso) to `total`: three `u64`s, the low and high words of a
+/// `u128` and an overflow flag. Threads stop taking rows once the total reaches `stop_at` (a
+/// LIMIT; `u64::MAX`: never).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CountLeavesArgs {
+    pub rows: DevSlice,
+    pub parents: u64,
+    pub parents_at: DevSlice,
+    pub width: u64,
+    pub nodes: u32,
+    pub injective: u32,
+    pub groups: DevSlice,
+    pub total: DevSlice,
+    pub stop_at: u64,
+    pub threads: u64,
 }
 
 /// `pivot_segments`: one thread per parent row of an [`ExtendWarpArgs`] (`a`): `out[p]` (`u64`) is
@@ -402,8 +489,8 @@ pub struct KernelSig {
 /// Every kernel the host launches.
 pub const KERNELS: &[KernelSig] = &[
     KernelSig {
-        name: "identify_node_candidates",
-        param_bytes: size_of::<IdentifyArgs>(),
+        name: "identify_nodes",
+        param_bytes: size_of::<IdentifyNodesArgs>(),
         threads_per_item: 1,
     },
     KernelSig {
@@ -437,23 +524,23 @@ pub const KERNELS: &[KernelSig] = &[
         threads_per_item: 1,
     },
     KernelSig {
-        name: "mark_neighbours",
-        param_bytes: size_of::<MarkArgs>(),
+        name: "mark_steps",
+        param_bytes: size_of::<MarkStepsArgs>(),
         threads_per_item: 32,
     },
     KernelSig {
-        name: "refine_words",
-        param_bytes: size_of::<RefineWordsArgs>(),
+        name: "refine_nodes",
+        param_bytes: size_of::<RefineNodesArgs>(),
         threads_per_item: 1,
     },
     KernelSig {
-        name: "count_edge_candidates",
-        param_bytes: size_of::<EdgeCandidatesArgs>(),
+        name: "count_edge_lists",
+        param_bytes: size_of::<EdgeListsArgs>(),
         threads_per_item: 1,
     },
     KernelSig {
-        name: "write_edge_candidates",
-        param_bytes: size_of::<EdgeCandidatesArgs>(),
+        name: "write_edge_lists",
+        param_bytes: size_of::<EdgeListsArgs>(),
         threads_per_item: 1,
     },
     KernelSig {
@@ -469,6 +556,11 @@ pub const KERNELS: &[KernelSig] = &[
     KernelSig {
         name: "pivot_segments",
         param_bytes: size_of::<PivotSegmentsArgs>(),
+        threads_per_item: 1,
+    },
+    KernelSig {
+        name: "count_leaves",
+        param_bytes: size_of::<CountLeavesArgs>(),
         threads_per_item: 1,
     },
     KernelSig {
@@ -490,3 +582,8 @@ const _: () = assert!(size_of::<DevSlice>() == 16);
 const _: () = assert!(size_of::<Need>() == 12);
 const _: () = assert!(size_of::<Incident>() == 12);
 const _: () = assert!(size_of::<Check>() == 16);
+const _: () = assert!(size_of::<NodeJob>() == 72);
+const _: () = assert!(size_of::<MarkStep>() == 24);
+const _: () = assert!(size_of::<RefineJob>() == 24);
+const _: () = assert!(size_of::<EdgeList>() == 64);
+const _: () = assert!(size_of::<LeafGroupArgs>() == 72);

@@ -37,20 +37,29 @@ unsafe fn node_filter<'a>(f: &FilterArgs) -> NodeFilter<'a> {
     }
 }
 
-pub unsafe fn identify_node_candidates(a: &IdentifyArgs, w: usize) {
-    if w as u64 >= a.out.len {
-        return;
-    }
+/// Job `item / stride`'s word `item % stride`: the filter tested on the AND of its marks (and seed).
+pub unsafe fn identify_nodes(a: &IdentifyNodesArgs, item: usize) {
     unsafe {
-        let within = a.within.get::<u32>();
-        let mask = if within.is_empty() {
-            u32::MAX
+        let stride = a.stride as usize;
+        let jobs = a.jobs.get::<NodeJob>();
+        let (k, w) = (item / stride.max(1), item % stride.max(1));
+        if k >= jobs.len() {
+            return;
+        }
+        let job = &jobs[k];
+        let at = job.node as usize * stride + w;
+        let mut mask = if job.seeded != 0 {
+            a.sets.get::<u32>()[at]
         } else {
-            within[w]
+            u32::MAX
         };
+        let marks = a.marks.get::<u32>();
+        for m in job.marks..job.marks + job.mark_count {
+            mask &= marks[m as usize * stride + w];
+        }
         let word =
-            filter::identify_node_candidates(w, mask, &node_filter(&a.filter), &a.graph.view());
-        a.out.write(w, word);
+            filter::identify_node_candidates(w, mask, &node_filter(&job.filter), &a.graph.view());
+        a.sets.write(at, word);
     }
 }
 
@@ -133,38 +142,52 @@ fn chunk_range(a: &ScanArgs, t: usize) -> (usize, usize) {
     (start as usize, end as usize)
 }
 
-/// One warp per word of `from`.
-pub unsafe fn mark_neighbours(a: &MarkArgs, w: usize, warp: &impl Warp) {
+/// One warp per (step, word of its `from` node's set).
+pub unsafe fn mark_steps(a: &MarkStepsArgs, item: usize, warp: &impl Warp) {
     unsafe {
-        let from = a.from.get::<u32>();
-        if w >= from.len() {
+        let stride = a.stride as usize;
+        let steps = a.steps.get::<MarkStep>();
+        let (k, w) = (item / stride.max(1), item % stride.max(1));
+        if k >= steps.len() {
             return;
         }
+        let s = &steps[k];
+        let sets = a.sets.get::<u32>();
+        let set = |u: u32| &sets[u as usize * stride..][..stride];
+        let allowed = if s.allowed == NONE {
+            &[][..]
+        } else {
+            set(s.allowed)
+        };
+        let mark = &a.marks.get::<AtomicU32>()[s.mark as usize * stride..][..stride];
         filter::mark_neighbours(
             warp,
             w,
-            from,
-            dir(a.dir),
-            a.label,
-            a.allowed.get::<u32>(),
-            a.mark.get::<AtomicU32>(),
+            set(s.from),
+            dir(s.dir),
+            s.label,
+            allowed,
+            mark,
             &a.graph.view(),
         );
     }
 }
 
-pub unsafe fn refine_words(a: &RefineWordsArgs, w: usize) {
+pub unsafe fn refine_nodes(a: &RefineNodesArgs, item: usize) {
     unsafe {
         let stride = a.stride as usize;
-        if w >= stride {
+        let jobs = a.jobs.get::<RefineJob>();
+        let (k, w) = (item / stride.max(1), item % stride.max(1));
+        if k >= jobs.len() {
             return;
         }
+        let job = &jobs[k];
+        let u = job.node as usize;
         let sets = a.sets.get::<AtomicU32>();
-        let u = a.node as usize;
         let word = filter::refine_word(
             u,
             w,
-            a.incident.get::<Incident>(),
+            job.incident.get::<Incident>(),
             sets,
             stride,
             &a.graph.view(),
@@ -173,40 +196,51 @@ pub unsafe fn refine_words(a: &RefineWordsArgs, w: usize) {
     }
 }
 
-pub unsafe fn count_edge_candidates(a: &EdgeCandidatesArgs, i: usize) {
+/// The list whose work-items include `item`, and the item's index in it.
+unsafe fn edge_list<'a>(a: &EdgeListsArgs, item: usize) -> Option<(&'a EdgeList, usize)> {
     unsafe {
-        let from = a.from.get::<u32>();
-        if i >= from.len() {
-            return;
-        }
-        let n = join::count_edge_candidates(
-            i,
-            from,
-            dir(a.dir),
-            a.label,
-            a.to_set.get::<u32>(),
-            &a.graph.view(),
-        );
-        a.counts.write(i, n as u64);
+        let lists = a.lists.get::<EdgeList>();
+        let j = lists
+            .partition_point(|l| l.first <= item as u64)
+            .checked_sub(1)?;
+        let l = &lists[j];
+        let i = (item as u64 - l.first) as usize;
+        (i < l.from.len as usize).then_some((l, i))
     }
 }
 
-pub unsafe fn write_edge_candidates(a: &EdgeCandidatesArgs, i: usize) {
+pub unsafe fn count_edge_lists(a: &EdgeListsArgs, item: usize) {
     unsafe {
-        let from = a.from.get::<u32>();
-        if i >= from.len() {
+        let Some((l, i)) = edge_list(a, item) else {
             return;
-        }
-        let offsets = a.offsets.get::<u64>();
+        };
+        let n = join::count_edge_candidates(
+            i,
+            l.from.get::<u32>(),
+            dir(l.dir),
+            l.label,
+            l.to_set.get::<u32>(),
+            &a.graph.view(),
+        );
+        l.offsets.write(i, n as u64);
+    }
+}
+
+pub unsafe fn write_edge_lists(a: &EdgeListsArgs, item: usize) {
+    unsafe {
+        let Some((l, i)) = edge_list(a, item) else {
+            return;
+        };
+        let offsets = l.offsets.get::<u64>();
         let (s, e) = (offsets[i] as usize, offsets[i + 1] as usize);
         let targets = a.out_targets.region_mut::<u32>(s, e);
         let labels = a.out_labels.region_mut::<u16>(s, e);
         join::write_edge_candidates(
             i,
-            from,
-            dir(a.dir),
-            a.label,
-            a.to_set.get::<u32>(),
+            l.from.get::<u32>(),
+            dir(l.dir),
+            l.label,
+            l.to_set.get::<u32>(),
             &a.graph.view(),
             targets,
             labels,
@@ -366,7 +400,11 @@ pub unsafe fn extend_warp(a: &ExtendWarpArgs, w: usize, warp: &impl Warp) {
         let counters = a.claimed.get::<AtomicU64>();
         let out = join::Claims {
             claimed: &counters[0],
-            clock: &counters[1..],
+            clock: if a.clock.len >= 2 {
+                a.clock.get::<AtomicU64>()
+            } else {
+                &counters[1..]
+            },
             budget_ns: a.budget_ns,
             capacity: a.capacity,
             stop_at: a.stop_at,
@@ -381,10 +419,12 @@ pub unsafe fn extend_warp(a: &ExtendWarpArgs, w: usize, warp: &impl Warp) {
         let offsets = a.segments.get::<u64>();
         let total = if segmented {
             offsets[a.parents as usize]
+        } else if a.parents_at.len > 0 {
+            a.parents_at.get::<u64>()[0].min(a.parents)
         } else {
             a.parents
         };
-        let stride = if segmented { a.warps } else { u64::MAX };
+        let stride = if a.warps > 0 { a.warps } else { u64::MAX };
         let seg = a.segment as usize;
         let mut s = w as u64;
         while s < total {
@@ -449,5 +489,45 @@ pub unsafe fn trust_one_hop(a: &TrustOneHopArgs, i: usize) {
         };
         let s = crate::trust::one_hop(t, d, &tpl, a.sim.get(), &a.graph.view(), &scoring, sf, su);
         a.out.write(i, s);
+    }
+}
+
+/// Rows `t`, `t + threads`, ...: each row's leaf product added to the `u128` total.
+pub unsafe fn count_leaves(a: &CountLeavesArgs, t: usize) {
+    unsafe {
+        let total = a.total.get::<AtomicU64>();
+        let parents = if a.parents_at.len > 0 {
+            a.parents_at.get::<u64>()[0].min(a.parents)
+        } else {
+            a.parents
+        };
+        let (width, groups) = (a.width as usize, a.groups.get::<LeafGroupArgs>());
+        let rows = a.rows.get::<u32>();
+        let mut p = t as u64;
+        while p < parents {
+            let reached = a.stop_at != u64::MAX
+                && (total[1].load(Ordering::Relaxed) > 0
+                    || total[0].load(Ordering::Relaxed) >= a.stop_at);
+            if reached {
+                return;
+            }
+            let row = &rows[p as usize * width..(p as usize + 1) * width];
+            let lists = groups.iter().map(|g| join::LeafGroup {
+                list: join::list_of(
+                    row[g.slot as usize],
+                    g.list.from.get(),
+                    g.list.offsets.get(),
+                    g.list.targets.get(),
+                ),
+                leaves: g.leaves,
+            });
+            let added = join::count_leaves(row, a.nodes as usize, a.injective != 0, lists)
+                .is_some_and(|n| join::add_u128(&total[0], &total[1], n));
+            if !added {
+                total[2].store(1, Ordering::Relaxed);
+                return;
+            }
+            p += a.threads.max(1);
+        }
     }
 }

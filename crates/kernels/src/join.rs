@@ -461,3 +461,149 @@ pub fn list_of<'a>(x: u32, from: &[u32], offsets: &[u64], targets: &'a [u32]) ->
         Err(_) => &[],
     }
 }
+
+/// Leaves of one partial match counted together: `leaves` leaf query nodes with the very same
+/// candidates, the sorted list `list` (of the data node in their parent's slot).
+#[derive(Clone, Copy, Debug)]
+pub struct LeafGroup<'a> {
+    pub list: &'a [u32],
+    pub leaves: u32,
+}
+
+/// Kernel body (one work-item per partial match): the matches of `groups`' leaves for `row`, as a
+/// product instead of an enumeration. Under injective semantics each group's leaves take distinct
+/// nodes of its list not already in the row (`row[..nodes]`; the caller gives groups whose lists
+/// cannot meet, so the groups are independent); otherwise any nodes. `None` past `u128::MAX`.
+pub fn count_leaves<'a>(
+    row: &[u32],
+    nodes: usize,
+    injective: bool,
+    groups: impl Iterator<Item = LeafGroup<'a>>,
+) -> Option<u128> {
+    let mut product = 1u128;
+    for g in groups {
+        let len = g.list.len() as u64;
+        let ways = if injective {
+            let used = row[..nodes.min(row.len())]
+                .iter()
+                .filter(|&&v| v != NONE && g.list.binary_search(&v).is_ok())
+                .count() as u64;
+            falling(len.saturating_sub(used), g.leaves as u64)?
+        } else {
+            (len as u128).checked_pow(g.leaves)?
+        };
+        if ways == 0 {
+            return Some(0);
+        }
+        product = product.checked_mul(ways)?;
+    }
+    Some(product)
+}
+
+/// `n (n - 1) ... (n - k + 1)`; `None` past `u128::MAX`.
+fn falling(n: u64, k: u64) -> Option<u128> {
+    if k > n {
+        return Some(0);
+    }
+    (0..k).try_fold(1u128, |a, j| a.checked_mul((n - j) as u128))
+}
+
+/// Adds `n` to the `u128` held as two `u64` words (`lo`, `hi`) by atomic adds: the carry out of the
+/// low word is added to the high one by the thread whose add wrapped it. Returns false when the
+/// total passes `u128::MAX`.
+pub fn add_u128(lo: &AtomicU64, hi: &AtomicU64, n: u128) -> bool {
+    let (low, high) = (n as u64, (n >> 64) as u64);
+    let old = lo.fetch_add(low, Ordering::Relaxed);
+    let carry = old.checked_add(low).is_none() as u64;
+    let Some(add) = high.checked_add(carry) else {
+        return false;
+    };
+    if add == 0 {
+        return true;
+    }
+    hi.fetch_add(add, Ordering::Relaxed)
+        .checked_add(add)
+        .is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every injective (or any) choice of nodes for `groups`' leaves, avoiding the row under iso.
+    fn brute(row: &[u32], groups: &[(&[u32], u32)], injective: bool) -> u128 {
+        fn go(row: &mut [u32; 16], at: usize, lists: &[&[u32]], injective: bool) -> u128 {
+            let Some((l, rest)) = lists.split_first() else {
+                return 1;
+            };
+            let mut n = 0;
+            for &v in l.iter() {
+                if !injective || !row[..at].contains(&v) {
+                    row[at] = v;
+                    n += go(row, at + 1, rest, injective);
+                }
+            }
+            n
+        }
+        let mut lists: [&[u32]; 8] = [&[]; 8];
+        let mut k = 0;
+        for &(l, leaves) in groups {
+            for _ in 0..leaves {
+                lists[k] = l;
+                k += 1;
+            }
+        }
+        let mut buf = [NONE; 16];
+        buf[..row.len()].copy_from_slice(row);
+        go(&mut buf, row.len(), &lists[..k], injective)
+    }
+
+    #[test]
+    fn leaf_products_equal_enumeration() {
+        let row = [3, 7, NONE];
+        let cases: [&[(&[u32], u32)]; 4] = [
+            &[(&[1, 2, 3, 4, 5], 3)],
+            &[(&[1, 3, 7], 2), (&[10, 11], 1)],
+            &[(&[7], 1)],
+            &[(&[2, 4, 6, 8], 2), (&[20, 21, 22], 2), (&[30], 1)],
+        ];
+        for groups in cases {
+            for injective in [true, false] {
+                let it = groups
+                    .iter()
+                    .map(|&(list, leaves)| LeafGroup { list, leaves });
+                let counted = count_leaves(&row, 2, injective, it);
+                assert_eq!(
+                    counted,
+                    Some(brute(&row[..2], groups, injective)),
+                    "{groups:?}"
+                );
+            }
+        }
+        // Past u128::MAX: no count (the kernel raises its overflow flag).
+        static WIDE: [u32; 70_000] = {
+            let mut a = [0u32; 70_000];
+            let mut i = 0;
+            while i < a.len() {
+                a[i] = i as u32 + 100;
+                i += 1;
+            }
+            a
+        };
+        let wide = [LeafGroup {
+            list: &WIDE,
+            leaves: 8,
+        }];
+        assert_eq!(count_leaves(&row, 2, true, wide.into_iter()), None);
+    }
+
+    #[test]
+    fn u128_totals_carry_and_overflow() {
+        let (lo, hi) = (AtomicU64::new(u64::MAX - 1), AtomicU64::new(0));
+        assert!(add_u128(&lo, &hi, 3));
+        assert_eq!((lo.into_inner(), hi.load(Ordering::Relaxed)), (1, 1));
+        let (lo, hi) = (AtomicU64::new(0), AtomicU64::new(u64::MAX));
+        assert!(add_u128(&lo, &hi, 5));
+        assert!(!add_u128(&lo, &hi, 1 << 64));
+    }
+}

@@ -1003,8 +1003,8 @@ mod tests {
         for skip in [
             "extend_warp",
             "write_extensions",
-            "refine_words",
-            "mark_neighbours",
+            "refine_nodes",
+            "mark_steps",
         ] {
             let bad = Skipping {
                 inner: HostDevice::from_env(),
@@ -1012,7 +1012,7 @@ mod tests {
             };
             let err = self_check(bad).err().map(|e| e.to_string());
             // Skipping refinement loses no answer: the join checks every edge.
-            if skip == "refine_words" {
+            if skip == "refine_nodes" {
                 assert_eq!(err, None);
             } else {
                 let err = err.unwrap_or_else(|| panic!("skipping {skip} went unnoticed"));

@@ -3,28 +3,35 @@
 //! scans run on the device; the host queues launches and reads back only what it must decide on.
 //!
 //! Per query (n query nodes, a "level" per node in join order):
-//! 1. one upload of the query (filters, incident edges, the edges seen from each endpoint);
-//! 2. filtering on candidate bitsets in plan order (identify, mark neighbours: a warp per bitset
-//!    word), `refine_rounds` refinements in reverse order, per-word counts and their scan (the rank
-//!    of every candidate), and per query edge and endpoint the total adjacency of its candidates;
+//! 1. one upload of the query (filters, incident edges, the edges seen from each endpoint, and the
+//!    job tables of the fused filtering launches);
+//! 2. filtering on candidate bitsets in plan order, a launch per wave ([`Waves`]) to identify and
+//!    one to mark neighbours (a warp per bitset word), `refine_rounds` refinements in reverse
+//!    order (a launch per wave), per-word counts and their scan (the rank of every candidate), and
+//!    per query edge and endpoint the total adjacency of its candidates;
 //! 3. **read 1**: candidates per query node and those adjacency totals (O(query) words);
-//! 4. the join order from the counts; the candidate arrays (compaction) and the candidate-edge
-//!    lists of every query edge toward the later endpoint (count, device scan, write), their room
-//!    reserved from the totals of step 2;
-//! 5. per level one launch of the warp-centric join (`extend_warp`: one pass, rows claimed by one
-//!    atomic add per warp; or, for a level with an edge variable, count, device scan and write) and
-//!    **one read** of its total; the last level's rows are read once more.
+//! 4. the join order from the counts (for a count, counted leaves last: `gpu_leaves`); the
+//!    candidate arrays (compaction) and the candidate-edge lists of every query edge toward the
+//!    later endpoint (one count launch, device scan, one write launch), their room reserved from
+//!    the totals of step 2;
+//! 5. the warp-centric join (`extend_warp`: one pass, rows claimed by one atomic add per warp), its
+//!    levels queued back to back, each taking its parents' number from the previous level's
+//!    counter, then `count_leaves` for counted leaves, and **one read** of every counter; the last
+//!    level's rows are read once more.
 //!
-//! So a query whose levels fit their buffers makes at most n + 2 reads. A level that outgrows its
-//! buffer is run again into a larger one (within the memory budget) or in halves of its parents.
+//! So a query whose levels fit their buffers makes 2 reads (3 with rows). A level that outgrows
+//! its buffer is run again level by level, into a larger buffer (within the memory budget) or in
+//! halves of its parents, one read per level; so are levels with an edge variable (count, device
+//! scan, write) and segmented pivot lists.
 
 use std::time::Instant;
 
 use gpsense_graph::KnowledgeGraph;
 use gpsense_kernels::abi::{
-    AdjacencyBoundsArgs, CountWordsArgs, DevSlice, DirectedEdge, EdgeCandidatesArgs, ExtendArgs,
-    ExtendWarpArgs, FilterArgs, GraphArgs, IdentifyArgs, ListsArgs, MarkArgs, NodeTotalsArgs,
-    PivotSegmentsArgs, RefineWordsArgs, ScanArgs, StepArgs, WriteWordsArgs,
+    AdjacencyBoundsArgs, CountLeavesArgs, CountWordsArgs, DevSlice, DirectedEdge, EdgeList,
+    EdgeListsArgs, ExtendArgs, ExtendWarpArgs, FilterArgs, GraphArgs, IdentifyNodesArgs,
+    LeafGroupArgs, ListsArgs, MarkStep, MarkStepsArgs, NodeJob, NodeTotalsArgs, PivotSegmentsArgs,
+    RefineJob, RefineNodesArgs, ScanArgs, StepArgs, WriteWordsArgs,
 };
 use gpsense_kernels::{bits, Dir, NONE};
 use gpsense_planner::{Plan, QueryGraph};
@@ -34,6 +41,7 @@ use crate::device::{
     as_bytes, map_host, read, upload, Buf, Device, DeviceCounters, DeviceError, Launch, Pod,
 };
 use crate::filtering::FilterReport;
+use crate::gpu_leaves::{self, LeafGroup};
 use crate::layout::{DataShape, Layout};
 use crate::output::Output;
 use crate::{MatchError, Semantics};
@@ -224,6 +232,8 @@ struct FilterRegions {
     sums: Region,
     summary: Region,
     params: Region,
+    /// The per-wave job tables of identification, marking and refinement.
+    jobs: Region,
 }
 
 /// The query as the device reads it: filters, incident edges, the directed edges, in one upload.
@@ -270,6 +280,149 @@ fn slice_at(region: &Region, (at, len): (usize, usize), elem: usize) -> DevSlice
     }
 }
 
+/// The filtering phase's schedule. A node's wave is one more than the latest wave among the earlier
+/// endpoints of its edges (0 without any), so query neighbours never share a wave: a wave's nodes
+/// are identified in one launch once every mark into them is made, then mark their later
+/// neighbours in one launch, and refinement takes the waves in reverse. The sets are exactly those
+/// of a pass node by node in plan order, in launches per wave instead of per query edge.
+struct Waves {
+    /// Query nodes per wave, in plan order.
+    nodes: Vec<Vec<usize>>,
+    /// Neighbour steps (indexes into `Layout::neighbour_steps`) per wave of their earlier endpoint.
+    steps: Vec<Vec<usize>>,
+    /// Per query node, the first mark slot of the steps into it and their number.
+    marks: Vec<(u32, u32)>,
+    /// The mark slot of each step (grouped by the node it marks).
+    slot: Vec<u32>,
+}
+
+/// The job tables of [`Waves`], one upload, and each wave's part of them.
+struct Tables {
+    bytes: Vec<u8>,
+    identify: Vec<DevSlice>,
+    mark: Vec<DevSlice>,
+    refine: Vec<DevSlice>,
+}
+
+impl Waves {
+    fn new(layout: &Layout) -> Self {
+        let (n, steps) = (layout.nodes, &layout.neighbour_steps);
+        let mut wave = vec![0usize; n];
+        // Steps come by their earlier endpoint's plan position: its wave is final when read.
+        for s in steps {
+            wave[s.to] = wave[s.to].max(wave[s.from] + 1);
+        }
+        let count = wave.iter().max().map_or(0, |&w| w + 1);
+        let mut nodes = vec![Vec::new(); count];
+        for &u in &layout.order {
+            nodes[wave[u]].push(u);
+        }
+        let mut by_wave = vec![Vec::new(); count];
+        for (j, s) in steps.iter().enumerate() {
+            by_wave[wave[s.from]].push(j);
+        }
+        let mut marks = vec![(0u32, 0u32); n];
+        let mut slot = vec![0u32; steps.len()];
+        let mut next = 0u32;
+        for (t, m) in marks.iter_mut().enumerate() {
+            m.0 = next;
+            for (j, _) in steps.iter().enumerate().filter(|(_, s)| s.to == t) {
+                slot[j] = next;
+                next += 1;
+            }
+            m.1 = next - m.0;
+        }
+        Waves {
+            nodes,
+            steps: by_wave,
+            marks,
+            slot,
+        }
+    }
+
+    fn table_bytes(&self) -> usize {
+        let n: usize = self.nodes.iter().map(Vec::len).sum();
+        let m: usize = self.steps.iter().map(Vec::len).sum();
+        n * (size_of::<NodeJob>() + size_of::<RefineJob>()) + m * size_of::<MarkStep>()
+    }
+
+    /// The tables as the device reads them at `r.jobs`: node jobs, then mark steps, then refine
+    /// jobs, each wave's part contiguous.
+    fn tables(
+        &self,
+        layout: &Layout,
+        params: &Params,
+        r: &FilterRegions,
+        seeded: &[bool],
+    ) -> Tables {
+        let (mut jobs, mut steps, mut refine) = (Vec::new(), Vec::new(), Vec::new());
+        let mut parts = [Vec::new(), Vec::new(), Vec::new()];
+        for (nodes, wave_steps) in self.nodes.iter().zip(&self.steps) {
+            let start = [jobs.len(), steps.len(), refine.len()];
+            for &u in nodes {
+                let p = &params.nodes[u];
+                let f = &layout.filters[u];
+                jobs.push(NodeJob {
+                    filter: FilterArgs {
+                        fixed: f.fixed,
+                        label: f.label,
+                        degrees: slice_at(&r.params, p[0], 12),
+                        neighbour_labels: slice_at(&r.params, p[1], 12),
+                        self_loops: slice_at(&r.params, p[2], 4),
+                    },
+                    node: u as u32,
+                    seeded: seeded[u] as u32,
+                    marks: self.marks[u].0,
+                    mark_count: self.marks[u].1,
+                });
+                if !layout.incident[u].is_empty() {
+                    refine.push(RefineJob {
+                        node: u as u32,
+                        _pad: 0,
+                        incident: slice_at(&r.params, p[3], 12),
+                    });
+                }
+            }
+            for &j in wave_steps {
+                let s = &layout.neighbour_steps[j];
+                steps.push(MarkStep {
+                    from: s.from as u32,
+                    dir: dir_code(s.dir),
+                    label: s.label,
+                    mark: self.slot[j],
+                    allowed: if seeded[s.to] { s.to as u32 } else { NONE },
+                    _pad: 0,
+                });
+            }
+            let end = [jobs.len(), steps.len(), refine.len()];
+            for k in 0..3 {
+                parts[k].push((start[k], end[k]));
+            }
+        }
+        let mut bytes = as_bytes(&jobs).to_vec();
+        let at_steps = bytes.len();
+        bytes.extend_from_slice(as_bytes(&steps));
+        let at_refine = bytes.len();
+        bytes.extend_from_slice(as_bytes(&refine));
+        let base = r.jobs.slice.ptr;
+        let slices = |parts: &[(usize, usize)], at: usize, elem: usize| {
+            parts
+                .iter()
+                .map(|&(s, e)| DevSlice {
+                    ptr: base + (at + s * elem) as u64,
+                    len: (e - s) as u64,
+                })
+                .collect()
+        };
+        Tables {
+            identify: slices(&parts[0], 0, size_of::<NodeJob>()),
+            mark: slices(&parts[1], at_steps, size_of::<MarkStep>()),
+            refine: slices(&parts[2], at_refine, size_of::<RefineJob>()),
+            bytes,
+        }
+    }
+}
+
 fn dir_code(d: Dir) -> u32 {
     match d {
         Dir::Out => 0,
@@ -310,6 +463,8 @@ pub struct DeviceReport {
     pub counters: DeviceCounters,
     /// Join levels run (a level run in parts counts once per part).
     pub levels: u64,
+    /// Partial matches the join's levels produced (counted leaves are not among them).
+    pub partial_matches: u64,
     /// Device memory the query's buffers hold (the arena after the query).
     pub arena_bytes: u64,
 }
@@ -360,11 +515,20 @@ impl<D: Device> Pipeline<'_, D> {
             filter_time: start.elapsed(),
             ..Default::default()
         };
-        let join_plan = crate::order::join_order(q, plan, &space.counts);
+        let mut join_plan = crate::order::join_order(q, plan, &space.counts);
+        // A count enumerates only the nodes that are not counted leaves, which come last.
+        let groups = if out.count_only() {
+            gpu_leaves::choose(q, &join_plan, layout, self.semantics)
+        } else {
+            Vec::new()
+        };
+        if !groups.is_empty() {
+            join_plan = gpu_leaves::reorder(q, &join_plan, &groups);
+        }
         let mut device = DeviceReport::default();
         if space.counts.iter().all(|&c| c > 0) {
             let join = Layout::new(q, &join_plan, self.semantics, self.shape)?;
-            device.levels = self.join(&join, &space, out)?;
+            (device.levels, device.partial_matches) = self.join(&join, &space, out, &groups)?;
         }
         device.counters = self.dev.counters() - before;
         device.arena_bytes = self.arena.bytes();
@@ -384,13 +548,16 @@ impl<D: Device> Pipeline<'_, D> {
         let directed = directed_edges(q);
         let params = Params::new(layout, &directed);
         let words = n * stride;
+        let waves = Waves::new(layout);
+        let marks = layout.neighbour_steps.len();
         let carve = |c: &mut Carver| FilterRegions {
             sets: c.take::<u32>(words),
-            marks: c.take::<u32>(words),
+            marks: c.take::<u32>(marks * stride),
             offsets: c.take::<u64>(words + 1),
             sums: c.take::<u64>(scan_sums(words + 1)),
             summary: c.take::<u64>(n + directed.len()),
             params: c.take::<u8>(params.bytes.len()),
+            jobs: c.take::<u8>(waves.table_bytes()),
         };
         let mut sizing = Carver::new(0);
         carve(&mut sizing);
@@ -401,29 +568,6 @@ impl<D: Device> Pipeline<'_, D> {
         dev.write_bytes(buf, r.params.offset, &params.bytes)?;
         dev.zero_bytes(buf, r.marks.offset, r.marks.bytes(4))?;
         let set = |u: usize| r.sets.part(4, u * stride, (u + 1) * stride);
-        let mark = |u: usize| r.marks.part(4, u * stride, (u + 1) * stride);
-        let filter_args = |u: usize| {
-            let f = &layout.filters[u];
-            let p = &params.nodes[u];
-            FilterArgs {
-                fixed: f.fixed,
-                label: f.label,
-                degrees: slice_at(&r.params, p[0], 12),
-                neighbour_labels: slice_at(&r.params, p[1], 12),
-                self_loops: slice_at(&r.params, p[2], 4),
-            }
-        };
-        let identify = |u: usize, within: DevSlice| {
-            dev.launch(
-                &Launch::Identify(IdentifyArgs {
-                    graph: g,
-                    filter: filter_args(u),
-                    within,
-                    out: set(u).slice,
-                }),
-                stride as u64,
-            )
-        };
         // A concept set's nodes seed its set: the bits a neighbour may mark, and the ones it is
         // identified from (in place).
         let mut seeded = vec![false; n];
@@ -435,57 +579,50 @@ impl<D: Device> Pipeline<'_, D> {
                 seeded[u] = true;
             }
         }
-        let mut has = vec![false; n];
-        for &u in &layout.order {
-            if !has[u] {
-                let within = if seeded[u] {
-                    set(u).slice
-                } else {
-                    DevSlice::default()
-                };
-                identify(u, within)?;
-                has[u] = true;
-            }
-            for step in layout.neighbour_steps.iter().filter(|s| s.from == u) {
-                let t = step.to;
-                dev.zero_bytes(buf, mark(t).offset, stride * 4)?;
-                let allowed = if has[t] || seeded[t] {
-                    set(t).slice
-                } else {
-                    DevSlice::default()
-                };
+        let t = waves.tables(layout, &params, &r, &seeded);
+        dev.write_bytes(buf, r.jobs.offset, &t.bytes)?;
+        let (sets, marks) = (r.sets.slice, r.marks.slice);
+        let stride64 = stride as u64;
+        // Forward: per wave, identify its nodes within their marks, then mark from them.
+        for (nodes, steps) in t.identify.iter().zip(&t.mark) {
+            dev.launch(
+                &Launch::IdentifyNodes(IdentifyNodesArgs {
+                    graph: g,
+                    jobs: *nodes,
+                    sets,
+                    marks,
+                    stride: stride64,
+                }),
+                nodes.len * stride64,
+            )?;
+            if steps.len > 0 {
                 dev.launch(
-                    &Launch::MarkNeighbours(MarkArgs {
+                    &Launch::MarkSteps(MarkStepsArgs {
                         graph: g,
-                        from: set(u).slice,
-                        dir: dir_code(step.dir),
-                        label: step.label,
-                        allowed,
-                        mark: mark(t).slice,
+                        steps: *steps,
+                        sets,
+                        marks,
+                        stride: stride64,
                     }),
-                    stride as u64,
+                    steps.len * stride64,
                 )?;
-                identify(t, mark(t).slice)?;
-                has[t] = true;
             }
         }
+        // Refinement in reversed plan order, a wave at a time: the sets a node reads are exactly
+        // the ones a node-by-node pass would see.
         for _ in 0..rounds {
             if out.stopped() {
                 break;
             }
-            for &u in layout.order.iter().rev() {
-                if layout.incident[u].is_empty() {
-                    continue;
-                }
+            for jobs in t.refine.iter().rev().filter(|j| j.len > 0) {
                 dev.launch(
-                    &Launch::RefineWords(RefineWordsArgs {
+                    &Launch::RefineNodes(RefineNodesArgs {
                         graph: g,
-                        incident: slice_at(&r.params, params.nodes[u][3], 12),
-                        sets: r.sets.slice,
-                        stride: stride as u64,
-                        node: u as u64,
+                        jobs: *jobs,
+                        sets,
+                        stride: stride64,
                     }),
-                    stride as u64,
+                    jobs.len * stride64,
                 )?;
             }
         }
@@ -539,7 +676,15 @@ impl<D: Device> Pipeline<'_, D> {
     }
 
     /// Steps 4-5: candidate arrays, candidate-edge lists, the levels. Returns the levels run.
-    fn join(&mut self, layout: &Layout, s: &Space, out: &Output) -> Result<u64, MatchError> {
+    fn join(
+        &mut self,
+        layout: &Layout,
+        s: &Space,
+        out: &Output,
+        groups: &[LeafGroup],
+    ) -> Result<(u64, u64), MatchError> {
+        let counted: usize = groups.iter().map(|g| g.nodes.len()).sum();
+        let enumerated = layout.steps.len() - counted;
         let n = layout.nodes;
         let stride = s.stride;
         let mut cand_start = vec![0usize; n + 1];
@@ -568,8 +713,12 @@ impl<D: Device> Pipeline<'_, D> {
             labels: c.take::<u16>(room as usize),
             checks: c.take::<gpsense_kernels::join::Check>(checks.len()),
             lists: c.take::<ListsArgs>(checks.len()),
+            edge_lists: c.take::<EdgeList>(lists.len()),
             root: c.take::<u32>(layout.width),
-            claimed: c.take::<u64>(3),
+            leaf_groups: c.take::<LeafGroupArgs>(groups.len()),
+            // Per level its claim counter, start time and timed-out flag, a shared clock, and the
+            // leaves' total (two words and an overflow flag).
+            claimed: c.take::<u64>(3 * enumerated + 5),
         };
         let mut sizing = Carver::new(0);
         carve(&mut sizing);
@@ -591,37 +740,36 @@ impl<D: Device> Pipeline<'_, D> {
         )?;
         let cand = |u: usize| r.cand.part(4, cand_start[u], cand_start[u + 1]);
         let set = |u: usize| f.sets.part(4, u * stride, (u + 1) * stride);
-        // Candidate-edge lists: count, scan (one for all edges), write.
+        // Candidate-edge lists of every edge: count (one launch), scan, write (one launch).
         dev.zero_bytes(buf, r.ec_offsets.offset, r.ec_offsets.bytes(8))?;
-        let edge_args = |j: usize| {
-            let ns = &lists[j];
-            EdgeCandidatesArgs {
-                graph: g,
-                from: cand(ns.from).slice,
-                dir: dir_code(ns.dir),
-                label: ns.label,
-                to_set: set(ns.to).slice,
-                counts: r
-                    .ec_offsets
-                    .part(8, slot_base[j], slot_base[j + 1] - 1)
-                    .slice,
-                offsets: r.ec_offsets.part(8, slot_base[j], slot_base[j + 1]).slice,
-                out_targets: r.targets.slice,
-                out_labels: r.labels.slice,
-            }
+        let mut first = 0u64;
+        let table: Vec<EdgeList> = lists
+            .iter()
+            .enumerate()
+            .map(|(j, ns)| {
+                let l = EdgeList {
+                    from: cand(ns.from).slice,
+                    to_set: set(ns.to).slice,
+                    offsets: r.ec_offsets.part(8, slot_base[j], slot_base[j + 1]).slice,
+                    first,
+                    dir: dir_code(ns.dir),
+                    label: ns.label,
+                };
+                first += s.counts[ns.from] as u64;
+                l
+            })
+            .collect();
+        dev.write_bytes(buf, r.edge_lists.offset, as_bytes(&table))?;
+        let edge_args = EdgeListsArgs {
+            graph: g,
+            lists: r.edge_lists.slice,
+            out_targets: r.targets.slice,
+            out_labels: r.labels.slice,
         };
-        for (j, ns) in lists.iter().enumerate() {
-            dev.launch(
-                &Launch::CountEdgeCandidates(edge_args(j)),
-                s.counts[ns.from] as u64,
-            )?;
-        }
-        scan(dev, r.ec_offsets, r.ec_sums)?;
-        for (j, ns) in lists.iter().enumerate() {
-            dev.launch(
-                &Launch::WriteEdgeCandidates(edge_args(j)),
-                s.counts[ns.from] as u64,
-            )?;
+        if first > 0 {
+            dev.launch(&Launch::CountEdgeLists(edge_args), first)?;
+            scan(dev, r.ec_offsets, r.ec_sums)?;
+            dev.launch(&Launch::WriteEdgeLists(edge_args), first)?;
         }
         // Per check, its edge's lists.
         let list_of_edge = |edge: usize| {
@@ -650,8 +798,24 @@ impl<D: Device> Pipeline<'_, D> {
         dev.write_bytes(buf, r.lists.offset, as_bytes(&table))?;
         dev.write_bytes(buf, r.root.offset, as_bytes(&vec![NONE; layout.width]))?;
         let mut at = 0;
-        let levels: Vec<LevelPlan> = layout
-            .steps
+        let leaf_table = groups
+            .iter()
+            .map(|g| {
+                // The parent comes first in the join order: its lists lead to the leaves.
+                let list = lists
+                    .iter()
+                    .find(|ns| ns.from == g.parent && ns.to == g.nodes[0])
+                    .and_then(|ns| list_of_edge(ns.edge))
+                    .ok_or_else(|| MatchError::Plan("a counted leaf before its parent".into()))?;
+                Ok(LeafGroupArgs {
+                    list,
+                    slot: layout.slot_of[g.parent],
+                    leaves: g.nodes.len() as u32,
+                })
+            })
+            .collect::<Result<Vec<_>, MatchError>>()?;
+        dev.write_bytes(buf, r.leaf_groups.offset, as_bytes(&leaf_table))?;
+        let levels: Vec<LevelPlan> = layout.steps[..enumerated]
             .iter()
             .map(|js| {
                 let k = js.checks.len();
@@ -686,10 +850,15 @@ impl<D: Device> Pipeline<'_, D> {
             emitted: 0,
             budget,
             runs: 0,
+            partials: 0,
             streaming: false,
+            leaves: (!groups.is_empty()).then(|| Leaves {
+                groups: r.leaf_groups.slice,
+                total: r.claimed.part(8, 3 * enumerated + 2, 3 * enumerated + 5),
+            }),
         };
-        run.level(0, r.root.slice, 1)?;
-        Ok(run.runs)
+        run.start(r.root.slice)?;
+        Ok((run.runs, run.partials))
     }
 }
 
@@ -743,6 +912,8 @@ struct SpaceRegions {
     labels: Region,
     checks: Region,
     lists: Region,
+    edge_lists: Region,
+    leaf_groups: Region,
     root: Region,
     claimed: Region,
 }
@@ -769,8 +940,19 @@ struct Levels<'p, 'a, 'o, D: Device> {
     /// Bytes the level buffers may take together.
     budget: u64,
     runs: u64,
+    /// Rows the levels produced (or counted, on a last level without rows).
+    partials: u64,
     /// The last level is running in growing parts.
     streaming: bool,
+    /// Leaves counted on the device after the last level.
+    leaves: Option<Leaves>,
+}
+
+/// The device side of the counted leaves: their groups ([`LeafGroupArgs`]) and their total.
+#[derive(Clone, Copy)]
+struct Leaves {
+    groups: DevSlice,
+    total: Region,
 }
 
 /// Warps a segmented level launches at least (a few per SM of a large GPU).
@@ -785,23 +967,247 @@ const FIRST_PARENTS: u64 = 1 << 10;
 /// Parents one launch takes at most: between launches the time limit is checked.
 const MAX_PARENTS: u64 = 1 << 20;
 
+/// Threads of a `count_leaves` launch at most (they take the rows in turn).
+const LEAF_THREADS: u64 = 1 << 17;
+
+/// Warps a queued level launches at most (a few per SM of a large GPU; they take its parents in
+/// turn, so a level of few rows leaves few warps idle).
+const QUEUED_WARPS: u64 = SEGMENT_WARPS;
+
 impl<D: Device> Levels<'_, '_, '_, D> {
+    /// Runs the levels from the root row: queued back to back with one read when every level is
+    /// a one-pass warp join, else (or from a level that outgrew its buffer) level by level.
+    fn start(&mut self, root: DevSlice) -> Result<(), MatchError> {
+        if self.out.stopped() {
+            return Ok(());
+        }
+        if self.p.segment == 0 && self.levels.iter().all(|l| l.warp) {
+            return match self.queued(root)? {
+                Some((d, parents, n)) => self.level(d, parents, n),
+                None => Ok(()),
+            };
+        }
+        self.level(0, root, 1)
+    }
+
+    /// Room per level for a queued run: what its buffer holds, at least FIRST_ROWS, within the
+    /// budget, at most MAX_PARENTS (one launch's parents); `None` when a level gets none.
+    fn queued_capacities(&mut self, row_bytes: usize) -> Result<Option<Vec<u64>>, MatchError> {
+        let l = self.levels.len();
+        while self.p.arena.levels.len() < l {
+            self.p.arena.levels.push(Slab::default());
+        }
+        let mut caps = Vec::with_capacity(l);
+        for d in 0..l {
+            if d + 1 == l && self.counts_last() {
+                caps.push(0);
+                break;
+            }
+            let have = (self.p.arena.levels[d].cap / row_bytes) as u64;
+            let want = have
+                .max(FIRST_ROWS)
+                .min(self.room(d, row_bytes))
+                .min(MAX_PARENTS);
+            if want == 0 {
+                return Ok(None);
+            }
+            if have < want {
+                self.p.arena.levels[d].ensure(self.p.dev, want as usize * row_bytes)?;
+            }
+            caps.push(((self.p.arena.levels[d].cap / row_bytes) as u64).min(MAX_PARENTS));
+        }
+        Ok(Some(caps))
+    }
+
+    /// Every level queued at once, each over at most its predecessor's buffer, its parents taken on
+    /// the device from the predecessor's claim counter, then one read of all the counters. Returns
+    /// the first level that outgrew its buffer with its (complete) parents, or `None` when the
+    /// answer was handed to the output.
+    fn queued(&mut self, root: DevSlice) -> Result<Option<(usize, DevSlice, u64)>, MatchError> {
+        let (dev, width, l) = (self.p.dev, self.layout.width, self.levels.len());
+        let Some(caps) = self.queued_capacities(width * 4)? else {
+            return Ok(Some((0, root, 1)));
+        };
+        let space = self.p.arena.space.get();
+        dev.zero_bytes(space, self.claimed.offset, self.claimed.bytes(8))?;
+        let budget_ns = self.budget_ns();
+        let clock = self.claimed.part(8, 3 * l, 3 * l + 2).slice;
+        let mut outs = Vec::with_capacity(l);
+        // The rows, a bound on their number, and where their number is on the device.
+        let mut parents = (root, 1u64, DevSlice::default());
+        for (d, lp) in self.levels.iter().enumerate() {
+            let out = if caps[d] == 0 {
+                DevSlice::default()
+            } else {
+                DevSlice {
+                    ptr: dev.address(self.p.arena.levels[d].get()),
+                    len: caps[d] * width as u64,
+                }
+            };
+            let counter = self.claimed.part(8, 3 * d, 3 * d + 3);
+            let args = ExtendWarpArgs {
+                rows: parents.0,
+                parents: parents.1,
+                parents_at: parents.2,
+                warps: parents.1.min(QUEUED_WARPS),
+                claimed: counter.slice,
+                clock,
+                out,
+                capacity: caps[d],
+                stop_at: if d + 1 == l {
+                    self.last_stop()
+                } else {
+                    u64::MAX
+                },
+                budget_ns,
+                ..self.warp_args(lp)
+            };
+            dev.launch(&Launch::ExtendWarp(args), args.warps)?;
+            // At most its buffer's rows, and at most each parent times the node's candidates.
+            let bound = caps[d].min(parents.1.saturating_mul(lp.all.len));
+            parents = (out, bound, counter.part(8, 0, 1).slice);
+            outs.push(out);
+        }
+        if self.leaves.is_some() {
+            self.launch_leaves(parents.0, parents.1, parents.2)?;
+        }
+        let c: Vec<u64> = read(dev, space, self.claimed.offset, 3 * l + 5)?;
+        let total = |d: usize| c[3 * d];
+        for d in 0..l {
+            let last = d + 1 == l;
+            let fits = total(d) <= caps[d]
+                || (last && (self.counts_last() || total(d) >= self.last_stop()));
+            if !fits && !self.out.stopped() {
+                // The levels before `d` are complete; `d` and those after it run again.
+                self.runs += d as u64;
+                self.partials += (0..d).map(total).sum::<u64>();
+                if d == 0 {
+                    return Ok(Some((0, root, 1)));
+                }
+                let n = total(d - 1);
+                return Ok(Some((d, rows_part(outs[d - 1], width as u64, 0, n), n)));
+            }
+        }
+        self.runs += l as u64;
+        self.partials += (0..l).map(total).sum::<u64>();
+        let d = l - 1;
+        if self.leaves.is_some() {
+            self.add_leaves(&c[3 * l + 2..]);
+        } else {
+            self.next(d, total(d).min(caps[d]), self.out.count_only(), total(d))?;
+        }
+        Ok(None)
+    }
+
+    /// Whether the last level only counts its rows (a count with no leaves counted after it).
+    fn counts_last(&self) -> bool {
+        self.out.count_only() && self.leaves.is_none()
+    }
+
+    /// Where the last level stops: a LIMIT, unless its rows are parents of counted leaves.
+    fn last_stop(&self) -> u64 {
+        if self.leaves.is_some() {
+            u64::MAX
+        } else {
+            self.wanted()
+        }
+    }
+
+    /// Queues `count_leaves` over `rows` (at most `parents`, the number at `parents_at` if set).
+    fn launch_leaves(
+        &self,
+        rows: DevSlice,
+        parents: u64,
+        parents_at: DevSlice,
+    ) -> Result<(), DeviceError> {
+        let Some(leaves) = self.leaves else {
+            return Ok(());
+        };
+        let threads = parents.clamp(1, LEAF_THREADS);
+        self.p.dev.launch(
+            &Launch::CountLeaves(CountLeavesArgs {
+                rows,
+                parents,
+                parents_at,
+                width: self.layout.width as u64,
+                nodes: self.layout.nodes as u32,
+                injective: (self.p.semantics == Semantics::Iso) as u32,
+                groups: leaves.groups,
+                total: leaves.total.slice,
+                stop_at: self.wanted(),
+                threads,
+            }),
+            threads,
+        )
+    }
+
+    /// The leaves of `n` rows counted on the device: one launch, one read.
+    fn count_leaves(&mut self, rows: DevSlice, n: u64) -> Result<(), MatchError> {
+        let Some(leaves) = self.leaves else {
+            return Ok(());
+        };
+        let space = self.p.arena.space.get();
+        self.p.dev.zero_bytes(space, leaves.total.offset, 24)?;
+        self.launch_leaves(rows, n, DevSlice::default())?;
+        let t: Vec<u64> = read(self.p.dev, space, leaves.total.offset, 3)?;
+        self.add_leaves(&t);
+        Ok(())
+    }
+
+    /// Adds the leaves' total (low word, high word, overflow flag) to the output.
+    fn add_leaves(&self, t: &[u64]) {
+        if t[2] != 0 {
+            self.out.count_overflowed();
+        } else {
+            self.out
+                .add_count(u128::from(t[0]) | u128::from(t[1]) << 64);
+        }
+    }
+
+    /// What remains of the time limit, for the kernels' clock (`u64::MAX`: none).
+    fn budget_ns(&self) -> u64 {
+        self.out
+            .remaining()
+            .map_or(u64::MAX, |d| d.as_nanos().min(u64::MAX as u128 - 1) as u64)
+    }
+
+    /// The warp join's arguments for level `lp` that do not depend on its parents or output.
+    fn warp_args(&self, lp: &LevelPlan) -> ExtendWarpArgs {
+        ExtendWarpArgs {
+            graph: self.p.g(),
+            step: StepArgs {
+                slot: lp.slot,
+                nodes: self.layout.nodes as u32,
+                injective: (self.p.semantics == Semantics::Iso) as u32,
+                pivot: NONE,
+                checks: lp.checks,
+                candidates: DevSlice::default(),
+            },
+            width: self.layout.width as u64,
+            lists: lp.lists,
+            all: lp.all,
+            segment: self.p.segment,
+            ..Default::default()
+        }
+    }
+
     fn level(&mut self, d: usize, parents: DevSlice, n: u64) -> Result<(), MatchError> {
         if self.out.stopped() {
             return Ok(());
         }
         let width = self.layout.width as u64;
         let last = d + 1 == self.levels.len();
-        let count_only = last && self.out.count_only();
+        let count_only = last && self.counts_last();
+        let rows_out = last && !self.out.count_only();
         // Rows of the last level stream in parts that grow fourfold, so that a reader that stops
         // early (`| head`, LIMIT) stops the work too; other levels run in parts of MAX_PARENTS.
-        let first_part = if last && !count_only && !self.streaming {
+        let first_part = if rows_out && !self.streaming {
             FIRST_PARENTS
         } else {
             MAX_PARENTS
         };
         if n > first_part {
-            self.streaming = last && !count_only;
+            self.streaming = rows_out;
             let (mut start, mut part) = (0, first_part);
             while start < n && !self.out.stopped() {
                 let end = (start + part).min(n);
@@ -812,7 +1218,7 @@ impl<D: Device> Levels<'_, '_, '_, D> {
             self.streaming = false;
             return Ok(());
         }
-        let stop_at = if last { self.wanted() } else { u64::MAX };
+        let stop_at = if last { self.last_stop() } else { u64::MAX };
         let row_bytes = width as usize * 4;
         while self.p.arena.levels.len() <= d {
             self.p.arena.levels.push(Slab::default());
@@ -833,6 +1239,7 @@ impl<D: Device> Levels<'_, '_, '_, D> {
             self.runs += 1;
             // A run the time limit stopped is not run again: the answer is incomplete anyway.
             if count_only || total <= capacity || written >= stop_at || self.out.stopped() {
+                self.partials += total;
                 return self.next(d, written, count_only, total);
             }
             let room = self.room(d, row_bytes);
@@ -903,6 +1310,13 @@ impl<D: Device> Levels<'_, '_, '_, D> {
             return Ok(());
         }
         let slab = self.p.arena.levels[d].get();
+        if d + 1 == self.levels.len() && self.leaves.is_some() {
+            let rows_at = DevSlice {
+                ptr: self.p.dev.address(slab),
+                len: rows * width as u64,
+            };
+            return self.count_leaves(rows_at, rows);
+        }
         if d + 1 == self.levels.len() {
             let data: Vec<u32> = read(self.p.dev, slab, 0, rows as usize * width)?;
             self.emitted += rows;
@@ -941,38 +1355,20 @@ impl<D: Device> Levels<'_, '_, '_, D> {
                 len: capacity * width as u64,
             }
         };
-        let injective = (self.p.semantics == Semantics::Iso) as u32;
         let (counts, sums) = self.scratch(n as usize)?;
         let scratch = self.p.arena.scratch.get();
         let space = self.p.arena.space.get();
         if lp.warp {
             dev.zero_bytes(space, self.claimed.offset, 24)?;
-            let budget_ns = self
-                .out
-                .remaining()
-                .map_or(u64::MAX, |d| d.as_nanos().min(u64::MAX as u128 - 1) as u64);
             let mut args = ExtendWarpArgs {
-                graph: self.p.g(),
-                step: StepArgs {
-                    slot: lp.slot,
-                    nodes: self.layout.nodes as u32,
-                    injective,
-                    pivot: NONE,
-                    checks: lp.checks,
-                    candidates: DevSlice::default(),
-                },
                 rows: parents,
                 parents: n,
-                width: width as u64,
-                lists: lp.lists,
-                all: lp.all,
-                claimed: self.claimed.slice,
+                claimed: self.claimed.part(8, 0, 3).slice,
                 out: out_slice,
                 capacity,
                 stop_at,
-                budget_ns,
-                segment: self.p.segment,
-                ..Default::default()
+                budget_ns: self.budget_ns(),
+                ..self.warp_args(lp)
             };
             let mut warps = n;
             if self.p.segment > 0 {

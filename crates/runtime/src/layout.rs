@@ -17,7 +17,7 @@ pub const MAX_QUERY_NODES: usize = 64;
 const UNMATCHABLE_LABEL: u32 = NONE - 1;
 
 /// Owned data behind a [`NodeFilter`].
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FilterSpec {
     pub fixed: u32,
     /// The data nodes a concept set may take, ascending (empty: no such restriction). Kept beside

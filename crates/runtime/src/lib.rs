@@ -19,6 +19,7 @@ mod engine;
 mod error;
 mod executor;
 mod filtering;
+mod gpu_leaves;
 mod gpu_pipeline;
 mod kernel_join;
 pub mod layout;

@@ -72,33 +72,38 @@ fn falling(n: u128, k: u128) -> u128 {
     (0..k).map(|j| n - j).product()
 }
 
+/// On `dfs` and on the device (the emulator), which counts the leaves in `count_leaves`.
 #[test]
 fn leaf_groups_count_exactly_on_either_side_of_64_bits() {
     let w = u128::from(WIDE);
-    let hom = |text: &str| count(text, EngineKind::Dfs, Semantics::Hom);
-    // (2^16 - 1)^4 is just below 2^64; 2^64 itself is one past u64::MAX (the old count saturated
-    // or wrapped there).
-    assert_eq!(hom(&star("s", 4)), Ok((w - 1).pow(4)));
-    assert_eq!(hom(&star("r", 4)), Ok(1 << 64));
-    assert_eq!(hom(&star("r", 7)), Ok(1 << 112));
-    // Two hubs with the same lists: a sum of two products.
-    assert_eq!(hom(&star("t", 7)), Ok(2 * (w - 1).pow(7)));
-    // Injective: one group of leaves, a falling factorial just below 2^128.
-    let iso = count(&star("r", 8), EngineKind::Dfs, Semantics::Iso);
-    assert_eq!(iso, Ok(falling(w, 8)));
-    assert!(iso.unwrap() > u128::MAX - (1 << 119));
+    for kind in [EngineKind::Dfs, EngineKind::Emulated] {
+        let hom = |text: &str| count(text, kind, Semantics::Hom);
+        // (2^16 - 1)^4 is just below 2^64; 2^64 itself is one past u64::MAX (the old count
+        // saturated or wrapped there).
+        assert_eq!(hom(&star("s", 4)), Ok((w - 1).pow(4)), "{kind}");
+        assert_eq!(hom(&star("r", 4)), Ok(1 << 64), "{kind}");
+        assert_eq!(hom(&star("r", 7)), Ok(1 << 112), "{kind}");
+        // Two hubs with the same lists: a sum of two products.
+        assert_eq!(hom(&star("t", 7)), Ok(2 * (w - 1).pow(7)), "{kind}");
+        // Injective: one group of leaves, a falling factorial just below 2^128.
+        let iso = count(&star("r", 8), kind, Semantics::Iso);
+        assert_eq!(iso, Ok(falling(w, 8)), "{kind}");
+        assert!(iso.unwrap() > u128::MAX - (1 << 119));
+    }
 }
 
 #[test]
 fn counts_past_128_bits_are_an_error_not_a_wrapped_number() {
-    // 2^128: the product of one hub's leaves.
-    let hom8 = count(&star("r", 8), EngineKind::Dfs, Semantics::Hom);
-    assert_eq!(hom8, Err(MatchError::CountOverflow));
-    // Two hubs' 2^128 - 2^123 or so each: the sum of their products.
-    let sum = count(&star("t", 8), EngineKind::Dfs, Semantics::Hom);
-    assert_eq!(sum, Err(MatchError::CountOverflow));
-    let iso9 = count(&star("r", 9), EngineKind::Dfs, Semantics::Iso);
-    assert_eq!(iso9, Err(MatchError::CountOverflow));
+    for kind in [EngineKind::Dfs, EngineKind::Emulated] {
+        // 2^128: the product of one hub's leaves.
+        let hom8 = count(&star("r", 8), kind, Semantics::Hom);
+        assert_eq!(hom8, Err(MatchError::CountOverflow), "{kind}");
+        // Two hubs' 2^128 - 2^123 or so each: the sum of their products.
+        let sum = count(&star("t", 8), kind, Semantics::Hom);
+        assert_eq!(sum, Err(MatchError::CountOverflow), "{kind}");
+        let iso9 = count(&star("r", 9), kind, Semantics::Iso);
+        assert_eq!(iso9, Err(MatchError::CountOverflow), "{kind}");
+    }
     let message = MatchError::CountOverflow.to_string();
     assert!(message.contains("more than 2^128 - 1"), "{message}");
 }

@@ -309,18 +309,19 @@ mod imp {
                 }};
             }
             match launch {
-                Launch::Identify(a) => go!(a),
+                Launch::IdentifyNodes(a) => go!(a),
                 Launch::CountWords(a) => go!(a),
                 Launch::WriteWords(a) => go!(a),
                 Launch::NodeTotals(a) => go!(a),
                 Launch::AdjacencyBounds(a) => go!(a),
                 Launch::ScanChunks(a) | Launch::AddChunkOffsets(a) => go!(a),
-                Launch::MarkNeighbours(a) => go!(a),
-                Launch::RefineWords(a) => go!(a),
-                Launch::CountEdgeCandidates(a) | Launch::WriteEdgeCandidates(a) => go!(a),
+                Launch::MarkSteps(a) => go!(a),
+                Launch::RefineNodes(a) => go!(a),
+                Launch::CountEdgeLists(a) | Launch::WriteEdgeLists(a) => go!(a),
                 Launch::CountExtensions(a) | Launch::WriteExtensions(a) => go!(a),
                 Launch::ExtendWarp(a) => go!(a),
                 Launch::PivotSegments(a) => go!(a),
+                Launch::CountLeaves(a) => go!(a),
             }
             Ok(())
         }

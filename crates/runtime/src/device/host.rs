@@ -329,20 +329,21 @@ fn record_write(addr: u64, elements: u64, bytes: u64) {
 unsafe fn run_thread(launch: &Launch, gid: usize) {
     unsafe {
         match launch {
-            Launch::Identify(a) => entry::identify_node_candidates(a, gid),
+            Launch::IdentifyNodes(a) => entry::identify_nodes(a, gid),
             Launch::CountWords(a) => entry::count_words(a, gid),
             Launch::WriteWords(a) => entry::write_words(a, gid),
             Launch::NodeTotals(a) => entry::node_totals(a, gid),
             Launch::AdjacencyBounds(a) => entry::adjacency_bounds(a, gid),
             Launch::ScanChunks(a) => entry::scan_chunks(a, gid),
             Launch::AddChunkOffsets(a) => entry::add_chunk_offsets(a, gid),
-            Launch::RefineWords(a) => entry::refine_words(a, gid),
-            Launch::CountEdgeCandidates(a) => entry::count_edge_candidates(a, gid),
-            Launch::WriteEdgeCandidates(a) => entry::write_edge_candidates(a, gid),
+            Launch::RefineNodes(a) => entry::refine_nodes(a, gid),
+            Launch::CountEdgeLists(a) => entry::count_edge_lists(a, gid),
+            Launch::WriteEdgeLists(a) => entry::write_edge_lists(a, gid),
             Launch::CountExtensions(a) => entry::count_extensions(a, gid),
             Launch::WriteExtensions(a) => entry::write_extensions(a, gid),
             Launch::PivotSegments(a) => entry::pivot_segments(a, gid),
-            Launch::MarkNeighbours(_) | Launch::ExtendWarp(_) => {
+            Launch::CountLeaves(a) => entry::count_leaves(a, gid),
+            Launch::MarkSteps(_) | Launch::ExtendWarp(_) => {
                 unreachable!("warp kernels run per warp")
             }
         }
@@ -356,7 +357,7 @@ unsafe fn run_thread(launch: &Launch, gid: usize) {
 unsafe fn run_warp(launch: &Launch, warp: usize, w: &HostWarp) {
     unsafe {
         match launch {
-            Launch::MarkNeighbours(a) => entry::mark_neighbours(a, warp, w),
+            Launch::MarkSteps(a) => entry::mark_steps(a, warp, w),
             Launch::ExtendWarp(a) => entry::extend_warp(a, warp, w),
             _ => unreachable!("thread kernels run per thread"),
         }

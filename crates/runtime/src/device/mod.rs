@@ -47,46 +47,53 @@ unsafe impl Pod for gpsense_kernels::filter::Incident {}
 unsafe impl Pod for gpsense_kernels::join::Check {}
 unsafe impl Pod for abi::ListsArgs {}
 unsafe impl Pod for abi::DirectedEdge {}
+unsafe impl Pod for abi::NodeJob {}
+unsafe impl Pod for abi::MarkStep {}
+unsafe impl Pod for abi::RefineJob {}
+unsafe impl Pod for abi::EdgeList {}
+unsafe impl Pod for abi::LeafGroupArgs {}
 
 /// One kernel launch: the kernel and its argument struct.
 #[derive(Clone, Copy, Debug)]
 pub enum Launch {
-    Identify(abi::IdentifyArgs),
+    IdentifyNodes(abi::IdentifyNodesArgs),
     CountWords(abi::CountWordsArgs),
     WriteWords(abi::WriteWordsArgs),
     NodeTotals(abi::NodeTotalsArgs),
     AdjacencyBounds(abi::AdjacencyBoundsArgs),
     ScanChunks(abi::ScanArgs),
     AddChunkOffsets(abi::ScanArgs),
-    MarkNeighbours(abi::MarkArgs),
-    RefineWords(abi::RefineWordsArgs),
-    CountEdgeCandidates(abi::EdgeCandidatesArgs),
-    WriteEdgeCandidates(abi::EdgeCandidatesArgs),
+    MarkSteps(abi::MarkStepsArgs),
+    RefineNodes(abi::RefineNodesArgs),
+    CountEdgeLists(abi::EdgeListsArgs),
+    WriteEdgeLists(abi::EdgeListsArgs),
     CountExtensions(abi::ExtendArgs),
     WriteExtensions(abi::ExtendArgs),
     ExtendWarp(abi::ExtendWarpArgs),
     PivotSegments(abi::PivotSegmentsArgs),
+    CountLeaves(abi::CountLeavesArgs),
 }
 
 impl Launch {
     /// The kernel's entry in the ABI table.
     pub fn sig(&self) -> &'static KernelSig {
         let name = match self {
-            Launch::Identify(_) => "identify_node_candidates",
+            Launch::IdentifyNodes(_) => "identify_nodes",
             Launch::CountWords(_) => "count_words",
             Launch::WriteWords(_) => "write_words",
             Launch::NodeTotals(_) => "node_totals",
             Launch::AdjacencyBounds(_) => "adjacency_bounds",
             Launch::ScanChunks(_) => "scan_chunks",
             Launch::AddChunkOffsets(_) => "add_chunk_offsets",
-            Launch::MarkNeighbours(_) => "mark_neighbours",
-            Launch::RefineWords(_) => "refine_words",
-            Launch::CountEdgeCandidates(_) => "count_edge_candidates",
-            Launch::WriteEdgeCandidates(_) => "write_edge_candidates",
+            Launch::MarkSteps(_) => "mark_steps",
+            Launch::RefineNodes(_) => "refine_nodes",
+            Launch::CountEdgeLists(_) => "count_edge_lists",
+            Launch::WriteEdgeLists(_) => "write_edge_lists",
             Launch::CountExtensions(_) => "count_extensions",
             Launch::WriteExtensions(_) => "write_extensions",
             Launch::ExtendWarp(_) => "extend_warp",
             Launch::PivotSegments(_) => "pivot_segments",
+            Launch::CountLeaves(_) => "count_leaves",
         };
         abi::KERNELS
             .iter()

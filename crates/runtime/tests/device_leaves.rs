@@ -1,0 +1,80 @@
+//! Leaves counted on the device (the emulated GPU pipeline) instead of enumerated: the counts of
+//! the WordNet star queries of the H100 table equal `dfs`'s under both semantics, and the join
+//! produces at most 1/100 of the partial matches it did (the old pipeline's last level enumerated
+//! every match, so its partial matches were at least the count).
+
+use std::path::Path;
+use std::sync::OnceLock;
+
+use gpsense_graph::ingest::{ingest, IngestOptions, NoProgress};
+use gpsense_graph::KnowledgeGraph;
+use gpsense_planner::{compile, QueryGraph};
+use gpsense_runtime::{Engine, EngineKind, MatchOptions, Semantics};
+
+fn wordnet() -> &'static KnowledgeGraph {
+    static G: OnceLock<KnowledgeGraph> = OnceLock::new();
+    G.get_or_init(|| {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../datasets/wordnet30");
+        let files = ["wn30_synset.nodes.tsv.gz", "wn30_synset.edges.tsv.gz"].map(|f| dir.join(f));
+        ingest(&files, &IngestOptions::default(), &NoProgress)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .0
+    })
+}
+
+fn compiled(text: &str) -> QueryGraph {
+    compile(text, wordnet()).unwrap_or_else(|e| panic!("{}", e.render(text)))
+}
+
+fn options(engine: EngineKind, semantics: Semantics) -> MatchOptions {
+    MatchOptions {
+        engine,
+        semantics,
+        ..MatchOptions::default()
+    }
+}
+
+const STARS: [&str; 2] = [
+    "SELECT * WHERE { ?a hyponym ?b . ?a hyponym ?c . ?a hyponym ?d }",
+    "SELECT * WHERE { ?a hypernym ?x . ?b hypernym ?x . ?c hypernym ?x . ?a ?r ?d }",
+];
+
+#[test]
+fn wordnet_stars_count_their_leaves_on_the_device() {
+    let engine = Engine::new(wordnet());
+    for text in STARS {
+        let q = compiled(text);
+        for semantics in [Semantics::Iso, Semantics::Hom] {
+            let dfs = engine
+                .count(&q, &options(EngineKind::Dfs, semantics))
+                .unwrap();
+            let gpu = engine
+                .count(&q, &options(EngineKind::Emulated, semantics))
+                .unwrap();
+            assert_eq!(gpu.rows, dfs.rows, "{semantics}: {text}");
+            let partial = gpu.device_report.unwrap().partial_matches;
+            println!(
+                "{semantics}: {} matches, {partial} partial matches: {text}",
+                gpu.rows
+            );
+            assert!(
+                u128::from(partial) * 100 <= gpu.rows,
+                "{semantics}: {partial} partial matches for {} matches: {text}",
+                gpu.rows
+            );
+        }
+    }
+}
+
+/// A LIMIT still stops the count early, and rows (no leaf counting) still agree.
+#[test]
+fn a_limit_stops_a_leaf_count_and_rows_are_unchanged() {
+    let engine = Engine::new(wordnet());
+    let mut q = compiled(STARS[0]);
+    q.limit = Some(10);
+    let opts = options(EngineKind::Emulated, Semantics::Iso);
+    let count = engine.count(&q, &opts).unwrap();
+    assert_eq!(count.rows, 10);
+    let (rows, report) = engine.collect(&q, &opts).unwrap();
+    assert_eq!((rows.len(), report.rows), (10, 10));
+}
