@@ -24,6 +24,24 @@ impl FromStr for RowFormat {
     }
 }
 
+/// A name as a cell: a number or boolean literal bare when Turtle writes it so (`5`, not
+/// `"5"^^<…#integer>`), as SPARQL's TSV results do; any other name as it is. The graph path and
+/// the full evaluator write cells alike with it (a COUNT is `5` either way).
+pub fn cell(name: &str) -> std::borrow::Cow<'_, str> {
+    use gpsense_graph::rdf::{literal, Term};
+    if !name.starts_with('"') || !name.ends_with('>') {
+        return name.into();
+    }
+    match literal(name) {
+        Some(Term::Literal {
+            value,
+            lang: None,
+            datatype: Some(dt),
+        }) if crate::serve::results::is_turtle_short(&value, dt) => value.into_owned().into(),
+        _ => name.into(),
+    }
+}
+
 pub struct RowWriter<W: Write> {
     out: io::BufWriter<W>,
     format: RowFormat,

@@ -13,7 +13,7 @@ use gpsense_graph::rdf::term_name;
 use gpsense_runtime::MatchOptions;
 use spargebra::Query;
 
-use crate::rows::{RowFormat, RowWriter};
+use crate::rows::{cell, RowFormat, RowWriter};
 use gpsense::fmt::{millis, thousands};
 
 /// What `run` needs from the command line.
@@ -118,7 +118,7 @@ fn write_solutions(
         let row = row.map_err(stopped)?;
         cells.clear();
         cells.extend(row.iter().map(|t| match t {
-            Some(t) => term_name(t).into_owned(),
+            Some(t) => cell(&term_name(t)).into_owned(),
             None => String::new(),
         }));
         let refs: Vec<&str> = cells.iter().map(String::as_str).collect();

@@ -13,7 +13,7 @@ use gpsense_runtime::{MatchOptions, RowBatch};
 use crate::explain;
 use crate::graph_source;
 use crate::input;
-use crate::rows::{RowFormat, RowWriter};
+use crate::rows::{cell, RowFormat, RowWriter};
 use gpsense::fmt::{millis, thousands};
 use gpsense::solutions;
 use gpsense::{Matcher, Reported};
@@ -342,17 +342,18 @@ fn write_batch<W: Write>(
     is_edge: &[bool],
     batch: RowBatch,
 ) -> io::Result<()> {
-    let mut names: Vec<&str> = Vec::with_capacity(batch.width);
+    let mut names: Vec<std::borrow::Cow<str>> = Vec::with_capacity(batch.width);
     for row in batch.iter() {
         names.clear();
         names.extend(row.iter().zip(is_edge).map(|(&id, &edge)| {
             if edge {
-                g.relation_name(id as u16)
+                g.relation_name(id as u16).into()
             } else {
-                g.node_name(id)
+                cell(g.node_name(id))
             }
         }));
-        writer.row(&names)?;
+        let refs: Vec<&str> = names.iter().map(|n| n.as_ref()).collect();
+        writer.row(&refs)?;
     }
     writer.flush()
 }

@@ -218,12 +218,27 @@ pub fn negotiate(accept: Option<&str>) -> Result<Format, Reject> {
             }
         }
     }
+    // A client asking for a graph (CONSTRUCT, DESCRIBE) names an RDF type only: those answers are
+    // N-Triples (valid Turtle) whatever the format; a SELECT asked so gets JSON.
+    let graph_types = ["application/n-triples", "text/turtle", "text/plain"];
+    let wants_graph = header.split(',').any(|r| {
+        let media = r
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase();
+        graph_types.contains(&media.as_str())
+    });
+    if chosen.is_none() && wants_graph {
+        return Ok(Format::Json);
+    }
     chosen.map(|(f, _)| f).ok_or_else(|| Reject {
         status: StatusCode::NOT_ACCEPTABLE,
         message: format!(
             "no acceptable result format in Accept: {header:?}; this endpoint writes \
              application/sparql-results+json, application/sparql-results+xml, text/csv and \
-             text/tab-separated-values"
+             text/tab-separated-values, and application/n-triples for CONSTRUCT and DESCRIBE"
         ),
     })
 }
@@ -397,6 +412,9 @@ mod tests {
             f("text/html").unwrap_err().status,
             StatusCode::NOT_ACCEPTABLE
         );
+        // A graph client: its CONSTRUCT answers N-Triples, a SELECT JSON.
+        assert_eq!(f("application/n-triples"), Ok(Format::Json));
+        assert_eq!(f("text/turtle;q=0.9"), Ok(Format::Json));
         assert_eq!(f("csv").unwrap_err().status, StatusCode::BAD_REQUEST);
         assert_eq!(
             f("text/csv;q=x").unwrap_err().status,

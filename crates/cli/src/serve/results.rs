@@ -388,7 +388,7 @@ fn tsv_quoted(out: &mut String, s: &str) {
 
 /// Whether Turtle writes this literal bare: a boolean, integer, decimal or double whose lexical
 /// form is Turtle's own token for it.
-fn is_turtle_short(value: &str, datatype: &str) -> bool {
+pub(crate) fn is_turtle_short(value: &str, datatype: &str) -> bool {
     match datatype {
         XSD_BOOLEAN => matches!(value, "true" | "false"),
         XSD_INTEGER => is_integer(value),

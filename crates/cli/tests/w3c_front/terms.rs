@@ -54,6 +54,34 @@ fn row(line: &str, width: usize) -> Result<Row, String> {
     cells.into_iter().map(term).collect()
 }
 
+/// A number or boolean the CLI writes bare, as Turtle does (`5`, `1.5`, `1e3`, `true`).
+fn bare(name: &str) -> Option<Term> {
+    const XSD: &str = "http://www.w3.org/2001/XMLSchema#";
+    let unsigned = name.strip_prefix(['+', '-']).unwrap_or(name);
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let datatype = if matches!(name, "true" | "false") {
+        "boolean"
+    } else if digits(unsigned) {
+        "integer"
+    } else if decimal(unsigned, digits) {
+        "decimal"
+    } else if unsigned.split_once(['e', 'E']).is_some_and(|(m, e)| {
+        let e = e.strip_prefix(['+', '-']).unwrap_or(e);
+        digits(e) && (digits(m) || decimal(m, digits) || m.strip_suffix('.').is_some_and(digits))
+    }) {
+        "double"
+    } else {
+        return None;
+    };
+    let dt = NamedNode::new(format!("{XSD}{datatype}")).ok()?;
+    Some(oxrdf::Literal::new_typed_literal(name, dt).into())
+}
+
+fn decimal(s: &str, digits: impl Fn(&str) -> bool) -> bool {
+    s.split_once('.')
+        .is_some_and(|(w, f)| (w.is_empty() || digits(w)) && digits(f))
+}
+
 /// One cell: empty is unbound.
 fn term(cell: &str) -> Result<Option<Term>, String> {
     if cell.is_empty() {
@@ -66,6 +94,8 @@ fn term(cell: &str) -> Result<Option<Term>, String> {
             .into()
     } else if name.starts_with('"') {
         literal(&name)?
+    } else if let Some(t) = bare(&name) {
+        t
     } else {
         NamedNode::new(name.as_str())
             .map_err(|e| format!("{cell:?} is no IRI, literal or blank node: {e}"))?
