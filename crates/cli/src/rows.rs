@@ -24,9 +24,10 @@ impl FromStr for RowFormat {
     }
 }
 
-/// A name as a cell: a number or boolean literal bare when Turtle writes it so (`5`, not
-/// `"5"^^<…#integer>`), as SPARQL's TSV results do; any other name as it is. The graph path and
-/// the full evaluator write cells alike with it (a COUNT is `5` either way).
+/// A name as a TSV or CSV cell: a number or boolean literal bare when Turtle writes it so (`5`,
+/// not `"5"^^<…#integer>`), as SPARQL's TSV results do; any other name as it is. The graph path
+/// and the full evaluator write cells alike with it (a COUNT is `5` either way). JSON keeps names,
+/// a COUNT column being a number there.
 pub fn cell(name: &str) -> std::borrow::Cow<'_, str> {
     use gpsense_graph::rdf::{literal, Term};
     if !name.starts_with('"') || !name.ends_with('>') {

@@ -26,6 +26,7 @@ pub struct Settings<'a> {
 
 pub fn run(matcher: &Matcher, text: &str, query: Query, s: &Settings) -> Result<()> {
     let start = Instant::now();
+    let counts = count_columns(&query);
     let sparql = Sparql::new(matcher);
     let options = Options {
         base_iri: None,
@@ -63,7 +64,7 @@ pub fn run(matcher: &Matcher, text: &str, query: Query, s: &Settings) -> Result<
         }
         Answer::Solutions { variables, rows } => {
             let header: Vec<String> = variables.iter().map(|v| v.as_str().to_owned()).collect();
-            let n = write_solutions(&header, rows, s)?;
+            let n = write_solutions(&header, &counts, rows, s)?;
             (plural(n, if s.count { "solution" } else { "row" }), Ok(()))
         }
         Answer::Graph(triples) => {
@@ -76,6 +77,57 @@ pub fn run(matcher: &Matcher, text: &str, query: Query, s: &Settings) -> Result<
         millis(start.elapsed())
     );
     outcome
+}
+
+/// The projected variables bound to a COUNT aggregate (`(COUNT(*) AS ?n)`, `(COUNT(?x) AS ?n)`).
+fn count_columns(query: &Query) -> Vec<String> {
+    use spargebra::algebra::{AggregateExpression, AggregateFunction, Expression, GraphPattern};
+    fn walk(p: &GraphPattern, counted: &mut Vec<String>, out: &mut Vec<String>) {
+        match p {
+            GraphPattern::Group {
+                inner, aggregates, ..
+            } => {
+                for (v, a) in aggregates {
+                    let count = matches!(
+                        a,
+                        AggregateExpression::CountSolutions { .. }
+                            | AggregateExpression::FunctionCall {
+                                name: AggregateFunction::Count,
+                                ..
+                            }
+                    );
+                    if count {
+                        counted.push(v.as_str().to_owned());
+                    }
+                }
+                walk(inner, counted, out);
+            }
+            GraphPattern::Extend {
+                inner,
+                variable,
+                expression,
+            } => {
+                walk(inner, counted, out);
+                if let Expression::Variable(v) = expression {
+                    if counted.iter().any(|c| c == v.as_str()) {
+                        out.push(variable.as_str().to_owned());
+                    }
+                }
+            }
+            GraphPattern::Project { inner, .. }
+            | GraphPattern::Distinct { inner }
+            | GraphPattern::Reduced { inner }
+            | GraphPattern::Slice { inner, .. }
+            | GraphPattern::OrderBy { inner, .. }
+            | GraphPattern::Filter { inner, .. } => walk(inner, counted, out),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    if let Query::Select { pattern, .. } = query {
+        walk(pattern, &mut Vec::new(), &mut out);
+    }
+    out
 }
 
 fn plural(n: u64, what: &str) -> String {
@@ -96,6 +148,7 @@ fn stopped(e: SparqlError) -> anyhow::Error {
 
 fn write_solutions(
     header: &[String],
+    counts: &[String],
     rows: Box<dyn Iterator<Item = Result<Vec<Option<Term>>, SparqlError>> + '_>,
     s: &Settings,
 ) -> Result<u64> {
@@ -110,6 +163,13 @@ fn write_solutions(
         return Ok(n);
     }
     let mut writer = RowWriter::new(io::stdout(), s.format, header)?;
+    // A COUNT is a number in JSON, as the graph path writes `COUNT(*)`; other values are names.
+    for (i, name) in header.iter().enumerate() {
+        if counts.contains(name) {
+            writer = writer.numeric(i);
+        }
+    }
+    let json = s.format == RowFormat::Json;
     let mut cells: Vec<String> = Vec::with_capacity(header.len());
     for row in rows {
         if n == limit {
@@ -117,7 +177,9 @@ fn write_solutions(
         }
         let row = row.map_err(stopped)?;
         cells.clear();
-        cells.extend(row.iter().map(|t| match t {
+        cells.extend(row.iter().zip(header).map(|(t, column)| match t {
+            Some(Term::Literal(l)) if json && counts.contains(column) => l.value().to_owned(),
+            Some(t) if json => term_name(t).into_owned(),
             Some(t) => cell(&term_name(t)).into_owned(),
             None => String::new(),
         }));

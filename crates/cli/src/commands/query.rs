@@ -312,10 +312,12 @@ fn stream_rows(
         .iter()
         .map(|p| matches!(p, Projected::Edge(_)))
         .collect();
+    let bare = format != RowFormat::Json;
     let report = solutions::select(engine, p, opts, &mut |batch: RowBatch| match write_batch(
         &mut writer,
         graph,
         &kinds,
+        bare,
         batch,
     ) {
         Ok(()) => true,
@@ -336,10 +338,12 @@ fn stream_rows(
     Ok(report)
 }
 
+/// `bare`: numbers as cells (TSV, CSV); JSON keeps names.
 fn write_batch<W: Write>(
     writer: &mut RowWriter<W>,
     g: &KnowledgeGraph,
     is_edge: &[bool],
+    bare: bool,
     batch: RowBatch,
 ) -> io::Result<()> {
     let mut names: Vec<std::borrow::Cow<str>> = Vec::with_capacity(batch.width);
@@ -348,8 +352,10 @@ fn write_batch<W: Write>(
         names.extend(row.iter().zip(is_edge).map(|(&id, &edge)| {
             if edge {
                 g.relation_name(id as u16).into()
-            } else {
+            } else if bare {
                 cell(g.node_name(id))
+            } else {
+                g.node_name(id).into()
             }
         }));
         let refs: Vec<&str> = names.iter().map(|n| n.as_ref()).collect();
