@@ -115,22 +115,8 @@ impl<M: Matching + ?Sized> Rewriter<'_, '_, M> {
         use GraphPattern as G;
         let mut go = |p: Box<G>| self.pattern(*p).map(Box::new);
         Ok(match p {
-            G::Bgp { patterns } => return self.bgp(patterns, &Seeds::new()),
-            G::Join { left, right } => {
-                let (left, right) = self.joined(*left, *right)?;
-                G::Join { left, right }
-            }
-            G::LeftJoin {
-                left,
-                right,
-                expression,
-            } => {
-                let (left, right) = self.joined(*left, *right)?;
-                G::LeftJoin {
-                    left,
-                    right,
-                    expression,
-                }
+            p @ (G::Bgp { .. } | G::Join { .. } | G::LeftJoin { .. }) => {
+                return self.seeded(p, &Seeds::new())
             }
             G::Union { left, right } => G::Union {
                 left: go(left)?,
@@ -244,20 +230,56 @@ impl<M: Matching + ?Sized> Rewriter<'_, '_, M> {
         &mut self,
         left: GraphPattern,
         right: GraphPattern,
+        above: &Seeds,
     ) -> Result<(Box<GraphPattern>, Box<GraphPattern>), SparqlError> {
-        let left = self.pattern(left)?;
-        let right = match right {
-            GraphPattern::Bgp { patterns } => {
-                let seeds = self.seeds(&left, &patterns);
-                self.bgp(patterns, &seeds)?
-            }
-            other => self.pattern(other)?,
+        // A pattern on the left is the matcher's even when it is one triple: its answer is what
+        // the right starts from.
+        let left = match left {
+            GraphPattern::Bgp { patterns } => self.bgp(patterns, above, true)?,
+            other => self.seeded(other, above)?,
         };
+        let seeds = self.seeds(&left);
+        let right = self.seeded(right, &seeds)?;
         Ok((Box::new(left), Box::new(right)))
     }
 
-    fn seeds(&self, left: &GraphPattern, right: &[TriplePattern]) -> Seeds {
-        let wanted = node_variables(right);
+    /// `p`, its patterns restricted to `seeds` (the values a join's other side binds) where the
+    /// restriction cannot change the join's answer: down the left of joins and OPTIONALs, into
+    /// both sides of a UNION and under a FILTER; never into a subquery, a LIMIT, MINUS or BIND.
+    fn seeded(&mut self, p: GraphPattern, seeds: &Seeds) -> Result<GraphPattern, SparqlError> {
+        use GraphPattern as G;
+        Ok(match p {
+            G::Bgp { patterns } => return self.bgp(patterns, seeds, !seeds.is_empty()),
+            G::Join { left, right } => {
+                let (left, right) = self.joined(*left, *right, seeds)?;
+                G::Join { left, right }
+            }
+            G::LeftJoin {
+                left,
+                right,
+                expression,
+            } => {
+                let (left, right) = self.joined(*left, *right, seeds)?;
+                G::LeftJoin {
+                    left,
+                    right,
+                    expression,
+                }
+            }
+            G::Union { left, right } => G::Union {
+                left: Box::new(self.seeded(*left, seeds)?),
+                right: Box::new(self.seeded(*right, seeds)?),
+            },
+            G::Filter { expr, inner } => G::Filter {
+                expr,
+                inner: Box::new(self.seeded(*inner, seeds)?),
+            },
+            other => self.pattern(other)?,
+        })
+    }
+
+    /// The values each variable takes in `left`, when the matcher answered it or it is VALUES.
+    fn seeds(&self, left: &GraphPattern) -> Seeds {
         let mut seeds = Seeds::new();
         match left {
             GraphPattern::Service { name, .. } => {
@@ -268,9 +290,6 @@ impl<M: Matching + ?Sized> Rewriter<'_, '_, M> {
                     return seeds;
                 };
                 for (i, v) in a.variables.iter().enumerate() {
-                    if !wanted.contains(v) {
-                        continue;
-                    }
                     let nodes = (0..a.rows()).map(|r| match &a.cells[r * a.width + i] {
                         Id::Node(n) => Some(*n),
                         _ => None,
@@ -284,7 +303,7 @@ impl<M: Matching + ?Sized> Rewriter<'_, '_, M> {
             } => {
                 for (i, v) in variables.iter().enumerate() {
                     // UNDEF joins with anything: no restriction from that variable.
-                    if !wanted.contains(v) || bindings.iter().any(|b| b[i].is_none()) {
+                    if bindings.iter().any(|b| b[i].is_none()) {
                         continue;
                     }
                     let nodes = bindings
@@ -302,22 +321,23 @@ impl<M: Matching + ?Sized> Rewriter<'_, '_, M> {
         seeds
     }
 
+    /// `single`: answer a one-triple pattern too (it starts a join, or is seeded).
     fn bgp(
         &mut self,
         patterns: Vec<TriplePattern>,
         seeds: &Seeds,
+        single: bool,
     ) -> Result<GraphPattern, SparqlError> {
         let keep = |patterns| Ok(GraphPattern::Bgp { patterns });
-        // One triple pattern has no join for the matcher to order: spareval reads it from the
-        // CSR just as the matcher would, and can look it up per bound row (a loop join), which
-        // a service cannot; handing its rows over would only add the conversion (measured:
-        // opt-nested 0.1x of Oxigraph as a service, benches/sparql).
+        // One triple pattern on its own has no join for the matcher to order: spareval reads it
+        // from the CSR just as the matcher would, and can look it up per bound row (a loop join),
+        // which a service cannot.
         if patterns.is_empty() {
             return keep(patterns);
         }
         let variables = named_variables(&patterns);
         let prepared = match prepare_bgp(&patterns, &variables, self.matcher.graph()) {
-            Ok(_) if patterns.len() == 1 => return keep(patterns),
+            Ok(_) if patterns.len() == 1 && !single => return keep(patterns),
             Ok(p) => p,
             Err(e @ (QueryError::UnknownConcept { .. } | QueryError::UnknownRelation { .. })) => {
                 self.used.unknown.push(unknown_note(&e));
@@ -443,19 +463,6 @@ fn unknown_note(e: &QueryError) -> String {
         Some((place, rest)) if place.starts_with("line ") => rest.to_owned(),
         _ => text,
     }
-}
-
-/// The variables in subject or object position (those the matcher binds to nodes).
-fn node_variables(patterns: &[TriplePattern]) -> Vec<Variable> {
-    let mut vars = Vec::new();
-    for t in patterns {
-        for term in [&t.subject, &t.object] {
-            if let TermPattern::Variable(v) = term {
-                vars.push(v.clone());
-            }
-        }
-    }
-    vars
 }
 
 /// The pattern's named variables, in order of appearance.

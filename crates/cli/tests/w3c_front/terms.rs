@@ -185,8 +185,20 @@ mod tests {
 
     #[test]
     fn what_is_no_term_is_no_answer() {
+        // The CLI writes numbers bare, as SPARQL's TSV does: `5` is the integer 5.
+        let five = read_tsv("n\n5\n").expect("a bare integer");
+        assert_eq!(
+            five.rows[0][0],
+            Some(
+                oxrdf::Literal::new_typed_literal(
+                    "5",
+                    NamedNode::new_unchecked("http://www.w3.org/2001/XMLSchema#integer")
+                )
+                .into()
+            )
+        );
         for out in [
-            "n\n5\n",
+            "n\n5x\n",
             "x\ty\na\n",
             "x\n# timed out\n",
             "x\n\"open\n",
