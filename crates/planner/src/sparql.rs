@@ -783,9 +783,10 @@ fn absorb_injectivity(q: &QueryGraph, filters: Vec<RowFilter>) -> (bool, Vec<Row
     }
     let complete =
         (0..n).all(|a| (a + 1..n).all(|b| covered[a * n + b] || (single(a) && single(b))));
-    // Without a `!=` there is nothing to absorb: distinct concepts differ under either semantics,
-    // and the query is SPARQL's own (hom), as its summary says.
-    if !complete || n < 2 || !absorbed.iter().any(|&a| a) {
+    // Without any `!=` between query nodes, distinct concepts differ under either semantics and
+    // the query is SPARQL's own (hom), as its summary says.
+    let any_inequality = covered.iter().any(|&c| c);
+    if !complete || n < 2 || !any_inequality {
         return (false, filters);
     }
     // Iso implies every `!=` between query nodes; an `In` that also excludes other terms stays.
