@@ -101,7 +101,7 @@ fn has_timezone(lexical: &str) -> bool {
 }
 
 /// Refuses `query` where spareval would answer it wrongly on a graph with these facts.
-pub fn check(query: &Query, facts: LiteralFacts) -> Result<(), SparqlError> {
+pub fn check(query: &mut Query, facts: LiteralFacts) -> Result<(), SparqlError> {
     let pattern = match query {
         Query::Select { pattern, .. }
         | Query::Ask { pattern, .. }
@@ -111,7 +111,7 @@ pub fn check(query: &Query, facts: LiteralFacts) -> Result<(), SparqlError> {
     let mut literal_variables = HashSet::new();
     may_bind_literals(pattern, &mut literal_variables);
     let mut refusal = None;
-    visit_pattern(pattern, &mut |e| {
+    visit_pattern_mut(pattern, true, &mut |e| {
         if refusal.is_none() {
             refusal = gap(e, facts, &literal_variables);
         }
@@ -206,98 +206,6 @@ const STR_GAP: &str = "STR of a literal is not supported on this graph: it holds
                        in a non-canonical form (such as \"01\"^^xsd:integer), which the evaluator \
                        (spareval) holds by value, so STR would give the canonical form";
 
-fn visit_pattern(p: &GraphPattern, f: &mut impl FnMut(&Expression)) {
-    use GraphPattern as G;
-    match p {
-        G::Filter { expr, inner } => {
-            visit_expression(expr, f);
-            visit_pattern(inner, f);
-        }
-        G::LeftJoin {
-            left,
-            right,
-            expression,
-        } => {
-            if let Some(e) = expression {
-                visit_expression(e, f);
-            }
-            visit_pattern(left, f);
-            visit_pattern(right, f);
-        }
-        G::Extend {
-            inner, expression, ..
-        } => {
-            visit_expression(expression, f);
-            visit_pattern(inner, f);
-        }
-        G::OrderBy { inner, expression } => {
-            for o in expression {
-                let (OrderExpression::Asc(e) | OrderExpression::Desc(e)) = o;
-                visit_expression(e, f);
-            }
-            visit_pattern(inner, f);
-        }
-        G::Group {
-            inner, aggregates, ..
-        } => {
-            for (_, a) in aggregates {
-                if let AggregateExpression::FunctionCall { expr, .. } = a {
-                    visit_expression(expr, f);
-                }
-            }
-            visit_pattern(inner, f);
-        }
-        G::Join { left, right } | G::Union { left, right } | G::Minus { left, right } => {
-            visit_pattern(left, f);
-            visit_pattern(right, f);
-        }
-        G::Project { inner, .. }
-        | G::Distinct { inner }
-        | G::Reduced { inner }
-        | G::Slice { inner, .. }
-        | G::Graph { inner, .. }
-        | G::Service { inner, .. } => visit_pattern(inner, f),
-        _ => {}
-    }
-}
-
-fn visit_expression(e: &Expression, f: &mut impl FnMut(&Expression)) {
-    use Expression as E;
-    f(e);
-    match e {
-        E::Or(a, b)
-        | E::And(a, b)
-        | E::Equal(a, b)
-        | E::SameTerm(a, b)
-        | E::Greater(a, b)
-        | E::GreaterOrEqual(a, b)
-        | E::Less(a, b)
-        | E::LessOrEqual(a, b)
-        | E::Add(a, b)
-        | E::Subtract(a, b)
-        | E::Multiply(a, b)
-        | E::Divide(a, b) => {
-            visit_expression(a, f);
-            visit_expression(b, f);
-        }
-        E::UnaryPlus(a) | E::UnaryMinus(a) | E::Not(a) => visit_expression(a, f),
-        E::In(a, list) => {
-            visit_expression(a, f);
-            list.iter().for_each(|x| visit_expression(x, f));
-        }
-        E::If(a, b, c) => {
-            visit_expression(a, f);
-            visit_expression(b, f);
-            visit_expression(c, f);
-        }
-        E::Coalesce(list) | E::FunctionCall(_, list) => {
-            list.iter().for_each(|x| visit_expression(x, f))
-        }
-        E::Exists(p) => visit_pattern(p, f),
-        _ => {}
-    }
-}
-
 /// The custom function that says whether two literals' order is undetermined.
 pub const UNDETERMINED: &str = "urn:x-gpsense-internal:undetermined-order";
 
@@ -346,7 +254,7 @@ pub fn guard_comparisons(query: &mut Query, facts: LiteralFacts) {
         | Query::Construct { pattern, .. }
         | Query::Describe { pattern, .. } => pattern,
     };
-    visit_pattern_mut(pattern, &mut guard);
+    visit_pattern_mut(pattern, false, &mut guard);
 }
 
 fn guard(e: &mut Expression) {
@@ -372,12 +280,14 @@ fn guard(e: &mut Expression) {
     *e = E::If(Box::new(check), Box::new(error), Box::new(compared));
 }
 
-fn visit_pattern_mut(p: &mut GraphPattern, f: &mut impl FnMut(&mut Expression)) {
+/// Every expression in `p` (ORDER BY keys too when `order_keys`), inner ones first; `check` only
+/// reads them, `guard_comparisons` rewrites them.
+fn visit_pattern_mut(p: &mut GraphPattern, order_keys: bool, f: &mut impl FnMut(&mut Expression)) {
     use GraphPattern as G;
     match p {
         G::Filter { expr, inner } => {
-            visit_expression_mut(expr, f);
-            visit_pattern_mut(inner, f);
+            visit_expression_mut(expr, order_keys, f);
+            visit_pattern_mut(inner, order_keys, f);
         }
         G::LeftJoin {
             left,
@@ -385,44 +295,52 @@ fn visit_pattern_mut(p: &mut GraphPattern, f: &mut impl FnMut(&mut Expression)) 
             expression,
         } => {
             if let Some(e) = expression {
-                visit_expression_mut(e, f);
+                visit_expression_mut(e, order_keys, f);
             }
-            visit_pattern_mut(left, f);
-            visit_pattern_mut(right, f);
+            visit_pattern_mut(left, order_keys, f);
+            visit_pattern_mut(right, order_keys, f);
         }
         G::Extend {
             inner, expression, ..
         } => {
-            visit_expression_mut(expression, f);
-            visit_pattern_mut(inner, f);
+            visit_expression_mut(expression, order_keys, f);
+            visit_pattern_mut(inner, order_keys, f);
         }
-        G::OrderBy { inner, .. } => visit_pattern_mut(inner, f),
+        G::OrderBy { inner, expression } => {
+            if order_keys {
+                for o in expression {
+                    let (OrderExpression::Asc(e) | OrderExpression::Desc(e)) = o;
+                    visit_expression_mut(e, order_keys, f);
+                }
+            }
+            visit_pattern_mut(inner, order_keys, f);
+        }
         G::Group {
             inner, aggregates, ..
         } => {
             for (_, a) in aggregates {
                 if let AggregateExpression::FunctionCall { expr, .. } = a {
-                    visit_expression_mut(expr, f);
+                    visit_expression_mut(expr, order_keys, f);
                 }
             }
-            visit_pattern_mut(inner, f);
+            visit_pattern_mut(inner, order_keys, f);
         }
         G::Join { left, right } | G::Union { left, right } | G::Minus { left, right } => {
-            visit_pattern_mut(left, f);
-            visit_pattern_mut(right, f);
+            visit_pattern_mut(left, order_keys, f);
+            visit_pattern_mut(right, order_keys, f);
         }
         G::Project { inner, .. }
         | G::Distinct { inner }
         | G::Reduced { inner }
         | G::Slice { inner, .. }
         | G::Graph { inner, .. }
-        | G::Service { inner, .. } => visit_pattern_mut(inner, f),
+        | G::Service { inner, .. } => visit_pattern_mut(inner, order_keys, f),
         _ => {}
     }
 }
 
 /// Children first, so a guard's own copies are never visited again.
-fn visit_expression_mut(e: &mut Expression, f: &mut impl FnMut(&mut Expression)) {
+fn visit_expression_mut(e: &mut Expression, order_keys: bool, f: &mut impl FnMut(&mut Expression)) {
     use Expression as E;
     match e {
         E::Or(a, b)
@@ -437,23 +355,24 @@ fn visit_expression_mut(e: &mut Expression, f: &mut impl FnMut(&mut Expression))
         | E::Subtract(a, b)
         | E::Multiply(a, b)
         | E::Divide(a, b) => {
-            visit_expression_mut(a, f);
-            visit_expression_mut(b, f);
+            visit_expression_mut(a, order_keys, f);
+            visit_expression_mut(b, order_keys, f);
         }
-        E::UnaryPlus(a) | E::UnaryMinus(a) | E::Not(a) => visit_expression_mut(a, f),
+        E::UnaryPlus(a) | E::UnaryMinus(a) | E::Not(a) => visit_expression_mut(a, order_keys, f),
         E::In(a, list) => {
-            visit_expression_mut(a, f);
-            list.iter_mut().for_each(|x| visit_expression_mut(x, f));
+            visit_expression_mut(a, order_keys, f);
+            list.iter_mut()
+                .for_each(|x| visit_expression_mut(x, order_keys, f));
         }
         E::If(a, b, c) => {
-            visit_expression_mut(a, f);
-            visit_expression_mut(b, f);
-            visit_expression_mut(c, f);
+            visit_expression_mut(a, order_keys, f);
+            visit_expression_mut(b, order_keys, f);
+            visit_expression_mut(c, order_keys, f);
         }
-        E::Coalesce(list) | E::FunctionCall(_, list) => {
-            list.iter_mut().for_each(|x| visit_expression_mut(x, f))
-        }
-        E::Exists(p) => visit_pattern_mut(p, f),
+        E::Coalesce(list) | E::FunctionCall(_, list) => list
+            .iter_mut()
+            .for_each(|x| visit_expression_mut(x, order_keys, f)),
+        E::Exists(p) => visit_pattern_mut(p, order_keys, f),
         _ => {}
     }
     f(e);
@@ -464,14 +383,14 @@ mod tests {
     use super::*;
 
     fn refused(text: &str) -> bool {
-        let q = spargebra::SparqlParser::new()
+        let mut q = spargebra::SparqlParser::new()
             .parse_query(text)
             .expect("parses");
         let facts = LiteralFacts {
             non_canonical: Some(true),
             mixed_timezones: Some(false),
         };
-        check(&q, facts).is_err()
+        check(&mut q, facts).is_err()
     }
 
     #[test]

@@ -214,8 +214,8 @@ impl<'g, M: Matching + ?Sized> Sparql<'g, M> {
     ) -> Result<Evaluation<'s>, SparqlError> {
         refuse_dataset(&query)?;
         let facts = gaps::facts(self.matcher.graph(), &self.indexes.literal_facts);
-        gaps::check(&query, facts)?;
         let mut query = query;
+        gaps::check(&mut query, facts)?;
         gaps::guard_comparisons(&mut query, facts);
         let deadline = options.matching.timeout.map(|t| Instant::now() + t);
         let watch = Arc::new(Watch::new(
