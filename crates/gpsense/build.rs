@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use gpsense_graph::ingest::{ingest, IngestOptions, NoProgress};
+use gpsense_graph::ingest::{IngestOptions, NoProgress, ingest};
 
 fn main() {
     let manifest =

@@ -8,38 +8,70 @@ use gpsense_graph::snapshot::SnapshotError;
 use gpsense_planner::QueryError;
 use gpsense_runtime::MatchError;
 
+/// Why the library could not do what was asked.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// A snapshot that cannot be read (truncated, corrupted, another version).
     #[error(transparent)]
     Snapshot(#[from] SnapshotError),
+    /// Compression, or a `.gpsc` file, failed.
     #[error(transparent)]
     Compress(#[from] CompressError),
+    /// A text file that cannot be ingested.
     #[error(transparent)]
     Ingest(#[from] IngestError),
     /// An ingest error with what to do about it, for a file loaded as a graph.
     #[error("{message}")]
-    IngestRemedy { message: String, error: IngestError },
+    IngestRemedy {
+        /// The error and the remedy, in words.
+        message: String,
+        /// The ingest error.
+        error: IngestError,
+    },
+    /// A file that cannot be read.
     #[error("{}: cannot read", path.display())]
     Read {
+        /// The file.
         path: PathBuf,
+        /// Why.
         source: std::io::Error,
     },
     #[error(
         "{} is not a regular file and not a snapshot: give a snapshot, or a regular file to ingest",
         .0.display()
     )]
+    /// A path that is neither a snapshot nor a regular file (a directory, a device).
     NotRegularFile(PathBuf),
+    /// The embedded graph did not load (a build problem).
     #[error("the embedded default graph is unreadable (a build problem): {0}")]
     Embedded(SnapshotError),
     /// A query that does not parse or names what the graph lacks; `rendered` adds the line with a
     /// caret under the column.
     #[error("{rendered}")]
-    Query { error: QueryError, rendered: String },
+    Query {
+        /// What is wrong.
+        error: QueryError,
+        /// The message, with the query's line and a caret.
+        rendered: String,
+    },
+    /// The match failed (a limit, a refused shape, a device error).
     #[error(transparent)]
     Match(#[from] MatchError),
     /// A standard SPARQL query the full evaluator could not answer.
     #[error(transparent)]
     Sparql(#[from] gpsense_sparql::SparqlError),
+    /// A TruST query that does not parse or cannot be searched; `rendered` adds the line with a
+    /// caret under the column for a parse error.
+    #[error("{rendered}")]
+    Trust {
+        /// What went wrong.
+        error: gpsense_trust::TrustError,
+        /// The message, with the query's line for a parse error.
+        rendered: String,
+    },
+    /// The time limit passed before the answer was whole (an in-memory answer is never partial).
+    #[error("the query ran out of time before its answer was complete")]
+    TimedOut,
 }
 
 impl Error {

@@ -9,6 +9,8 @@ use gpsense_runtime::MatchReport;
 
 use crate::fmt::thousands;
 
+/// What `--explain` prints for a query the matcher ran: dialect, semantics, plan, candidates,
+/// engine, device counters and times.
 pub fn report(q: &QueryGraph, g: &KnowledgeGraph, r: &MatchReport) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "semantics: {}", r.semantics.describe());

@@ -29,6 +29,11 @@ pub fn bytes(n: usize) -> String {
     }
 }
 
+/// A duration in milliseconds with one decimal (`12.3 ms`).
+///
+/// ```
+/// assert_eq!(gpsense::fmt::millis(std::time::Duration::from_micros(1500)), "1.5 ms");
+/// ```
 pub fn millis(d: std::time::Duration) -> String {
     format!("{:.1} ms", d.as_secs_f64() * 1e3)
 }

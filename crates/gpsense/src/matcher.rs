@@ -3,27 +3,34 @@
 
 use gpsense_compress::CompressError;
 use gpsense_graph::KnowledgeGraph;
-use gpsense_planner::{prepare, Dialect, Prepared, QueryGraph};
+use gpsense_planner::{Dialect, Prepared, QueryGraph, prepare};
 use gpsense_runtime::{
     CompressedEngine, CompressedReport, Engine, ExpansionStats, MatchError, MatchOptions,
     MatchReport, RowBatch,
 };
 
-use crate::source::Loaded;
 use crate::Error;
+use crate::source::Loaded;
 
+/// The engine queries run on: the plain engine, or the compressed graph's (match on hyper-nodes,
+/// then expand exactly through the mapping lists).
 pub enum Matcher<'g> {
+    /// The engine on the graph itself.
     Plain(Engine<'g>),
+    /// The engine on a compressed graph.
     Compressed(CompressedEngine<'g>),
 }
 
 /// A match's report, plus what the compressed path did when it ran.
 pub struct Reported {
+    /// What the engine did.
     pub report: MatchReport,
+    /// What the expansion through the mapping lists did (compressed graphs only).
     pub expansion: Option<ExpansionStats>,
 }
 
 impl<'g> Matcher<'g> {
+    /// The matcher for `loaded`: compressed when it came from a `.gpsc` file.
     pub fn new(loaded: &'g Loaded) -> Result<Self, CompressError> {
         Ok(match &loaded.compressed {
             Some(c) => Matcher::Compressed(CompressedEngine::new(&loaded.graph, c)?),
@@ -48,6 +55,7 @@ impl<'g> Matcher<'g> {
         }
     }
 
+    /// Matches `q`, handing projected rows to `on_rows` in batches (it returns false to stop).
     pub fn run(
         &self,
         q: &QueryGraph,
@@ -60,6 +68,7 @@ impl<'g> Matcher<'g> {
         }
     }
 
+    /// Counts the matches of `q` without listing them where the engine can.
     pub fn count(&self, q: &QueryGraph, opts: &MatchOptions) -> Result<Reported, MatchError> {
         match self {
             Matcher::Plain(e) => e.count(q, opts).map(plain),

@@ -5,10 +5,10 @@
 //! algebra, the matcher for every basic graph pattern inside). On a graph holding RDF literals a
 //! FILTER or ORDER BY compares values (`1 = 1.0`), not nodes: those queries go to `gpsense-sparql`.
 
-use gpsense_planner::{prepare, Dialect, Prepared, QueryError};
+use gpsense_planner::{Dialect, Prepared, QueryError, prepare};
 use gpsense_sparql::Sparql;
-use spargebra::algebra::GraphPattern;
 use spargebra::Query;
+use spargebra::algebra::GraphPattern;
 
 use crate::{Error, Matcher};
 
@@ -30,13 +30,13 @@ pub fn read(m: &Matcher, text: &str, base: Option<&str>) -> Result<Reading, Erro
         Err(_) => {
             return prepare(text, m.graph(), Dialect::Short)
                 .map(|p| Reading::Graph(Box::new(p)))
-                .map_err(|e| Error::query(e, text))
+                .map_err(|e| Error::query(e, text));
         }
     };
     if base.is_none() && matches!(query, Query::Select { .. } | Query::Ask { .. }) {
         match prepare(text, m.graph(), Dialect::Sparql) {
             Ok(p) if p.dialect == Dialect::Sparql && values_agree(m, &query) => {
-                return Ok(Reading::Graph(Box::new(p)))
+                return Ok(Reading::Graph(Box::new(p)));
             }
             Ok(_) | Err(QueryError::Parse(_)) => {}
             // An unknown name: the standard's answer is empty, with the suggestion as a note.

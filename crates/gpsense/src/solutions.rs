@@ -5,8 +5,8 @@
 
 use std::cmp::Ordering;
 
-use gpsense_graph::rdf::TermKind;
 use gpsense_graph::KnowledgeGraph;
+use gpsense_graph::rdf::TermKind;
 use gpsense_planner::{Form, OrderKey, Prepared, Projected, QueryGraph};
 use gpsense_runtime::{MatchError, MatchOptions, RowBatch, Semantics};
 use hashbrown::HashSet;
@@ -111,17 +111,30 @@ pub fn count_column(p: &Prepared) -> Option<&str> {
     }
 }
 
-/// The match options for `p`: a standard SPARQL query brings its semantics unless `--semantics`
-/// was given (`semantics_given`).
-pub fn options_for(p: &Prepared, options: &MatchOptions, semantics_given: bool) -> MatchOptions {
+/// The match options for `p`: `given` semantics (`--semantics`, a builder's choice) when set, else
+/// the query's own (a standard SPARQL query's: hom unless its FILTERs make nodes differ).
+///
+/// ```
+/// use gpsense::{Dialect, Loaded, Matcher, MatchOptions, Semantics};
+/// let loaded = Loaded::embedded()?;
+/// let m = Matcher::new(&loaded)?;
+/// let text = "PREFIX c: <http://conceptnet.io/c/en/> PREFIX r: <http://conceptnet.io/r/>
+///             SELECT ?x WHERE { ?x r:IsA c:animal }"; // standard SPARQL: hom
+/// let p = m.prepare(text, Dialect::Sparql)?;
+/// let own = gpsense::solutions::options_for(&p, &MatchOptions::default(), None);
+/// assert_eq!(own.semantics, Semantics::Hom);
+/// let iso = gpsense::solutions::options_for(&p, &MatchOptions::default(), Some(Semantics::Iso));
+/// assert_eq!(iso.semantics, Semantics::Iso);
+/// # Ok::<(), gpsense::Error>(())
+/// ```
+pub fn options_for(p: &Prepared, options: &MatchOptions, given: Option<Semantics>) -> MatchOptions {
     let mut opts = options.clone();
-    if let (Some(injective), false) = (p.injective, semantics_given) {
-        opts.semantics = if injective {
-            Semantics::Iso
-        } else {
-            Semantics::Hom
-        };
-    }
+    opts.semantics = match (given, p.injective) {
+        (Some(s), _) => s,
+        (None, Some(true)) => Semantics::Iso,
+        (None, Some(false)) => Semantics::Hom,
+        (None, None) => options.semantics,
+    };
     opts
 }
 

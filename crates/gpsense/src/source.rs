@@ -7,14 +7,15 @@ use std::time::{Duration, Instant};
 
 use gpsense_compress::CompressedGraph;
 use gpsense_graph::ingest::{
-    ingest, IngestError, IngestOptions, IngestReport, Progress, RELATIVE_IRI,
+    IngestError, IngestOptions, IngestReport, Progress, RELATIVE_IRI, ingest,
 };
-use gpsense_graph::{snapshot, KnowledgeGraph};
+use gpsense_graph::{KnowledgeGraph, snapshot};
 
 use crate::Error;
 
 /// The default graph: ConceptNet-100K (train), ingested at build time.
 static DEFAULT_SNAPSHOT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/default.gps"));
+/// How the embedded graph is named in summaries, with its licence.
 pub const DEFAULT_NAME: &str = "ConceptNet-100K (embedded default; CC BY-SA 4.0, Li et al. 2016)";
 
 /// A graph ready to query: the graph, its compression when it came from a `.gpsc` file, and where
@@ -24,7 +25,9 @@ pub struct Loaded {
     pub graph: KnowledgeGraph,
     /// The compression, when the file was a `.gpsc` (`gpsense compress`).
     pub compressed: Option<CompressedGraph>,
+    /// Where it came from, in words.
     pub origin: String,
+    /// How long loading took.
     pub load_time: Duration,
 }
 

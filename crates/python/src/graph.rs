@@ -324,7 +324,11 @@ impl Graph {
         let wanted = call.options.timeout;
         let run = |cancel, timeout| {
             shared.with_dependent(|_, e| {
-                let mut opts = solutions::options_for(p, &call.options, call.semantics_given);
+                let mut opts = solutions::options_for(
+                    p,
+                    &call.options,
+                    call.semantics_given.then_some(call.options.semantics),
+                );
                 opts.cancel = Some(cancel);
                 opts.explain = explain;
                 opts.timeout = timeout;

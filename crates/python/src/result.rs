@@ -167,8 +167,13 @@ impl QueryResult {
     }
 
     fn options(&self, m: &Matched, cancel: Arc<AtomicBool>) -> gpsense::MatchOptions {
-        let mut opts =
-            solutions::options_for(&m.prepared, &self.call.options, self.call.semantics_given);
+        let mut opts = solutions::options_for(
+            &m.prepared,
+            &self.call.options,
+            self.call
+                .semantics_given
+                .then_some(self.call.options.semantics),
+        );
         opts.cancel = Some(cancel);
         opts
     }

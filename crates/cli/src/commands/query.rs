@@ -142,7 +142,11 @@ fn run_one(text: &str, matcher: &Matcher, args: &Args, separator: &str) -> Resul
             return super::algebra::run(matcher, text, *query, &settings);
         }
     };
-    let opts = solutions::options_for(&p, &args.options, args.semantics_given);
+    let opts = solutions::options_for(
+        &p,
+        &args.options,
+        args.semantics_given.then_some(args.options.semantics),
+    );
     crate::out::print(separator)?;
     let start = Instant::now();
     if args.explain {

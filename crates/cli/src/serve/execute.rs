@@ -122,7 +122,7 @@ impl Engine {
             Err(e) => return Err(Failure::BadQuery(e.to_string())),
         };
         let mut opts = match &reading {
-            Reading::Graph(p) => options_for(p, &self.options, false),
+            Reading::Graph(p) => options_for(p, &self.options, None),
             Reading::Algebra(_) => self.options.clone(),
         };
         let light = req.lane == Lane::Light && req.light_limit < req.timeout;
