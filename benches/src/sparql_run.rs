@@ -190,7 +190,7 @@ fn graph_path(
     options: &MatchOptions,
     digest: bool,
 ) -> Result<Answered, String> {
-    let opts = solutions::options_for(p, options, false);
+    let opts = solutions::options_for(p, options, None);
     let mut out = Answered {
         rows: 0,
         digest: Digest::default(),

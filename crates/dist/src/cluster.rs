@@ -6,7 +6,7 @@
 //! A peer that dies breaks its sockets; timely's network threads then panic. A panic hook turns that
 //! into a failure every worker sees between steps, so each process ends the query with an error
 //! naming the peer instead of waiting for it. A peer that stops without breaking anything is found
-//! by the heartbeat of [`crate::connect`], which then shuts its sockets.
+//! by the heartbeat of `connect`, which then shuts its sockets.
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};

@@ -2,7 +2,7 @@
 //! nodes, then neighbour filtering and one refinement round before the join.
 //!
 //! A part starts each query node's set from the node filter (the single-machine engine's
-//! [`FilterSpec`], a concept's own nodes); a node an earlier one reaches starts from that one's
+//! `FilterSpec`, a concept's own nodes); a node an earlier one reaches starts from that one's
 //! marks instead, so that filtering an anchored query costs what its neighbourhood holds, not what
 //! the part holds. A step "filter `a` by `b`" marks every neighbour (over the
 //! query edge, seen from `b`) of each candidate of `b`: the marks go to each neighbour's owner, which

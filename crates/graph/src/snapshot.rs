@@ -171,7 +171,7 @@ pub fn decode<T: DeserializeOwned>(
 /// - A new file gets the mode the umask gives (0666 less the umask), a rewritten one keeps its mode.
 /// - The temporary file is `.NAME.gpsense-tmp.PID`, locked (`flock`) while it is written: a write
 ///   into a directory first removes every such file there, whatever its NAME, that a killed
-///   process left (see [`remove_stale_temps`]).
+///   process left (see `remove_stale_temps`).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), SnapshotError> {
     let io = |source| SnapshotError::Io {
         path: path.to_path_buf(),

@@ -4,7 +4,7 @@
 //! block return at once) and writes only the region its work-item owns.
 //!
 //! # Safety
-//! Every function requires its argument struct to describe valid buffers as documented in [`abi`]
+//! Every function requires its argument struct to describe valid buffers as documented in [`crate::abi`]
 //! (host or device memory, as the caller runs), with no other writer during the launch.
 // The contract is the same for every function here and stated once above.
 #![allow(clippy::missing_safety_doc)]

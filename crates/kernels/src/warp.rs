@@ -1,5 +1,5 @@
 //! Warp-level cooperation, behind one small trait so that warp-centric kernel bodies are written
-//! once: [`DeviceWarp`] maps each call to a PTX warp primitive (`vote.sync.ballot`, `shfl.sync`), and
+//! once: `DeviceWarp` (the nvptx build) maps each call to a PTX warp primitive (`vote.sync.ballot`, `shfl.sync`), and
 //! [`HostWarp`] runs the same call as a plain loop over the lanes, so the host emulator and the tests
 //! execute the very body the GPU runs.
 //!

@@ -152,8 +152,9 @@ impl<'g> Engine<'g> {
         engine
     }
 
-    /// The GPU, opened, checked ([`self_check`]) and given the graph on first call; an error says
-    /// why there is none. After a GPU failure mid-query it is opened afresh on the next call.
+    /// The GPU, opened, checked (`self_check`: known queries compared with the CPU's rows) and given
+    /// the graph on first call; an error says why there is none. After a GPU failure mid-query it
+    /// is opened afresh on the next call.
     pub fn gpu(&self) -> Result<Arc<DeviceState<CudaDevice>>, DeviceError> {
         let mut slot = self.gpu.lock().unwrap_or_else(|e| e.into_inner());
         slot.get_or_insert_with(|| {
