@@ -322,7 +322,9 @@ fn beyond_the_concurrency_bound_requests_get_503() {
     let slow = slow.join().expect("the slow request");
     assert_eq!(slow.status, 503);
     assert_eq!(slow.header("x-gpsense-timed-out"), Some("true"));
-    // The slot is free again.
+    // The slot is free again, once the slow request's handler has let it go (the client can read
+    // the end of the response a moment before that).
+    s.wait_running(0);
     assert_eq!(s.query("ASK { ?a ?r ?b }", "*/*").status, 200);
 }
 
