@@ -639,7 +639,7 @@ mod figures {
         figure(
             &stem,
             "NVIDIA H100, 2026-11-23: per-query time by engine",
-            "query (1-9: benches/gpu/wordnet.rq, counted; 10-13: conceptnet.rq, rows written)",
+            "query (1-8: benches/gpu/wordnet.rq, counted; 9-12: conceptnet.rq, rows written)",
             &series,
         )?;
         println!("wrote {0}.svg and {0}.png", stem.display());
