@@ -105,7 +105,11 @@ fn check_links(root: &Path) -> Result<Vec<String>> {
     let mut problems = Vec::new();
     for file in markdown_files(root)? {
         let text = fs::read_to_string(&file).with_context(|| format!("{}", file.display()))?;
-        let shown = file.strip_prefix(root).unwrap_or(&file).display().to_string();
+        let shown = file
+            .strip_prefix(root)
+            .unwrap_or(&file)
+            .display()
+            .to_string();
         let in_book = file.starts_with(&src);
         for (line, target) in links(&text) {
             if is_external(&target) {
@@ -133,11 +137,50 @@ fn check_links(root: &Path) -> Result<Vec<String>> {
                 continue;
             }
             let Some(anchor) = anchor else { continue };
-            let known = ids.entry(resolved.clone()).or_insert_with(|| {
-                anchors_of(&resolved, &src, &built).unwrap_or_default()
-            });
+            let known = ids
+                .entry(resolved.clone())
+                .or_insert_with(|| anchors_of(&resolved, &src, &built).unwrap_or_default());
             if !known.contains(anchor) {
                 problems.push(format!("{at}: no heading with the id \"{anchor}\""));
+            }
+        }
+    }
+    problems.extend(check_built(&built)?);
+    Ok(problems)
+}
+
+/// Every relative `href` and `src` of the built pages (what mdBook made of the chapters' links)
+/// names a file of the built book, and its anchor an id there.
+fn check_built(built: &Path) -> Result<Vec<String>> {
+    let mut problems = Vec::new();
+    let mut pages: Vec<PathBuf> = fs::read_dir(built)
+        .with_context(|| format!("reading {}", built.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "html"))
+        .collect();
+    pages.sort();
+    for page in pages {
+        let html = fs::read_to_string(&page)?;
+        let name = page.file_name().unwrap_or_default().to_string_lossy();
+        for attr in [" href=\"", " src=\""] {
+            for target in html.split(attr).skip(1).filter_map(|r| r.split('"').next()) {
+                if is_external(target) || target.starts_with("javascript:") {
+                    continue;
+                }
+                let (path, anchor) = target.split_once('#').unwrap_or((target, ""));
+                let file = if path.is_empty() {
+                    page.clone()
+                } else {
+                    normalise(&built.join(path))
+                };
+                if !file.exists() {
+                    problems.push(format!("docs/book/{name}: {target}: no such file"));
+                } else if !anchor.is_empty()
+                    && file.extension().is_some_and(|e| e == "html")
+                    && !html_ids(&fs::read_to_string(&file)?).contains(anchor)
+                {
+                    problems.push(format!("docs/book/{name}: {target}: no such id"));
+                }
             }
         }
     }
@@ -224,8 +267,7 @@ fn prose_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
 /// Every `](target)` and `src="target"` outside code, with its line.
 fn links(text: &str) -> Vec<(usize, String)> {
     let mut out = Vec::new();
-    for (n, line) in prose_lines(text) {
-        let line = without_code_spans(line);
+    for (n, line) in without_code_spans(text) {
         for part in line.split("](").skip(1) {
             if let Some(end) = part.find([')', ' ']) {
                 out.push((n, part[..end].to_owned()));
@@ -240,8 +282,31 @@ fn links(text: &str) -> Vec<(usize, String)> {
     out
 }
 
-fn without_code_spans(line: &str) -> String {
-    line.split('`').step_by(2).collect::<Vec<_>>().join(" ")
+/// The prose lines with inline code blanked out; a code span may run over lines of its
+/// paragraph, never past a blank line.
+fn without_code_spans(text: &str) -> Vec<(usize, String)> {
+    let mut in_code = false;
+    prose_lines(text)
+        .map(|(n, line)| {
+            if line.trim().is_empty() {
+                in_code = false;
+            }
+            let kept = line
+                .chars()
+                .map(|c| {
+                    if c == '`' {
+                        in_code = !in_code;
+                        ' '
+                    } else if in_code {
+                        ' '
+                    } else {
+                        c
+                    }
+                })
+                .collect();
+            (n, kept)
+        })
+        .collect()
 }
 
 mod commands {
@@ -302,7 +367,11 @@ mod commands {
     }
 
     fn skip_reason(line: &str) -> Option<String> {
-        let inner = line.trim().strip_prefix("<!--")?.strip_suffix("-->")?.trim();
+        let inner = line
+            .trim()
+            .strip_prefix("<!--")?
+            .strip_suffix("-->")?
+            .trim();
         Some(inner.strip_prefix("skip:")?.trim().to_owned())
     }
 
@@ -409,10 +478,9 @@ mod commands {
                 std::os::unix::fs::symlink(entry.path(), scratch.join(&name))?;
             }
         }
-        let path = std::env::join_paths(
-            std::iter::once(bin.clone())
-                .chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())),
-        )?;
+        let path = std::env::join_paths(std::iter::once(bin.clone()).chain(
+            std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+        ))?;
         let env = Env {
             dir: scratch.clone(),
             path,
@@ -421,7 +489,11 @@ mod commands {
         let mut failures = Vec::new();
         let (mut ran, mut skipped) = (0, 0);
         for file in sources(root)? {
-            let shown = file.strip_prefix(root).unwrap_or(&file).display().to_string();
+            let shown = file
+                .strip_prefix(root)
+                .unwrap_or(&file)
+                .display()
+                .to_string();
             if only.is_some_and(|o| !shown.contains(o)) {
                 continue;
             }
@@ -446,10 +518,10 @@ mod commands {
         Ok(())
     }
 
-    struct Env {
-        dir: PathBuf,
-        path: std::ffi::OsString,
-        timeout: Duration,
+    pub struct Env {
+        pub dir: PathBuf,
+        pub path: std::ffi::OsString,
+        pub timeout: Duration,
     }
 
     impl Env {
@@ -471,7 +543,7 @@ mod commands {
 
     /// Runs a block's commands in turn; background ones (`... &`) until the block ends. Returns
     /// a message per failure.
-    fn run_block(env: &Env, file: &str, block: &Block) -> Vec<String> {
+    pub fn run_block(env: &Env, file: &str, block: &Block) -> Vec<String> {
         let mut background: Vec<Child> = Vec::new();
         let mut failures = Vec::new();
         for cmd in &block.commands {
@@ -622,8 +694,11 @@ mod figures {
             let mut medians = Vec::new();
             for set in ["wn", "cs"] {
                 let path = root.join(RUN).join(format!("{set}_{engine}.txt"));
-                let text = fs::read_to_string(&path).with_context(|| format!("{}", path.display()))?;
-                medians.extend(medians_of_three(&text).with_context(|| format!("{}", path.display()))?);
+                let text =
+                    fs::read_to_string(&path).with_context(|| format!("{}", path.display()))?;
+                medians.extend(
+                    medians_of_three(&text).with_context(|| format!("{}", path.display()))?,
+                );
             }
             let points = medians
                 .iter()
@@ -744,10 +819,16 @@ mod tests {
 
     #[test]
     fn links_outside_code_with_their_lines() {
-        let md = "see [a](a.md#x) and `[b](b.md)`\n```\n[c](c.md)\n```\n<img src=\"images/q.svg\">\n";
+        let md =
+            "see [a](a.md#x) and `[b](b.md)`\n```\n[c](c.md)\n```\n<img src=\"images/q.svg\">\n\
+                  `a code span\nover [d](d.md) lines` then [e](e.md)\n";
         assert_eq!(
             links(md),
-            [(1, "a.md#x".to_owned()), (5, "images/q.svg".to_owned())]
+            [
+                (1, "a.md#x".to_owned()),
+                (5, "images/q.svg".to_owned()),
+                (7, "e.md".to_owned())
+            ]
         );
     }
 
@@ -782,6 +863,27 @@ mod tests {
         assert!(problems[0].starts_with("README.md:2: docs/src/a.md#gone: no heading"));
         assert!(problems[1].starts_with("README.md:2: x.md: no such file"));
         assert!(problems[2].starts_with("docs/src/a.md:2: ../../README.md: leaves docs/src"));
+    }
+
+    /// A command that fails is named with its place, its status and its stderr; one past the
+    /// time limit fails too; a server in the background is waited for, then stopped.
+    #[test]
+    fn failing_commands_are_named_with_their_stderr() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = commands::Env {
+            dir: dir.path().to_owned(),
+            path: std::env::var_os("PATH").unwrap_or_default(),
+            timeout: Duration::from_secs(2),
+        };
+        let md = "```sh\nV=7\ntest \"$V\" = 7\necho listening on x; sleep 60 &\necho oops >&2; exit 3\nsleep 10\n```\n";
+        let block = &blocks(md)[0];
+        let started = Instant::now();
+        let failures = commands::run_block(&env, "x.md", block);
+        assert!(started.elapsed() < Duration::from_secs(8));
+        assert_eq!(failures.len(), 2, "{failures:?}");
+        assert!(failures[0].starts_with("x.md:5: `echo oops >&2; exit 3` failed: exit status: 3"));
+        assert!(failures[0].contains("oops"));
+        assert!(failures[1].contains("still running after 2 s"));
     }
 
     #[test]
