@@ -500,6 +500,12 @@ mod commands {
             let text = fs::read_to_string(&file).with_context(|| shown.clone())?;
             for block in blocks(&text) {
                 if let Some(why) = &block.skip {
+                    if why.is_empty() {
+                        failures.push(format!(
+                            "{shown}:{}: a skipped block must say why (<!-- skip: REASON -->)",
+                            block.line
+                        ));
+                    }
                     println!("skip {shown}:{}: {why}", block.line);
                     skipped += block.commands.len();
                     continue;
