@@ -514,6 +514,7 @@ mod commands {
                 failures.extend(run_block(&env, &shown, &block));
             }
         }
+        failures.extend(not_ignored(root, &scratch)?);
         println!(
             "{ran} commands run, {} failed, {skipped} skipped (their blocks say why)",
             failures.len()
@@ -522,6 +523,35 @@ mod commands {
             bail!("{}", failures.join("\n\n"));
         }
         Ok(())
+    }
+
+    /// What the commands wrote (the scratch directory's own entries) must be what git ignores
+    /// when a reader runs them in the repository root.
+    fn not_ignored(root: &Path, scratch: &Path) -> Result<Vec<String>> {
+        let mut out = Vec::new();
+        for entry in fs::read_dir(scratch)? {
+            let entry = entry?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if entry.file_type()?.is_symlink() || name == ".bin" || name == ".stderr" {
+                continue;
+            }
+            // A directory is named with its slash, as git would see it in the root.
+            let path = if entry.file_type()?.is_dir() {
+                format!("{name}/")
+            } else {
+                name.clone()
+            };
+            let ignored = Command::new("git")
+                .args(["check-ignore", "-q", "--no-index", &path])
+                .current_dir(root)
+                .status()?;
+            if !ignored.success() {
+                out.push(format!(
+                    "the commands write {name}, which .gitignore does not cover"
+                ));
+            }
+        }
+        Ok(out)
     }
 
     pub struct Env {
