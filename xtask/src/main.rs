@@ -5,6 +5,7 @@
 //! module.
 
 mod bench;
+mod book;
 mod fetch;
 mod gpu_check;
 mod ptx;
@@ -46,6 +47,10 @@ enum Command {
     /// library, `gpsense query` or `gpsense serve` (--via): pass / wrong / refused per folder;
     /// fails on a wrong answer or fewer passes than recorded.
     W3c(w3c::W3cArgs),
+    /// Build the documentation book (docs/, mdBook) and check every relative link and anchor of
+    /// it and of README.md; --commands runs their shell commands instead, --figures redraws the
+    /// figures drawn from committed measurements.
+    Book(book::BookArgs),
 }
 
 #[derive(Args)]
@@ -115,6 +120,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Bench(args) => bench::run(&workspace_root(), &args),
         Command::GpuCheck(args) => gpu_check::run(&workspace_root(), &args),
         Command::W3c(args) => w3c::run(&workspace_root(), &args),
+        Command::Book(args) => book::run(&workspace_root(), &args),
         Command::List(args) => {
             print!("{}", fetch::list(&dest_or_default(args.dest)));
             Ok(())

@@ -18,7 +18,7 @@ mod extras;
 mod kernels;
 mod native;
 mod peers;
-mod plot;
+pub(crate) mod plot;
 mod pyrandom;
 mod report;
 mod sparql;
