@@ -30,11 +30,11 @@ self_cell::self_cell!(
 ///
 /// ```
 /// let graph = gpsense::Graph::embedded()?; // ConceptNet-100K, built in
-/// let answer = graph.query("SELECT ?x WHERE { ?x IsA animal . ?x AtLocation home }").run()?;
-/// for row in answer.rows() {
+/// let q = "SELECT ?x WHERE { ?x IsA animal . ?x AtLocation home }";
+/// for row in graph.query(q).run()?.rows() {
 ///     println!("{}", row.get("x").unwrap_or_default());
 /// }
-/// # assert!(answer.len() > 0);
+/// # assert!(graph.query(q).count()? > 0);
 /// # Ok::<(), gpsense::Error>(())
 /// ```
 pub struct Graph {

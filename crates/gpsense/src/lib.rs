@@ -5,8 +5,8 @@
 //!
 //! ```
 //! let graph = gpsense::Graph::embedded()?;
-//! let answer = graph.query("SELECT ?x WHERE { ?x IsA animal . ?x AtLocation home }").run()?;
-//! for row in answer.rows() {
+//! let q = "SELECT ?x WHERE { ?x IsA animal . ?x AtLocation home }";
+//! for row in graph.query(q).run()?.rows() {
 //!     println!("{}", row.get("x").unwrap_or_default());
 //! }
 //! # Ok::<(), gpsense::Error>(())
