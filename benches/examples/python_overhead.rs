@@ -35,13 +35,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         };
         let count = || -> Result<u128, gpsense::Error> {
             let p = matcher.prepare(&text, Dialect::Short)?;
-            let opts = solutions::options_for(&p, &MatchOptions::default(), false);
+            let opts = solutions::options_for(&p, &MatchOptions::default(), None);
             Ok(solutions::count(&matcher, &p, &opts)?.report.rows)
         };
         // Rows as names, as Python gets them (one String per value).
         let rows = || -> Result<usize, gpsense::Error> {
             let p = matcher.prepare(&text, Dialect::Short)?;
-            let opts = solutions::options_for(&p, &MatchOptions::default(), false);
+            let opts = solutions::options_for(&p, &MatchOptions::default(), None);
             let mut names: Vec<Vec<String>> = Vec::new();
             solutions::select(&matcher, &p, &opts, &mut |b| {
                 names.extend(
