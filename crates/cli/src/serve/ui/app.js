@@ -323,11 +323,18 @@ function showPlan(shape) {
     const tr = html('tr');
     const count = (n) => (n === null || n === undefined ? '-' : thousands(n));
     tr.append(html('td', { class: 'number' }, String(i + 1)), html('td', {}, s.node || ''),
-      html('td', {}, s.why || ''), html('td', { class: 'number' }, count(s.after_filter)),
+      html('td', {}, why(s, i)), html('td', { class: 'number' }, count(s.after_filter)),
       html('td', { class: 'number' }, count(s.after_refine)));
     body.append(tr);
   });
   table.append(head, body);
+}
+
+/** The planner's reason for a step, without the step number and node the table already shows. */
+function why(step, i) {
+  const text = step.why || '';
+  const prefix = `${i + 1}. ${step.node}: `;
+  return text.startsWith(prefix) ? text.slice(prefix.length) : text;
 }
 
 // ---------------------------------------------------------------- downloads
@@ -438,8 +445,8 @@ function trustSelect(i, focus) {
 // ---------------------------------------------------------------- the drawing
 
 /**
- * Places the nodes of a small graph: a force-directed layout from a circle (deterministic), then
- * turned so that its widest spread is horizontal.
+ * Places the nodes of a small graph: a force-directed layout from a circle (deterministic), with
+ * edges drawn to point rightwards where they can (a query reads from its subjects to its objects).
  */
 function layout(count, edges) {
   if (count === 1) return [[0, 0]];
@@ -448,8 +455,7 @@ function layout(count, edges) {
     const a = Math.PI * (0.5 + (2 * i) / count);
     pos.push([Math.cos(a), Math.sin(a)]);
   }
-  const k = 1;
-  const rounds = 400;
+  const rounds = 500;
   for (let round = 0; round < rounds; round++) {
     const step = 0.1 * (1 - round / rounds) + 0.005;
     const move = pos.map(() => [0, 0]);
@@ -458,7 +464,7 @@ function layout(count, edges) {
         const dx = pos[i][0] - pos[j][0];
         const dy = pos[i][1] - pos[j][1];
         const d = Math.max(Math.hypot(dx, dy), 0.01);
-        const f = (k * k) / d / d;
+        const f = 1 / d / d;
         move[i][0] += dx * f; move[i][1] += dy * f;
         move[j][0] -= dx * f; move[j][1] -= dy * f;
       }
@@ -468,9 +474,14 @@ function layout(count, edges) {
       const dx = pos[e.from][0] - pos[e.to][0];
       const dy = pos[e.from][1] - pos[e.to][1];
       const d = Math.max(Math.hypot(dx, dy), 0.01);
-      const f = d / k;
-      move[e.from][0] -= dx * f; move[e.from][1] -= dy * f;
-      move[e.to][0] += dx * f; move[e.to][1] += dy * f;
+      move[e.from][0] -= dx * d; move[e.from][1] -= dy * d;
+      move[e.to][0] += dx * d; move[e.to][1] += dy * d;
+      // Rightwards: the object at least a little to the right of the subject.
+      const lag = 0.9 - (pos[e.to][0] - pos[e.from][0]);
+      if (lag > 0) {
+        move[e.to][0] += lag;
+        move[e.from][0] -= lag;
+      }
     }
     for (let i = 0; i < count; i++) {
       const len = Math.max(Math.hypot(move[i][0], move[i][1]), 1e-9);
@@ -479,21 +490,9 @@ function layout(count, edges) {
       pos[i][1] += move[i][1] * s;
     }
   }
-  return horizontal(pos);
-}
-
-/** Turns the points about their centre so that their main axis is horizontal. */
-function horizontal(pos) {
-  const n = pos.length;
-  const cx = pos.reduce((s, p) => s + p[0], 0) / n;
-  const cy = pos.reduce((s, p) => s + p[1], 0) / n;
-  let sxx = 0; let syy = 0; let sxy = 0;
-  for (const [x, y] of pos) {
-    sxx += (x - cx) ** 2; syy += (y - cy) ** 2; sxy += (x - cx) * (y - cy);
-  }
-  const angle = 0.5 * Math.atan2(2 * sxy, sxx - syy);
-  const c = Math.cos(-angle); const s = Math.sin(-angle);
-  return pos.map(([x, y]) => [(x - cx) * c - (y - cy) * s, (x - cx) * s + (y - cy) * c]);
+  const cx = pos.reduce((s, p) => s + p[0], 0) / count;
+  const cy = pos.reduce((s, p) => s + p[1], 0) / count;
+  return pos.map(([x, y]) => [x - cx, y - cy]);
 }
 
 /** Width of a text in the drawing's font (an estimate: no measuring before it is shown). */
@@ -509,8 +508,8 @@ function draw(drawing, values, { small }) {
   const placed = layout(nodes.length, drawing.edges);
   nodes.forEach((n, i) => {
     // Wide nodes push their neighbours apart.
-    n.x = placed[i][0] * (spread + n.w / 3);
-    n.y = placed[i][1] * spread * 0.8;
+    n.x = placed[i][0] * (spread * 1.3 + n.w / 3);
+    n.y = placed[i][1] * spread * 0.55;
   });
   const id = `arrow-${++markerCount}`;
   const root = svg('svg', { role: 'img', class: 'graph' });
