@@ -32,7 +32,11 @@ fn browsers_get_the_workbench_and_others_the_text_index() {
     let s = Server::start(&[]);
     let text = s.get("/", "*/*");
     assert_eq!(text.status, 200);
-    assert!(text.body.starts_with("gpsense SPARQL endpoint\n"), "{}", text.body);
+    assert!(
+        text.body.starts_with("gpsense SPARQL endpoint\n"),
+        "{}",
+        text.body
+    );
     assert!(text.body.contains("/explain") && text.body.contains("/trust"));
     assert_eq!(s.get("/help", "text/html").body, text.body);
     let page = s.get("/", "text/html,application/xhtml+xml,*/*;q=0.8");
@@ -96,7 +100,10 @@ fn explain_gives_the_query_graph_its_plan_and_the_figures() {
     assert_eq!(nodes[2]["kind"], "concept");
     let edges = &v["drawing"]["edges"];
     assert_eq!(edges[0]["label"], "IsA");
-    assert_eq!((edges[0]["from"].as_u64(), edges[0]["to"].as_u64()), (Some(0), Some(1)));
+    assert_eq!(
+        (edges[0]["from"].as_u64(), edges[0]["to"].as_u64()),
+        (Some(0), Some(1))
+    );
     assert_eq!(edges[1]["label"], "AtLocation");
     // The figures are the engine's: as many matches as the query has rows.
     let rows = s.query(
@@ -106,7 +113,10 @@ fn explain_gives_the_query_graph_its_plan_and_the_figures() {
     let n = rows.body.trim_end().lines().count() - 1;
     assert_eq!(v["matches"], n.to_string());
     assert_eq!(v["plan"]["steps"].as_array().unwrap().len(), 3);
-    assert!(v["plan"]["steps"][0]["why"].as_str().unwrap().contains("start"));
+    assert!(v["plan"]["steps"][0]["why"]
+        .as_str()
+        .unwrap()
+        .contains("start"));
     let text = v["explain"].as_str().unwrap();
     assert!(text.contains("candidates per query node") && text.contains("time: plan"));
     // An edge variable is a variable edge with its column.
@@ -124,7 +134,11 @@ fn explain_gives_the_query_graph_its_plan_and_the_figures() {
     // A mistake is the parser's, as /query gives it.
     let bad = explain(&s, "SELECT ?x WHERE { ?x IsA animl }");
     assert_eq!(bad.status, 400);
-    assert!(bad.body.contains("unknown concept \"animl\""), "{}", bad.body);
+    assert!(
+        bad.body.contains("unknown concept \"animl\""),
+        "{}",
+        bad.body
+    );
     assert_eq!(s.get("/explain", "*/*").status, 400);
 }
 
@@ -135,7 +149,10 @@ fn trust_ranks_near_matches_within_the_limits() {
     assert_eq!(v["columns"], serde_json::json!(["x", "animals"]));
     let matches = v["matches"].as_array().unwrap();
     assert_eq!(matches.len(), 3);
-    let scores: Vec<f64> = matches.iter().map(|m| m["score"].as_f64().unwrap()).collect();
+    let scores: Vec<f64> = matches
+        .iter()
+        .map(|m| m["score"].as_f64().unwrap())
+        .collect();
     assert!(scores.windows(2).all(|w| w[0] >= w[1]), "{scores:?}");
     // The misspelt concept matched `animal`, and the edge is there.
     assert_eq!(matches[0]["nodes"][1], "animal");
@@ -152,7 +169,11 @@ fn trust_ranks_near_matches_within_the_limits() {
     let bad = trust(&s, "SELECT * WHERE { ?x IsA", "");
     assert_eq!(bad.status, 400);
     // The time limit holds: a search cut at 1 ms is incomplete, or no answer.
-    let cut = trust(&s, "SELECT * WHERE { ?x IsA ?y . ?y AtLocation ?z }", "&timeout=1");
+    let cut = trust(
+        &s,
+        "SELECT * WHERE { ?x IsA ?y . ?y AtLocation ?z }",
+        "&timeout=1",
+    );
     if cut.status == 200 {
         assert_eq!(json(&cut)["timed_out"], true, "{}", cut.body);
     } else {
@@ -192,5 +213,5 @@ fn explain_and_trust_wait_for_a_slot_like_queries() {
     assert_eq!(slow.join().expect("the slow request").status, 503);
     // The slot is free again.
     assert_eq!(explain(&s, "SELECT ?x WHERE { ?x IsA animal }").status, 200);
-    assert_eq!(s.get("/health", "*/*").body.contains("\"running\":0"), true);
+    assert!(s.get("/health", "*/*").body.contains("\"running\":0"));
 }

@@ -30,11 +30,22 @@ fn venv() -> PathBuf {
     assert!(made.success(), "python3 -m venv {} failed", dir.display());
     // Playwright's Python package only: the browser is the system's, never downloaded.
     let pip = Command::new(&python)
-        .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r"])
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "-r",
+        ])
         .arg(&requirements)
         .status()
         .expect("run pip");
-    assert!(pip.success(), "pip install -r {} failed", requirements.display());
+    assert!(
+        pip.success(),
+        "pip install -r {} failed",
+        requirements.display()
+    );
     std::fs::write(&stamp, wanted).expect("write the stamp");
     python
 }
@@ -71,5 +82,9 @@ fn the_workbench_works_in_chromium() {
         "test_workbench.py failed:\n{stdout}\n{stderr}"
     );
     assert!(stdout.contains(" checks passed"), "{stdout}");
-    eprintln!("{} (screenshots in {})", stdout.trim_end(), out_dir.display());
+    eprintln!(
+        "{} (screenshots in {})",
+        stdout.trim_end(),
+        out_dir.display()
+    );
 }

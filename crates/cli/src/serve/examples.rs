@@ -170,7 +170,13 @@ impl Standard {
         self.short(nt_predicate(name), RELATION_IRI, "r:", &self.used_relation)
     }
 
-    fn short(&self, term: String, scheme: &str, prefix: &str, used: &std::cell::Cell<bool>) -> String {
+    fn short(
+        &self,
+        term: String,
+        scheme: &str,
+        prefix: &str,
+        used: &std::cell::Cell<bool>,
+    ) -> String {
         let local = term
             .strip_prefix(scheme)
             .and_then(|t| t.strip_suffix('>'))
@@ -216,7 +222,12 @@ mod tests {
     #[test]
     fn examples_use_the_most_common_relations_and_a_concept_that_has_them() {
         let mut t = vec![("x", "Rare", "y")];
-        for (s, y) in [("cat", "milk"), ("dog", "bone"), ("cow", "grass"), ("hen", "corn")] {
+        for (s, y) in [
+            ("cat", "milk"),
+            ("dog", "bone"),
+            ("cow", "grass"),
+            ("hen", "corn"),
+        ] {
             t.push((s, "IsA", "animal"));
             t.push((s, "Eats", y));
             t.push((y, "IsA", "food"));

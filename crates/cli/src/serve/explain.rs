@@ -88,7 +88,12 @@ fn drawing(q: &QueryGraph, g: &gpsense_graph::KnowledgeGraph) -> Value {
         return too_large(q.nodes.len());
     }
     let columns = column_names(q);
-    let column_of = |p: Projected| q.projection.iter().position(|&c| c == p).map(|i| &columns[i]);
+    let column_of = |p: Projected| {
+        q.projection
+            .iter()
+            .position(|&c| c == p)
+            .map(|i| &columns[i])
+    };
     let nodes: Vec<Value> = q
         .nodes
         .iter()
@@ -238,8 +243,10 @@ impl Shape {
     fn edge(&mut self, s: &TermPattern, o: &TermPattern, label: String, column: Option<String>) {
         let (from, to) = (self.node(s), self.node(o));
         let variable = column.is_some();
-        self.edges.push(json!({"from": from, "to": to, "label": label, "variable": variable,
-                               "column": column}));
+        self.edges.push(
+            json!({"from": from, "to": to, "label": label, "variable": variable,
+                               "column": column}),
+        );
     }
 
     fn node(&mut self, t: &TermPattern) -> usize {
@@ -295,7 +302,10 @@ mod tests {
         let edges = d["edges"].as_array().unwrap();
         assert_eq!(edges.len(), 3);
         assert_eq!(edges[0]["label"], "IsA");
-        assert_eq!((edges[0]["from"].as_u64(), edges[0]["to"].as_u64()), (Some(0), Some(1)));
+        assert_eq!(
+            (edges[0]["from"].as_u64(), edges[0]["to"].as_u64()),
+            (Some(0), Some(1))
+        );
         assert_eq!(edges[1]["column"], "r");
         assert_eq!(edges[2]["label"], "<gpsense:r/IsA>+");
     }
@@ -303,6 +313,9 @@ mod tests {
     #[test]
     fn a_query_without_patterns_says_there_is_no_drawing() {
         let v = shape("SELECT ?x WHERE { VALUES ?x { 1 } }");
-        assert!(v["drawing"]["none"].as_str().unwrap().contains("no triple pattern"));
+        assert!(v["drawing"]["none"]
+            .as_str()
+            .unwrap()
+            .contains("no triple pattern"));
     }
 }

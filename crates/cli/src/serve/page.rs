@@ -66,7 +66,10 @@ fn asset(body: &'static str, content_type: &'static str) -> Response {
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
     );
-    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
     // The binary's own files: a new binary may change them.
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     r
