@@ -16,7 +16,7 @@ use gpsense_graph::rdf::iri_name;
 use gpsense_planner::{EdgeLabel, NodeKind, Prepared, Projected, QueryGraph};
 use gpsense_runtime::MatchReport;
 use serde_json::{json, Value};
-use spargebra::algebra::GraphPattern;
+use spargebra::algebra::{GraphPattern, PropertyPathExpression};
 use spargebra::term::{NamedNodePattern, TermPattern};
 use spargebra::Query;
 
@@ -217,7 +217,7 @@ impl Shape {
                 subject,
                 path,
                 object,
-            } => self.edge(subject, object, path.to_string(), None),
+            } => self.edge(subject, object, path_text(path), None),
             G::Join { left, right }
             | G::LeftJoin { left, right, .. }
             | G::Union { left, right }
@@ -272,6 +272,32 @@ impl Shape {
     }
 }
 
+/// A property path in SPARQL's syntax with relations by their graph names (`IsA+`, `^PartOf`).
+fn path_text(p: &PropertyPathExpression) -> String {
+    use PropertyPathExpression as P;
+    // An operand that is itself a sequence or alternative needs brackets under a postfix.
+    let operand = |q: &P| match q {
+        P::Sequence(..) | P::Alternative(..) => format!("({})", path_text(q)),
+        _ => path_text(q),
+    };
+    match p {
+        P::NamedNode(n) => iri_name(n.as_str()).into_owned(),
+        P::Reverse(q) => format!("^{}", operand(q)),
+        P::Sequence(a, b) => format!("{}/{}", operand(a), operand(b)),
+        P::Alternative(a, b) => format!("{}|{}", path_text(a), path_text(b)),
+        P::ZeroOrMore(q) => format!("{}*", operand(q)),
+        P::OneOrMore(q) => format!("{}+", operand(q)),
+        P::ZeroOrOne(q) => format!("{}?", operand(q)),
+        P::NegatedPropertySet(ns) => {
+            let names: Vec<String> = ns
+                .iter()
+                .map(|n| iri_name(n.as_str()).into_owned())
+                .collect();
+            format!("!({})", names.join("|"))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -307,7 +333,22 @@ mod tests {
             (Some(0), Some(1))
         );
         assert_eq!(edges[1]["column"], "r");
-        assert_eq!(edges[2]["label"], "<gpsense:r/IsA>+");
+        assert_eq!(edges[2]["label"], "IsA+");
+    }
+
+    #[test]
+    fn paths_are_written_with_graph_names() {
+        let v = shape(
+            "PREFIX r: <gpsense:r/> SELECT * WHERE { ?a (r:IsA/^r:PartOf)* ?b . \
+             ?b !(r:IsA|r:UsedFor) ?c . ?c (r:IsA|r:HasA)? ?d }",
+        );
+        let labels: Vec<&str> = v["drawing"]["edges"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["label"].as_str().unwrap())
+            .collect();
+        assert_eq!(labels, ["(IsA/^PartOf)*", "!(IsA|UsedFor)", "(IsA|HasA)?"]);
     }
 
     #[test]

@@ -12,6 +12,11 @@
 //! the query's slot held until the body is sent or dropped. A client that goes away stops its
 //! query in whatever phase it is (the engine's cancel flag).
 //!
+//! The query workbench: `/` for a browser (`page`, the files in `ui/`), which calls `/query` and
+//! three JSON endpoints: `/examples` (from the graph, at start: `examples`), `/explain` (the
+//! query's graph, plan and figures: `explain`) and `/trust` (TruST: `trust`); the last two take a
+//! main slot and the request's time limit as a query does.
+//!
 //! Status codes: 200 with the results; 400 for a request or query the server cannot answer (the
 //! parser's message with line, column and caret); 406 for an Accept no format satisfies; 413 for a
 //! body or query over the limits; 415 for another Content-Type; 503 when the server is busy
@@ -730,7 +735,8 @@ async fn explain_get(State(s): State<Arc<Server>>, RawQuery(url): RawQuery) -> R
         Err(r) => return text(r.status, &r.message),
     };
     let (timeout, _) = s.limits.for_request(&params);
-    json_job(s, move |server, stop| {
+    let shown = log_line("explain", &params.query);
+    json_job(s, shown, move |server, stop| {
         explain::explain(&server.engine, &params.query, timeout, &stop.shared)
     })
     .await
@@ -749,7 +755,8 @@ async fn trust_get(State(s): State<Arc<Server>>, RawQuery(url): RawQuery) -> Res
     };
     let (timeout, max_rows) = s.limits.for_request(&params);
     let k = k.min(usize::try_from(max_rows).unwrap_or(usize::MAX));
-    json_job(s, move |server, stop| {
+    let shown = log_line("trust", &params.query);
+    json_job(s, shown, move |server, stop| {
         let search = trust::Search {
             text: &params.query,
             k,
@@ -792,9 +799,30 @@ impl Drop for RaiseOnDrop {
     }
 }
 
+/// With `-v`, what the log says of a workbench request: the endpoint and the query's start.
+fn log_line(endpoint: &str, query: &str) -> Option<String> {
+    crate::out::verbose().then(|| format!("/{endpoint} {}", log_text(query, 100)))
+}
+
 /// Runs `job` in a main slot on a blocking thread (as a query runs, under the same admission:
-/// a busy server answers 503), its JSON as the response.
-async fn json_job<F>(s: Arc<Server>, job: F) -> Response
+/// a busy server answers 503), its JSON as the response; `shown` is logged with its status.
+async fn json_job<F>(s: Arc<Server>, shown: Option<String>, job: F) -> Response
+where
+    F: FnOnce(&Server, &Stop) -> Result<serde_json::Value, Failure> + Send + 'static,
+{
+    let started = Instant::now();
+    let response = run_job(s, job).await;
+    if let Some(shown) = shown {
+        eprintln!(
+            "{} {:.1} ms {shown}",
+            response.status().as_u16(),
+            started.elapsed().as_secs_f64() * 1000.0
+        );
+    }
+    response
+}
+
+async fn run_job<F>(s: Arc<Server>, job: F) -> Response
 where
     F: FnOnce(&Server, &Stop) -> Result<serde_json::Value, Failure> + Send + 'static,
 {
