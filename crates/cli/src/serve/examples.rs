@@ -12,6 +12,8 @@ const SHOWN_RELATIONS: usize = 8;
 const SUBJECTS: std::ops::RangeInclusive<usize> = 3..=12;
 /// ...and the two-edge pattern about this many matches (a table that fits the page).
 const MATCHES: std::ops::RangeInclusive<usize> = 4..=12;
+/// Subjects beyond which a concept is not considered.
+const MAX_SUBJECTS: usize = 1_000;
 /// Longest concept name an example uses (a long name makes a crowded drawing).
 const MAX_NAME: usize = 16;
 
@@ -49,9 +51,11 @@ fn seed(g: &KnowledgeGraph, by_frequency: &[usize]) -> Option<Seed> {
     let first = *by_frequency.first()? as LabelId;
     let second = by_frequency.get(1).map_or(first, |&r| r as LabelId);
     let concept = drawable_concept(g, first, second).or_else(|| {
-        // Any object of the most common relation.
+        // No subject has a `second` edge: the object of `first` with the fewest subjects.
         let inc = g.inc();
-        (0..g.node_count() as NodeId).max_by_key(|&c| inc.degree_by_label(c, first).min(1))
+        (0..g.node_count() as NodeId)
+            .filter(|&c| inc.degree_by_label(c, first) > 0)
+            .min_by_key(|&c| inc.degree_by_label(c, first))
     })?;
     Some(Seed {
         first,
@@ -62,17 +66,16 @@ fn seed(g: &KnowledgeGraph, by_frequency: &[usize]) -> Option<Seed> {
 
 /// A concept with a few subjects of `first` that have `second` edges: the pattern `?x first c .
 /// ?x second ?y` then has a handful of matches. Among those, the one whose subjects most often
-/// have such an edge (a table with different `?x`), then the shorter name.
+/// have such an edge (a table with different `?x`), then the shorter name. Failing that, the
+/// concept with the fewest matches but one.
 fn drawable_concept(g: &KnowledgeGraph, first: LabelId, second: LabelId) -> Option<NodeId> {
     let (inc, out) = (g.inc(), g.out());
     let mut best: Option<(usize, usize, NodeId)> = None;
+    let mut fewest: Option<(usize, NodeId)> = None;
     for c in 0..g.node_count() as NodeId {
         let subjects = inc.neighbours_by_label(c, first);
-        if !SUBJECTS.contains(&subjects.len()) {
-            continue;
-        }
-        let name = g.node_name(c);
-        if name.len() > MAX_NAME || quote_if_needed(name) != name {
+        // More would not make a small example, and would cost a hub's neighbourhood.
+        if subjects.is_empty() || subjects.len() > MAX_SUBJECTS {
             continue;
         }
         let mut matches = 0;
@@ -83,7 +86,12 @@ fn drawable_concept(g: &KnowledgeGraph, first: LabelId, second: LabelId) -> Opti
             matches += n;
             with_edge += usize::from(n > 0);
         }
-        if !MATCHES.contains(&matches) {
+        if matches > 0 && fewest.is_none_or(|f| matches < f.0) {
+            fewest = Some((matches, c));
+        }
+        let name = g.node_name(c);
+        let plain = name.len() <= MAX_NAME && quote_if_needed(name) == name;
+        if !plain || !SUBJECTS.contains(&subjects.len()) || !MATCHES.contains(&matches) {
             continue;
         }
         let key = (with_edge, usize::MAX - name.len(), c);
@@ -91,7 +99,7 @@ fn drawable_concept(g: &KnowledgeGraph, first: LabelId, second: LabelId) -> Opti
             best = Some(key);
         }
     }
-    best.map(|b| b.2)
+    best.map(|b| b.2).or(fewest.map(|f| f.1))
 }
 
 fn queries(g: &KnowledgeGraph, s: &Seed) -> Vec<Value> {
@@ -256,6 +264,31 @@ mod tests {
         assert_eq!(s.prefixes(), "");
         assert_eq!(s.predicate("IsA"), "r:IsA");
         assert_eq!(s.prefixes(), "PREFIX r: <gpsense:r/>\n");
+    }
+
+    #[test]
+    fn without_a_drawable_concept_a_small_answer_is_taken() {
+        let g = graph(&[("a", "R", "hub"), ("b", "R", "hub"), ("c", "R", "leaf")]);
+        let v = examples(&g);
+        assert_eq!(
+            v["examples"][0]["query"],
+            "SELECT ?x ?y WHERE { ?x R leaf . ?x R ?y }"
+        );
+        // Two matches through `x`, one through `y`: not enough for the first choice.
+        let g = graph(&[
+            ("x", "R", "big"),
+            ("x", "S", "p"),
+            ("x", "S", "q"),
+            ("y", "R", "small"),
+            ("y", "S", "p"),
+            ("z", "R", "big"),
+            ("w", "R", "big"),
+        ]);
+        let v = examples(&g);
+        assert_eq!(
+            v["examples"][0]["query"],
+            "SELECT ?x ?y WHERE { ?x R small . ?x S ?y }"
+        );
     }
 
     #[test]

@@ -236,7 +236,7 @@ function select(i, focus) {
   for (const tr of $('results').querySelectorAll('tbody tr')) {
     const on = Number(tr.dataset.row) === i;
     tr.classList.toggle('selected', on);
-    tr.setAttribute('aria-selected', on ? 'true' : 'false');
+    if (on) tr.setAttribute('aria-current', 'true'); else tr.removeAttribute('aria-current');
     if (on && focus) tr.focus();
   }
   for (const b of $('thumbnails').querySelectorAll('button')) {
@@ -424,7 +424,7 @@ function trustSelect(i, focus) {
   for (const tr of $('trust-results').querySelectorAll('tbody tr')) {
     const on = Number(tr.dataset.row) === i;
     tr.classList.toggle('selected', on);
-    tr.setAttribute('aria-selected', on ? 'true' : 'false');
+    if (on) tr.setAttribute('aria-current', 'true'); else tr.removeAttribute('aria-current');
     if (on && focus) tr.focus();
   }
   const answer = trustState.answer;
