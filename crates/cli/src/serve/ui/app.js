@@ -566,8 +566,10 @@ function draw(drawing, values, { small }) {
   const width = bounds.x1 - bounds.x0 + 2 * pad;
   const height = bounds.y1 - bounds.y0 + 2 * pad;
   root.setAttribute('viewBox', `${bounds.x0 - pad} ${bounds.y0 - pad} ${width} ${height}`);
-  root.setAttribute('width', String(Math.round(width)));
-  root.setAttribute('height', String(Math.round(height)));
+  // Shown a little larger than drawn, and never wider than the panel (the style sheet).
+  const zoom = small ? 1 : 1.4;
+  root.setAttribute('width', String(Math.round(width * zoom)));
+  root.setAttribute('height', String(Math.round(height * zoom)));
   const described = drawing.nodes.map((n, i) => (values.nodes[i] ? `${n.name} = ${values.nodes[i]}` : n.name));
   root.setAttribute('aria-label', `Query graph: ${described.join(', ')}`);
   return root;
