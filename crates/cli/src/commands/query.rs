@@ -213,7 +213,7 @@ fn run_one(text: &str, matcher: &Matcher, args: &Args, separator: &str) -> Resul
 }
 
 /// For `--explain`: the dialect, where the semantics came from, and what runs around the pattern.
-fn describe_form(p: &Prepared, semantics_given: bool) -> String {
+pub(crate) fn describe_form(p: &Prepared, semantics_given: bool) -> String {
     let dialect = match p.dialect {
         Dialect::Short => "gpsense's short SPARQL (bare words)",
         Dialect::Sparql => "standard SPARQL 1.1 (parsed by spargebra)",

@@ -97,11 +97,11 @@ enum Compare {
 }
 
 /// A template with what the output needs: its columns (template nodes) and their headers.
-struct Job {
-    template: Template,
-    columns: Vec<usize>,
-    headers: Vec<String>,
-    limit: Option<u64>,
+pub(crate) struct Job {
+    pub template: Template,
+    pub columns: Vec<usize>,
+    pub headers: Vec<String>,
+    pub limit: Option<u64>,
 }
 
 pub fn run(args: TrustArgs) -> Result<()> {
@@ -197,7 +197,7 @@ fn run_on_pool(args: &TrustArgs) -> Result<()> {
     Ok(())
 }
 
-fn render(e: &gpsense_trust::TrustError, text: &str) -> String {
+pub(crate) fn render(e: &gpsense_trust::TrustError, text: &str) -> String {
     match e {
         gpsense_trust::TrustError::Parse(p) => p.render(text),
         other => other.to_string(),
@@ -241,7 +241,7 @@ fn node_text(compare: Compare, data: &KnowledgeGraph, template: &KnowledgeGraph)
 
 /// Columns of a query: the projected variables, then the concepts (a fuzzy concept's match is part
 /// of the answer).
-fn query_job(template: Template, query: &Query) -> Job {
+pub(crate) fn query_job(template: Template, query: &Query) -> Job {
     let variables: Vec<usize> = match &query.projection {
         Projection::All => (0..template.nodes.len())
             .filter(|&i| template.nodes[i].label == NodeLabel::Any)

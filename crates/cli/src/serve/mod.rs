@@ -12,6 +12,11 @@
 //! the query's slot held until the body is sent or dropped. A client that goes away stops its
 //! query in whatever phase it is (the engine's cancel flag).
 //!
+//! The query workbench: `/` for a browser (`page`, the files in `ui/`), which calls `/query` and
+//! three JSON endpoints: `/examples` (from the graph, at start: `examples`), `/explain` (the
+//! query's graph, plan and figures: `explain`) and `/trust` (TruST: `trust`); the last two take a
+//! main slot and the request's time limit as a query does.
+//!
 //! Status codes: 200 with the results; 400 for a request or query the server cannot answer (the
 //! parser's message with line, column and caret); 406 for an Accept no format satisfies; 413 for a
 //! body or query over the limits; 415 for another Content-Type; 503 when the server is busy
@@ -19,17 +24,21 @@
 //! would not help); 500 if the engine failed.
 
 mod conn;
+mod examples;
 mod execute;
+mod explain;
 mod limits;
+mod page;
 mod protocol;
 pub(crate) mod results;
 mod stream;
 pub(crate) mod terms;
+mod trust;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -220,6 +229,10 @@ struct Server {
     body_timeout: Duration,
     /// For `/health`.
     origin: String,
+    /// `/examples`' answer, computed at start.
+    examples: String,
+    /// TruST's name index, built by the first `/trust` request.
+    trust: OnceLock<gpsense_trust::Trust<'static>>,
 }
 
 pub fn run(args: ServeArgs) -> Result<()> {
@@ -262,6 +275,7 @@ fn load(args: &Args) -> Result<Server> {
         gpsense::fmt::millis(loaded.load_time)
     );
     let kinds = terms::TermKinds::new(g);
+    let examples = examples::examples(g).to_string();
     Ok(Server {
         engine: Engine {
             matcher,
@@ -273,6 +287,8 @@ fn load(args: &Args) -> Result<Server> {
         body_timeout: args.conn.header_timeout,
         limits: args.limits.clone(),
         origin: loaded.origin.clone(),
+        examples,
+        trust: OnceLock::new(),
     })
 }
 
@@ -368,6 +384,12 @@ fn router(server: Arc<Server>) -> Router {
         .route("/query", get(query_get).post(query_post))
         .route("/health", get(health))
         .route("/", get(index))
+        .route("/help", get(help))
+        .route("/ui/app.js", get(page::script))
+        .route("/ui/app.css", get(page::style))
+        .route("/examples", get(examples_json))
+        .route("/explain", get(explain_get))
+        .route("/trust", get(trust_get))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(body_limit))
         .with_state(server)
@@ -681,16 +703,158 @@ async fn health(State(s): State<Arc<Server>>) -> Response {
         .into_response()
 }
 
-async fn index() -> Response {
-    text(
+/// The workbench for a browser, the endpoint's description for anyone else.
+async fn index(headers: HeaderMap) -> Response {
+    if page::wants_html(&headers) {
+        return page::page();
+    }
+    text(StatusCode::OK, page::HELP)
+}
+
+async fn help() -> Response {
+    text(StatusCode::OK, page::HELP)
+}
+
+async fn examples_json(State(s): State<Arc<Server>>) -> Response {
+    json_response(s.examples.clone())
+}
+
+fn json_response(body: String) -> Response {
+    (
         StatusCode::OK,
-        "gpsense SPARQL endpoint\n\
-         GET  /query?query=...   (or POST: application/sparql-query, or a form with query=...)\n\
-         results by Accept: application/sparql-results+json (default), \
-         application/sparql-results+xml, text/csv, text/tab-separated-values\n\
-         parameters: timeout (ms), max-rows: lower than the server's limits\n\
-         GET  /health",
+        [(header::CONTENT_TYPE, "application/json")],
+        body,
     )
+        .into_response()
+}
+
+/// `/explain?query=...`: the query's graph, plan and figures (`explain.rs`).
+async fn explain_get(State(s): State<Arc<Server>>, RawQuery(url): RawQuery) -> Response {
+    let params = match protocol::from_get(url.as_deref(), s.limits.max_query_bytes) {
+        Ok(p) => p,
+        Err(r) => return text(r.status, &r.message),
+    };
+    let (timeout, _) = s.limits.for_request(&params);
+    let shown = log_line("explain", &params.query);
+    json_job(s, shown, move |server, stop| {
+        explain::explain(&server.engine, &params.query, timeout, &stop.shared)
+    })
+    .await
+}
+
+/// `/trust?query=...&k=N`: TruST's `k` best matchings (`trust.rs`), at most [`trust::MAX_K`] and
+/// the row cap.
+async fn trust_get(State(s): State<Arc<Server>>, RawQuery(url): RawQuery) -> Response {
+    let params = match protocol::from_get(url.as_deref(), s.limits.max_query_bytes) {
+        Ok(p) => p,
+        Err(r) => return text(r.status, &r.message),
+    };
+    let k = match trust_k(url.as_deref()) {
+        Ok(k) => k,
+        Err(message) => return text(StatusCode::BAD_REQUEST, &message),
+    };
+    let (timeout, max_rows) = s.limits.for_request(&params);
+    let k = k.min(usize::try_from(max_rows).unwrap_or(usize::MAX));
+    let shown = log_line("trust", &params.query);
+    json_job(s, shown, move |server, stop| {
+        let search = trust::Search {
+            text: &params.query,
+            k,
+            timeout,
+            cancel: stop.pooled.0,
+        };
+        trust::search(&server.engine, &server.trust, &search)
+    })
+    .await
+}
+
+/// The `k` parameter: 1 to [`trust::MAX_K`], 10 when absent.
+fn trust_k(url: Option<&str>) -> Result<usize, String> {
+    let given = form_urlencoded::parse(url.unwrap_or("").as_bytes()).find(|(n, _)| n == "k");
+    let Some((_, v)) = given else {
+        return Ok(10);
+    };
+    match v.parse::<usize>() {
+        Ok(k) if (1..=trust::MAX_K).contains(&k) => Ok(k),
+        _ => Err(format!(
+            "k={v:?}: the number of matchings, a whole number from 1 to {}",
+            trust::MAX_K
+        )),
+    }
+}
+
+/// A JSON job's stop flags, raised when its request is dropped (the client went away): the
+/// engine's shared flag and TruST's `'static` one.
+struct Stop {
+    shared: Arc<AtomicBool>,
+    pooled: trust::Flag,
+}
+
+struct RaiseOnDrop(Arc<Stop>);
+
+impl Drop for RaiseOnDrop {
+    fn drop(&mut self) {
+        self.0.shared.store(true, Relaxed);
+        self.0.pooled.0.store(true, Relaxed);
+    }
+}
+
+/// With `-v`, what the log says of a workbench request: the endpoint and the query's start.
+fn log_line(endpoint: &str, query: &str) -> Option<String> {
+    crate::out::verbose().then(|| format!("/{endpoint} {}", log_text(query, 100)))
+}
+
+/// Runs `job` in a main slot on a blocking thread (as a query runs, under the same admission:
+/// a busy server answers 503), its JSON as the response; `shown` is logged with its status.
+async fn json_job<F>(s: Arc<Server>, shown: Option<String>, job: F) -> Response
+where
+    F: FnOnce(&Server, &Stop) -> Result<serde_json::Value, Failure> + Send + 'static,
+{
+    let started = Instant::now();
+    let response = run_job(s, job).await;
+    if let Some(shown) = shown {
+        eprintln!(
+            "{} {:.1} ms {shown}",
+            response.status().as_u16(),
+            started.elapsed().as_secs_f64() * 1000.0
+        );
+    }
+    response
+}
+
+async fn run_job<F>(s: Arc<Server>, job: F) -> Response
+where
+    F: FnOnce(&Server, &Stop) -> Result<serde_json::Value, Failure> + Send + 'static,
+{
+    let slot = match s.admission.admit(true).await {
+        Ok(slot) => slot,
+        Err(busy) => return busy_response(&busy, &s.limits),
+    };
+    let stop = Arc::new(Stop {
+        shared: Arc::new(AtomicBool::new(false)),
+        pooled: trust::Flag::take(),
+    });
+    // Dropped with this future when the client goes away: the job stops at its next check.
+    // Dropped after the answer too, harmlessly: the pooled flag is lowered when the last holder
+    // of `stop` lets go.
+    let _raise = RaiseOnDrop(stop.clone());
+    let worker = s.clone();
+    let done = tokio::task::spawn_blocking(move || {
+        let _slot = slot;
+        job(&worker, &stop)
+    })
+    .await;
+    match done {
+        Ok(Ok(value)) => json_response(value.to_string()),
+        Ok(Err(failure)) => failure_response(failure),
+        Err(e) => {
+            eprintln!("error: a request's thread failed: {e}");
+            text(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal error while answering the request",
+            )
+        }
+    }
 }
 
 async fn not_found() -> Response {
