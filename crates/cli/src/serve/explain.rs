@@ -46,7 +46,7 @@ fn graph_path(
     timeout: Duration,
     cancel: &Arc<AtomicBool>,
 ) -> Result<Value, Failure> {
-    let mut opts = options_for(p, &engine.options, false);
+    let mut opts = options_for(p, &engine.options, None);
     opts.timeout = Some(timeout);
     opts.cancel = Some(cancel.clone());
     // The planner's reasons and the per-phase figures, as `--explain` asks.
