@@ -249,7 +249,12 @@ fn the_emulated_device_gives_the_cpus_ranked_answers() {
         let data = random_data_graph(row.data_nodes, row.data_edges, 1 + i as u64);
         let trust = Trust::new(&data);
         let device = TrustDevice::new(emulator(), &data).expect("upload");
-        let t = random_template(&data, row.template_nodes, row.template_edges, 100 + i as u64);
+        let t = random_template(
+            &data,
+            row.template_nodes,
+            row.template_edges,
+            100 + i as u64,
+        );
         let cpu = trust.search(&t, &params).expect("cpu");
         let dev = trust.search_on(&device, &t, &params).expect("emulated");
         same(&format!("Figure 13 row {i}"), &cpu, &dev);

@@ -146,10 +146,7 @@ pub fn run(root: &Path, args: &GpuCheckArgs) -> Result<()> {
         engine: args.engine.clone(),
         timeout_ms: args.timeout_ms,
         quick: args.quick,
-        work: out
-            .parent()
-            .unwrap_or(Path::new("."))
-            .join("trust-fig13"),
+        work: out.parent().unwrap_or(Path::new(".")).join("trust-fig13"),
     };
     let mut report = check(&ctx, args.bin.is_some());
     report.wall = started.elapsed();

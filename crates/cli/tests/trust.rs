@@ -104,7 +104,13 @@ fn concepts_matched_by_name_rank_first() {
     assert!(!concept_column[..3].contains(&"bone"), "{out}");
     let counts: Vec<usize> = err
         .lines()
-        .filter_map(|l| l.split(", ").nth(1)?.strip_suffix(" of 2 concepts by name")?.parse().ok())
+        .filter_map(|l| {
+            l.split(", ")
+                .nth(1)?
+                .strip_suffix(" of 2 concepts by name")?
+                .parse()
+                .ok()
+        })
         .collect();
     assert_eq!(counts.len(), 5, "{err}");
     assert!(counts.windows(2).all(|w| w[0] >= w[1]), "{err}");
@@ -116,7 +122,15 @@ fn concepts_matched_by_name_rank_first() {
 fn the_engines_give_one_answer() {
     let (cpu, _) = ok(&["trust", "--engine", "cpu", "--top", "5", CAKES]);
     let no_check = [("GPSENSE_EMULATOR_CHECK", "0")];
-    let args = ["trust", "--engine", "emulated", "--top", "5", "--explain", CAKES];
+    let args = [
+        "trust",
+        "--engine",
+        "emulated",
+        "--top",
+        "5",
+        "--explain",
+        CAKES,
+    ];
     let (code, emulated, err) = run_with(&no_check, &args, Stdio::piped());
     assert_eq!(code, Some(0), "{err}");
     assert_eq!(emulated, cpu);

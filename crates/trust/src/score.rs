@@ -122,9 +122,7 @@ pub(crate) fn resolve_relation(name: Option<&str>, g: &KnowledgeGraph) -> u32 {
 /// or an alias), so everything downstream (the one-hop scores, the reported agreement) sees the
 /// lemma `dog` when a synset `dog/02084071-n` is matched; no later step re-reads one text.
 pub(crate) fn similarity_table(t: &Template, index: &NameIndex, threshold: f32) -> Vec<f32> {
-    similarity_table_from(t, index.len(), |name| {
-        index.matches(&fold(name), threshold)
-    })
+    similarity_table_from(t, index.len(), |name| index.matches(&fold(name), threshold))
 }
 
 /// The table of [`similarity_table`], with `matches(name)` giving a fuzzy name's nodes at or above

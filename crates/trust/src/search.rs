@@ -171,7 +171,16 @@ impl Beam<'_> {
                         len: 0,
                     };
                     let (row, base) = (branches.row(b), branches.scores[b]);
-                    extend_top(row, base, ext, self.g, self.oh, self.sim, &self.scoring, &mut top);
+                    extend_top(
+                        row,
+                        base,
+                        ext,
+                        self.g,
+                        self.oh,
+                        self.sim,
+                        &self.scoring,
+                        &mut top,
+                    );
                     let count = branches.resembling[b];
                     (0..top.len)
                         .map(|i| {
@@ -188,7 +197,13 @@ impl Beam<'_> {
 
 /// The seeds of level `level` when its node has no matched neighbour (else none): the `beam` data
 /// nodes ranked first by [`ChildKey`] on their one-hop score (resembling first, ties: lower id).
-pub(crate) fn seeds_for(plan: &Plan, level: usize, oh: &[f32], sim: &[f32], beam: usize) -> Vec<u32> {
+pub(crate) fn seeds_for(
+    plan: &Plan,
+    level: usize,
+    oh: &[f32],
+    sim: &[f32],
+    beam: usize,
+) -> Vec<u32> {
     if plan.anchored(level) {
         return Vec::new();
     }
@@ -220,7 +235,12 @@ pub(crate) fn seeds_for(plan: &Plan, level: usize, oh: &[f32], sim: &[f32], beam
 
 /// The `beam` best distinct matchings among `children`: most resembling template nodes first,
 /// then the highest score.
-pub(crate) fn select(parents: &Branches, mut children: Vec<Child>, node: usize, beam: usize) -> Branches {
+pub(crate) fn select(
+    parents: &Branches,
+    mut children: Vec<Child>,
+    node: usize,
+    beam: usize,
+) -> Branches {
     children.sort_unstable_by(best_first);
     let width = parents.width;
     let mut next = Branches {

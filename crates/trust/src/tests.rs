@@ -278,7 +278,12 @@ fn a_matching_unlike_every_concept_never_outranks_one_that_resembles() {
         .find(|m| g.node_name(m.nodes[concept]) == "bone")
         .expect("bone is still an answer");
     // By score alone (the seed's ranking) bone would come first.
-    assert!(bone.score > a.matches[0].score, "{} {}", bone.score, a.matches[0].score);
+    assert!(
+        bone.score > a.matches[0].score,
+        "{} {}",
+        bone.score,
+        a.matches[0].score
+    );
     assert_eq!((a.matches[0].resembling, bone.resembling), (1, 0));
 }
 

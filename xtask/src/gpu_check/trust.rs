@@ -180,7 +180,9 @@ pub fn render(md: &mut String, rows: &[TrustRow], engine: &str) {
         "| data | template | seed GPU | cpu ms | {engine} ms | {engine} one-hop | {engine} traversal | \
          agree |\n|---|---|---:|---:|---:|---:|---:|---|"
     );
-    let ms = |p: Option<Phases>, f: fn(&Phases) -> f64| p.map_or("-".into(), |p| format!("{:.2}", f(&p)));
+    let ms = |p: Option<Phases>, f: fn(&Phases) -> f64| {
+        p.map_or("-".into(), |p| format!("{:.2}", f(&p)))
+    };
     for r in rows {
         let (n, m, tn, tm) = r.sizes;
         let agree = match &r.failure {
@@ -203,7 +205,9 @@ pub fn render(md: &mut String, rows: &[TrustRow], engine: &str) {
 
 /// Rows that failed or disagree.
 pub fn problems(rows: &[TrustRow]) -> usize {
-    rows.iter().filter(|r| r.failure.is_some() || !r.agree).count()
+    rows.iter()
+        .filter(|r| r.failure.is_some() || !r.agree)
+        .count()
 }
 
 #[cfg(test)]

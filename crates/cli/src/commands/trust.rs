@@ -411,9 +411,8 @@ fn explain(g: &KnowledgeGraph, t: &Template, answer: &Answer) -> String {
         .collect();
     let mut out = format!("matching order: {}\n", order.join(", "));
     let concepts = t.nodes.iter().filter(|n| n.label != NodeLabel::Any).count();
-    out += &format!(
-        "ranked by the concepts matched by name (similarity at least --threshold), then by score\n"
-    );
+    out +=
+        "ranked by the concepts matched by name (similarity at least --threshold), then by score\n";
     for (rank, m) in answer.matches.iter().enumerate() {
         out += &format!(
             "#{} score {:.4}, {} of {concepts} concepts by name\n",
