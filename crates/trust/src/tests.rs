@@ -342,3 +342,21 @@ fn the_device_budget_is_checked_per_phase() {
         other => panic!("expected the device budget to refuse: {other:?}"),
     }
 }
+
+/// A time limit holds on the device: the search stops between launches and says so.
+#[test]
+fn the_time_limit_holds_on_the_device() {
+    let g = kitchen();
+    let trust = Trust::new(&g);
+    let device = TrustDevice::new(gpsense_runtime::device::host::HostDevice::default(), &g)
+        .expect("upload");
+    let (t, _) = Template::parse("SELECT * WHERE { lemon IsA ?x }").expect("parse");
+    let params = Params {
+        timeout: Some(std::time::Duration::ZERO),
+        ..Params::default()
+    };
+    let a = trust.search_on(&device, &t, &params).expect("search");
+    assert!(a.timed_out && a.matches.is_empty(), "{a:?}");
+    // The similarity launch only: no one-hop chunk and no level started after the limit.
+    assert_eq!(a.device.expect("device run").counters.launches, 1);
+}

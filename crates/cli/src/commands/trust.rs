@@ -244,8 +244,6 @@ fn search(args: &TrustArgs, trust: &Trust, t: &Template, params: &Params) -> Res
         Opened::Cpu { fallback } => {
             if let (Some(why), true) = (fallback, say) {
                 eprintln!("note: {why}; TruST runs on the CPU");
-            } else if say && engine == TrustEngine::Auto {
-                eprintln!("TruST: on the CPU");
             }
             return Ok(trust.search(t, params)?);
         }
