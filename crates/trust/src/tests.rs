@@ -348,8 +348,8 @@ fn the_device_budget_is_checked_per_phase() {
 fn the_time_limit_holds_on_the_device() {
     let g = kitchen();
     let trust = Trust::new(&g);
-    let device = TrustDevice::new(gpsense_runtime::device::host::HostDevice::default(), &g)
-        .expect("upload");
+    let device =
+        TrustDevice::new(gpsense_runtime::device::host::HostDevice::default(), &g).expect("upload");
     let (t, _) = Template::parse("SELECT * WHERE { lemon IsA ?x }").expect("parse");
     let params = Params {
         timeout: Some(std::time::Duration::ZERO),
