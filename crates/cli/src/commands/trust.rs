@@ -258,7 +258,13 @@ fn search(args: &TrustArgs, trust: &Trust, t: &Template, params: &Params) -> Res
         other => {
             let answer = other?;
             if let (Some(d), true) = (&answer.device, say) {
-                eprintln!("TruST: on {} ({:?})", d.device, engine);
+                let why = match engine {
+                    // No GPU has timed TruST yet, so there are no constants to weigh it against
+                    // the CPU: a GPU that opens is used.
+                    TrustEngine::Auto => " (auto: a GPU was found; TruST has no cost model yet)",
+                    _ => "",
+                };
+                eprintln!("TruST: on {}{why}", d.device);
             }
             Ok(answer)
         }
