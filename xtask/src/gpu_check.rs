@@ -7,7 +7,10 @@
 //! 2. The common-sense queries of `queries.rs` on the embedded ConceptNet-100K: `gpsense query`,
 //!    full sorted row sets (or counts) compared.
 //! 3. With `--engine gpu` and compute-sanitizer present: memcheck and racecheck on a few of them.
-//! 4. One markdown report (`report.rs`) with the machine, the binary, per-suite times and the
+//! 4. TruST on the seed's Figure 13 workloads (`trust.rs`): `gpsense trust` on `cpu` and on the
+//!    engine under test, ranked rows compared, the median time per phase of each in the report
+//!    (the GPU column, measured).
+//! 5. One markdown report (`report.rs`) with the machine, the binary, per-suite times and the
 //!    verdict; the command fails unless everything agrees.
 //!
 //! The binary is built here with the PTX embedded, or given (`--bin`). `--bundle DIR` writes the
@@ -18,6 +21,7 @@ mod exec;
 mod parse;
 mod queries;
 mod report;
+mod trust;
 
 use std::ffi::OsString;
 use std::fs;
@@ -87,6 +91,8 @@ struct Ctx {
     engine: String,
     timeout_ms: u64,
     quick: bool,
+    /// Where the TruST workloads are written.
+    work: PathBuf,
 }
 
 impl Ctx {
@@ -140,6 +146,7 @@ pub fn run(root: &Path, args: &GpuCheckArgs) -> Result<()> {
         engine: args.engine.clone(),
         timeout_ms: args.timeout_ms,
         quick: args.quick,
+        work: out.parent().unwrap_or(Path::new(".")).join("trust-fig13"),
     };
     let mut report = check(&ctx, args.bin.is_some());
     report.wall = started.elapsed();
@@ -165,6 +172,7 @@ fn check(ctx: &Ctx, given: bool) -> Report {
         preflight: None,
         suites: Vec::new(),
         sanitizers: Sanitizers::NotRun("the engine did not start".into()),
+        trust: Vec::new(),
         wall: Duration::ZERO,
     };
     step(&format!("a first query on the {} engine", ctx.engine));
@@ -173,6 +181,8 @@ fn check(ctx: &Ctx, given: bool) -> Report {
         Ok(device) => {
             report.device = device;
             report.suites = suites(ctx);
+            step("TruST: the seed's Figure 13 on cpu and on the engine");
+            report.trust = trust::run(ctx, &ctx.work);
             report.sanitizers = sanitizers(ctx);
         }
     }

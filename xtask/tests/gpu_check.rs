@@ -7,8 +7,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// Answers `match` and `query` the same on every engine, except that under `--engine emulated`
-/// every count is `$FAKE_OFF` higher.
+/// Answers `match`, `query` and `trust` the same on every engine, except that under `--engine
+/// emulated` every count (and TruST's score) is `$FAKE_OFF` higher.
 const FAKE: &str = r#"#!/bin/sh
 engine=dfs; prev=; count=0
 for a in "$@"; do
@@ -24,6 +24,9 @@ case "$1" in
   query)
     if [ $count = 1 ]; then echo $((10 + off)); else printf 'x\ndog\ncat\n'; fi
     echo "2 rows in 0.4 ms [iso semantics, $engine engine]" >&2 ;;
+  trust)
+    printf 'score\tx\n0.%s\tdog\n' $((9000 + off))
+    echo "1 matchings in 1.0 ms [TruST, beam 128: name index 0.1 ms, similarity 0.2 ms, one-hop 0.3 ms, traversal 0.4 ms]" >&2 ;;
   *) exit 2 ;;
 esac
 "#;
@@ -108,6 +111,19 @@ fn agreeing_answers_pass_and_write_the_report() {
         "{report}"
     );
     assert!(report.contains("Not run: only with --engine gpu, not emulated."));
+    // TruST on the seed's Figure 13: 16 rows, the engine's column measured (the fake's 0.2 + 0.3 +
+    // 0.4 ms), each row agreeing with the CPU.
+    assert!(
+        report.contains("## TruST: the seed's Figure 13"),
+        "{report}"
+    );
+    assert_eq!(
+        report
+            .matches("| 0.90 | 0.90 | 0.30 | 0.40 | yes |")
+            .count(),
+        16,
+        "{report}"
+    );
 }
 
 #[test]
@@ -128,6 +144,11 @@ fn a_differing_engine_fails_with_both_counts_listed() {
         report.contains("| HPRD-200, hom | 2 | 2 | 0 | 0 |"),
         "{report}"
     );
+    assert!(
+        report.contains("16 TruST rows failed or disagreeing"),
+        "{report}"
+    );
+    assert!(report.contains("| **no** |"), "{report}");
 }
 
 #[test]

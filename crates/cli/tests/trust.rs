@@ -3,7 +3,9 @@
 
 mod common;
 
-use common::{dataset, gpsense, ok};
+use std::process::Stdio;
+
+use common::{dataset, fails, gpsense, ok, run_with};
 
 #[test]
 fn a_misspelt_query_is_answered_with_scores_and_reasons() {
@@ -84,4 +86,59 @@ fn the_memory_budget_bounds_the_score_tables() {
     ]);
     assert!(err.contains("the score tables need"), "{err}");
     assert!(err.contains("raise --memory-budget"), "{err}");
+}
+
+const CAKES: &str = r#"SELECT * WHERE { "chocolate cakes" IsA ?x . ?x HasProperty sweet }"#;
+
+/// The README's first query: the matchings that match both concepts by name lead, and `bone`
+/// (similarity 0 to "chocolate cakes", earned by its neighbourhood), once second, is not among the
+/// first three; `--explain` gives each matching's count of concepts matched by name.
+#[test]
+fn concepts_matched_by_name_rank_first() {
+    let (out, err) = ok(&["trust", "--engine", "cpu", "--top", "5", "--explain", CAKES]);
+    let concept_column: Vec<&str> = out
+        .lines()
+        .skip(1)
+        .map(|l| l.split('\t').nth(2).expect("column"))
+        .collect();
+    assert!(!concept_column[..3].contains(&"bone"), "{out}");
+    let counts: Vec<usize> = err
+        .lines()
+        .filter_map(|l| {
+            l.split(", ")
+                .nth(1)?
+                .strip_suffix(" of 2 concepts by name")?
+                .parse()
+                .ok()
+        })
+        .collect();
+    assert_eq!(counts.len(), 5, "{err}");
+    assert!(counts.windows(2).all(|w| w[0] >= w[1]), "{err}");
+}
+
+/// `--engine emulated` launches the kernels (counted in --explain) and prints the CPU's rows;
+/// `--engine gpu` without a GPU is an error naming why; `auto -v` says it runs on the CPU.
+#[test]
+fn the_engines_give_one_answer() {
+    let (cpu, _) = ok(&["trust", "--engine", "cpu", "--top", "5", CAKES]);
+    let no_check = [("GPSENSE_EMULATOR_CHECK", "0")];
+    let args = [
+        "trust",
+        "--engine",
+        "emulated",
+        "--top",
+        "5",
+        "--explain",
+        CAKES,
+    ];
+    let (code, emulated, err) = run_with(&no_check, &args, Stdio::piped());
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(emulated, cpu);
+    assert!(err.contains("device: host emulator"), "{err}");
+    assert!(err.contains(" launches, "), "{err}");
+    let (code, _, err) = run_with(&[], &["trust", "-v", "--top", "1", CAKES], Stdio::piped());
+    if code == Some(0) && err.contains("TruST runs on the CPU") {
+        let err = fails(&["trust", "--engine", "gpu", CAKES]);
+        assert!(err.contains("--engine gpu: no GPU"), "{err}");
+    }
 }

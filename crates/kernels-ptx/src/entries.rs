@@ -50,6 +50,7 @@ kernels! {
     write_extensions(ExtendArgs);
     trust_similarity(TrustSimilarityArgs);
     trust_one_hop(TrustOneHopArgs);
+    trust_extend(TrustExtendArgs);
     count_leaves(CountLeavesArgs);
 }
 

@@ -477,6 +477,38 @@ pub struct TrustOneHopArgs {
     pub out: DevSlice,
 }
 
+/// `trust_extend`: one thread per kept branch of TruST's beam search (`rows`: `branches` rows of
+/// `width` `u32`s, a data node per template node or `NONE`; `scores`: their cumulative `f32`
+/// scores), growing it by template node `node` through `trust::extend_branch`. `links` holds
+/// `trust::Link`s as three `u32`s each (other node, direction 0 out / 1 in, relation), `seeds` the
+/// `u32` candidates of an unanchored level; `oh` and `sim` are the one-hop and similarity tables
+/// (`f32`, row-major data x template). Each branch keeps its `keep` best children by
+/// `trust::ChildKey` in its own region of `out_nodes` (`u32`), `out_scores` (`f32`: cumulative
+/// scores) and `out_resembles` (`u32`: 1 when the child's name resembles `node`'s), unordered;
+/// `out_counts[b]` (`u32`) is how many it kept.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TrustExtendArgs {
+    pub graph: GraphArgs,
+    pub rows: DevSlice,
+    pub scores: DevSlice,
+    pub width: u64,
+    pub branches: u64,
+    pub node: u32,
+    pub _pad: u32,
+    pub links: DevSlice,
+    pub seeds: DevSlice,
+    pub oh: DevSlice,
+    pub sim: DevSlice,
+    pub alpha: f32,
+    pub relation_weight: f32,
+    pub keep: u64,
+    pub out_nodes: DevSlice,
+    pub out_scores: DevSlice,
+    pub out_resembles: DevSlice,
+    pub out_counts: DevSlice,
+}
+
 /// A kernel of the PTX module: its entry name, its argument struct's size, and threads per work-item.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KernelSig {
@@ -568,6 +600,21 @@ pub const KERNELS: &[KernelSig] = &[
         param_bytes: size_of::<ExtendWarpArgs>(),
         threads_per_item: 32,
     },
+    KernelSig {
+        name: "trust_similarity",
+        param_bytes: size_of::<TrustSimilarityArgs>(),
+        threads_per_item: 1,
+    },
+    KernelSig {
+        name: "trust_one_hop",
+        param_bytes: size_of::<TrustOneHopArgs>(),
+        threads_per_item: 1,
+    },
+    KernelSig {
+        name: "trust_extend",
+        param_bytes: size_of::<TrustExtendArgs>(),
+        threads_per_item: 1,
+    },
 ];
 
 /// Launch geometry for `items` work-items of a kernel: (blocks, threads per block).
@@ -587,3 +634,4 @@ const _: () = assert!(size_of::<MarkStep>() == 24);
 const _: () = assert!(size_of::<RefineJob>() == 24);
 const _: () = assert!(size_of::<EdgeList>() == 64);
 const _: () = assert!(size_of::<LeafGroupArgs>() == 72);
+const _: () = assert!(size_of::<crate::trust::Link>() == 12);

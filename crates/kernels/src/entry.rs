@@ -531,3 +531,41 @@ pub unsafe fn count_leaves(a: &CountLeavesArgs, t: usize) {
         }
     }
 }
+
+/// TruST: branch `b` of the beam grown by one template node, its best `keep` children kept.
+pub unsafe fn trust_extend(a: &TrustExtendArgs, b: usize) {
+    if b as u64 >= a.branches {
+        return;
+    }
+    unsafe {
+        let (width, keep) = (a.width as usize, a.keep as usize);
+        let row = &a.rows.get::<u32>()[b * width..(b + 1) * width];
+        let base = a.scores.get::<f32>()[b];
+        let ext = crate::trust::Extension {
+            node: a.node,
+            links: a.links.get::<crate::trust::Link>(),
+            seeds: a.seeds.get(),
+        };
+        let scoring = crate::trust::Scoring {
+            alpha: a.alpha,
+            relation_weight: a.relation_weight,
+        };
+        let mut top = crate::trust::TopChildren {
+            nodes: a.out_nodes.region_mut(b * keep, (b + 1) * keep),
+            scores: a.out_scores.region_mut(b * keep, (b + 1) * keep),
+            resembles: a.out_resembles.region_mut(b * keep, (b + 1) * keep),
+            len: 0,
+        };
+        crate::trust::extend_top(
+            row,
+            base,
+            &ext,
+            &a.graph.view(),
+            a.oh.get(),
+            a.sim.get(),
+            &scoring,
+            &mut top,
+        );
+        a.out_counts.write(b, top.len as u32);
+    }
+}

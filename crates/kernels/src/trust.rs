@@ -802,3 +802,148 @@ fn increment(
     }
     inc
 }
+
+// ---------------------------------------------------------------------------------------------
+// Ranking the children of a branch
+
+/// How the beam ranks the children of one branch: first whether the child's data node resembles
+/// the template node's name (its similarity is above 0, i.e. at least the threshold; always for a
+/// variable), then the higher cumulative score, then the lower data node. A matching that earns a
+/// concept only through its neighbourhood thus never displaces one that also matches its name.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ChildKey {
+    pub resembles: bool,
+    pub score: f32,
+    pub node: u32,
+}
+
+impl ChildKey {
+    /// Whether `self` ranks strictly before `other`.
+    #[inline]
+    pub fn better(&self, other: &ChildKey) -> bool {
+        if self.resembles != other.resembles {
+            return self.resembles;
+        }
+        match self.score.total_cmp(&other.score) {
+            core::cmp::Ordering::Greater => true,
+            core::cmp::Ordering::Less => false,
+            core::cmp::Ordering::Equal => self.node < other.node,
+        }
+    }
+}
+
+/// A score bound below which [`extend_branch`] may skip candidates is lowered by this much, so
+/// that rounding of `score - base` never skips a candidate that ties the worst kept child.
+pub const FLOOR_MARGIN: f32 = 1e-4;
+
+/// The best `capacity` children of one branch, kept as a binary heap with the worst at the root,
+/// in caller-provided slices (a branch's region of the output on the device, buffers on the CPU).
+/// The kept set does not depend on the order children are offered in.
+pub struct TopChildren<'a> {
+    pub nodes: &'a mut [u32],
+    pub scores: &'a mut [f32],
+    pub resembles: &'a mut [u32],
+    pub len: usize,
+}
+
+impl TopChildren<'_> {
+    #[inline]
+    pub fn key(&self, i: usize) -> ChildKey {
+        ChildKey {
+            resembles: self.resembles[i] != 0,
+            score: self.scores[i],
+            node: self.nodes[i],
+        }
+    }
+
+    #[inline]
+    fn put(&mut self, i: usize, k: ChildKey) {
+        self.nodes[i] = k.node;
+        self.scores[i] = k.score;
+        self.resembles[i] = k.resembles as u32;
+    }
+
+    #[inline]
+    fn swap(&mut self, i: usize, j: usize) {
+        self.nodes.swap(i, j);
+        self.scores.swap(i, j);
+        self.resembles.swap(i, j);
+    }
+
+    /// Keeps `k` if there is room or it beats the worst kept child (which it then replaces).
+    pub fn offer(&mut self, k: ChildKey) {
+        let cap = self.nodes.len();
+        if self.len < cap {
+            let mut i = self.len;
+            self.put(i, k);
+            self.len += 1;
+            // Up while the parent ranks after the new child (the root is the worst).
+            while i > 0 {
+                let p = (i - 1) / 2;
+                if !self.key(p).better(&self.key(i)) {
+                    break;
+                }
+                self.swap(i, p);
+                i = p;
+            }
+            return;
+        }
+        if cap == 0 || !k.better(&self.key(0)) {
+            return;
+        }
+        self.put(0, k);
+        let mut i = 0;
+        loop {
+            let (l, r) = (2 * i + 1, 2 * i + 2);
+            let mut worst = i;
+            if l < self.len && self.key(worst).better(&self.key(l)) {
+                worst = l;
+            }
+            if r < self.len && self.key(worst).better(&self.key(r)) {
+                worst = r;
+            }
+            if worst == i {
+                break;
+            }
+            self.swap(i, worst);
+            i = worst;
+        }
+    }
+
+    /// The increment a candidate of a branch with cumulative score `base` must reach to be kept,
+    /// for [`extend_branch`]'s pruning: none until the heap is full, and none while the worst kept
+    /// child does not resemble (a resembling candidate beats it whatever its score).
+    pub fn floor(&self, base: f32) -> f32 {
+        if self.len < self.nodes.len() || self.len == 0 || self.resembles[0] == 0 {
+            return f32::NEG_INFINITY;
+        }
+        self.scores[0] - base - FLOOR_MARGIN
+    }
+}
+
+/// Kernel: grows branch `row` (cumulative score `base`) by `ext.node` into `top` (its best
+/// children by [`ChildKey`], scores cumulative). `sim` is the similarity table, row-major data
+/// nodes x template nodes. The CPU's beam and the device's `trust_extend` both call this, so they
+/// keep the same children.
+#[allow(clippy::too_many_arguments)]
+pub fn extend_top(
+    row: &[u32],
+    base: f32,
+    ext: &Extension,
+    g: &GraphView,
+    oh: &[f32],
+    sim: &[f32],
+    scoring: &Scoring,
+    top: &mut TopChildren,
+) {
+    let nt = row.len();
+    let node = ext.node as usize;
+    extend_branch(row, ext, g, oh, scoring, &mut |c, inc| {
+        top.offer(ChildKey {
+            resembles: sim[c as usize * nt + node] > 0.0,
+            score: base + inc,
+            node: c,
+        });
+        top.floor(base)
+    });
+}

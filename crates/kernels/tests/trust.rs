@@ -586,3 +586,57 @@ fn gpu_entries_match_the_bodies() {
     }
     assert!(out[0] > 0.9 && out[3] == 0.0, "{out:?}");
 }
+
+/// A branch's kept children are the best `capacity` by `ChildKey` (resembling first, then score,
+/// then the lower node), whatever order they are offered in; the floor never skips one of them.
+#[test]
+fn top_children_keep_the_best_whatever_the_order() {
+    use gpsense_kernels::trust::{ChildKey, TopChildren};
+    let mut rng = Rng(11);
+    for round in 0..300 {
+        let n = 1 + rng.below(60) as usize;
+        let cap = 1 + rng.below(12) as usize;
+        // Few distinct scores, so ties are common.
+        let keys: Vec<ChildKey> = (0..n)
+            .map(|i| ChildKey {
+                resembles: rng.below(3) > 0,
+                score: rng.below(5) as f32 * 0.25,
+                node: i as u32,
+            })
+            .collect();
+        let mut want = keys.clone();
+        want.sort_by(|a, b| {
+            if a.better(b) {
+                std::cmp::Ordering::Less
+            } else {
+                std::cmp::Ordering::Greater
+            }
+        });
+        want.truncate(cap);
+        let (mut nodes, mut scores, mut res) = (vec![0; cap], vec![0.0; cap], vec![0; cap]);
+        let mut top = TopChildren {
+            nodes: &mut nodes,
+            scores: &mut scores,
+            resembles: &mut res,
+            len: 0,
+        };
+        let mut order: Vec<usize> = (0..n).collect();
+        for i in (1..n).rev() {
+            order.swap(i, rng.below(i as u64 + 1) as usize);
+        }
+        for &i in &order {
+            let floor = top.floor(0.0);
+            let k = keys[i];
+            // A key the floor would skip is never one of the best.
+            if k.score < floor {
+                assert!(!want.contains(&k), "round {round}: {k:?} below {floor}");
+                continue;
+            }
+            top.offer(k);
+        }
+        let mut got: Vec<ChildKey> = (0..top.len).map(|i| top.key(i)).collect();
+        got.sort_by_key(|k| k.node);
+        want.sort_by_key(|k| k.node);
+        assert_eq!(got, want, "round {round}");
+    }
+}

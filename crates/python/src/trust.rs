@@ -14,10 +14,12 @@ use crate::shared::Shared;
 /// similarity and the one-hop score; `edge_agreement`, per query edge a dict with its `source`,
 /// `relation` (None for a variable relation) and `target`, what the graph has between the matched
 /// nodes (`found`: "exact", "other_relation", "reversed" or "missing", with `data_relation`), and
-/// the edge's `score`.
+/// the edge's `score`; `resembling`, how many concepts match their data node by name (matches rank
+/// by it first, then by `score`).
 #[pyclass(module = "gpsense", frozen, get_all)]
 pub struct TrustMatch {
     score: f32,
+    resembling: usize,
     nodes: Py<PyDict>,
     node_agreement: Py<PyDict>,
     edge_agreement: Py<PyList>,
@@ -122,6 +124,7 @@ fn convert(
     }
     Ok(TrustMatch {
         score: m.score,
+        resembling: m.resembling,
         nodes: nodes.unbind(),
         node_agreement: node_agreement.unbind(),
         edge_agreement: edge_agreement.unbind(),

@@ -375,7 +375,10 @@ def test_trust_ranked_scores(cn):
     assert all(isinstance(m, gpsense.TrustMatch) for m in matches)
     scores = [m.score for m in matches]
     assert all(0.0 <= s <= 1.0 for s in scores)
-    assert scores == sorted(scores, reverse=True)
+    # Ranked by the concepts matched by name, then by score.
+    keys = [(m.resembling, m.score) for m in matches]
+    assert keys == sorted(keys, reverse=True)
+    assert all(0 <= m.resembling <= 2 for m in matches)
 
 
 def test_trust_misspelt_concept_finds_chocolate(cn):

@@ -97,7 +97,8 @@ impl<D: Device> DeviceGraph<D> {
         })
     }
 
-    fn args(&self, dev: &D) -> GraphArgs {
+    /// The kernels' description of the graph's arrays on `dev`.
+    pub fn args(&self, dev: &D) -> GraphArgs {
         GraphArgs {
             out_offsets: self.parts[0].slice(dev),
             out_targets: self.parts[1].slice(dev),

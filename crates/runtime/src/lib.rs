@@ -33,11 +33,12 @@ pub use compressed::{CompressedEngine, CompressedReport, ExpansionStats};
 pub use cost::{AutoChoice, CostFileError, DeviceCosts};
 pub use device::DeviceCounters;
 pub use engine::{
-    component_query, count_product, counts_multiply, Engine, MatchReport, SearchSummary, Timings,
+    component_query, count_product, counts_multiply, self_check, Engine, MatchReport,
+    SearchSummary, Timings,
 };
 pub use error::MatchError;
 pub use filtering::FilterReport;
-pub use gpu_pipeline::DeviceReport;
+pub use gpu_pipeline::{DeviceGraph, DeviceReport};
 pub use layout::MAX_QUERY_NODES;
 pub use options::{
     default_memory_budget, parse_bytes, physical_memory, EngineKind, MatchOptions, Semantics,

@@ -1,6 +1,7 @@
 //! Why a TruST search cannot run.
 
 use gpsense_planner::ParseError;
+use gpsense_runtime::device::DeviceError;
 use thiserror::Error;
 
 #[derive(Clone, Debug, PartialEq, Error)]
@@ -42,6 +43,18 @@ pub enum TrustError {
         template: usize,
         data: usize,
     },
+    #[error(
+        "{phase} needs {bytes} bytes of device memory with the score tables, more than the \
+         {budget} bytes the memory budget and the device's free memory allow; raise \
+         --memory-budget, use fewer template nodes or --engine cpu"
+    )]
+    DeviceBudget {
+        phase: &'static str,
+        bytes: u64,
+        budget: u64,
+    },
+    #[error(transparent)]
+    Device(DeviceError),
     #[error("{name} = {value}: {why}")]
     BadParameter {
         name: &'static str,

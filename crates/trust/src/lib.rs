@@ -35,6 +35,7 @@
 //! neighbour yet (the first, or the first of another connected component) starts from the `beam`
 //! data nodes with the best one-hop score.
 
+mod device;
 mod error;
 mod names;
 mod score;
@@ -46,7 +47,10 @@ use std::time::{Duration, Instant};
 use gpsense_graph::{KnowledgeGraph, LabelId, NodeId};
 use gpsense_kernels::trust::{edge_score, Scoring, ABSENT_RELATION, ANY_RELATION};
 use gpsense_kernels::{Adjacency, GraphView};
+use gpsense_runtime::device::Device;
+use gpsense_runtime::DeviceCounters;
 
+pub use device::{open, Opened, TrustDevice, TrustEngine};
 pub use error::TrustError;
 pub use gpsense_kernels::trust::MAX_TEMPLATE_DEGREE;
 pub use names::{fold, NameIndex};
@@ -54,7 +58,7 @@ pub use score::MAX_TEMPLATE_NODES;
 pub use template::{node_text, NodeLabel, NodeText, Template, TemplateEdge, TemplateNode};
 
 use score::Prepared;
-use search::{Beam, Plan};
+use search::{Beam, Branches, Plan};
 
 /// The knobs of a search.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -193,6 +197,10 @@ pub struct EdgeAgreement {
 pub struct Match {
     /// `score(m)`, in `[0, 1]`; `1` for an exact embedding.
     pub score: f32,
+    /// The template's fuzzy nodes (concepts) whose data node resembles them by name (similarity at
+    /// least the threshold). Matchings rank by this first, then by `score`: a concept earned
+    /// through its neighbourhood alone never outranks one whose name matches too.
+    pub resembling: usize,
     /// The data node of each template node.
     pub nodes: Vec<NodeId>,
     /// Per template node.
@@ -220,6 +228,66 @@ pub struct Answer {
     pub timings: Timings,
     /// The time limit stopped the search: `matches` are those complete by then (often none).
     pub timed_out: bool,
+    /// The device the search ran on ([`Trust::search_on`]) and what was asked of it.
+    pub device: Option<DeviceRun>,
+}
+
+/// A search's device and its counters (launches, reads, allocations, bytes each way).
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeviceRun {
+    pub device: String,
+    pub counters: DeviceCounters,
+}
+
+/// The three phases of a search, on the CPU ([`Cpu`]) or on a device (`device::OnDevice`).
+trait Phases {
+    /// `S`, row-major data nodes x template nodes.
+    fn similarity(
+        &mut self,
+        t: &Template,
+        index: &NameIndex,
+        threshold: f32,
+    ) -> Result<Vec<f32>, TrustError>;
+    /// `OH`, same layout; chunks not started once `stop` is hit stay 0.
+    fn one_hop(
+        &mut self,
+        p: &Prepared,
+        sim: &[f32],
+        g: &GraphView,
+        scoring: &Scoring,
+        stop: Stop,
+    ) -> Result<Vec<f32>, TrustError>;
+    /// The beam search's kept branches, best first.
+    fn traverse(&mut self, beam: &Beam, stop: Stop) -> Result<Branches, TrustError>;
+}
+
+/// The phases on the CPU executor (rayon).
+struct Cpu;
+
+impl Phases for Cpu {
+    fn similarity(
+        &mut self,
+        t: &Template,
+        index: &NameIndex,
+        threshold: f32,
+    ) -> Result<Vec<f32>, TrustError> {
+        Ok(score::similarity_table(t, index, threshold))
+    }
+
+    fn one_hop(
+        &mut self,
+        p: &Prepared,
+        sim: &[f32],
+        g: &GraphView,
+        scoring: &Scoring,
+        stop: Stop,
+    ) -> Result<Vec<f32>, TrustError> {
+        Ok(score::one_hop_table(p, sim, g, scoring, stop))
+    }
+
+    fn traverse(&mut self, beam: &Beam, stop: Stop) -> Result<Branches, TrustError> {
+        Ok(beam.run(stop))
+    }
 }
 
 /// TruST over one data graph: the name index is built once and shared by every search.
@@ -253,8 +321,37 @@ impl<'g> Trust<'g> {
         self.text
     }
 
-    /// The `params.top` best matchings of `template`, best first (fewer when fewer exist).
+    /// The `params.top` best matchings of `template`, best first (fewer when fewer exist), on the
+    /// CPU (rayon over the kernel bodies).
     pub fn search(&self, template: &Template, params: &Params) -> Result<Answer, TrustError> {
+        self.run(template, params, &mut Cpu)
+    }
+
+    /// As [`Trust::search`], each phase's kernels launched on `device` (the GPU, or the emulator);
+    /// the same ranked answer as the CPU's, with the device's counters in [`Answer::device`].
+    pub fn search_on<D: Device>(
+        &self,
+        device: &TrustDevice<D>,
+        template: &Template,
+        params: &Params,
+    ) -> Result<Answer, TrustError> {
+        let before = device.dev.counters();
+        let mut phases = device::OnDevice::new(device, params.memory_budget)?;
+        let mut answer = self.run(template, params, &mut phases)?;
+        answer.device = Some(DeviceRun {
+            device: device.describe(),
+            counters: device.dev.counters() - before,
+        });
+        Ok(answer)
+    }
+
+    /// The three phases on `phases`, then the ranked answer.
+    fn run(
+        &self,
+        template: &Template,
+        params: &Params,
+        phases: &mut impl Phases,
+    ) -> Result<Answer, TrustError> {
         params.validate()?;
         if self.graph.node_count() == 0 {
             return Err(TrustError::EmptyData);
@@ -272,21 +369,22 @@ impl<'g> Trust<'g> {
             deadline: params.timeout.map(|t| start + t),
             cancel: params.cancel,
         };
-        let sim = score::similarity_table(template, &self.index, params.threshold);
+        let sim = phases.similarity(template, &self.index, params.threshold)?;
         let similarity = start.elapsed();
         let start = Instant::now();
-        let oh = score::one_hop_table(&prepared, &sim, &g, &scoring, stop);
+        let oh = phases.one_hop(&prepared, &sim, &g, &scoring, stop)?;
         let one_hop = start.elapsed();
         let start = Instant::now();
         let plan = Plan::new(template, &prepared.edge_relations);
-        let branches = Beam {
+        let beam = Beam {
             plan: &plan,
             oh: &oh,
+            sim: &sim,
             g: &g,
             scoring,
             beam: params.beam,
-        }
-        .run(stop);
+        };
+        let branches = phases.traverse(&beam, stop)?;
         let traversal = start.elapsed();
         let timed_out = stop.hit();
         let complete = if branches.len() > 0 && !branches.row(0).contains(&gpsense_kernels::NONE) {
@@ -307,6 +405,7 @@ impl<'g> Trust<'g> {
                 traversal,
             },
             timed_out,
+            device: None,
         })
     }
 
@@ -345,8 +444,15 @@ impl<'g> Trust<'g> {
             .collect();
         let total: f32 = node_agreement.iter().map(|a| a.one_hop).sum::<f32>()
             + edge_agreement.iter().map(|a| a.score).sum::<f32>();
+        let resembling = t
+            .nodes
+            .iter()
+            .zip(&node_agreement)
+            .filter(|(n, a)| matches!(n.label, NodeLabel::Fuzzy(_)) && a.similarity > 0.0)
+            .count();
         Match {
             score: total / (t.nodes.len() + t.edges.len()) as f32,
+            resembling,
             nodes: row.to_vec(),
             node_agreement,
             edge_agreement,

@@ -227,7 +227,12 @@ impl NameIndex {
     /// Every node whose similarity to `query` (folded code points) is at least `threshold`, with
     /// that similarity (the best over the node's texts), ascending by node.
     pub fn matches(&self, query: &[u32], threshold: f32) -> Vec<(u32, f32)> {
-        let texts = self.text_matches(query, threshold);
+        self.best_per_node(&self.text_matches(query, threshold))
+    }
+
+    /// Per node, the best similarity among `texts` (text ids with their similarity), ascending by
+    /// node.
+    pub fn best_per_node(&self, texts: &[(u32, f32)]) -> Vec<(u32, f32)> {
         let mut best: Vec<(u32, f32)> = texts
             .iter()
             .flat_map(|&(k, s)| self.nodes_of(k).iter().map(move |&v| (v, s)))
@@ -282,7 +287,7 @@ impl NameIndex {
         };
         scored
             .into_iter()
-            .filter(|&(_, s)| s > 0.0 && s >= threshold)
+            .filter(|&(_, s)| reaches(s, threshold))
             .collect()
     }
 
@@ -347,6 +352,12 @@ impl NameIndex {
             }
         }
     }
+}
+
+/// Whether a verified similarity counts (the kernels give 0 below the threshold; the slack of
+/// `max_distance` can let one just under it through).
+pub(crate) fn reaches(s: f32, threshold: f32) -> bool {
+    s > 0.0 && s >= threshold
 }
 
 /// Whether names of lengths `l` and `m` can reach `threshold` at all.

@@ -122,13 +122,23 @@ pub(crate) fn resolve_relation(name: Option<&str>, g: &KnowledgeGraph) -> u32 {
 /// or an alias), so everything downstream (the one-hop scores, the reported agreement) sees the
 /// lemma `dog` when a synset `dog/02084071-n` is matched; no later step re-reads one text.
 pub(crate) fn similarity_table(t: &Template, index: &NameIndex, threshold: f32) -> Vec<f32> {
-    let (nd, nt) = (index.len(), t.nodes.len());
+    similarity_table_from(t, index.len(), |name| index.matches(&fold(name), threshold))
+}
+
+/// The table of [`similarity_table`], with `matches(name)` giving a fuzzy name's nodes at or above
+/// the threshold and their similarity (the CPU's index, or the device's verified candidates).
+pub(crate) fn similarity_table_from(
+    t: &Template,
+    nd: usize,
+    mut matches: impl FnMut(&str) -> Vec<(u32, f32)>,
+) -> Vec<f32> {
+    let nt = t.nodes.len();
     let mut sim = vec![0.0f32; nt * nd];
     for (u, node) in t.nodes.iter().enumerate() {
         match &node.label {
             NodeLabel::Any => (0..nd).for_each(|d| sim[d * nt + u] = 1.0),
             NodeLabel::Fuzzy(name) => {
-                for (v, s) in index.matches(&fold(name), threshold) {
+                for (v, s) in matches(name) {
                     sim[v as usize * nt + u] = s;
                 }
             }

@@ -3,12 +3,14 @@
 //! Level `i` adds template node `order[i]` to every kept branch: the kernel
 //! [`extend_branch`] lists its injective extensions to data nodes adjacent (in the template edge's
 //! direction, any relation) to the images of its already matched template neighbours, each with
-//! its score increment (`OH` plus the agreement of the edges closed). The `beam` best branches by
-//! cumulative score survive, after removing branches that reach the same matching. Because every
-//! branch at a level has matched the same template nodes, cumulative scores are comparable, and an
-//! exact embedding's prefixes have the highest possible score at every level.
+//! its score increment (`OH` plus the agreement of the edges closed). The `beam` best branches
+//! survive, after removing branches that reach the same matching: first those with the most
+//! template nodes whose data node resembles them by name (similarity above 0, i.e. at least the
+//! threshold; a variable always does), then by cumulative score. Because every branch at a level has
+//! matched the same template nodes, both are comparable, and an exact embedding's prefixes rank
+//! first at every level (every name resembles, and no score is higher).
 
-use gpsense_kernels::trust::{extend_branch, Extension, Link, Scoring};
+use gpsense_kernels::trust::{extend_top, ChildKey, Extension, Link, Scoring, TopChildren};
 use gpsense_kernels::{Dir, GraphView, NONE};
 use hashbrown::HashSet;
 use rayon::prelude::*;
@@ -48,7 +50,7 @@ impl Plan {
     }
 
     /// Whether level `i`'s node has a matched neighbour to grow from (else it needs seeds).
-    fn anchored(&self, level: usize) -> bool {
+    pub(crate) fn anchored(&self, level: usize) -> bool {
         let node = self.order[level] as u32;
         self.links[level].iter().any(|l| l.other != node)
     }
@@ -87,20 +89,34 @@ pub(crate) struct Beam<'a> {
     pub plan: &'a Plan,
     /// `OH`, row-major data nodes x template nodes.
     pub oh: &'a [f32],
+    /// `S`, same layout: whether a child resembles its template node.
+    pub sim: &'a [f32],
     pub g: &'a GraphView<'a>,
     pub scoring: Scoring,
     pub beam: usize,
 }
 
-/// Kept branches: one row of data nodes per branch (indexed by template node), and its cumulative
-/// score; sorted best first.
+/// Kept branches: one row of data nodes per branch (indexed by template node), its cumulative
+/// score, and how many of its template nodes resemble their data nodes (similarity above 0; every
+/// variable does); sorted best first.
 pub(crate) struct Branches {
     pub rows: Vec<u32>,
     pub scores: Vec<f32>,
+    pub resembling: Vec<u32>,
     pub width: usize,
 }
 
 impl Branches {
+    /// The empty branch a search starts from.
+    pub fn root(width: usize) -> Branches {
+        Branches {
+            rows: vec![NONE; width],
+            scores: vec![0.0],
+            resembling: vec![0],
+            width,
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.scores.len()
     }
@@ -110,36 +126,28 @@ impl Branches {
     }
 }
 
-/// One extension: its cumulative score, parent branch and data node.
-type Child = (f32, u32, u32);
+/// One extension: its template nodes that resemble, cumulative score, parent branch and data node.
+pub(crate) type Child = (u32, f32, u32, u32);
 
 impl Beam<'_> {
     /// The search, stopped before a level that starts once `stop` is hit (the rows are then
     /// incomplete).
     pub(crate) fn run(&self, stop: crate::Stop) -> Branches {
         let width = self.plan.order.len();
-        let mut branches = Branches {
-            rows: vec![NONE; width],
-            scores: vec![0.0],
-            width,
-        };
+        let mut branches = Branches::root(width);
         for level in 0..width {
             if stop.hit() {
                 break;
             }
             let node = self.plan.order[level];
-            let seeds = if self.plan.anchored(level) {
-                Vec::new()
-            } else {
-                self.seeds(node)
-            };
+            let seeds = seeds_for(self.plan, level, self.oh, self.sim, self.beam);
             let ext = Extension {
                 node: node as u32,
                 links: &self.plan.links[level],
                 seeds: &seeds,
             };
             let children = self.children(&branches, &ext);
-            branches = self.select(&branches, children, node);
+            branches = select(&branches, children, node, self.beam);
             if branches.len() == 0 {
                 break;
             }
@@ -147,85 +155,123 @@ impl Beam<'_> {
         branches
     }
 
-    /// The `beam` data nodes with the best one-hop score for `node` (ties: lower id).
-    fn seeds(&self, node: usize) -> Vec<u32> {
-        let nt = self.plan.order.len();
-        let oh = |d: u32| self.oh[d as usize * nt + node];
-        let mut ids: Vec<u32> = (0..self.g.node_count() as u32).collect();
-        let by_score = |a: &u32, b: &u32| oh(*b).total_cmp(&oh(*a)).then(a.cmp(b));
-        if ids.len() > self.beam {
-            ids.select_nth_unstable_by(self.beam - 1, by_score);
-            ids.truncate(self.beam);
-        }
-        ids.sort_unstable_by(by_score);
-        ids
-    }
-
-    /// Every branch's best `beam` extensions (no more of one parent can survive), in parallel over
-    /// branches.
+    /// Every branch's best `beam` extensions by [`ChildKey`] (no more of one parent can survive),
+    /// in parallel over branches, through the same kernel as the device's `trust_extend`.
     fn children(&self, branches: &Branches, ext: &Extension) -> Vec<Child> {
         let beam = self.beam;
         let per_branch: Vec<Vec<Child>> = (0..branches.len())
             .into_par_iter()
-            .map_init(Vec::new, |buf: &mut Vec<Child>, b| {
-                buf.clear();
-                let base = branches.scores[b];
-                let row = branches.row(b);
-                // Once `2 * beam` children are buffered, the buffer is cut to its best `beam`; a
-                // later child must beat the worst of those. The kernel skips only candidates whose
-                // bound is strictly below, so ties survive and results do not depend on list order.
-                let mut floor = f32::NEG_INFINITY;
-                extend_branch(row, ext, self.g, self.oh, &self.scoring, &mut |c, inc| {
-                    buf.push((base + inc, b as u32, c));
-                    if buf.len() >= 2 * beam {
-                        keep_best(buf, beam);
-                        floor = buf.iter().map(|c| c.0).fold(f32::INFINITY, f32::min) - base;
-                    }
-                    floor
-                });
-                keep_best(buf, beam);
-                buf.clone()
-            })
+            .map_init(
+                || (vec![0u32; beam], vec![0f32; beam], vec![0u32; beam]),
+                |(nodes, scores, resembles), b| {
+                    let mut top = TopChildren {
+                        nodes,
+                        scores,
+                        resembles,
+                        len: 0,
+                    };
+                    let (row, base) = (branches.row(b), branches.scores[b]);
+                    extend_top(
+                        row,
+                        base,
+                        ext,
+                        self.g,
+                        self.oh,
+                        self.sim,
+                        &self.scoring,
+                        &mut top,
+                    );
+                    let count = branches.resembling[b];
+                    (0..top.len)
+                        .map(|i| {
+                            let k = top.key(i);
+                            (count + k.resembles as u32, k.score, b as u32, k.node)
+                        })
+                        .collect()
+                },
+            )
             .collect();
         per_branch.into_iter().flatten().collect()
     }
+}
 
-    /// The `beam` best distinct matchings among `children`.
-    fn select(&self, parents: &Branches, mut children: Vec<Child>, node: usize) -> Branches {
-        children.sort_unstable_by(best_first);
-        let width = parents.width;
-        let mut next = Branches {
-            rows: Vec::with_capacity(self.beam.min(children.len()) * width),
-            scores: Vec::new(),
-            width,
-        };
-        let mut seen: HashSet<Vec<u32>> = HashSet::new();
-        for (score, parent, c) in children {
-            if next.len() == self.beam {
-                break;
-            }
-            let mut row = parents.row(parent as usize).to_vec();
-            row[node] = c;
-            // With a fixed order two parents never yield the same row, but a repeat would waste a
-            // slot of the beam (the seed paper's GPU version kept them), so it is checked.
-            if seen.insert(row.clone()) {
-                next.rows.extend_from_slice(&row);
-                next.scores.push(score);
-            }
+/// The seeds of level `level` when its node has no matched neighbour (else none): the `beam` data
+/// nodes ranked first by [`ChildKey`] on their one-hop score (resembling first, ties: lower id).
+pub(crate) fn seeds_for(
+    plan: &Plan,
+    level: usize,
+    oh: &[f32],
+    sim: &[f32],
+    beam: usize,
+) -> Vec<u32> {
+    if plan.anchored(level) {
+        return Vec::new();
+    }
+    let node = plan.order[level];
+    let nt = plan.order.len();
+    let key = |d: u32| ChildKey {
+        resembles: sim[d as usize * nt + node] > 0.0,
+        score: oh[d as usize * nt + node],
+        node: d,
+    };
+    let mut ids: Vec<u32> = (0..(oh.len() / nt.max(1)) as u32).collect();
+    let by_key = |a: &u32, b: &u32| {
+        let (ka, kb) = (key(*a), key(*b));
+        if ka.better(&kb) {
+            std::cmp::Ordering::Less
+        } else if kb.better(&ka) {
+            std::cmp::Ordering::Greater
+        } else {
+            std::cmp::Ordering::Equal
         }
-        next
+    };
+    if ids.len() > beam {
+        ids.select_nth_unstable_by(beam - 1, by_key);
+        ids.truncate(beam);
     }
+    ids.sort_unstable_by(by_key);
+    ids
 }
 
-/// Best score first; ties by parent rank, then data node, so results never depend on threads.
+/// The `beam` best distinct matchings among `children`: most resembling template nodes first,
+/// then the highest score.
+pub(crate) fn select(
+    parents: &Branches,
+    mut children: Vec<Child>,
+    node: usize,
+    beam: usize,
+) -> Branches {
+    children.sort_unstable_by(best_first);
+    let width = parents.width;
+    let mut next = Branches {
+        rows: Vec::with_capacity(beam.min(children.len()) * width),
+        scores: Vec::new(),
+        resembling: Vec::new(),
+        width,
+    };
+    let mut seen: HashSet<Vec<u32>> = HashSet::new();
+    for (count, score, parent, c) in children {
+        if next.len() == beam {
+            break;
+        }
+        let mut row = parents.row(parent as usize).to_vec();
+        row[node] = c;
+        // With a fixed order two parents never yield the same row, but a repeat would waste a
+        // slot of the beam (the seed paper's GPU version kept them), so it is checked.
+        if seen.insert(row.clone()) {
+            next.rows.extend_from_slice(&row);
+            next.scores.push(score);
+            next.resembling.push(count);
+        }
+    }
+    next
+}
+
+/// Most resembling template nodes first, then the best score; ties by parent rank, then data
+/// node, so results never depend on threads (or on the device).
 fn best_first(a: &Child, b: &Child) -> std::cmp::Ordering {
-    b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2))
-}
-
-/// Keeps the `k` best of `buf`.
-fn keep_best(buf: &mut Vec<Child>, k: usize) {
-    if buf.len() > k {
-        buf.select_nth_unstable_by(k - 1, best_first);
-        buf.truncate(k);
-    }
+    b.0.cmp(&a.0)
+        .then(b.1.total_cmp(&a.1))
+        .then(a.2.cmp(&b.2))
+        .then(a.3.cmp(&b.3))
 }

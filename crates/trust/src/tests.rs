@@ -45,9 +45,9 @@ fn misspelt_query_finds_the_intended_concepts() {
         .all(|e| matches!(e.found, EdgeFound::Exact(_)) && e.score == 1.0));
     let s = best.node_agreement[0].similarity;
     assert!((s - (1.0 - 1.0 / 15.0)).abs() < 1e-6, "{s}");
-    // Scores are sorted and every match is a distinct, injective matching.
+    // Ranked by resembling concepts, then score; every match a distinct, injective matching.
     for w in a.matches.windows(2) {
-        assert!(w[0].score >= w[1].score);
+        assert!((w[0].resembling, w[0].score) >= (w[1].resembling, w[1].score));
         assert_ne!(w[0].nodes, w[1].nodes);
     }
 }
@@ -250,4 +250,113 @@ fn the_score_tables_stay_within_the_memory_budget() {
         ..Params::default()
     };
     assert!(search(&g, &t, &enough).is_ok());
+}
+
+/// A matching that earns its concept only through the neighbourhood (`bone`: similarity 0, but the
+/// relation right) scores more than one whose name resembles (`chocolate`: the relation wrong),
+/// yet ranks after it.
+#[test]
+fn a_matching_unlike_every_concept_never_outranks_one_that_resembles() {
+    let g = graph(
+        "chocolate\tIsA\tsweet\n\
+         bone\tHasProperty\twhite\n",
+    );
+    let (t, _) =
+        Template::parse(r#"SELECT * WHERE { "chocolate cake" HasProperty ?x }"#).expect("parse");
+    let a = search(&g, &t, &Params::default()).expect("search");
+    let concept = t.nodes.iter().position(|n| n.name == "chocolate cake");
+    let concept = concept.expect("concept node");
+    let named: Vec<&str> = a
+        .matches
+        .iter()
+        .map(|m| g.node_name(m.nodes[concept]))
+        .collect();
+    assert_eq!(named[0], "chocolate", "{named:?}");
+    let bone = a
+        .matches
+        .iter()
+        .find(|m| g.node_name(m.nodes[concept]) == "bone")
+        .expect("bone is still an answer");
+    // By score alone (the seed's ranking) bone would come first.
+    assert!(
+        bone.score > a.matches[0].score,
+        "{} {}",
+        bone.score,
+        a.matches[0].score
+    );
+    assert_eq!((a.matches[0].resembling, bone.resembling), (1, 0));
+}
+
+/// The emulated device (writes checked: no two threads write one element) gives the CPU's answer
+/// bit for bit, with the launches and reads the pipeline promises.
+#[test]
+fn the_emulated_device_ranks_as_the_cpu_does() {
+    let g = kitchen();
+    let trust = Trust::new(&g);
+    let mut dev = gpsense_runtime::device::host::HostDevice::default();
+    dev.check_writes = true;
+    let device = TrustDevice::new(dev, &g).expect("upload");
+    for text in [
+        r#"SELECT * WHERE { "chocolate cakes" IsA ?x . ?x HasProperty sweet }"#,
+        "SELECT * WHERE { lemon IsA ?f . ?f HasProperty sweet }",
+        "SELECT * WHERE { ?x ?r swet . ?x AtLocation ?y . lemmon IsA ?z }",
+    ] {
+        let (t, _) = Template::parse(text).expect("parse");
+        for beam in [1, 3, 128] {
+            let params = Params {
+                beam,
+                top: beam.min(10),
+                ..Params::default()
+            };
+            let cpu = trust.search(&t, &params).expect("cpu");
+            let emulated = trust.search_on(&device, &t, &params).expect("emulated");
+            assert_eq!(cpu.matches, emulated.matches, "{text}, beam {beam}");
+            assert_eq!(cpu.order, emulated.order);
+            let c = emulated.device.expect("device run").counters;
+            // Similarity: a launch per fuzzy node; one-hop: one chunk; a launch per level.
+            let fuzzy = t.nodes.iter().filter(|n| n.label != NodeLabel::Any).count() as u64;
+            assert_eq!(c.launches, fuzzy + 1 + t.nodes.len() as u64, "{text}");
+            assert_eq!(c.syncs, 2 + t.nodes.len() as u64, "{text}");
+        }
+    }
+}
+
+/// The device's memory is checked before a phase allocates: too small a budget is refused with
+/// the phase named.
+#[test]
+fn the_device_budget_is_checked_per_phase() {
+    let g = kitchen();
+    let trust = Trust::new(&g);
+    let dev = gpsense_runtime::device::host::HostDevice::default();
+    let device = TrustDevice::new(dev, &g).expect("upload");
+    let (t, _) = Template::parse("SELECT * WHERE { lemon IsA ?x }").expect("parse");
+    let tables = 2 * g.node_count() as u64 * 2 * 4;
+    let tight = Params {
+        memory_budget: Some(tables),
+        ..Params::default()
+    };
+    match trust.search_on(&device, &t, &tight) {
+        Err(TrustError::DeviceBudget { budget, phase, .. }) => {
+            assert_eq!((budget, phase), (tables, "the name similarities"))
+        }
+        other => panic!("expected the device budget to refuse: {other:?}"),
+    }
+}
+
+/// A time limit holds on the device: the search stops between launches and says so.
+#[test]
+fn the_time_limit_holds_on_the_device() {
+    let g = kitchen();
+    let trust = Trust::new(&g);
+    let device =
+        TrustDevice::new(gpsense_runtime::device::host::HostDevice::default(), &g).expect("upload");
+    let (t, _) = Template::parse("SELECT * WHERE { lemon IsA ?x }").expect("parse");
+    let params = Params {
+        timeout: Some(std::time::Duration::ZERO),
+        ..Params::default()
+    };
+    let a = trust.search_on(&device, &t, &params).expect("search");
+    assert!(a.timed_out && a.matches.is_empty(), "{a:?}");
+    // The similarity launch only: no one-hop chunk and no level started after the limit.
+    assert_eq!(a.device.expect("device run").counters.launches, 1);
 }

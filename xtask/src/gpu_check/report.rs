@@ -70,6 +70,8 @@ pub struct Report {
     pub preflight: Option<String>,
     pub suites: Vec<Suite>,
     pub sanitizers: Sanitizers,
+    /// TruST on the seed's Figure 13 (empty when it did not run).
+    pub trust: Vec<super::trust::TrustRow>,
     pub wall: Duration,
 }
 
@@ -102,6 +104,10 @@ pub fn verdict(r: &Report) -> Verdict {
         (unverified, "queries timed out (unverified)"),
         (failures, "failed commands"),
         (sanitizer_failures, "failed sanitizer runs"),
+        (
+            super::trust::problems(&r.trust),
+            "TruST rows failed or disagreeing",
+        ),
     ] {
         if n > 0 {
             problems.push(format!("{n} {what}"));
@@ -139,6 +145,7 @@ pub fn render(r: &Report) -> String {
     for s in &r.suites {
         suite_details(&mut md, s, &r.engine);
     }
+    super::trust::render(&mut md, &r.trust, &r.engine);
     sanitizers(&mut md, &r.sanitizers);
     let _ = writeln!(md, "## Verdict\n\n**{}**", verdict(r).line);
     md
@@ -310,6 +317,7 @@ mod tests {
             preflight: None,
             suites,
             sanitizers: Sanitizers::NotRun("compute-sanitizer not present".into()),
+            trust: Vec::new(),
             wall: Duration::from_secs(3),
         }
     }

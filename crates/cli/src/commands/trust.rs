@@ -10,7 +10,10 @@ use gpsense_graph::ingest::{ingest, IngestOptions};
 use gpsense_graph::KnowledgeGraph;
 use gpsense_planner::parse::{Projection, Term};
 use gpsense_planner::Query;
-use gpsense_trust::{Answer, EdgeFound, Match, NodeLabel, NodeText, Params, Template, Trust};
+use gpsense_trust::{
+    Answer, EdgeFound, Match, NodeLabel, NodeText, Opened, Params, Template, Trust, TrustEngine,
+    TrustError,
+};
 
 use crate::graph_source;
 use crate::progress::Bar;
@@ -74,6 +77,29 @@ pub struct TrustArgs {
     /// Worker threads (default: all cores; at most 4 per core).
     #[arg(long, value_parser = crate::parse_threads)]
     threads: Option<usize>,
+    /// Where the search runs: auto (the GPU when one is found, else the CPU; -v says which),
+    /// cpu, gpu (NVIDIA GPU), emulated (the GPU's launches run on the CPU by the host emulator).
+    #[arg(long, default_value = "auto")]
+    engine: TrustEngineArg,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum TrustEngineArg {
+    Auto,
+    Cpu,
+    Gpu,
+    Emulated,
+}
+
+impl From<TrustEngineArg> for TrustEngine {
+    fn from(e: TrustEngineArg) -> Self {
+        match e {
+            TrustEngineArg::Auto => TrustEngine::Auto,
+            TrustEngineArg::Cpu => TrustEngine::Cpu,
+            TrustEngineArg::Gpu => TrustEngine::Gpu,
+            TrustEngineArg::Emulated => TrustEngine::Emulated,
+        }
+    }
 }
 
 /// The widest `--beam` (and `--top`): each branch holds a row of the template's width, and a
@@ -159,7 +185,7 @@ fn run_on_pool(args: &TrustArgs) -> Result<()> {
     let start = Instant::now();
     let trust = Trust::with_node_text(graph, text);
     let index_time = start.elapsed();
-    let answer = trust.search(&job.template, &params)?;
+    let answer = search(args, &trust, &job.template, &params)?;
     for r in &answer.unknown_relations {
         let near = gpsense_planner::relations_near(graph, r, 3);
         let hint = if near.is_empty() {
@@ -175,14 +201,21 @@ fn run_on_pool(args: &TrustArgs) -> Result<()> {
     if args.explain {
         eprint!("{}", explain(graph, &job.template, &answer));
     }
+    if !args.explain {
+        note_unlike(&job.template, &answer.matches);
+    }
     let t = answer.timings;
     let cut = if answer.timed_out {
         " (timed out: the answer is incomplete)"
     } else {
         ""
     };
+    let on = answer
+        .device
+        .as_ref()
+        .map_or(String::new(), |d| format!(" on {}", d.device));
     crate::out::note!(
-        "{} matchings{cut} in {} [TruST, beam {}: name index {}, similarity {}, one-hop {}, traversal {}]",
+        "{} matchings{cut} in {} [TruST{on}, beam {}: name index {}, similarity {}, one-hop {}, traversal {}]",
         answer.matches.len(),
         millis(start.elapsed()),
         params.beam,
@@ -195,6 +228,64 @@ fn run_on_pool(args: &TrustArgs) -> Result<()> {
         return Err(crate::out::TimedOut.into());
     }
     Ok(())
+}
+
+/// The search on the engine `--engine` asks for. `auto` takes the GPU when one opens and passes
+/// its self-check, else the CPU (saying why with -v or --explain); a device failure under `auto`
+/// is answered again on the CPU, with a note.
+fn search(args: &TrustArgs, trust: &Trust, t: &Template, params: &Params) -> Result<Answer> {
+    let say = (args.explain || crate::out::verbose()) && !crate::out::quiet();
+    let engine = TrustEngine::from(args.engine);
+    let opened = match gpsense_trust::open(engine, trust.graph()) {
+        Err(e) if engine == TrustEngine::Gpu => bail!("--engine gpu: {e}"),
+        other => other?,
+    };
+    let on_device = match &opened {
+        Opened::Cpu { fallback } => {
+            if let (Some(why), true) = (fallback, say) {
+                eprintln!("note: {why}; TruST runs on the CPU");
+            }
+            return Ok(trust.search(t, params)?);
+        }
+        Opened::Gpu(d) => trust.search_on(d, t, params),
+        Opened::Emulated(d) => trust.search_on(d, t, params),
+    };
+    match on_device {
+        Err(TrustError::Device(e)) if engine == TrustEngine::Auto => {
+            crate::out::note!("note: the GPU failed during the search ({e}); answered on the CPU");
+            Ok(trust.search(t, params)?)
+        }
+        other => {
+            let answer = other?;
+            if let (Some(d), true) = (&answer.device, say) {
+                let why = match engine {
+                    // No GPU has timed TruST yet, so there are no constants to weigh it against
+                    // the CPU: a GPU that opens is used.
+                    TrustEngine::Auto => " (auto: a GPU was found; TruST has no cost model yet)",
+                    _ => "",
+                };
+                eprintln!("TruST: on {}{why}", d.device);
+            }
+            Ok(answer)
+        }
+    }
+}
+
+/// A note when some reported matching places a concept on a node whose name is unlike it: such a
+/// concept is earned by its neighbourhood alone, and matchings rank first by the concepts they
+/// match by name.
+fn note_unlike(t: &Template, matches: &[Match]) {
+    let concepts = t.nodes.iter().filter(|n| n.label != NodeLabel::Any).count();
+    let unlike = matches.iter().filter(|m| m.resembling < concepts).count();
+    if unlike > 0 {
+        crate::out::note!(
+            "note: {unlike} of {} matchings place a concept on a node whose name is unlike it \
+             (similarity under --threshold: matched by its neighbourhood only); matchings rank \
+             first by how many of the {concepts} concepts they match by name, then by score \
+             (--explain shows each node's similarity)",
+            matches.len()
+        );
+    }
 }
 
 pub(crate) fn render(e: &gpsense_trust::TrustError, text: &str) -> String {
@@ -323,9 +414,24 @@ fn explain(g: &KnowledgeGraph, t: &Template, answer: &Answer) -> String {
         .map(|&i| t.nodes[i].name.as_str())
         .collect();
     let mut out = format!("matching order: {}\n", order.join(", "));
+    let concepts = t.nodes.iter().filter(|n| n.label != NodeLabel::Any).count();
+    out +=
+        "ranked by the concepts matched by name (similarity at least --threshold), then by score\n";
     for (rank, m) in answer.matches.iter().enumerate() {
-        out += &format!("#{} score {:.4}\n", rank + 1, m.score);
+        out += &format!(
+            "#{} score {:.4}, {} of {concepts} concepts by name\n",
+            rank + 1,
+            m.score,
+            m.resembling
+        );
         out += &explain_match(g, t, m);
+    }
+    if let Some(d) = &answer.device {
+        let c = d.counters;
+        out += &format!(
+            "device: {}: {} launches, {} reads, {} allocations, {} bytes up, {} bytes down\n",
+            d.device, c.launches, c.syncs, c.allocations, c.bytes_up, c.bytes_down
+        );
     }
     out
 }
@@ -333,8 +439,13 @@ fn explain(g: &KnowledgeGraph, t: &Template, answer: &Answer) -> String {
 fn explain_match(g: &KnowledgeGraph, t: &Template, m: &Match) -> String {
     let mut out = String::new();
     for (i, (n, a)) in t.nodes.iter().zip(&m.node_agreement).enumerate() {
+        let unlike = if n.label != NodeLabel::Any && a.similarity <= 0.0 {
+            "  (name unlike: by its neighbourhood only)"
+        } else {
+            ""
+        };
         out += &format!(
-            "  node {:<24} -> {:<24} similarity {:.3}  one-hop {:.3}\n",
+            "  node {:<24} -> {:<24} similarity {:.3}  one-hop {:.3}{unlike}\n",
             n.name,
             g.node_name(m.nodes[i]),
             a.similarity,

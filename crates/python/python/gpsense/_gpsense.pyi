@@ -183,6 +183,9 @@ class TrustMatch:
 
     score: float
     """In [0, 1]; 1 for an exact embedding."""
+    resembling: int
+    """How many concepts match their data node by name (similarity at least ``threshold``):
+    matches rank by this first, then by ``score``."""
     nodes: dict[str, str]
     """The data node matched to each query node (``?x`` for a variable)."""
     node_agreement: dict[str, tuple[float, float]]

@@ -322,6 +322,9 @@ mod imp {
                 Launch::ExtendWarp(a) => go!(a),
                 Launch::PivotSegments(a) => go!(a),
                 Launch::CountLeaves(a) => go!(a),
+                Launch::TrustSimilarity(a) => go!(a),
+                Launch::TrustOneHop(a) => go!(a),
+                Launch::TrustExtend(a) => go!(a),
             }
             Ok(())
         }

@@ -343,6 +343,9 @@ unsafe fn run_thread(launch: &Launch, gid: usize) {
             Launch::WriteExtensions(a) => entry::write_extensions(a, gid),
             Launch::PivotSegments(a) => entry::pivot_segments(a, gid),
             Launch::CountLeaves(a) => entry::count_leaves(a, gid),
+            Launch::TrustSimilarity(a) => entry::trust_similarity(a, gid),
+            Launch::TrustOneHop(a) => entry::trust_one_hop(a, gid),
+            Launch::TrustExtend(a) => entry::trust_extend(a, gid),
             Launch::MarkSteps(_) | Launch::ExtendWarp(_) => {
                 unreachable!("warp kernels run per warp")
             }

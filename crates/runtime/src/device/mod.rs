@@ -42,6 +42,7 @@ unsafe impl Pod for u8 {}
 unsafe impl Pod for u16 {}
 unsafe impl Pod for u32 {}
 unsafe impl Pod for u64 {}
+unsafe impl Pod for f32 {}
 unsafe impl Pod for gpsense_kernels::filter::Need {}
 unsafe impl Pod for gpsense_kernels::filter::Incident {}
 unsafe impl Pod for gpsense_kernels::join::Check {}
@@ -72,6 +73,9 @@ pub enum Launch {
     ExtendWarp(abi::ExtendWarpArgs),
     PivotSegments(abi::PivotSegmentsArgs),
     CountLeaves(abi::CountLeavesArgs),
+    TrustSimilarity(abi::TrustSimilarityArgs),
+    TrustOneHop(abi::TrustOneHopArgs),
+    TrustExtend(abi::TrustExtendArgs),
 }
 
 impl Launch {
@@ -94,6 +98,9 @@ impl Launch {
             Launch::ExtendWarp(_) => "extend_warp",
             Launch::PivotSegments(_) => "pivot_segments",
             Launch::CountLeaves(_) => "count_leaves",
+            Launch::TrustSimilarity(_) => "trust_similarity",
+            Launch::TrustOneHop(_) => "trust_one_hop",
+            Launch::TrustExtend(_) => "trust_extend",
         };
         abi::KERNELS
             .iter()

@@ -1,0 +1,513 @@
+//! TruST on a device: the three phases as launches of the `trust_*` kernels through the runtime's
+//! [`Device`] (the GPU through cudarc, or the host emulator that runs the same entry functions on
+//! the CPU), with the same ranked answer as the CPU's.
+//!
+//! Per search (n template nodes, `nd` data nodes, the graph uploaded once per [`TrustDevice`]):
+//! 1. **similarity**: the name index's exact filters pick, per fuzzy template node, the texts that
+//!    can reach the threshold (on the host: an inverted index, no per-pair work); their code points
+//!    go up in one upload, `trust_similarity` verifies them (a launch per node and chunk), and one
+//!    read brings the similarities back; the host keeps each node's best text and uploads `S`;
+//! 2. **one-hop**: `trust_one_hop` over the `nd x n` table in chunks of [`CHUNK`] pairs (scratch
+//!    per pair), then one read of `OH` (the host needs it for the beam's seeds and the answer);
+//! 3. **traversal**: per level, one upload (branches, their scores, the level's links and seeds),
+//!    one `trust_extend` launch (a thread per branch keeps its best `beam` children by
+//!    `ChildKey`, through the very function the CPU's beam calls), one read of the children; the
+//!    host merges them as the CPU does (`search::select`).
+//!
+//! So a search makes 1 + n reads (plus one per one-hop chunk with a time limit, so that the limit
+//! is seen while the device works), and its device memory is checked against the memory budget
+//! (and what the device has free) before each phase allocates.
+
+use gpsense_graph::KnowledgeGraph;
+use gpsense_kernels::abi::{
+    DevSlice, GraphArgs, TrustExtendArgs, TrustOneHopArgs, TrustSimilarityArgs,
+};
+use gpsense_kernels::trust::{hop_scratch_len, Scoring};
+use gpsense_kernels::{Dir, GraphView};
+use gpsense_runtime::device::cuda::CudaDevice;
+use gpsense_runtime::device::host::HostDevice;
+use gpsense_runtime::device::memory::query_budget;
+use gpsense_runtime::device::{as_bytes, read, Device, DeviceError, Launch, Pod};
+use gpsense_runtime::DeviceGraph;
+
+use crate::names::{fold, reaches, NameIndex};
+use crate::score::{similarity_table_from, Prepared};
+use crate::search::{seeds_for, select, Beam, Branches, Child};
+use crate::template::{NodeLabel, Template};
+use crate::{Phases, Stop, TrustError};
+
+/// Work-items per launch of the similarity and one-hop kernels: each holds its own scratch
+/// space, so this bounds a launch's scratch memory (about 24 MB for a template node of degree 4).
+pub const CHUNK: usize = 1 << 16;
+
+/// Where `gpsense trust --engine` runs the search.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TrustEngine {
+    /// The GPU when a driver and a device are found (and pass the runtime's self-check), else the
+    /// CPU.
+    #[default]
+    Auto,
+    /// The CPU executor (rayon over the kernel bodies).
+    Cpu,
+    /// An NVIDIA GPU; an error without one.
+    Gpu,
+    /// The device pipeline with every launch run on the CPU by the host emulator.
+    Emulated,
+}
+
+/// The data graph on a device, for TruST searches.
+pub struct TrustDevice<D: Device> {
+    pub(crate) dev: D,
+    graph: DeviceGraph<D>,
+}
+
+impl<D: Device> TrustDevice<D> {
+    /// Uploads `g` to `dev` (or maps it from pinned host memory when it does not fit).
+    pub fn new(dev: D, g: &KnowledgeGraph) -> Result<Self, TrustError> {
+        let graph = DeviceGraph::new(&dev, g)?;
+        Ok(TrustDevice { dev, graph })
+    }
+
+    /// What the device is.
+    pub fn describe(&self) -> String {
+        self.dev.describe()
+    }
+
+    /// The device itself (its counters, free memory).
+    pub fn device(&self) -> &D {
+        &self.dev
+    }
+}
+
+/// The device [`open`] found for an engine choice.
+pub enum Opened {
+    Cpu {
+        /// Why `auto` runs on the CPU (no device: the driver's or the self-check's reason).
+        fallback: Option<String>,
+    },
+    Gpu(Box<TrustDevice<CudaDevice>>),
+    Emulated(Box<TrustDevice<HostDevice>>),
+}
+
+/// Opens what `engine` asks for on `g`: the GPU (checked by the runtime's self-check, then given
+/// the graph), the emulator, or nothing. `gpu` without a usable GPU is an error; `auto` then
+/// falls back to the CPU and says why.
+pub fn open(engine: TrustEngine, g: &KnowledgeGraph) -> Result<Opened, TrustError> {
+    let gpu = || -> Result<TrustDevice<CudaDevice>, TrustError> {
+        let dev = gpsense_runtime::self_check(CudaDevice::open()?)?;
+        TrustDevice::new(dev, g)
+    };
+    Ok(match engine {
+        TrustEngine::Cpu => Opened::Cpu { fallback: None },
+        TrustEngine::Emulated => {
+            Opened::Emulated(Box::new(TrustDevice::new(HostDevice::from_env(), g)?))
+        }
+        TrustEngine::Gpu => Opened::Gpu(Box::new(gpu()?)),
+        TrustEngine::Auto => match gpu() {
+            Ok(d) => Opened::Gpu(Box::new(d)),
+            Err(e) => Opened::Cpu {
+                fallback: Some(e.to_string()),
+            },
+        },
+    })
+}
+
+/// The phases on a device, within a memory budget.
+pub(crate) struct OnDevice<'d, D: Device> {
+    device: &'d TrustDevice<D>,
+    /// Bytes a search may hold on the device at once.
+    budget: u64,
+    /// Bytes the search's tables hold there (`S` and `OH` while they live).
+    tables: u64,
+    sim: Option<D::Buffer>,
+    oh: Option<D::Buffer>,
+}
+
+impl<'d, D: Device> OnDevice<'d, D> {
+    pub(crate) fn new(device: &'d TrustDevice<D>, budget: Option<u64>) -> Result<Self, TrustError> {
+        let free = device.dev.free_memory()?;
+        Ok(OnDevice {
+            device,
+            budget: query_budget(budget.unwrap_or(u64::MAX), free, 0),
+            tables: 0,
+            sim: None,
+            oh: None,
+        })
+    }
+
+    fn dev(&self) -> &D {
+        &self.device.dev
+    }
+
+    fn graph(&self) -> GraphArgs {
+        self.device.graph.args(&self.device.dev)
+    }
+
+    /// Refuses a phase whose buffers, beside the tables, would pass the budget.
+    fn fits(&self, phase: &'static str, bytes: u64) -> Result<(), TrustError> {
+        let total = self.tables.saturating_add(bytes);
+        if total > self.budget {
+            return Err(TrustError::DeviceBudget {
+                phase,
+                bytes: total,
+                budget: self.budget,
+            });
+        }
+        Ok(())
+    }
+
+    /// A buffer holding `pack`'s bytes (one allocation, one upload).
+    fn put(&self, pack: &Pack) -> Result<D::Buffer, TrustError> {
+        let buf = self.dev().alloc_zeroed(pack.bytes.len())?;
+        self.dev().write_bytes(&buf, 0, &pack.bytes)?;
+        Ok(buf)
+    }
+}
+
+/// Arrays packed into one upload, each 16-byte aligned: `(byte offset, elements)` per array.
+#[derive(Default)]
+struct Pack {
+    bytes: Vec<u8>,
+}
+
+impl Pack {
+    fn put<T: Pod>(&mut self, data: &[T]) -> (usize, usize) {
+        let at = self.bytes.len().next_multiple_of(16);
+        self.bytes.resize(at, 0);
+        self.bytes.extend_from_slice(as_bytes(data));
+        (at, data.len())
+    }
+}
+
+/// The kernel-side slice of array `(at, len)` of a buffer at device address `base`.
+fn at(base: u64, (offset, len): (usize, usize)) -> DevSlice {
+    DevSlice {
+        ptr: base + offset as u64,
+        len: len as u64,
+    }
+}
+
+/// Part `start..end` of a slice of `elem`-byte elements.
+fn part(s: DevSlice, elem: usize, start: usize, end: usize) -> DevSlice {
+    DevSlice {
+        ptr: s.ptr + (start * elem) as u64,
+        len: (end - start) as u64,
+    }
+}
+
+/// `chunks` of `0..items`, at most [`CHUNK`] each.
+fn chunks(items: usize, chunk: usize) -> impl Iterator<Item = (usize, usize)> {
+    let chunk = chunk.max(1);
+    (0..items.div_ceil(chunk)).map(move |k| (k * chunk, ((k + 1) * chunk).min(items)))
+}
+
+impl<D: Device> Phases for OnDevice<'_, D> {
+    fn similarity(
+        &mut self,
+        t: &Template,
+        index: &NameIndex,
+        threshold: f32,
+    ) -> Result<Vec<f32>, TrustError> {
+        let nd = index.len();
+        // Per fuzzy node: its folded name and the texts the index's exact filters let through.
+        let jobs: Vec<(Vec<u32>, Vec<u32>)> = t
+            .nodes
+            .iter()
+            .filter_map(|n| match &n.label {
+                NodeLabel::Fuzzy(name) => {
+                    let q = fold(name);
+                    let ids = index.candidates(&q, threshold);
+                    Some((q, ids))
+                }
+                NodeLabel::Any => None,
+            })
+            .collect();
+        let scores = self.verify(&jobs, index, threshold)?;
+        let mut per_job = jobs.iter().zip(scores);
+        let sim = similarity_table_from(t, nd, |_| {
+            let Some(((_, ids), s)) = per_job.next() else {
+                return Vec::new();
+            };
+            let texts: Vec<(u32, f32)> = ids
+                .iter()
+                .zip(s)
+                .map(|(&k, s)| (k, s))
+                .filter(|&(_, s)| reaches(s, threshold))
+                .collect();
+            index.best_per_node(&texts)
+        });
+        let bytes = (sim.len() * 4) as u64;
+        self.fits("the similarity table", bytes)?;
+        let buf = self.dev().alloc_zeroed(sim.len() * 4)?;
+        self.dev().write_bytes(&buf, 0, as_bytes(&sim))?;
+        self.sim = Some(buf);
+        self.tables += bytes;
+        Ok(sim)
+    }
+
+    fn one_hop(
+        &mut self,
+        p: &Prepared,
+        _sim: &[f32],
+        g: &GraphView,
+        scoring: &Scoring,
+        stop: Stop,
+    ) -> Result<Vec<f32>, TrustError> {
+        let nt = p.offsets.len() - 1;
+        let items = g.node_count() * nt;
+        let (fl, ul) = hop_scratch_len(p.max_degree);
+        let chunk = CHUNK.min(items.max(1));
+        let mut pack = Pack::default();
+        let dirs: Vec<u32> = p.dirs.iter().map(|&d| (d == Dir::In) as u32).collect();
+        let tpl = [
+            pack.put(&p.offsets),
+            pack.put(&p.others),
+            pack.put(&dirs),
+            pack.put(&p.relations),
+        ];
+        let scratch = (chunk * fl * 4, chunk * ul * 4);
+        let oh_bytes = items * 4;
+        let need = pack.bytes.len() + scratch.0 + scratch.1 + oh_bytes;
+        self.fits("the one-hop table", need as u64)?;
+        let dev = self.dev();
+        let input = self.put(&pack)?;
+        let scratch_f = dev.alloc_zeroed(scratch.0)?;
+        let scratch_u = dev.alloc_zeroed(scratch.1)?;
+        let out = dev.alloc_zeroed(oh_bytes)?;
+        let base = dev.address(&input);
+        let sim = dev.address(self.sim.as_ref().expect("similarity ran first"));
+        let mut args = TrustOneHopArgs {
+            graph: self.graph(),
+            tpl_offsets: at(base, tpl[0]),
+            tpl_others: at(base, tpl[1]),
+            tpl_dirs: at(base, tpl[2]),
+            tpl_relations: at(base, tpl[3]),
+            sim: DevSlice {
+                ptr: sim,
+                len: items as u64,
+            },
+            alpha: scoring.alpha,
+            relation_weight: scoring.relation_weight,
+            scratch_f: DevSlice {
+                ptr: dev.address(&scratch_f),
+                len: (chunk * fl) as u64,
+            },
+            scratch_f_len: fl as u64,
+            scratch_u: DevSlice {
+                ptr: dev.address(&scratch_u),
+                len: (chunk * ul) as u64,
+            },
+            scratch_u_len: ul as u64,
+            first: 0,
+            out: DevSlice::default(),
+        };
+        let table = DevSlice {
+            ptr: dev.address(&out),
+            len: items as u64,
+        };
+        let timed = stop.deadline.is_some() || stop.cancel.is_some();
+        for (first, end) in chunks(items, chunk) {
+            if stop.hit() {
+                break;
+            }
+            args.first = first as u64;
+            args.out = part(table, 4, first, end);
+            dev.launch(&Launch::TrustOneHop(args), (end - first) as u64)?;
+            if timed {
+                // Wait for the chunk, so that the time limit is seen while the device works.
+                read::<D, u32>(dev, &out, first * 4, 1)?;
+            }
+        }
+        let oh: Vec<f32> = read(dev, &out, 0, items)?;
+        self.oh = Some(out);
+        self.tables += oh_bytes as u64;
+        Ok(oh)
+    }
+
+    fn traverse(&mut self, beam: &Beam, stop: Stop) -> Result<Branches, TrustError> {
+        let width = beam.plan.order.len();
+        let mut branches = Branches::root(width);
+        for level in 0..width {
+            if stop.hit() {
+                break;
+            }
+            let node = beam.plan.order[level];
+            let seeds = seeds_for(beam.plan, level, beam.oh, beam.sim, beam.beam);
+            let children = self.level(beam, &branches, node, level, &seeds)?;
+            branches = select(&branches, children, node, beam.beam);
+            if branches.len() == 0 {
+                break;
+            }
+        }
+        Ok(branches)
+    }
+}
+
+impl<D: Device> OnDevice<'_, D> {
+    /// `trust_similarity` over every job's candidate texts (a launch per job and chunk, one read):
+    /// per job, the similarity of each of its texts.
+    fn verify(
+        &self,
+        jobs: &[(Vec<u32>, Vec<u32>)],
+        index: &NameIndex,
+        threshold: f32,
+    ) -> Result<Vec<Vec<f32>>, TrustError> {
+        let total: usize = jobs.iter().map(|(_, ids)| ids.len()).sum();
+        if total == 0 {
+            return Ok(jobs.iter().map(|_| Vec::new()).collect());
+        }
+        // The candidate texts, packed: job j's item i is text `first[j] + i` of the pack.
+        let (mut chars, mut ends) = (Vec::new(), Vec::with_capacity(total));
+        let mut longest = 0;
+        for (_, ids) in jobs {
+            for &k in ids {
+                let text = index.text(k);
+                longest = longest.max(text.len());
+                chars.extend_from_slice(text);
+                ends.push(chars.len() as u32);
+            }
+        }
+        let mut pack = Pack::default();
+        let (chars_at, ends_at) = (pack.put(&chars), pack.put(&ends));
+        let ids: Vec<u32> = (0..total as u32).collect();
+        let ids_at = pack.put(&ids);
+        let queries: Vec<(usize, usize)> = jobs.iter().map(|(q, _)| pack.put(q)).collect();
+        let row_len = 2 * (longest + 1);
+        let chunk = CHUNK.min(total);
+        let need = pack.bytes.len() + chunk * row_len * 4 + total * 4;
+        self.fits("the name similarities", need as u64)?;
+        let dev = self.dev();
+        let input = self.put(&pack)?;
+        let scratch = dev.alloc_zeroed(chunk * row_len * 4)?;
+        let out = dev.alloc_zeroed(total * 4)?;
+        let base = dev.address(&input);
+        let out_slice = DevSlice {
+            ptr: dev.address(&out),
+            len: total as u64,
+        };
+        let all_ids = at(base, ids_at);
+        let mut first = 0;
+        for ((_, job_ids), query) in jobs.iter().zip(&queries) {
+            let n = job_ids.len();
+            for (s, e) in chunks(n, chunk) {
+                let args = TrustSimilarityArgs {
+                    query: at(base, *query),
+                    ids: all_ids,
+                    chars: at(base, chars_at),
+                    ends: at(base, ends_at),
+                    threshold,
+                    _pad: 0,
+                    scratch: DevSlice {
+                        ptr: dev.address(&scratch),
+                        len: ((e - s) * row_len) as u64,
+                    },
+                    row_len: row_len as u64,
+                    first: (first + s) as u64,
+                    out: part(out_slice, 4, first + s, first + e),
+                };
+                dev.launch(&Launch::TrustSimilarity(args), (e - s) as u64)?;
+            }
+            first += n;
+        }
+        let scores: Vec<f32> = read(dev, &out, 0, total)?;
+        let mut rest = &scores[..];
+        Ok(jobs
+            .iter()
+            .map(|(_, ids)| {
+                let (mine, later) = rest.split_at(ids.len());
+                rest = later;
+                mine.to_vec()
+            })
+            .collect())
+    }
+
+    /// One level of the beam: every branch grown by `node` on the device (one upload, one
+    /// launch, one read), as children for `select`.
+    fn level(
+        &self,
+        beam: &Beam,
+        branches: &Branches,
+        node: usize,
+        level: usize,
+        seeds: &[u32],
+    ) -> Result<Vec<Child>, TrustError> {
+        let (n, keep) = (branches.len(), beam.beam);
+        let links: Vec<u32> = beam.plan.links[level]
+            .iter()
+            .flat_map(|l| [l.other, (l.dir == Dir::In) as u32, l.relation])
+            .collect();
+        let mut pack = Pack::default();
+        let rows_at = pack.put(&branches.rows);
+        let scores_at = pack.put(&branches.scores);
+        let links_at = pack.put(&links);
+        let seeds_at = pack.put(seeds);
+        // Output: per branch its count, then its `keep` nodes, scores and resemblances.
+        let out_words = n + 3 * n * keep;
+        self.fits(
+            "a level of the beam",
+            (pack.bytes.len() + out_words * 4) as u64,
+        )?;
+        let dev = self.dev();
+        let input = self.put(&pack)?;
+        let out = dev.alloc_zeroed(out_words * 4)?;
+        let (base, ob) = (dev.address(&input), dev.address(&out));
+        let words = |start: usize, len: usize| DevSlice {
+            ptr: ob + (start * 4) as u64,
+            len: len as u64,
+        };
+        let tables = (width_of(beam) * beam.g.node_count()) as u64;
+        let table = |b: &Option<D::Buffer>| DevSlice {
+            ptr: dev.address(b.as_ref().expect("tables on the device")),
+            len: tables,
+        };
+        let args = TrustExtendArgs {
+            graph: self.graph(),
+            rows: at(base, rows_at),
+            scores: at(base, scores_at),
+            width: width_of(beam) as u64,
+            branches: n as u64,
+            node: node as u32,
+            _pad: 0,
+            links: DevSlice {
+                ptr: base + links_at.0 as u64,
+                len: (links.len() / 3) as u64,
+            },
+            seeds: at(base, seeds_at),
+            oh: table(&self.oh),
+            sim: table(&self.sim),
+            alpha: beam.scoring.alpha,
+            relation_weight: beam.scoring.relation_weight,
+            keep: keep as u64,
+            out_counts: words(0, n),
+            out_nodes: words(n, n * keep),
+            out_scores: words(n + n * keep, n * keep),
+            out_resembles: words(n + 2 * n * keep, n * keep),
+        };
+        dev.launch(&Launch::TrustExtend(args), n as u64)?;
+        let got: Vec<u32> = read(dev, &out, 0, out_words)?;
+        let mut children = Vec::new();
+        for b in 0..n {
+            for i in 0..(got[b] as usize).min(keep) {
+                let j = b * keep + i;
+                let resembles = got[n + 2 * n * keep + j];
+                children.push((
+                    branches.resembling[b] + resembles,
+                    f32::from_bits(got[n + n * keep + j]),
+                    b as u32,
+                    got[n + j],
+                ));
+            }
+        }
+        Ok(children)
+    }
+}
+
+fn width_of(beam: &Beam) -> usize {
+    beam.plan.order.len()
+}
+
+impl From<DeviceError> for TrustError {
+    fn from(e: DeviceError) -> Self {
+        TrustError::Device(e)
+    }
+}
