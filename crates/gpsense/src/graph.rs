@@ -635,12 +635,14 @@ impl Trust<'_> {
         self
     }
 
-    /// The ranked matchings, best first.
+    /// The ranked matchings, best first: by how many concepts a matching matches by name
+    /// (`resembling`), then by score.
     ///
     /// ```
     /// let graph = gpsense::Graph::embedded()?;
-    /// let a = graph.trust(r#"SELECT * WHERE { dog IsA ?x }"#).run()?;
-    /// assert!(a.matches.windows(2).all(|w| w[0].score >= w[1].score));
+    /// let a = graph.trust(r#"SELECT * WHERE { "chocolate cakes" IsA ?x . ?x HasProperty sweet }"#).run()?;
+    /// let rank = |m: &gpsense::trust::Match| (m.resembling, m.score);
+    /// assert!(a.matches.windows(2).all(|w| rank(&w[0]) >= rank(&w[1])));
     /// # Ok::<(), gpsense::Error>(())
     /// ```
     pub fn run(self) -> Result<gpsense_trust::Answer, Error> {
