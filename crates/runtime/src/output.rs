@@ -125,6 +125,13 @@ impl<'a> Output<'a> {
         false
     }
 
+    /// Records that the time limit cut the match short where the host did not see it: a device's
+    /// kernels stopped on their own clock.
+    pub fn time_out(&self) {
+        self.timed_out.store(true, Ordering::Relaxed);
+        self.stop.store(true, Ordering::Relaxed);
+    }
+
     /// Time left before the deadline (`None`: no deadline).
     pub fn remaining(&self) -> Option<std::time::Duration> {
         self.deadline

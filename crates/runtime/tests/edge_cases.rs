@@ -405,3 +405,53 @@ fn refinement_ends_at_its_fixpoint_and_at_the_time_limit() {
     assert!(report.timed_out);
     assert_eq!(report.filter.after_refine, report.filter.after_filter);
 }
+
+/// A count the device's kernels stop on their own clock is reported as timed out, never as a
+/// smaller complete count: every time limit, whichever phase it lands in, gives either the whole
+/// count or a timed-out answer. (The queued levels once dropped the kernels' flag when every
+/// level still fit its buffer: `0` printed as the complete answer.)
+#[test]
+fn a_device_count_cut_by_the_time_limit_is_never_passed_off_as_complete() {
+    use std::time::Duration;
+    // Five layers of 12 nodes, each node linked to every node of the next layer.
+    let names: Vec<Vec<String>> = (0..5)
+        .map(|l| (0..12).map(|i| format!("n{l}_{i}")).collect())
+        .collect();
+    let mut triples = Vec::new();
+    for l in 0..4 {
+        for a in &names[l] {
+            for b in &names[l + 1] {
+                triples.push((a.as_str(), "r", b.as_str()));
+            }
+        }
+    }
+    let g = graph(&triples);
+    let engine = Engine::new(&g);
+    let q = compile(
+        "SELECT * WHERE { ?a r ?b . ?b r ?c . ?c r ?d . ?d r ?e }",
+        &g,
+    )
+    .unwrap();
+    let full = engine
+        .count(&q, &opts(EngineKind::Emulated, Semantics::Hom))
+        .unwrap();
+    assert_eq!((full.rows, full.timed_out), (12u128.pow(5), false));
+    let mut cut = 0;
+    for micros in (20..4_000).step_by(20) {
+        let o = MatchOptions {
+            timeout: Some(Duration::from_micros(micros)),
+            ..opts(EngineKind::Emulated, Semantics::Hom)
+        };
+        let r = engine.count(&q, &o).unwrap();
+        assert!(
+            r.timed_out || r.rows == full.rows,
+            "{micros} µs: {} matches reported as complete",
+            r.rows
+        );
+        cut += r.timed_out as u32;
+    }
+    assert!(
+        cut > 0,
+        "no time limit cut the count: the test proves nothing"
+    );
+}
