@@ -10,9 +10,9 @@ mod lines;
 mod out;
 mod outputs;
 mod progress;
-mod summary;
 mod rows;
 mod serve;
+mod summary;
 
 /// mimalloc rather than the system allocator: a small query's answer allocates a few hundred small
 /// arrays (candidates, lists, search levels), and glibc's malloc and free were a sixth of HPRD's

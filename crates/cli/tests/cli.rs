@@ -387,7 +387,9 @@ fn match_max_expected_keeps_the_queries_with_small_published_counts() {
     assert_eq!(names, ["query_dense_16_1"]);
     // One count, exact: neither "1 counts" nor "the others stopped" (there are none).
     assert!(
-        err.contains("1 count checked against the expected answers: 0 mismatches, all counted exactly"),
+        err.contains(
+            "1 count checked against the expected answers: 0 mismatches, all counted exactly"
+        ),
         "{err}"
     );
     assert!(err.contains("1 query in "), "{err}");

@@ -90,7 +90,9 @@ fn each_help_mentions_only_options_its_command_has() {
                 command.as_str()
             };
             if !options[owner].contains(&option) {
-                wrong.push(format!("`{command} --help` mentions --{option}, which {owner} lacks"));
+                wrong.push(format!(
+                    "`{command} --help` mentions --{option}, which {owner} lacks"
+                ));
             }
         }
     }
@@ -122,11 +124,23 @@ fn every_argument_is_described() {
 fn query_and_match_group_their_options_under_headings() {
     for command in ["query", "match"] {
         let (help, _) = ok(&[command, "--help"]);
-        for heading in ["Input:", "Output:", "Engine:", "Limits:", "Distributed (timely dataflow):"] {
-            assert!(help.contains(&format!("\n{heading}\n")), "{command}: {heading}\n{help}");
+        for heading in [
+            "Input:",
+            "Output:",
+            "Engine:",
+            "Limits:",
+            "Distributed (timely dataflow):",
+        ] {
+            assert!(
+                help.contains(&format!("\n{heading}\n")),
+                "{command}: {heading}\n{help}"
+            );
         }
         // Only -q and --help stay under the plain heading.
-        let plain = help.split("Options:\n").nth(1).and_then(|o| o.split("\n\n").next());
+        let plain = help
+            .split("Options:\n")
+            .nth(1)
+            .and_then(|o| o.split("\n\n").next());
         assert_eq!(plain.map(|o| o.lines().count()), Some(2), "{help}");
     }
 }
@@ -136,7 +150,9 @@ fn query_and_match_group_their_options_under_headings() {
 fn verbose_is_offered_where_it_says_something() {
     for command in commands() {
         let (help, _) = ok(&[&command, "--help"]);
-        let line = help.lines().find(|l| l.trim_start().starts_with("-v, --verbose"));
+        let line = help
+            .lines()
+            .find(|l| l.trim_start().starts_with("-v, --verbose"));
         let expected = ["query", "match", "serve"].contains(&command.as_str());
         assert_eq!(line.is_some(), expected, "{command}: {help}");
     }

@@ -42,27 +42,48 @@ fn every_engine_and_the_dataflow_summarise_alike() {
         "{timely}"
     );
     // What the cluster did, on its own line, in words that count right.
-    assert!(timely.contains("cluster: 1 process x 1 worker; "), "{timely}");
+    assert!(
+        timely.contains("cluster: 1 process x 1 worker; "),
+        "{timely}"
+    );
     let (_, counted) = ok(&["query", "--workers", "2", "--count", CATS]);
-    assert!(summary(&counted).ends_with("[iso semantics, timely dataflow engine]"), "{counted}");
-    assert!(counted.contains("cluster: 1 process x 2 workers; "), "{counted}");
+    assert!(
+        summary(&counted).ends_with("[iso semantics, timely dataflow engine]"),
+        "{counted}"
+    );
+    assert!(
+        counted.contains("cluster: 1 process x 2 workers; "),
+        "{counted}"
+    );
     // The full SPARQL evaluator too.
     let optional = "PREFIX c: <gpsense:n/> PREFIX r: <gpsense:r/> \
                     SELECT ?x ?y WHERE { c:cat r:IsA ?x OPTIONAL { ?x r:IsA ?y } } LIMIT 1";
     let (_, full) = ok(&["query", optional]);
     let (answer, engine) = shape(summary(&full));
     assert_eq!(answer, "1 row", "{full}");
-    assert!(engine.starts_with("hom semantics, full SPARQL evaluator"), "{full}");
+    assert!(
+        engine.starts_with("hom semantics, full SPARQL evaluator"),
+        "{full}"
+    );
 }
 
 #[test]
 fn explain_states_the_semantics_once_with_where_they_came_from() {
     let (_, err) = ok(&["query", "--explain", CATS]);
-    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("semantics:")).collect();
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("semantics:"))
+        .collect();
     assert_eq!(lines.len(), 1, "{err}");
-    assert!(lines[0].starts_with("semantics: iso (") && lines[0].ends_with("; the default"), "{err}");
+    assert!(
+        lines[0].starts_with("semantics: iso (") && lines[0].ends_with("; the default"),
+        "{err}"
+    );
     let (_, err) = ok(&["query", "--explain", "--semantics", "hom", CATS]);
-    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("semantics:")).collect();
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("semantics:"))
+        .collect();
     assert_eq!(lines.len(), 1, "{err}");
     assert!(lines[0].ends_with("; from --semantics"), "{err}");
 }
@@ -81,15 +102,30 @@ fn errors_in_a_query_file_count_the_files_lines() {
     let file = file.display().to_string();
     let (code, _, err) = run_with(&[], &["query", "-q", "-f", &file], Stdio::null());
     assert_eq!(code, Some(1), "{err}");
-    assert!(err.contains("error: query 2: line 8, column 17: unknown concept"), "{err}");
-    assert!(err.contains("\n8 |   ?x AtLocation qqqqqqqqqqqq }\n"), "{err}");
-    assert!(err.contains("error: query 3: line 9, column 22: unknown relation"), "{err}");
-    assert!(err.contains("\n9 | SELECT ?x WHERE { ?x IsAA animal }\n"), "{err}");
+    assert!(
+        err.contains("error: query 2: line 8, column 17: unknown concept"),
+        "{err}"
+    );
+    assert!(
+        err.contains("\n8 |   ?x AtLocation qqqqqqqqqqqq }\n"),
+        "{err}"
+    );
+    assert!(
+        err.contains("error: query 3: line 9, column 22: unknown relation"),
+        "{err}"
+    );
+    assert!(
+        err.contains("\n9 | SELECT ?x WHERE { ?x IsAA animal }\n"),
+        "{err}"
+    );
     // A file holding one query, after blank lines: the same lines.
     let one = dir.path().join("one.rq");
     std::fs::write(&one, "\n\nSELECT ?x WHERE {\n ?x IsA qqqqqqqqqqqq }\n").expect("write");
     let err = fails(&["query", "-f", &one.display().to_string()]);
-    assert!(err.contains("error: line 4, column 9: unknown concept"), "{err}");
+    assert!(
+        err.contains("error: line 4, column 9: unknown concept"),
+        "{err}"
+    );
     assert!(err.contains("\n4 |  ?x IsA qqqqqqqqqqqq }\n"), "{err}");
 }
 
@@ -114,13 +150,28 @@ fn an_unknown_word_on_wordnet_without_lemmas_names_its_synsets() {
     let graph = dir.path().join("wn.gps").display().to_string();
     let (n, e) = (nodes.display().to_string(), edges.display().to_string());
     ok(&["ingest", &n, &e, "-o", &graph]);
-    let err = fails(&["query", "--graph", &graph, "SELECT ?x WHERE { dog hypernym ?x }"]);
+    let err = fails(&[
+        "query",
+        "--graph",
+        &graph,
+        "SELECT ?x WHERE { dog hypernym ?x }",
+    ]);
     assert!(
-        err.contains("unknown concept \"dog\"; did you mean \"dog/02084071-n\", \"dog/10023039-n\"?"),
+        err.contains(
+            "unknown concept \"dog\"; did you mean \"dog/02084071-n\", \"dog/10023039-n\"?"
+        ),
         "{err}"
     );
-    assert!(err.contains("\nhint: this graph names WordNet synsets `lemma/synset`"), "{err}");
+    assert!(
+        err.contains("\nhint: this graph names WordNet synsets `lemma/synset`"),
+        "{err}"
+    );
     assert!(err.contains("wn30_synset.lemmas.tsv.gz"), "{err}");
     // The synset's own name answers.
-    ok(&["query", "--graph", &graph, "SELECT ?x WHERE { dog/02084071-n hypernym ?x }"]);
+    ok(&[
+        "query",
+        "--graph",
+        &graph,
+        "SELECT ?x WHERE { dog/02084071-n hypernym ?x }",
+    ]);
 }

@@ -459,7 +459,10 @@ fn timed_out(me: &Me, links: &Links, strangers: usize, silent: usize) -> DistErr
     match strangers {
         0 => {}
         1 => refused += "; 1 connection that was not a process of this cluster was dropped",
-        n => refused += &format!("; {n} connections that were not processes of this cluster were dropped"),
+        n => {
+            refused +=
+                &format!("; {n} connections that were not processes of this cluster were dropped")
+        }
     }
     match silent {
         0 => {}

@@ -75,7 +75,13 @@ pub fn run(args: Args) -> Result<()> {
             twins += s.twins;
             with_stats += 1;
         }
-        line.push_str(&check(expected.as_ref(), &name, &counted, &mut tally, &mut unnamed));
+        line.push_str(&check(
+            expected.as_ref(),
+            &name,
+            &counted,
+            &mut tally,
+            &mut unnamed,
+        ));
         crate::out::print(format_args!("{line}\n"))?;
     }
     let place = format!("data graph loaded once in {}", millis(loaded.load_time));
@@ -293,7 +299,13 @@ fn run_distributed(args: &Args, d: &super::distributed::DistArgs) -> Result<()> 
             timed_out: report.timed_out,
         };
         let mut line = counted.line(&name, &mut tally);
-        line.push_str(&check(expected.as_ref(), &name, &counted, &mut tally, &mut unnamed));
+        line.push_str(&check(
+            expected.as_ref(),
+            &name,
+            &counted,
+            &mut tally,
+            &mut unnamed,
+        ));
         crate::out::print(format_args!("{line}\n"))?;
     }
     if !printed {

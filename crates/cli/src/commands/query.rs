@@ -119,9 +119,8 @@ fn run_several(
 /// A query's error with its positions counted in the file's (or the argument's) lines, the query
 /// starting on line `first`; any other error as it is.
 fn in_file(e: anyhow::Error, first: usize) -> anyhow::Error {
-    let query_error = e.is::<gpsense::Error>()
-        || e.is::<gpsense::sparql::SparqlError>()
-        || e.is::<Hinted>();
+    let query_error =
+        e.is::<gpsense::Error>() || e.is::<gpsense::sparql::SparqlError>() || e.is::<Hinted>();
     match crate::lines::in_file(&format!("{e:#}"), first) {
         Some(moved) if query_error => anyhow::anyhow!(moved),
         _ => e,
