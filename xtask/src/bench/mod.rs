@@ -42,8 +42,9 @@ use text::Sem;
 
 #[derive(Args, Debug, Clone)]
 pub struct BenchArgs {
-    /// A small subset (2-3 queries per workload, 1 s limit) that finishes in under two minutes;
-    /// written to target/bench/quick/ so that it never replaces a full report.
+    /// The harness's smoke test: 2-3 queries per workload, 1 s limit, the peers on the smallest
+    /// graph of each kind only; written to target/bench/quick/ so that it never replaces a full
+    /// report.
     #[arg(long)]
     pub quick: bool,
     /// Time limit per query and engine, in seconds [default: 60, or 1 with --quick].
