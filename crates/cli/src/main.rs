@@ -110,7 +110,7 @@ enum Command {
         #[arg(long, help_heading = help::OUTPUT)]
         force: bool,
     },
-    /// Answer a query (SPARQL basic graph pattern) on a graph, e.g.
+    /// Answer a query (standard SPARQL 1.1, or the short dialect of bare words) on a graph, e.g.
     /// `gpsense query 'SELECT ?x WHERE { ?x IsA animal . ?x AtLocation home }'`.
     Query {
         /// The query text (or use -f FILE).

@@ -175,3 +175,31 @@ fn an_unknown_word_on_wordnet_without_lemmas_names_its_synsets() {
         "SELECT ?x WHERE { dog/02084071-n hypernym ?x }",
     ]);
 }
+
+/// Counts of one take the singular, in the ingest summary and in `--explain`'s plan.
+#[test]
+fn one_is_singular() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let tsv = dir.path().join("one.tsv");
+    std::fs::write(&tsv, "cat\tIsA\tanimal\n").expect("write");
+    let graph = dir.path().join("one.gps").display().to_string();
+    let (out, _) = ok(&["ingest", &tsv.display().to_string(), "-o", &graph]);
+    assert!(out.contains(": 2 nodes, 1 edge, 1 relation; "), "{out}");
+    let q = "SELECT ?x WHERE { cat IsA ?x . ?x IsA animal }";
+    let (_, err) = ok(&["query", "--explain", "--engine", "dfs", q]);
+    assert!(
+        err.contains("query graph: 3 nodes (1 variable), 2 edges, 0 edge variables"),
+        "{err}"
+    );
+    assert!(
+        err.contains("?x: 1 edge to earlier nodes, covers 1 more edge, ~34 candidates"),
+        "{err}"
+    );
+    assert!(
+        err.contains("animal: concept, 1 candidate; 1 edge to earlier nodes"),
+        "{err}"
+    );
+    for wrong in ["(s)", " 1 candidates", " 1 edges", " 1 variables"] {
+        assert!(!err.contains(wrong), "{wrong}: {err}");
+    }
+}
