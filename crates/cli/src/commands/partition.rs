@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use gpsense::fmt::{bytes, millis, thousands};
+use gpsense::fmt::{bytes, millis};
 use gpsense_dist::write_parts_with;
 
 use crate::graph_source;
