@@ -3,6 +3,18 @@
 //! line); a file of queries holds several, so the CLI moves those numbers by where the query
 //! starts, and every line number it prints is a line of the file.
 
+/// A query error already rendered against the query's text (the dataflow's), for [`in_file`].
+#[derive(Debug)]
+pub struct Rendered(pub String);
+
+impl std::fmt::Display for Rendered {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Rendered {}
+
 /// `rendered` with its positions moved from the query's lines to the file's, the query's line 1
 /// being the file's line `first`: the leading `line L, column C:`, the parser's `at L:C`
 /// (spargebra's), and the quoted source line's gutter. `None` when the text names no position.

@@ -203,3 +203,17 @@ fn one_is_singular() {
         assert!(!err.contains(wrong), "{wrong}: {err}");
     }
 }
+
+/// A query from a file on timely dataflow: its error's lines are the file's too.
+#[test]
+fn a_dataflow_query_error_counts_the_files_lines() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("q.rq");
+    std::fs::write(&file, "\n\nSELECT ?x WHERE {\n ?x IsA qqqqqqqqqqqq }\n").expect("write");
+    let err = fails(&["query", "--workers", "1", "-f", &file.display().to_string()]);
+    assert!(
+        err.contains("error: line 4, column 9: unknown concept"),
+        "{err}"
+    );
+    assert!(err.contains("\n4 |  ?x IsA qqqqqqqqqqqq }\n"), "{err}");
+}

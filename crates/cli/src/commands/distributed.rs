@@ -183,7 +183,7 @@ pub fn query(
 ) -> Result<()> {
     // What the distributed join cannot answer is refused from the text, before the part loads
     // and before any peer is reached.
-    let request = Request::text(text).map_err(|e| anyhow::anyhow!(render_dist(&e, text)))?;
+    let request = Request::text(text).map_err(|e| render_dist(&e, text))?;
     let part = load(graph, d)?;
     let job = Job {
         request,
@@ -219,7 +219,7 @@ pub fn query(
     let cluster = d.cluster()?;
     let mut outcome = gpsense_dist::run(&cluster, vec![part], vec![job], vec![Some(factory)])?;
     let result = outcome.reports.pop().unwrap_or(Ok(None));
-    let report = result.map_err(|e| anyhow::anyhow!(render_dist(&e, text)))?;
+    let report = result.map_err(|e| render_dist(&e, text))?;
     if let Some(e) = failure.lock().ok().and_then(|mut f| f.take()) {
         if e.kind() != io::ErrorKind::BrokenPipe {
             return Err(e).context("cannot write the results");
@@ -271,10 +271,10 @@ pub fn query(
 }
 
 /// A query error with its caret under the offending text, like single-process queries.
-fn render_dist(e: &gpsense_dist::DistError, text: &str) -> String {
+fn render_dist(e: &gpsense_dist::DistError, text: &str) -> anyhow::Error {
     match e {
-        gpsense_dist::DistError::Query(q) => q.render(text),
-        other => other.to_string(),
+        gpsense_dist::DistError::Query(q) => crate::lines::Rendered(q.render(text)).into(),
+        other => anyhow::anyhow!(other.to_string()),
     }
 }
 

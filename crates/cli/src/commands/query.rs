@@ -54,7 +54,8 @@ pub fn run(args: Args) -> Result<()> {
             &args.options,
             args.semantics_given,
             d,
-        );
+        )
+        .map_err(|e| in_file(e, line));
     }
     let loaded = graph_source::load_with_base(args.graph.as_deref(), args.base.as_deref())?;
     // A compressed graph (`gpsense compress`) matches on its hyper-nodes, then expands exactly.
@@ -119,8 +120,10 @@ fn run_several(
 /// A query's error with its positions counted in the file's (or the argument's) lines, the query
 /// starting on line `first`; any other error as it is.
 fn in_file(e: anyhow::Error, first: usize) -> anyhow::Error {
-    let query_error =
-        e.is::<gpsense::Error>() || e.is::<gpsense::sparql::SparqlError>() || e.is::<Hinted>();
+    let query_error = e.is::<gpsense::Error>()
+        || e.is::<gpsense::sparql::SparqlError>()
+        || e.is::<Hinted>()
+        || e.is::<crate::lines::Rendered>();
     match crate::lines::in_file(&format!("{e:#}"), first) {
         Some(moved) if query_error => anyhow::anyhow!(moved),
         _ => e,
