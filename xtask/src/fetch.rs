@@ -356,7 +356,7 @@ fn fetch_senticnet(opts: &Options, target: &Path) -> Result<()> {
     let source = work.path().join("senticnet6.py");
     extract_member(&wheel, SENTICNET_MEMBER, &source)?;
     let bytes = fs::read(&source).with_context(|| format!("cannot read {}", source.display()))?;
-    let parsed = senticnet::parse(&bytes).map_err(|e| anyhow!("{SENTICNET_MEMBER}: {e}"))?;
+    let parsed = senticnet::parse(&bytes).map_err(|e| anyhow!("{SENTICNET_MEMBER}: {e:#}"))?;
     let part = partial(&opts.dest, &file_name(target))?;
     let stats = write_triples_gz(&parsed, part.as_file())?;
     part.persist(target)

@@ -1,11 +1,26 @@
-//! `--explain` for a compressed graph (the rest is `gpsense::explain`).
+//! `--explain` for the command line: the facade's report with where the semantics came from, and
+//! what expansion did on a compressed graph.
 
 use gpsense::fmt::{millis, thousands};
 use gpsense::Matcher;
-use gpsense_runtime::ExpansionStats;
+use gpsense_graph::KnowledgeGraph;
+use gpsense_planner::QueryGraph;
+use gpsense_runtime::{ExpansionStats, MatchReport};
 
-pub use gpsense::explain::report;
-
+/// `gpsense::explain::report`, its `semantics:` line followed by `source` (where they came from:
+/// `--semantics`, the default, the query's own), so the semantics are said once, with the reason.
+pub fn report(q: &QueryGraph, g: &KnowledgeGraph, r: &MatchReport, source: &str) -> String {
+    let text = gpsense::explain::report(q, g, r);
+    let mut out = String::with_capacity(text.len() + source.len() + 4);
+    for line in text.lines() {
+        out.push_str(line);
+        if line.starts_with("semantics: ") {
+            out.push_str(&format!("; {source}"));
+        }
+        out.push('\n');
+    }
+    out
+}
 /// For a compressed graph: its size against the original's, and what expansion did.
 pub fn expansion(m: &Matcher, expansion: &ExpansionStats) -> String {
     let Some(c) = m.compressed() else {

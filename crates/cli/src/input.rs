@@ -188,9 +188,13 @@ impl Queries {
         Ok(())
     }
 
-    /// Hands out the query read so far, unless it is blank.
+    /// Hands out the query read so far, unless it is blank, from its first non-blank line (so
+    /// that the text's line 1 is the line it is handed out with).
     fn finish_current(&mut self) {
-        let text = std::mem::take(&mut self.current);
+        let mut text = std::mem::take(&mut self.current);
+        let blank = text.len() - text.trim_start().len();
+        let skipped = text[..blank].rfind('\n').map_or(0, |i| i + 1);
+        text.drain(..skipped);
         if let Some(line) = self.first_line.take() {
             self.ready.push_back((line, text));
         }

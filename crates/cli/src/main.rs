@@ -4,12 +4,15 @@
 mod commands;
 mod explain;
 mod graph_source;
+mod help;
 mod input;
+mod lines;
 mod out;
 mod outputs;
 mod progress;
 mod rows;
 mod serve;
+mod summary;
 
 /// mimalloc rather than the system allocator: a small query's answer allocates a few hundred small
 /// arrays (candidates, lists, search levels), and glibc's malloc and free were a sixth of HPRD's
@@ -28,7 +31,7 @@ fn release_freed_memory() {
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, FromArgMatches, Parser, Subcommand};
 use gpsense_graph::export::DumpFormat;
 use gpsense_graph::ingest::{Columns, Format, OnError};
 use gpsense_runtime::{parse_bytes, EngineKind, MatchOptions, Semantics};
@@ -45,11 +48,8 @@ struct Cli {
     #[command(subcommand)]
     command: Command,
     /// Print only results and errors: no summary, note or progress bar on stderr.
-    #[arg(short, long, global = true, conflicts_with = "verbose")]
-    quiet: bool,
-    /// Also print notes, such as why `--engine auto` runs on the CPU.
     #[arg(short, long, global = true)]
-    verbose: bool,
+    quiet: bool,
 }
 
 #[derive(Subcommand)]
@@ -59,19 +59,22 @@ enum Command {
         /// A snapshot (.gps) or any file `ingest` reads.
         graph: Option<PathBuf>,
         /// Same as the positional argument.
-        #[arg(long = "graph", conflicts_with = "graph")]
+        #[arg(long = "graph", value_name = "GRAPH", conflicts_with = "graph", help_heading = help::INPUT)]
         graph_flag: Option<PathBuf>,
-        /// How many relations to list.
-        #[arg(long, default_value_t = 40)]
+        /// How many relations to list, most edges first.
+        #[arg(long, default_value_t = 40, help_heading = help::OUTPUT)]
         top: usize,
     },
     /// Read triples files (ConceptNet dump, TSV, CSV, WordNet, benchmark format, N-Triples, N-Quads,
     /// Turtle, TriG, RDF/XML, KGTK; .gz too) into a snapshot.
+    #[command(next_help_heading = help::INPUT)]
     Ingest {
+        /// The files to read into one graph (a name in several files is one node); each may be
+        /// gzip-compressed (.gz).
         #[arg(required = true)]
         inputs: Vec<PathBuf>,
         /// The snapshot to write (written to a temporary file, then renamed into place).
-        #[arg(short, long)]
+        #[arg(short, long, help_heading = help::OUTPUT)]
         output: PathBuf,
         /// Input format, detected from the name and first lines when absent: conceptnet (the
         /// ConceptNet 5 assertions dump), triples (TSV: relation head tail, or head relation tail),
@@ -104,64 +107,70 @@ enum Command {
         max_line_bytes: Option<usize>,
         /// Replace the output even if it is read-only (an output that is an input is always
         /// refused).
-        #[arg(long)]
+        #[arg(long, help_heading = help::OUTPUT)]
         force: bool,
     },
-    /// Answer a query (SPARQL basic graph pattern) on a graph, e.g.
+    /// Answer a query (standard SPARQL 1.1, or the short dialect of bare words) on a graph, e.g.
     /// `gpsense query 'SELECT ?x WHERE { ?x IsA animal . ?x AtLocation home }'`.
     Query {
         /// The query text (or use -f FILE).
         query: Option<String>,
         /// Read the query from a file (`-` for standard input); a file may hold several queries,
-        /// each starting with SELECT, answered in turn.
-        #[arg(short = 'f', long = "file")]
+        /// each starting with SELECT or ASK (or PREFIX, BASE), answered in turn.
+        #[arg(short = 'f', long = "file", help_heading = help::INPUT)]
         file: Option<PathBuf>,
         /// The graph: a snapshot or any file `ingest` reads (default: the embedded ConceptNet-100K).
-        #[arg(long)]
+        #[arg(long, help_heading = help::INPUT)]
         graph: Option<PathBuf>,
         /// The base IRI that relative IRIs resolve against: in the query (standard SPARQL; its own
         /// BASE wins) and in a --graph text file (Turtle, TriG, RDF/XML).
-        #[arg(long, value_name = "IRI")]
+        #[arg(long, value_name = "IRI", help_heading = help::INPUT)]
         base: Option<String>,
         /// Output format of the rows.
-        #[arg(long, default_value = "tsv", value_parser = one_of::<RowFormat>(&ROW_FORMATS))]
+        #[arg(long, default_value = "tsv", value_parser = one_of::<RowFormat>(&ROW_FORMATS), help_heading = help::OUTPUT)]
         format: RowFormat,
-        /// Refuse a disconnected query whose components' match counts multiply beyond this (rows
-        /// without LIMIT; counting is never refused).
-        #[arg(long, default_value_t = 1_000_000_000)]
-        max_cartesian: u64,
         /// Print only the number of matches (counted without materialising them).
-        #[arg(long)]
+        #[arg(long, help_heading = help::OUTPUT)]
         count: bool,
         /// Print the semantics, plan, candidate sizes per phase and time per phase on stderr.
-        #[arg(long)]
+        #[arg(long, help_heading = help::OUTPUT)]
         explain: bool,
+        /// Also print notes on stderr: which engine `auto` chose and why, or why it runs on the CPU.
+        #[arg(short, long, conflicts_with = "quiet", help_heading = help::OUTPUT)]
+        verbose: bool,
         #[command(flatten)]
         matching: MatchArgs,
+        /// Refuse a disconnected query whose components' match counts multiply beyond this (rows
+        /// without LIMIT; counting is never refused).
+        #[arg(long, default_value_t = 1_000_000_000, help_heading = help::LIMITS)]
+        max_cartesian: u64,
     },
     /// Subgraph-matching benchmark format: count the embeddings of each query in a data graph and
     /// print `name<TAB>count<TAB>milliseconds`.
     Match {
         /// The data graph (.graph file or snapshot).
-        #[arg(long)]
+        #[arg(long, help_heading = help::INPUT)]
         data: PathBuf,
         /// Query files or directories of .graph files.
-        #[arg(long = "query", required = true, num_args = 1..)]
+        #[arg(long = "query", required = true, num_args = 1.., help_heading = help::INPUT)]
         queries: Vec<PathBuf>,
         /// Expected counts (`name:count` or `name count` lines) to check against.
-        #[arg(long)]
+        #[arg(long, help_heading = help::INPUT)]
         expected: Option<PathBuf>,
         /// Only the queries whose expected count (in --expected) is at most N, e.g. yeast's queries
         /// with a published count of at most 1e8.
-        #[arg(long, requires = "expected", value_name = "N")]
+        #[arg(long, requires = "expected", value_name = "N", help_heading = help::INPUT)]
         max_expected: Option<u64>,
         /// Accepted for symmetry with `query`: `match` always prints counts.
         #[arg(long, hide = true)]
         count: bool,
         /// Add the dfs engine's search counters to each line (`nodes=N backjumps=N twins=N`) and their
         /// totals: a machine-independent measure for comparing search variants.
-        #[arg(long)]
+        #[arg(long, help_heading = help::OUTPUT)]
         search_stats: bool,
+        /// Also print notes on stderr: why `--engine auto` runs on the CPU, or which GPU it uses.
+        #[arg(short, long, conflicts_with = "quiet", help_heading = help::OUTPUT)]
+        verbose: bool,
         #[command(flatten)]
         matching: MatchArgs,
     },
@@ -174,24 +183,30 @@ enum Command {
     Compress(commands::compress::CompressArgs),
     /// A SPARQL 1.1 Protocol endpoint at /query (JSON, XML, CSV, TSV results), e.g.
     /// `gpsense serve --graph graph.gps --bind 127.0.0.1:7878`.
-    Serve(serve::ServeArgs),
+    Serve {
+        #[command(flatten)]
+        args: serve::ServeArgs,
+        /// Also log each request on stderr: its status, time and the start of its query.
+        #[arg(short, long, conflicts_with = "quiet")]
+        verbose: bool,
+    },
     /// Write a graph back out as N-Triples or TSV, which `ingest` reads into the same graph (names,
     /// relations, edges; TSV also weights), e.g. `gpsense dump graph.gps --format nt > graph.nt`.
     Dump {
         /// A snapshot (.gps) or any file `ingest` reads (default: the embedded ConceptNet-100K).
         graph: Option<PathBuf>,
         /// Same as the positional argument.
-        #[arg(long = "graph", conflicts_with = "graph")]
+        #[arg(long = "graph", value_name = "GRAPH", conflicts_with = "graph", help_heading = help::INPUT)]
         graph_flag: Option<PathBuf>,
         /// nt (N-Triples; plain names as <gpsense:n/…>, relations as <gpsense:r/…> IRIs) or tsv
         /// (head relation tail [weight]); by default from the -o file's extension.
-        #[arg(long, value_parser = one_of::<DumpFormat>(&["nt", "tsv"]))]
+        #[arg(long, value_parser = one_of::<DumpFormat>(&["nt", "tsv"]), help_heading = help::OUTPUT)]
         format: Option<DumpFormat>,
         /// Write to this file (atomically) instead of standard output.
-        #[arg(short, long)]
+        #[arg(short, long, help_heading = help::OUTPUT)]
         output: Option<PathBuf>,
         /// Replace the output even if it is read-only (the graph itself is always refused).
-        #[arg(long, requires = "output")]
+        #[arg(long, requires = "output", help_heading = help::OUTPUT)]
         force: bool,
     },
     /// Cut a graph by node into one part file per process of a distributed run
@@ -200,22 +215,24 @@ enum Command {
         /// A snapshot (.gps) or any file `ingest` reads (default: the embedded ConceptNet-100K).
         graph: Option<PathBuf>,
         /// Same as the positional argument.
-        #[arg(long = "graph", conflicts_with = "graph")]
+        #[arg(long = "graph", value_name = "GRAPH", conflicts_with = "graph", help_heading = help::INPUT)]
         graph_flag: Option<PathBuf>,
         /// How many parts (one per process), 1 to 1024.
-        #[arg(short = 'n', long = "parts", value_parser = commands::partition::parse_parts)]
+        #[arg(short = 'n', long = "parts", value_parser = commands::partition::parse_parts, help_heading = help::OUTPUT)]
         parts: u32,
         /// The directory to write the parts into (created if needed).
-        #[arg(short, long)]
+        #[arg(short, long, help_heading = help::OUTPUT)]
         output: PathBuf,
         /// Replace parts even if they are read-only (the graph itself is always refused).
-        #[arg(long)]
+        #[arg(long, help_heading = help::OUTPUT)]
         force: bool,
     },
 }
 
-/// Options shared by `query` and `match`.
+/// Options shared by `query` and `match`. The help texts are `query`'s; [`help::command`] gives
+/// `match` its own where they differ.
 #[derive(Args)]
+#[command(next_help_heading = help::ENGINE)]
 struct MatchArgs {
     /// iso: subgraph isomorphism (injective over all query nodes, concepts included; non-induced).
     /// hom: homomorphism, as SPARQL (query nodes may share a data node). Default: iso, except for
@@ -223,22 +240,15 @@ struct MatchArgs {
     /// every two nodes differ).
     #[arg(long, value_parser = one_of::<Semantics>(&["iso", "hom"]))]
     semantics: Option<Semantics>,
-    /// Engine: auto (the GPU if present, else dfs), dfs (candidate space and DAF-style search with failing sets, on every core), kernels (the
-    /// GPU-shaped GpSense join on the CPU executor), gpu (NVIDIA GPU), emulated (the GPU pipeline with
-    /// every kernel launch run on the CPU).
+    /// auto (the GPU if present, else dfs), dfs (candidate space and DAF-style search with failing
+    /// sets, on every core), kernels (the GPU-shaped GpSense join on the CPU executor), gpu (NVIDIA
+    /// GPU), emulated (the GPU pipeline with every kernel launch run on the CPU).
     #[arg(
         long,
         default_value = "auto",
         value_parser = one_of::<EngineKind>(&["auto", "dfs", "kernels", "gpu", "emulated"])
     )]
     engine: EngineKind,
-    /// Stop after N rows (or N matches with --count).
-    #[arg(long)]
-    limit: Option<u64>,
-    /// Memory the join may use for partial matches before it works in batches (e.g. 512M, 4G), at
-    /// most this machine's memory. Default: a quarter of RAM.
-    #[arg(long, value_parser = parse_memory_budget)]
-    memory_budget: Option<u64>,
     /// Refinement rounds after filtering (the paper's best: 1), 0 to 100. Refinement also ends at
     /// its fixpoint and at the time limit.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(0..=MAX_REFINE_ROUNDS))]
@@ -246,28 +256,35 @@ struct MatchArgs {
     /// Worker threads (default: all cores; at most 4 per core).
     #[arg(long, value_parser = parse_threads)]
     threads: Option<usize>,
+    /// Stop after N rows (with --count: after N matches).
+    #[arg(long, help_heading = help::LIMITS)]
+    limit: Option<u64>,
+    /// Memory the join may use for partial matches before it works in batches (e.g. 512M, 4G), at
+    /// most this machine's memory. Default: a quarter of RAM.
+    #[arg(long, value_parser = parse_memory_budget, help_heading = help::LIMITS)]
+    memory_budget: Option<u64>,
     /// Stop each query after this many milliseconds (at most a week), reporting what was found by
     /// then as timed out (exit status 3).
-    #[arg(long, value_parser = parse_timeout_ms)]
+    #[arg(long, value_parser = parse_timeout_ms, help_heading = help::LIMITS)]
     timeout_ms: Option<u64>,
-    /// Match on timely dataflow: worker threads in this process (with --processes, across
-    /// processes, each holding one part of a `gpsense partition` directory given as --graph/--data).
-    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=256))]
+    /// Worker threads in this process; with --processes, across processes, each holding one part
+    /// of a `gpsense partition` directory given as --graph.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=256), help_heading = help::DISTRIBUTED)]
     workers: Option<u16>,
     /// Processes of the timely cluster (timely's -n); needs --process and --hostfile.
-    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024), help_heading = help::DISTRIBUTED)]
     processes: Option<u16>,
     /// This process's index, from 0 (timely's -p).
-    #[arg(long, requires = "processes")]
+    #[arg(long, requires = "processes", help_heading = help::DISTRIBUTED)]
     process: Option<u16>,
     /// One host:port line per process (timely's -h).
-    #[arg(long, requires = "processes")]
+    #[arg(long, requires = "processes", help_heading = help::DISTRIBUTED)]
     hostfile: Option<PathBuf>,
     /// Seeds each worker starts per batch (batches bound each worker's memory).
-    #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u32).range(1..), help_heading = help::DISTRIBUTED)]
     batch: u32,
     /// Seconds to wait for every process of the cluster to connect (1 to 3600).
-    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600), help_heading = help::DISTRIBUTED)]
     connect_timeout_s: u64,
 }
 
@@ -421,13 +438,19 @@ where
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::from_arg_matches(&help::command().get_matches()).unwrap_or_else(|e| e.exit());
     // The server handles SIGINT and SIGTERM itself (a graceful stop) and writes no snapshot; the
     // handlers here would be chained behind its own and end the process at once.
-    if !matches!(cli.command, Command::Serve(_)) {
+    if !matches!(cli.command, Command::Serve { .. }) {
         gpsense_graph::snapshot::signals::remove_temporaries_on_signals();
     }
-    out::set_level(cli.quiet, cli.verbose);
+    let verbose = match &cli.command {
+        Command::Query { verbose, .. }
+        | Command::Match { verbose, .. }
+        | Command::Serve { verbose, .. } => *verbose,
+        _ => false,
+    };
+    out::set_level(cli.quiet, verbose);
     let threads = match &cli.command {
         Command::Query { matching, .. } | Command::Match { matching, .. } => matching.threads,
         _ => None,
@@ -477,6 +500,7 @@ fn main() -> ExitCode {
             count,
             explain,
             matching,
+            verbose: _,
         } => commands::query::run(commands::query::Args {
             graph,
             base,
@@ -501,6 +525,7 @@ fn main() -> ExitCode {
             count: _,
             search_stats,
             matching,
+            verbose: _,
         } => commands::match_cmd::run(commands::match_cmd::Args {
             data,
             queries,
@@ -512,7 +537,7 @@ fn main() -> ExitCode {
         }),
         Command::Trust(args) => commands::trust::run(args),
         Command::Compress(args) => commands::compress::run(args),
-        Command::Serve(args) => serve::run(args),
+        Command::Serve { args, .. } => serve::run(args),
         Command::Dump {
             graph,
             graph_flag,

@@ -268,10 +268,11 @@ fn match_expected_file_naming_no_query_fails() {
     std::fs::write(&one, "query_dense_16_1:3\n").unwrap();
     let (_, err) = ok(&[&base[..], &[one.to_str().unwrap()]].concat());
     assert!(
-        err.contains("1 of 2 queries have no expected count") && err.contains("query_dense_16_2"),
+        err.contains("1 of 2 queries has no expected count") && err.contains("query_dense_16_2"),
         "{err}"
     );
-    assert!(err.contains("1 counts checked"), "{err}");
+    // Plurals follow the numbers.
+    assert!(err.contains("1 count checked"), "{err}");
 }
 
 /// A malformed line's error names the remedy of the command at hand: `ingest` has `--on-error`,
@@ -348,7 +349,7 @@ fn match_answers_the_hprd_suite() {
     assert_eq!(lines[0][..2], ["query_dense_16_1", "3"]);
     assert_eq!(lines[1][..2], ["query_dense_16_2", "80"]);
     assert!(
-        err.contains("2 counts checked against the expected answers, 0 mismatches"),
+        err.contains("2 counts checked against the expected answers: 0 mismatches"),
         "{err}"
     );
 }
@@ -384,8 +385,14 @@ fn match_max_expected_keeps_the_queries_with_small_published_counts() {
         .map(|l| l.split('\t').next().unwrap_or(""))
         .collect();
     assert_eq!(names, ["query_dense_16_1"]);
-    assert!(err.contains("1 counts checked"), "{err}");
-    assert!(err.contains("1 counted exactly"), "{err}");
+    // One count, exact: neither "1 counts" nor "the others stopped" (there are none).
+    assert!(
+        err.contains(
+            "1 count checked against the expected answers: 0 mismatches, all counted exactly"
+        ),
+        "{err}"
+    );
+    assert!(err.contains("1 query in "), "{err}");
 }
 
 /// The time limit stops the GPU pipeline inside a long join level (its warps read a clock), not

@@ -456,17 +456,27 @@ fn timed_out(me: &Me, links: &Links, strangers: usize, silent: usize) -> DistErr
         .map(|j| format!("{j} ({})", c.hosts[j]))
         .collect();
     let mut refused = String::new();
-    if strangers > 0 {
-        refused += &format!(
-            "; {strangers} connection(s) that were not processes of this cluster were dropped"
-        );
+    match strangers {
+        0 => {}
+        1 => refused += "; 1 connection that was not a process of this cluster was dropped",
+        n => {
+            refused +=
+                &format!("; {n} connections that were not processes of this cluster were dropped")
+        }
     }
-    if silent > 0 {
-        refused += &format!("; {silent} connection(s) sent no handshake");
+    match silent {
+        0 => {}
+        1 => refused += "; 1 connection sent no handshake",
+        n => refused += &format!("; {n} connections sent no handshake"),
     }
+    let (whom, started) = if missing.len() == 1 {
+        ("process", "is it started")
+    } else {
+        ("processes", "are they started")
+    };
     DistError::Peer(format!(
-        "process {}: no connection from process(es) {} within {:.0?} (are they started, with the \
-         same --hostfile? a process that failed to start says why in its own error){refused}",
+        "process {}: no connection from {whom} {} within {:.0?} ({started}, with the same \
+         --hostfile? a process that failed to start says why in its own error){refused}",
         c.process,
         missing.join(", "),
         c.connect_timeout

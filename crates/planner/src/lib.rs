@@ -32,3 +32,9 @@ pub use sparql::{prepare, prepare_bgp, Dialect, Form, OrderKey, Prepared, RowFil
 pub use suggest::nearest_names;
 pub use suggest::{concept_names, relations_near};
 pub use vocabulary::Vocabulary;
+
+/// `1 edge`, `2 edges`: a count in the words of plans and query descriptions (`--explain`).
+pub fn counted(n: impl Into<u128>, one: &str, many: &str) -> String {
+    let n = n.into();
+    format!("{n} {}", if n == 1 { one } else { many })
+}

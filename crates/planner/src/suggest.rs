@@ -29,14 +29,43 @@ pub fn relations_near(g: &gpsense_graph::KnowledgeGraph, name: &str, limit: usiz
 
 /// Up to `limit` concept names of `g` nearest to `name`: node names and aliases (WordNet's lemmas),
 /// a node's popularity its degree, an alias's the summed degrees of its nodes.
+///
+/// Names that are `name` followed by `/` and a qualifier come first, most popular first: WordNet
+/// loaded without its lemma table names the synsets of `dog` only `dog/02084071-n` and so on, a
+/// few edits too far for the nearest names to find them.
 pub fn concept_names(g: &gpsense_graph::KnowledgeGraph, name: &str, limit: usize) -> Vec<String> {
+    let mut qualified: Vec<(&str, u64)> = g
+        .nodes()
+        .iter()
+        .filter(|(_, n)| qualifies(n, name))
+        .map(|(id, n)| (n, g.degree(id) as u64))
+        .collect();
+    qualified.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let mut out: Vec<String> = qualified
+        .into_iter()
+        .take(limit)
+        .map(|(n, _)| n.to_owned())
+        .collect();
     let nodes = g.nodes().iter().map(|(id, n)| (n, g.degree(id) as u64));
     let aliases = g
         .aliases()
         .iter()
         .filter(|(n, _)| g.node_id(n).is_none())
         .map(|(n, vs)| (n, vs.iter().map(|&v| g.degree(v) as u64).sum()));
-    nearest(name, nodes.chain(aliases), limit)
+    for near in nearest(name, nodes.chain(aliases), limit) {
+        if out.len() < limit && !out.contains(&near) {
+            out.push(near);
+        }
+    }
+    out
+}
+
+/// Whether `candidate` is `name/` followed by a qualifier (`dog/02084071-n`, `dog/n`).
+fn qualifies(candidate: &str, name: &str) -> bool {
+    candidate
+        .strip_prefix(name)
+        .and_then(|rest| rest.strip_prefix('/'))
+        .is_some_and(|q| !q.is_empty())
 }
 
 /// Up to `limit` names from `names` (each with a popularity: degree or frequency, for ties)
@@ -318,6 +347,24 @@ mod tests {
             }
         }
         t[n][m]
+    }
+
+    /// WordNet without its lemma table: `dog` names no node, but `dog/02084071-n` (and the other
+    /// synsets of the word) come first, most connected first, before any merely near name.
+    #[test]
+    fn qualified_names_of_the_word_come_first() {
+        use gpsense_graph::ingest::{ingest_bytes, Format, IngestOptions};
+        let triples = "hypernym\tdog/02084071-n\tcanine/02083346-n\n\
+                       hypernym\tdog/02084071-n\tdomestic_animal/01317541-n\n\
+                       hypernym\tdog/10114209-n\tchap/09908025-n\n\
+                       hypernym\tdoe\tdeer\n\
+                       hypernym\tdogma/06170498-n\tbelief/05941423-n\n";
+        let opts = IngestOptions::default();
+        let (g, _) = ingest_bytes(triples.as_bytes(), Format::Triples, &opts).expect("ingest");
+        let found = concept_names(&g, "dog", 3);
+        assert_eq!(found[..2], ["dog/02084071-n", "dog/10114209-n"]);
+        assert_eq!(found, ["dog/02084071-n", "dog/10114209-n", "doe"]);
+        assert!(!qualifies("dog/", "dog") && !qualifies("dogma/x", "dog"));
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! take the unvisited neighbour of the visited set with the most edges back to it (the strongest
 //! pruning), ties broken by fewer candidates. Concept nodes have one candidate and come first.
 
-use gpsense_planner::{Plan, QueryGraph};
+use gpsense_planner::{counted, Plan, QueryGraph};
 
 /// A plan with the same components as `plan`, reordered for the join, from the number of candidates
 /// of each query node. O(V_q^2 + V_q * E_q).
@@ -29,10 +29,10 @@ pub fn join_order(q: &QueryGraph, plan: &Plan, counts: &[usize]) -> Plan {
         visited[first] = true;
         order.push(first);
         rationale.push(format!(
-            "{}. {}: join start, {} candidates",
+            "{}. {}: join start, {}",
             order.len(),
             q.nodes[first].name,
-            size(first)
+            counted(size(first) as u64, "candidate", "candidates")
         ));
         for _ in 1..members.len() {
             let back = |u: usize| adjacent[u].iter().filter(|&&w| visited[w]).count();
@@ -46,10 +46,11 @@ pub fn join_order(q: &QueryGraph, plan: &Plan, counts: &[usize]) -> Plan {
             visited[next] = true;
             order.push(next);
             rationale.push(format!(
-                "{}. {}: {edges_back} edge(s) back to matched nodes, {} candidates",
+                "{}. {}: {} back to matched nodes, {}",
                 order.len(),
                 q.nodes[next].name,
-                size(next)
+                counted(edges_back as u64, "edge", "edges"),
+                counted(size(next) as u64, "candidate", "candidates")
             ));
         }
     }

@@ -42,8 +42,9 @@ use text::Sem;
 
 #[derive(Args, Debug, Clone)]
 pub struct BenchArgs {
-    /// A small subset (2-3 queries per workload, 1 s limit) that finishes in under two minutes;
-    /// written to target/bench/quick/ so that it never replaces a full report.
+    /// The harness's smoke test: 2-3 queries per workload, 1 s limit, the peers on the smallest
+    /// graph of each kind only; written to target/bench/quick/ so that it never replaces a full
+    /// report.
     #[arg(long)]
     pub quick: bool,
     /// Time limit per query and engine, in seconds [default: 60, or 1 with --quick].
@@ -283,6 +284,7 @@ pub fn run(root: &Path, args: &BenchArgs) -> Result<()> {
     if workloads.is_empty() {
         bail!("no workload matches {:?}", args.workloads);
     }
+    let peer_workloads = peer_workloads(&manifest, &workloads, args.quick);
     let mut jobs = Vec::new();
     for w in &workloads {
         let graph = manifest.graph(&w.graph).context("manifest graph")?;
@@ -307,6 +309,9 @@ pub fn run(root: &Path, args: &BenchArgs) -> Result<()> {
                     sem: Sem::Hom,
                 });
             }
+        }
+        if !peer_workloads.contains(&w.name) {
+            continue;
         }
         for &engine in &wanted_peers {
             let sems: &[Sem] = match engine {
@@ -745,6 +750,33 @@ fn command_output(cmd: &str, args: &[&str]) -> String {
         .unwrap_or_default()
 }
 
+/// The workloads the peers run on: all of them, or with `--quick` (the harness's smoke test) the
+/// one with the smallest graph of each kind, benchmark format and knowledge graph. A peer's child
+/// process loads its workload's graph into Python, once per workload, semantics and restart after a
+/// timeout; on every quick workload that made ~60 of the ~80 child processes and most of the time
+/// (networkx, igraph and kuzu loading ConceptNet-100K and WordNet's subgraphs). gpsense's engines
+/// still run everywhere, so every workload and every figure is drawn.
+fn peer_workloads(
+    manifest: &Manifest,
+    workloads: &[&Workload],
+    quick: bool,
+) -> std::collections::BTreeSet<String> {
+    if !quick {
+        return workloads.iter().map(|w| w.name.clone()).collect();
+    }
+    let graph = |w: &Workload| manifest.graph(&w.graph);
+    [true, false]
+        .into_iter()
+        .filter_map(|undirected| {
+            workloads
+                .iter()
+                .filter(|w| graph(w).is_some_and(|g| g.undirected == undirected))
+                .min_by_key(|w| graph(w).map_or(u64::MAX, |g| g.edges))
+                .map(|w| w.name.clone())
+        })
+        .collect()
+}
+
 fn markdown(c: &ReportContext, records: &[Record], summaries: &[report::Summary]) -> String {
     let mut md = String::new();
     let mode = if c.args.quick {
@@ -760,7 +792,8 @@ fn markdown(c: &ReportContext, records: &[Record], summaries: &[report::Summary]
         machine(),
         command_output("rustc", &["-V"]),
         if c.args.quick {
-            "quick subset"
+            "quick subset (the peers on the smallest benchmark-format and knowledge-graph \
+             workloads only)"
         } else {
             "full run"
         },
@@ -1112,5 +1145,68 @@ fn print_headline(summaries: &[report::Summary]) {
                 .unwrap_or_else(|| "-".into()),
             if s.disagree > 0 { "  DISAGREE" } else { "" }
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn graph(key: &str, edges: u64, undirected: bool) -> GraphMeta {
+        GraphMeta {
+            key: key.to_owned(),
+            description: String::new(),
+            nodes: edges,
+            edges,
+            undirected,
+            labelled: undirected,
+            relations: Vec::new(),
+            self_loops: 0,
+            multi_relation_pairs: 0,
+        }
+    }
+
+    fn workload(name: &str, graph: &str) -> Workload {
+        Workload {
+            name: name.to_owned(),
+            title: String::new(),
+            graph: graph.to_owned(),
+            experiment: None,
+            x: None,
+            selection: String::new(),
+            queries: Vec::new(),
+            limit: None,
+        }
+    }
+
+    /// `--quick` runs each peer on the smallest graph of each kind; a full run, everywhere.
+    #[test]
+    fn quick_peers_run_on_the_smallest_graph_of_each_kind() {
+        let manifest = Manifest {
+            quick: true,
+            graphs: vec![
+                graph("hprd", 37_000, true),
+                graph("yeast", 12_000, true),
+                graph("conceptnet", 100_000, false),
+                graph("degree-8", 20_000, false),
+            ],
+            workloads: vec![
+                workload("hprd", "hprd"),
+                workload("yeast-dense_4", "yeast"),
+                workload("common-sense-conceptnet", "conceptnet"),
+                workload("query-size-6", "conceptnet"),
+                workload("degree-8", "degree-8"),
+            ],
+        };
+        let all: Vec<&Workload> = manifest.workloads.iter().collect();
+        let quick = peer_workloads(&manifest, &all, true);
+        assert_eq!(
+            quick.into_iter().collect::<Vec<_>>(),
+            ["degree-8", "yeast-dense_4"]
+        );
+        assert_eq!(peer_workloads(&manifest, &all, false).len(), 5);
+        // A run narrowed to knowledge graphs keeps one of them.
+        let kg: Vec<&Workload> = all[2..4].to_vec();
+        assert_eq!(peer_workloads(&manifest, &kg, true).len(), 1);
     }
 }

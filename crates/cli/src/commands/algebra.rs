@@ -14,7 +14,8 @@ use gpsense_runtime::MatchOptions;
 use spargebra::Query;
 
 use crate::rows::{cell, RowFormat, RowWriter};
-use gpsense::fmt::{millis, thousands};
+use crate::summary::{Answer as Shown, Summary};
+use gpsense::fmt::thousands;
 
 /// What `run` needs from the command line.
 pub struct Settings<'a> {
@@ -60,22 +61,34 @@ pub fn run(matcher: &Matcher, text: &str, query: Query, s: &Settings) -> Result<
             } else {
                 Err(crate::out::NoMatch.into())
             };
-            ((if yes { "yes" } else { "no" }).to_owned(), outcome)
+            let word = if yes { "yes (ASK)" } else { "no (ASK)" };
+            (Shown::YesNo(word.to_owned()), outcome)
         }
         Answer::Solutions { variables, rows } => {
             let header: Vec<String> = variables.iter().map(|v| v.as_str().to_owned()).collect();
-            let n = write_solutions(&header, &counts, rows, s)?;
-            (plural(n, if s.count { "solution" } else { "row" }), Ok(()))
+            let n = u128::from(write_solutions(&header, &counts, rows, s)?);
+            let shown = if s.count {
+                Shown::Matches(n)
+            } else {
+                Shown::Rows(n)
+            };
+            (shown, Ok(()))
         }
         Answer::Graph(triples) => {
             let n = write_triples(triples, s.count)?;
-            (plural(n, "triple"), Ok(()))
+            (Shown::Triples(u128::from(n)), Ok(()))
         }
     };
-    crate::out::note!(
-        "{shown} in {} [standard SPARQL, hom semantics, full evaluator]",
-        millis(start.elapsed())
-    );
+    // The full evaluator runs every pattern as SPARQL does: under homomorphism.
+    let summary = Summary {
+        answer: shown,
+        timed_out: false,
+        limit_reached: false,
+        elapsed: start.elapsed(),
+        semantics: &"hom",
+        engine: &"full SPARQL evaluator (spareval)",
+    };
+    crate::out::note!("{summary}");
     outcome
 }
 
@@ -128,11 +141,6 @@ fn count_columns(query: &Query) -> Vec<String> {
         walk(pattern, &mut Vec::new(), &mut out);
     }
     out
-}
-
-fn plural(n: u64, what: &str) -> String {
-    let s = if n == 1 { "" } else { "s" };
-    format!("{} {what}{s}", thousands(u128::from(n)))
 }
 
 /// A time-out as the CLI reports every time-out (exit 3); anything else as it is.

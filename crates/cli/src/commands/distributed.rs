@@ -18,6 +18,7 @@ use gpsense_planner::Form;
 use gpsense_runtime::MatchOptions;
 
 use crate::rows::{RowFormat, RowWriter};
+use crate::summary::{plural, Answer, Summary};
 use gpsense::fmt::{millis, thousands};
 
 /// Where this process stands, from the command line.
@@ -182,7 +183,7 @@ pub fn query(
 ) -> Result<()> {
     // What the distributed join cannot answer is refused from the text, before the part loads
     // and before any peer is reached.
-    let request = Request::text(text).map_err(|e| anyhow::anyhow!(render_dist(&e, text)))?;
+    let request = Request::text(text).map_err(|e| render_dist(&e, text))?;
     let part = load(graph, d)?;
     let job = Job {
         request,
@@ -218,7 +219,7 @@ pub fn query(
     let cluster = d.cluster()?;
     let mut outcome = gpsense_dist::run(&cluster, vec![part], vec![job], vec![Some(factory)])?;
     let result = outcome.reports.pop().unwrap_or(Ok(None));
-    let report = result.map_err(|e| anyhow::anyhow!(render_dist(&e, text)))?;
+    let report = result.map_err(|e| render_dist(&e, text))?;
     if let Some(e) = failure.lock().ok().and_then(|mut f| f.take()) {
         if e.kind() != io::ErrorKind::BrokenPipe {
             return Err(e).context("cannot write the results");
@@ -270,54 +271,63 @@ pub fn query(
 }
 
 /// A query error with its caret under the offending text, like single-process queries.
-fn render_dist(e: &gpsense_dist::DistError, text: &str) -> String {
+fn render_dist(e: &gpsense_dist::DistError, text: &str) -> anyhow::Error {
     match e {
-        gpsense_dist::DistError::Query(q) => q.render(text),
-        other => other.to_string(),
+        gpsense_dist::DistError::Query(q) => crate::lines::Rendered(q.render(text)).into(),
+        other => anyhow::anyhow!(other.to_string()),
     }
 }
 
+/// The summary every query prints, then what the cluster did.
 fn summary(report: &Report, o: &Outcome, d: &DistArgs, count: bool, start: Instant) {
-    let cut = if report.timed_out {
-        " (timed out: the answer is incomplete)"
-    } else if report.limit_reached {
-        " (limit reached: more matches exist)"
-    } else {
-        ""
-    };
-    let what = match (count, report.rows == 1) {
-        (true, true) => "match",
-        (true, false) => "matches",
-        (false, true) => "row",
-        (false, false) => "rows",
-    };
     let answer = match report.form {
-        Form::Ask if !count => format!("{}{cut}", if report.rows > 0 { "yes" } else { "no" }),
-        _ => format!("{} {what}{cut}", thousands(report.rows)),
+        Form::Ask if !count => Answer::YesNo(if report.rows > 0 { "yes" } else { "no" }.to_owned()),
+        Form::Count { .. } if !count => Answer::CountRow(report.rows),
+        _ if count => Answer::Matches(report.rows),
+        _ => Answer::Rows(report.rows),
     };
+    let line = Summary {
+        answer,
+        timed_out: report.timed_out,
+        limit_reached: report.limit_reached,
+        elapsed: report.elapsed,
+        semantics: &report.semantics,
+        engine: &"timely dataflow",
+    };
+    crate::out::note!("{line}");
     crate::out::note!(
-        "{answer} in {} ({} with starting the cluster) [{} semantics, timely dataflow: \
-         {} process(es) x {} worker(s); {} partial matches, at most {} queued at one stage; \
-         process 0 sent {} and received {} bytes]",
-        millis(report.elapsed),
-        millis(start.elapsed()),
-        report.semantics,
-        d.processes,
-        d.workers,
+        "{}; {} partial matches, at most {} queued at one stage; {}",
+        cluster_text(d),
         thousands(report.partial_matches),
         thousands(report.peak_queued),
-        thousands(o.bytes_sent),
-        thousands(o.bytes_received)
+        traffic_text(o, start)
     );
+}
+
+/// `cluster: 2 processes × 4 workers`.
+pub fn cluster_text(d: &DistArgs) -> String {
+    format!(
+        "cluster: {} x {}",
+        plural(d.processes as u64, "process", "processes"),
+        plural(d.workers as u64, "worker", "workers")
+    )
+}
+
+/// What this process sent and received, and the time with starting the cluster.
+pub fn traffic_text(o: &Outcome, start: Instant) -> String {
+    format!(
+        "sent {} and received {} bytes; {} with starting the cluster",
+        thousands(o.bytes_sent),
+        thousands(o.bytes_received),
+        millis(start.elapsed())
+    )
 }
 
 fn note_traffic(o: &Outcome, d: &DistArgs, start: Instant) {
     crate::out::note!(
-        "process {}: done in {}; sent {} and received {} bytes",
+        "process {}: done; {}",
         d.process.unwrap_or(0),
-        millis(start.elapsed()),
-        thousands(o.bytes_sent),
-        thousands(o.bytes_received)
+        traffic_text(o, start)
     );
 }
 

@@ -9,6 +9,7 @@ use gpsense_graph::ingest::{
 };
 
 use crate::progress::Bar;
+use crate::summary::plural;
 use gpsense::fmt::{bytes, millis, thousands};
 
 pub struct Args {
@@ -60,11 +61,11 @@ pub fn run(args: Args) -> Result<()> {
         .map(|m| m.len() as usize)
         .unwrap_or(0);
     crate::out::print(format_args!(
-        "{}: {} nodes, {} edges, {} relations; ingest {}, snapshot {} written in {}\n",
+        "{}: {}, {}, {}; ingest {}, snapshot {} written in {}\n",
         display(&args.output),
-        thousands(graph.node_count() as u64),
-        thousands(graph.edge_count() as u64),
-        graph.relation_count(),
+        plural(graph.node_count() as u64, "node", "nodes"),
+        plural(graph.edge_count() as u64, "edge", "edges"),
+        plural(graph.relation_count() as u64, "relation", "relations"),
         millis(ingest_time),
         bytes(size),
         millis(save_time),

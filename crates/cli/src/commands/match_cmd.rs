@@ -12,7 +12,8 @@ use gpsense_planner::benchmark_query;
 use gpsense_runtime::{Engine, MatchOptions};
 
 use crate::graph_source;
-use gpsense::fmt::millis;
+use crate::summary::{plural, MatchTally};
+use gpsense::fmt::{millis, thousands};
 
 pub struct Args {
     pub data: PathBuf,
@@ -46,11 +47,9 @@ pub fn run(args: Args) -> Result<()> {
     }
     let engine = Engine::new(data);
     graph_source::announce_engine(&engine, args.options.engine, crate::out::verbose())?;
-    let (mut total_ms, mut mismatches, mut checked, mut exact) = (0.0, 0usize, 0usize, 0usize);
+    let mut tally = MatchTally::default();
     let (mut nodes, mut backjumps, mut twins, mut with_stats) = (0u64, 0u64, 0u64, 0usize);
-    let mut timed_out = 0usize;
-    // Queries the expected-answers file does not name.
-    let mut unnamed: Vec<String> = Vec::new();
+    let mut unnamed = Unnamed::default();
     for file in &files {
         let name = stem(file);
         let q = load_query(file, data)?;
@@ -59,15 +58,13 @@ pub fn run(args: Args) -> Result<()> {
             .count(&q, &args.options)
             .with_context(|| format!("{}", file.display()))?;
         let ms = start.elapsed().as_secs_f64() * 1e3;
-        total_ms += ms;
-        let mut line = format!("{name}\t{}\t{ms:.3}", report.rows);
-        if report.limit_reached {
-            line.push_str("\tlimit reached");
-        }
-        if report.timed_out {
-            line.push_str("\ttimed out");
-            timed_out += 1;
-        }
+        let counted = Counted {
+            rows: report.rows,
+            ms,
+            limit_reached: report.limit_reached,
+            timed_out: report.timed_out,
+        };
+        let mut line = counted.line(&name, &mut tally);
         if let (true, Some(s)) = (args.search_stats, &report.search) {
             line.push_str(&format!(
                 "\tnodes={} backjumps={} twins={}",
@@ -78,35 +75,17 @@ pub fn run(args: Args) -> Result<()> {
             twins += s.twins;
             with_stats += 1;
         }
-        if expected
-            .as_ref()
-            .is_some_and(|e| lookup(e, &name).is_none())
-        {
-            unnamed.push(name.clone());
-        }
-        if let Some(want) = expected
-            .as_ref()
-            .and_then(|e| lookup(e, &name))
-            .map(u128::from)
-        {
-            checked += 1;
-            let cut_short = report.limit_reached || report.timed_out;
-            if want != report.rows && !(cut_short && want > report.rows) {
-                mismatches += 1;
-                line.push_str(&format!("\tMISMATCH: expected {want}"));
-            } else if want == report.rows && !report.timed_out {
-                exact += 1;
-            }
-        }
+        line.push_str(&check(
+            expected.as_ref(),
+            &name,
+            &counted,
+            &mut tally,
+            &mut unnamed,
+        ));
         crate::out::print(format_args!("{line}\n"))?;
     }
-    crate::out::note!(
-        "{} queries in {:.1} ms of processing ({:.3} ms per query), data graph loaded once in {}",
-        files.len(),
-        total_ms,
-        total_ms / files.len().max(1) as f64,
-        millis(loaded.load_time)
-    );
+    let place = format!("data graph loaded once in {}", millis(loaded.load_time));
+    crate::out::note!("{}", tally.processed(&place));
     if args.search_stats {
         if with_stats == 0 {
             crate::out::note!("search: no counters (only the dfs engine keeps them)");
@@ -114,35 +93,100 @@ pub fn run(args: Args) -> Result<()> {
             crate::out::note!("search: {nodes} nodes, {backjumps} backjumps, {twins} twins");
         }
     }
-    if let (Some(path), true) = (&args.expected, expected.is_some()) {
-        if !unnamed.is_empty() {
-            let shown: Vec<&str> = unnamed.iter().take(5).map(String::as_str).collect();
-            let more = if unnamed.len() > 5 { ", ..." } else { "" };
+    finish(&tally, args.expected.as_deref(), &unnamed)
+}
+
+/// One query's count, as either path reports it.
+struct Counted {
+    rows: u128,
+    ms: f64,
+    limit_reached: bool,
+    timed_out: bool,
+}
+
+impl Counted {
+    /// The query's output line, `name<TAB>count<TAB>ms` and what cut it, counted into `tally`.
+    fn line(&self, name: &str, tally: &mut MatchTally) -> String {
+        tally.queries += 1;
+        tally.total_ms += self.ms;
+        let mut line = format!("{name}\t{}\t{:.3}", self.rows, self.ms);
+        if self.limit_reached {
+            line.push_str("\tlimit reached");
+        }
+        if self.timed_out {
+            line.push_str("\ttimed out");
+            tally.timed_out += 1;
+        }
+        line
+    }
+}
+
+/// Queries the expected-answers file does not name.
+#[derive(Default)]
+struct Unnamed(Vec<String>);
+
+/// Compares a count with the expected one, if any: the mark its line gets (empty when it agrees).
+fn check(
+    expected: Option<&HashMap<String, u64>>,
+    name: &str,
+    c: &Counted,
+    tally: &mut MatchTally,
+    unnamed: &mut Unnamed,
+) -> String {
+    let Some(e) = expected else {
+        return String::new();
+    };
+    let Some(want) = lookup(e, name).map(u128::from) else {
+        unnamed.0.push(name.to_owned());
+        return String::new();
+    };
+    tally.checked += 1;
+    let cut_short = c.limit_reached || c.timed_out;
+    if want != c.rows && !(cut_short && want > c.rows) {
+        tally.mismatches += 1;
+        return format!("\tMISMATCH: expected {want}");
+    }
+    if want == c.rows && !c.timed_out {
+        tally.exact += 1;
+    }
+    String::new()
+}
+
+/// The checks' summary and the exit status: mismatches, then time-outs, decide it.
+fn finish(tally: &MatchTally, expected: Option<&Path>, unnamed: &Unnamed) -> Result<()> {
+    if let Some(path) = expected {
+        if !unnamed.0.is_empty() {
+            let shown: Vec<&str> = unnamed.0.iter().take(5).map(String::as_str).collect();
+            let more = if unnamed.0.len() > 5 { ", ..." } else { "" };
             crate::out::note!(
-                "{} of {} queries have no expected count in {}: {}{more}",
-                unnamed.len(),
-                files.len(),
+                "{} of {} {} no expected count in {}: {}{more}",
+                thousands(unnamed.0.len() as u64),
+                plural(tally.queries as u64, "query", "queries"),
+                if unnamed.0.len() == 1 { "has" } else { "have" },
                 path.display(),
                 shown.join(", ")
             );
         }
-        if checked == 0 {
+        if tally.checked == 0 {
             bail!(
-                "no count was checked: {} names none of the {} queries (its lines are `name count` \
+                "no count was checked: {} names none of the {} (its lines are `name count` \
                  or `name:count`, the name being the query file's name without `.graph`)",
                 path.display(),
-                files.len()
+                plural(tally.queries as u64, "query", "queries")
             );
         }
-        crate::out::note!(
-            "{checked} counts checked against the expected answers, {mismatches} mismatches, \
-             {exact} counted exactly (the others stopped at a limit or the time limit)"
-        );
-        if mismatches > 0 {
-            bail!("{mismatches} counts differ from the expected answers");
+        crate::out::note!("{}", tally.checks());
+        if tally.mismatches > 0 {
+            bail!(
+                "{} from the expected answers",
+                match tally.mismatches {
+                    1 => "1 count differs".to_owned(),
+                    n => format!("{} counts differ", thousands(n as u64)),
+                }
+            );
         }
     }
-    timed_out_status(timed_out, files.len())
+    timed_out_status(tally.timed_out, tally.queries)
 }
 
 /// The time limit cut `timed_out` of `queries` counts (marked `timed out` on their lines): their
@@ -151,7 +195,15 @@ fn timed_out_status(timed_out: usize, queries: usize) -> Result<()> {
     if timed_out == 0 {
         return Ok(());
     }
-    crate::out::note!("{timed_out} of {queries} queries timed out: their counts are lower bounds");
+    crate::out::note!(
+        "{timed_out} of {} timed out: {} lower bounds",
+        plural(queries as u64, "query", "queries"),
+        if timed_out == 1 {
+            "its count is a"
+        } else {
+            "their counts are"
+        }
+    );
     Err(crate::out::TimedOut.into())
 }
 
@@ -228,39 +280,43 @@ fn run_distributed(args: &Args, d: &super::distributed::DistArgs) -> Result<()> 
         .map(|f| load_query(f, &names))
         .collect::<Result<Vec<_>>>()?;
     let outcome = super::distributed::count_graphs(&part, queries, &args.options, d)?;
-    let (mut mismatches, mut timed_out) = (0, 0);
+    let mut tally = MatchTally::default();
+    let mut unnamed = Unnamed::default();
+    let mut printed = false;
     for (file, r) in files.iter().zip(&outcome.reports) {
         let report = match r {
             Ok(Some(report)) => report,
+            // Only process 0 has the reports.
             Ok(None) => continue,
             Err(e) => bail!("{}: {e}", file.display()),
         };
+        printed = true;
         let name = stem(file);
-        let ms = report.elapsed.as_secs_f64() * 1e3;
-        let mut line = format!("{name}\t{}\t{ms:.3}", report.rows);
-        if report.limit_reached {
-            line.push_str("\tlimit reached");
-        }
-        if report.timed_out {
-            line.push_str("\ttimed out");
-            timed_out += 1;
-        }
-        if let Some(want) = expected
-            .as_ref()
-            .and_then(|e| lookup(e, &name))
-            .map(u128::from)
-        {
-            let cut_short = report.limit_reached || report.timed_out;
-            if want != report.rows && !(cut_short && want > report.rows) {
-                mismatches += 1;
-                line.push_str(&format!("\tMISMATCH: expected {want}"));
-            }
-        }
+        let counted = Counted {
+            rows: report.rows,
+            ms: report.elapsed.as_secs_f64() * 1e3,
+            limit_reached: report.limit_reached,
+            timed_out: report.timed_out,
+        };
+        let mut line = counted.line(&name, &mut tally);
+        line.push_str(&check(
+            expected.as_ref(),
+            &name,
+            &counted,
+            &mut tally,
+            &mut unnamed,
+        ));
         crate::out::print(format_args!("{line}\n"))?;
     }
-    super::distributed::traffic_note(&outcome, d, start);
-    if mismatches > 0 {
-        bail!("{mismatches} counts differ from the expected answers");
+    if !printed {
+        super::distributed::traffic_note(&outcome, d, start);
+        return Ok(());
     }
-    timed_out_status(timed_out, files.len())
+    let place = format!(
+        "{}; {}",
+        super::distributed::cluster_text(d),
+        super::distributed::traffic_text(&outcome, start)
+    );
+    crate::out::note!("{}", tally.processed(&place));
+    finish(&tally, args.expected.as_deref(), &unnamed)
 }

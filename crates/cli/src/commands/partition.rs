@@ -6,11 +6,12 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use gpsense::fmt::{bytes, millis, thousands};
+use gpsense::fmt::{bytes, millis};
 use gpsense_dist::write_parts_with;
 
 use crate::graph_source;
 use crate::out::note;
+use crate::summary::plural;
 
 /// The most parts `-n` takes: beyond it parts are tiny and processes idle on exchanges.
 pub const MAX_PARTS: u32 = 1024;
@@ -60,10 +61,10 @@ pub fn run(args: Args) -> Result<()> {
     crate::out::print(text)?;
     let total: u64 = written.iter().map(|w| w.bytes).sum();
     note!(
-        "{}: {} nodes, {} edges cut into {} part{} ({}) in {}",
+        "{}: {}, {} cut into {} part{} ({}) in {}",
         loaded.origin,
-        thousands(loaded.graph.node_count() as u64),
-        thousands(loaded.graph.edge_count() as u64),
+        plural(loaded.graph.node_count() as u64, "node", "nodes"),
+        plural(loaded.graph.edge_count() as u64, "edge", "edges"),
         args.parts,
         if args.parts == 1 { "" } else { "s" },
         bytes(total as usize),

@@ -7,14 +7,14 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use gpsense_graph::KnowledgeGraph;
-use gpsense_planner::{Dialect, Form, Prepared, Projected};
+use gpsense_planner::{Dialect, Form, Prepared, Projected, QueryError};
 use gpsense_runtime::{MatchOptions, RowBatch};
 
 use crate::explain;
 use crate::graph_source;
 use crate::input;
 use crate::rows::{cell, RowFormat, RowWriter};
-use gpsense::fmt::{millis, thousands};
+use crate::summary::{Answer, Summary};
 use gpsense::solutions;
 use gpsense::{Matcher, Reported};
 
@@ -54,7 +54,8 @@ pub fn run(args: Args) -> Result<()> {
             &args.options,
             args.semantics_given,
             d,
-        );
+        )
+        .map_err(|e| in_file(e, line));
     }
     let loaded = graph_source::load_with_base(args.graph.as_deref(), args.base.as_deref())?;
     // A compressed graph (`gpsense compress`) matches on its hyper-nodes, then expands exactly.
@@ -65,7 +66,7 @@ pub fn run(args: Args) -> Result<()> {
         args.explain || crate::out::verbose(),
     )?;
     if !queries.more() {
-        return run_one(&first, &matcher, &args, "");
+        return run_one(&first, &matcher, &args, "").map_err(|e| in_file(e, line));
     }
     run_several((line, first), queries, &matcher, &args)
 }
@@ -94,7 +95,11 @@ fn run_several(
                 timed_out += 1;
             }
             Err(e) => {
-                eprintln!("error: query {k} (line {line}): {e:#}");
+                let text = format!("{e:#}");
+                match crate::lines::in_file(&text, line) {
+                    Some(moved) => eprintln!("error: query {k}: {moved}"),
+                    None => eprintln!("error: query {k} (line {line}): {text}"),
+                }
                 failed += 1;
             }
             Ok(()) => printed = true,
@@ -110,6 +115,72 @@ fn run_several(
         return Err(crate::out::TimedOut.into());
     }
     Ok(())
+}
+
+/// A query's error with its positions counted in the file's (or the argument's) lines, the query
+/// starting on line `first`; any other error as it is.
+fn in_file(e: anyhow::Error, first: usize) -> anyhow::Error {
+    let query_error = e.is::<gpsense::Error>()
+        || e.is::<gpsense::sparql::SparqlError>()
+        || e.is::<Hinted>()
+        || e.is::<crate::lines::Rendered>();
+    match crate::lines::in_file(&format!("{e:#}"), first) {
+        Some(moved) if query_error => anyhow::anyhow!(moved),
+        _ => e,
+    }
+}
+
+/// A query error and what to do about it, on a line of its own.
+#[derive(Debug)]
+struct Hinted {
+    error: gpsense::Error,
+    hint: String,
+}
+
+impl std::fmt::Display for Hinted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}\nhint: {}", self.error, self.hint)
+    }
+}
+
+impl std::error::Error for Hinted {}
+
+/// An unknown concept on WordNet loaded without its lemma table, where the word's synsets are
+/// named `dog/02084071-n` only: the error says how to name them by word.
+fn lemma_hint(e: gpsense::Error, g: &KnowledgeGraph) -> anyhow::Error {
+    let gpsense::Error::Query {
+        error: QueryError::UnknownConcept { suggestions, .. },
+        ..
+    } = &e
+    else {
+        return e.into();
+    };
+    let Some(synset) = suggestions.iter().find(|s| is_synset_name(s)) else {
+        return e.into();
+    };
+    if !g.aliases().is_empty() {
+        return e.into();
+    }
+    let hint = format!(
+        "this graph names WordNet synsets `lemma/synset` ({synset}); to name them by word too, \
+         ingest the lemma table with it: gpsense ingest wn30_synset.lemmas.tsv.gz \
+         wn30_synset.nodes.tsv.gz wn30_synset.edges.tsv.gz -o wordnet.gps (datasets/wordnet30/; \
+         its format is wordnet-lemmas)"
+    );
+    Hinted { error: e, hint }.into()
+}
+
+/// `dog/02084071-n`: a lemma, `/`, WordNet's 8-digit synset offset, `-` and its part of speech.
+fn is_synset_name(name: &str) -> bool {
+    let Some((lemma, synset)) = name.rsplit_once('/') else {
+        return false;
+    };
+    let b = synset.as_bytes();
+    !lemma.is_empty()
+        && b.len() == 10
+        && b[..8].iter().all(u8::is_ascii_digit)
+        && b[8] == b'-'
+        && b"nvasr".contains(&b[9])
 }
 
 /// The queries: the argument's text, or a file's (`-` for standard input) as they arrive.
@@ -129,7 +200,8 @@ fn query_source(args: &Args) -> Result<input::Queries> {
 /// Answers one query, its output preceded by `separator` (once it is known to have one).
 fn run_one(text: &str, matcher: &Matcher, args: &Args, separator: &str) -> Result<()> {
     let graph = matcher.graph();
-    let p = match gpsense::read(matcher, text, args.base.as_deref())? {
+    let read = gpsense::read(matcher, text, args.base.as_deref());
+    let p = match read.map_err(|e| lemma_hint(e, graph))? {
         gpsense::Reading::Graph(p) => *p,
         gpsense::Reading::Algebra(query) => {
             crate::out::print(separator)?;
@@ -150,7 +222,7 @@ fn run_one(text: &str, matcher: &Matcher, args: &Args, separator: &str) -> Resul
     crate::out::print(separator)?;
     let start = Instant::now();
     if args.explain {
-        eprint!("{}", describe_form(&p, args.semantics_given));
+        eprint!("{}", describe_form(&p));
     }
     // No variable (`cat IsA pet`) or ASK: a yes/no question.
     if p.form == Form::Ask && !args.count {
@@ -168,35 +240,26 @@ fn run_one(text: &str, matcher: &Matcher, args: &Args, separator: &str) -> Resul
     };
     let elapsed = start.elapsed();
     if args.explain {
-        eprint!("{}", explain::report(&p.graph, graph, &report));
+        let source = semantics_source(&p, args.semantics_given);
+        eprint!("{}", explain::report(&p.graph, graph, &report, source));
         if let Some(x) = &expansion {
             eprint!("{}", explain::expansion(matcher, x));
         }
     }
-    let cut = if report.timed_out {
-        " (timed out: the answer is incomplete)"
-    } else if report.limit_reached {
-        " (limit reached: more matches exist)"
-    } else {
-        ""
+    let answer = match (args.count, solutions::count_column(&p)) {
+        (true, _) => Answer::Matches(report.rows),
+        (false, Some(_)) => Answer::CountRow(report.rows),
+        (false, None) => Answer::Rows(report.rows),
     };
-    let what = match (args.count, report.rows == 1) {
-        (true, true) => "match",
-        (true, false) => "matches",
-        (false, true) => "row",
-        (false, false) => "rows",
+    let summary = Summary {
+        answer,
+        timed_out: report.timed_out,
+        limit_reached: report.limit_reached,
+        elapsed,
+        semantics: &report.semantics,
+        engine: &report.engine,
     };
-    let shown = if solutions::count_column(&p).is_some() && !args.count {
-        format!("1 row ({} solutions)", thousands(report.rows))
-    } else {
-        format!("{} {what}", thousands(report.rows))
-    };
-    crate::out::note!(
-        "{shown}{cut} in {} [{} semantics, {} engine]",
-        millis(elapsed),
-        report.semantics,
-        report.engine
-    );
+    crate::out::note!("{summary}");
     if crate::out::verbose() {
         if let Some(auto) = &report.auto {
             let ran = match &report.fallback {
@@ -212,19 +275,23 @@ fn run_one(text: &str, matcher: &Matcher, args: &Args, separator: &str) -> Resul
     Ok(())
 }
 
-/// For `--explain`: the dialect, where the semantics came from, and what runs around the pattern.
-pub(crate) fn describe_form(p: &Prepared, semantics_given: bool) -> String {
+/// For `--explain`: where the semantics came from (the report after the run says which they are).
+pub(crate) fn semantics_source(p: &Prepared, semantics_given: bool) -> &'static str {
+    match (p.injective, semantics_given) {
+        (_, true) => "from --semantics",
+        (None, false) => "the default",
+        (Some(true), false) => "the FILTERs make every two query nodes differ",
+        (Some(false), false) => "as SPARQL evaluates a pattern",
+    }
+}
+
+/// For `--explain`: the dialect and what runs around the pattern.
+pub(crate) fn describe_form(p: &Prepared) -> String {
     let dialect = match p.dialect {
         Dialect::Short => "gpsense's short SPARQL (bare words)",
         Dialect::Sparql => "standard SPARQL 1.1 (parsed by spargebra)",
     };
-    let semantics = match (p.injective, semantics_given) {
-        (_, true) => "from --semantics",
-        (None, false) => "the default (iso)",
-        (Some(true), false) => "iso: the FILTERs make every two query nodes differ",
-        (Some(false), false) => "hom, as SPARQL evaluates a pattern",
-    };
-    let mut out = format!("dialect:   {dialect}\nsemantics: {semantics}\n");
+    let mut out = format!("dialect:   {dialect}\n");
     let form = match &p.form {
         Form::Select => None,
         Form::Ask => Some("ASK (yes or no)".to_owned()),
@@ -285,12 +352,15 @@ fn ask(matcher: &Matcher, p: &Prepared, opts: &MatchOptions, start: Instant) -> 
         (Dialect::Short, false) => "no variable: a yes/no question",
         (Dialect::Sparql, false) => "ASK",
     };
-    crate::out::note!(
-        "{answer} ({why}) in {} [{} semantics, {} engine]",
-        millis(start.elapsed()),
-        report.semantics,
-        report.engine
-    );
+    let summary = Summary {
+        answer: Answer::YesNo(format!("{answer} ({why})")),
+        timed_out: report.timed_out,
+        limit_reached: false,
+        elapsed: start.elapsed(),
+        semantics: &report.semantics,
+        engine: &report.engine,
+    };
+    crate::out::note!("{summary}");
     match (yes, cut) {
         (true, _) => Ok(()),
         (false, true) => Err(crate::out::TimedOut.into()),

@@ -58,8 +58,9 @@ fn graph_path(
     let reported = reported?;
     let r = &reported.report;
     let g = engine.matcher.graph();
-    let mut text = crate::commands::query::describe_form(p, false);
-    text += &crate::explain::report(&p.graph, g, r);
+    let mut text = crate::commands::query::describe_form(p);
+    let source = crate::commands::query::semantics_source(p, false);
+    text += &crate::explain::report(&p.graph, g, r, source);
     if let Some(x) = &reported.expansion {
         text += &crate::explain::expansion(engine.matcher, x);
     }

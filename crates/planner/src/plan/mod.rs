@@ -355,10 +355,14 @@ impl<'a> Planner<'a> {
             .min_by_key(|i| self.data_degree(u, i))
             .map(|i| {
                 format!(
-                    "; its most selective edge ({} {}) has {} data neighbours",
+                    "; its most selective edge ({} {}) has {}",
                     self.edge_label_name(i.edge),
                     if i.outgoing { "out" } else { "in" },
-                    self.data_degree(u, i)
+                    crate::counted(
+                        self.data_degree(u, i) as u64,
+                        "data neighbour",
+                        "data neighbours"
+                    )
                 )
             })
             .unwrap_or_default();
@@ -393,14 +397,24 @@ impl<'a> Planner<'a> {
         let links = self.links(u);
         if self.q.nodes[u].is_concept() {
             return format!(
-                "concept, {}; {links} edge(s) to earlier nodes",
-                candidates(self.concept_candidates(u))
+                "concept, {}; {} to earlier nodes",
+                candidates(self.concept_candidates(u)),
+                crate::counted(links as u64, "edge", "edges")
             );
         }
+        let estimate = rounded(self.estimate_given_visited(u));
+        let (cover, word) = match self.cover(u) {
+            1 => (1, "edge"),
+            n => (n, "edges"),
+        };
+        let candidates = if estimate == "1" {
+            "candidate"
+        } else {
+            "candidates"
+        };
         format!(
-            "{links} edge(s) to earlier nodes, covers {} more edge(s), ~{} candidates",
-            self.cover(u),
-            rounded(self.estimate_given_visited(u))
+            "{} to earlier nodes, covers {cover} more {word}, ~{estimate} {candidates}",
+            crate::counted(links as u64, "edge", "edges"),
         )
     }
 
@@ -424,9 +438,9 @@ impl<'a> Planner<'a> {
         while let Some(u) = self.next_ranked(component) {
             self.visit(u, |p| {
                 format!(
-                    "{}; {} edge(s) to earlier nodes",
+                    "{}; {} to earlier nodes",
                     p.rank_text(u),
-                    p.links(u)
+                    crate::counted(p.links(u) as u64, "edge", "edges")
                 )
             });
         }
@@ -543,9 +557,5 @@ fn rounded(x: f64) -> String {
 
 /// "1 candidate", "8 candidates".
 fn candidates(n: usize) -> String {
-    if n == 1 {
-        "1 candidate".into()
-    } else {
-        format!("{n} candidates")
-    }
+    crate::counted(n as u64, "candidate", "candidates")
 }

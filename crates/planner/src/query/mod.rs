@@ -247,11 +247,15 @@ impl fmt::Display for Describe<'_> {
         let q = self.q;
         writeln!(
             f,
-            "query graph: {} nodes ({} variables), {} edges, {} edge variables",
-            q.nodes.len(),
-            q.variable_count(),
-            q.edges.len(),
-            q.edge_variables.len()
+            "query graph: {} ({}), {}, {}",
+            crate::counted(q.nodes.len() as u64, "node", "nodes"),
+            crate::counted(q.variable_count() as u64, "variable", "variables"),
+            crate::counted(q.edges.len() as u64, "edge", "edges"),
+            crate::counted(
+                q.edge_variables.len() as u64,
+                "edge variable",
+                "edge variables"
+            )
         )?;
         for (i, n) in q.nodes.iter().enumerate() {
             write!(f, "  node {i}: {}", n.name)?;

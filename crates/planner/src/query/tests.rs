@@ -205,7 +205,7 @@ fn describe_names_everything() {
     );
     let text = q.describe(&g);
     assert!(
-        text.contains("3 nodes (1 variables), 2 edges, 1 edge variables"),
+        text.contains("3 nodes (1 variable), 2 edges, 1 edge variable"),
         "{text}"
     );
     assert!(text.contains("?x -[?r]-> animal"), "{text}");

@@ -238,7 +238,11 @@ impl Dag {
             let size = space.cand_count(u);
             if self.roots.contains(&u) {
                 components.push(i..i);
-                rationale.push(format!("{}. {name}: DAG root, {size} candidates", i + 1));
+                rationale.push(format!(
+                    "{}. {name}: DAG root, {}",
+                    i + 1,
+                    gpsense_planner::counted(size as u64, "candidate", "candidates")
+                ));
             } else {
                 // Its parents: the neighbours before it in the order.
                 let at = |w: usize| self.order.iter().position(|&x| x == w);
@@ -254,9 +258,10 @@ impl Dag {
                     ""
                 };
                 rationale.push(format!(
-                    "{}. {name}: parents {}, {size} candidates{leaf}",
+                    "{}. {name}: parents {}, {}{leaf}",
                     i + 1,
-                    parents.join(", ")
+                    parents.join(", "),
+                    gpsense_planner::counted(size as u64, "candidate", "candidates")
                 ));
             }
             if let Some(last) = components.last_mut() {

@@ -1,0 +1,164 @@
+//! The summary a run prints on stderr, one format for every engine, for the full SPARQL evaluator
+//! and for runs across processes:
+//!
+//! `ANSWER[ (CUT)] in TIME [SEMANTICS semantics, ENGINE engine]`, e.g.
+//! `12 rows in 3.1 ms [iso semantics, dfs engine]` or `yes in 0.2 ms [hom semantics, timely
+//! dataflow engine]`. Scripts (`xtask gpu-check`) read it, so its shape stays put; what only one
+//! engine has to say goes on lines of its own.
+
+use std::time::Duration;
+
+use gpsense::fmt::{millis, thousands};
+
+/// `1 row`, `2 rows`, `1,000 queries`.
+pub fn plural(n: impl Into<u128>, one: &str, many: &str) -> String {
+    let n = n.into();
+    format!("{} {}", thousands(n), if n == 1 { one } else { many })
+}
+
+/// What the answer was: rows, a count, a yes/no.
+pub enum Answer {
+    /// Rows written.
+    Rows(u128),
+    /// `--count`: matches counted.
+    Matches(u128),
+    /// `SELECT (COUNT(*) AS ?n)`: one row holding the number of solutions.
+    CountRow(u128),
+    /// An ASK (or a query without variables): its answer, with why it is one.
+    YesNo(String),
+    /// CONSTRUCT or DESCRIBE: triples written.
+    Triples(u128),
+}
+
+impl Answer {
+    fn text(&self) -> String {
+        match *self {
+            Answer::Rows(n) => plural(n, "row", "rows"),
+            Answer::Matches(n) => plural(n, "match", "matches"),
+            Answer::CountRow(n) => format!("1 row ({})", plural(n, "solution", "solutions")),
+            Answer::YesNo(ref answer) => answer.clone(),
+            Answer::Triples(n) => plural(n, "triple", "triples"),
+        }
+    }
+}
+
+/// One run's summary line.
+pub struct Summary<'a> {
+    pub answer: Answer,
+    pub timed_out: bool,
+    pub limit_reached: bool,
+    pub elapsed: Duration,
+    pub semantics: &'a dyn std::fmt::Display,
+    pub engine: &'a dyn std::fmt::Display,
+}
+
+impl std::fmt::Display for Summary<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // A yes found before the clock ran out is a full answer: the mark is for counts and rows.
+        let cut = match (&self.answer, self.timed_out, self.limit_reached) {
+            (Answer::YesNo(_), _, _) => "",
+            (_, true, _) => " (timed out: the answer is incomplete)",
+            (_, false, true) => " (limit reached: more matches exist)",
+            _ => "",
+        };
+        write!(
+            f,
+            "{}{cut} in {} [{} semantics, {} engine]",
+            self.answer.text(),
+            millis(self.elapsed),
+            self.semantics,
+            self.engine
+        )
+    }
+}
+
+/// `gpsense match`'s closing lines: the queries answered, and how their counts compared with the
+/// expected answers, the same for one process and for several.
+#[derive(Default)]
+pub struct MatchTally {
+    pub queries: usize,
+    /// Milliseconds spent answering (the sum over queries).
+    pub total_ms: f64,
+    /// Counts compared with an expected one.
+    pub checked: usize,
+    pub mismatches: usize,
+    /// Checked counts equal to the expected one (and not cut by the time limit).
+    pub exact: usize,
+    pub timed_out: usize,
+}
+
+impl MatchTally {
+    /// `N queries in X ms of processing (Y ms per query)`, then `where` (how the graph was held).
+    pub fn processed(&self, place: &str) -> String {
+        format!(
+            "{} in {:.1} ms of processing ({:.3} ms per query), {place}",
+            plural(self.queries as u64, "query", "queries"),
+            self.total_ms,
+            self.total_ms / self.queries.max(1) as f64
+        )
+    }
+
+    /// How the counts compared with the expected answers.
+    pub fn checks(&self) -> String {
+        // Every checked count is exact, a mismatch, or one a limit stopped short of the expected.
+        let cut = self.checked.saturating_sub(self.exact + self.mismatches);
+        let mut parts = vec![plural(self.mismatches as u64, "mismatch", "mismatches")];
+        if cut == 0 && self.mismatches == 0 {
+            parts.push("all counted exactly".to_owned());
+        } else {
+            if self.exact > 0 {
+                parts.push(format!("{} counted exactly", thousands(self.exact as u64)));
+            }
+            if cut > 0 {
+                parts.push(format!(
+                    "{} stopped by a limit or the time limit",
+                    thousands(cut as u64)
+                ));
+            }
+        }
+        format!(
+            "{} checked against the expected answers: {}",
+            plural(self.checked as u64, "count", "counts"),
+            parts.join(", ")
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plurals_follow_the_count() {
+        assert_eq!(plural(1u64, "query", "queries"), "1 query");
+        assert_eq!(plural(0u64, "query", "queries"), "0 queries");
+        assert_eq!(plural(1234u64, "row", "rows"), "1,234 rows");
+        assert_eq!(Answer::CountRow(1).text(), "1 row (1 solution)");
+    }
+
+    #[test]
+    fn checks_say_all_when_every_count_ran_to_the_end() {
+        let t = MatchTally {
+            queries: 1,
+            checked: 1,
+            exact: 1,
+            ..MatchTally::default()
+        };
+        assert_eq!(
+            t.checks(),
+            "1 count checked against the expected answers: 0 mismatches, all counted exactly"
+        );
+        let t = MatchTally {
+            queries: 3,
+            checked: 3,
+            exact: 1,
+            mismatches: 1,
+            ..MatchTally::default()
+        };
+        assert_eq!(
+            t.checks(),
+            "3 counts checked against the expected answers: 1 mismatch, 1 counted exactly, 1 \
+             stopped by a limit or the time limit"
+        );
+    }
+}
