@@ -9,6 +9,14 @@ use gpsense_planner::QueryError;
 use gpsense_runtime::MatchError;
 
 /// Why the library could not do what was asked.
+///
+/// ```
+/// let graph = gpsense::Graph::embedded()?;
+/// let err = graph.query("SELECT ?x WHERE { ?x IsA animl }").run().unwrap_err();
+/// assert!(matches!(err, gpsense::Error::Query { .. }));
+/// assert!(err.to_string().contains("did you mean"));
+/// # Ok::<(), gpsense::Error>(())
+/// ```
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// A snapshot that cannot be read (truncated, corrupted, another version).
@@ -76,6 +84,14 @@ pub enum Error {
 
 impl Error {
     /// A query error, rendered against the query's text.
+    ///
+    /// ```
+    /// # let loaded = gpsense::Loaded::embedded()?;
+    /// let e = gpsense_planner::prepare("SELECT ?x WHERE {", &loaded.graph, gpsense::Dialect::Short).unwrap_err();
+    /// let err = gpsense::Error::query(e, "SELECT ?x WHERE {");
+    /// assert!(err.to_string().contains("line 1"));
+    /// # Ok::<(), gpsense::Error>(())
+    /// ```
     pub fn query(error: QueryError, text: &str) -> Error {
         let rendered = error.render(text);
         Error::Query { error, rendered }

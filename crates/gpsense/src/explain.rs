@@ -11,6 +11,16 @@ use crate::fmt::thousands;
 
 /// What `--explain` prints for a query the matcher ran: dialect, semantics, plan, candidates,
 /// engine, device counters and times.
+///
+/// ```
+/// # let loaded = gpsense::Loaded::embedded()?;
+/// # let m = gpsense::Matcher::new(&loaded)?;
+/// let p = m.prepare("SELECT ?x WHERE { ?x IsA animal . ?x AtLocation home }", gpsense::Dialect::Short)?;
+/// let r = m.count(&p.graph, &gpsense::MatchOptions { explain: true, ..Default::default() })?;
+/// let text = gpsense::explain::report(&p.graph, m.graph(), &r.report);
+/// assert!(text.contains("plan"));
+/// # Ok::<(), gpsense::Error>(())
+/// ```
 pub fn report(q: &QueryGraph, g: &KnowledgeGraph, r: &MatchReport) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "semantics: {}", r.semantics.describe());

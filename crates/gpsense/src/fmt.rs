@@ -1,6 +1,10 @@
 //! Number formatting for human-readable reports (the CLI's and the Python package's).
 
 /// `1234567` -> `1,234,567`; any unsigned width up to `u128` (counts are `u128`).
+///
+/// ```
+/// assert_eq!(gpsense::fmt::thousands(1_234_567u64), "1,234,567");
+/// ```
 pub fn thousands(n: impl Into<u128>) -> String {
     let digits = n.into().to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
@@ -14,6 +18,10 @@ pub fn thousands(n: impl Into<u128>) -> String {
 }
 
 /// Bytes in the largest fitting binary unit.
+///
+/// ```
+/// assert_eq!(gpsense::fmt::bytes(1536), "1.5 KiB");
+/// ```
 pub fn bytes(n: usize) -> String {
     const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
     let mut value = n as f64;

@@ -5,6 +5,13 @@ use gpsense_graph::KnowledgeGraph;
 use crate::fmt::{bytes, thousands};
 
 /// The summary of `g` (loaded from `origin`), with the `top_relations` most used relations.
+///
+/// ```
+/// let loaded = gpsense::Loaded::embedded()?;
+/// let text = gpsense::info::summary(&loaded.graph, &loaded.origin, 5);
+/// assert!(text.contains("IsA"));
+/// # Ok::<(), gpsense::Error>(())
+/// ```
 pub fn summary(g: &KnowledgeGraph, origin: &str, top_relations: usize) -> String {
     let s = g.stats();
     let mut out = String::new();

@@ -14,6 +14,13 @@ use crate::source::Loaded;
 
 /// The engine queries run on: the plain engine, or the compressed graph's (match on hyper-nodes,
 /// then expand exactly through the mapping lists).
+///
+/// ```
+/// let loaded = gpsense::Loaded::embedded()?;
+/// let m = gpsense::Matcher::new(&loaded)?;
+/// assert!(matches!(m, gpsense::Matcher::Plain(_)));
+/// # Ok::<(), gpsense::Error>(())
+/// ```
 pub enum Matcher<'g> {
     /// The engine on the graph itself.
     Plain(Engine<'g>),
@@ -22,6 +29,15 @@ pub enum Matcher<'g> {
 }
 
 /// A match's report, plus what the compressed path did when it ran.
+///
+/// ```
+/// # let loaded = gpsense::Loaded::embedded()?;
+/// # let m = gpsense::Matcher::new(&loaded)?;
+/// let p = m.prepare("SELECT ?x WHERE { ?x IsA animal . ?x AtLocation home }", gpsense::Dialect::Short)?;
+/// let r = m.count(&p.graph, &gpsense::MatchOptions::default())?;
+/// assert!(r.report.rows > 0 && r.expansion.is_none());
+/// # Ok::<(), gpsense::Error>(())
+/// ```
 pub struct Reported {
     /// What the engine did.
     pub report: MatchReport,
@@ -31,6 +47,13 @@ pub struct Reported {
 
 impl<'g> Matcher<'g> {
     /// The matcher for `loaded`: compressed when it came from a `.gpsc` file.
+    ///
+    /// ```
+    /// let loaded = gpsense::Loaded::embedded()?;
+    /// let m = gpsense::Matcher::new(&loaded)?;
+    /// # let _ = m;
+    /// # Ok::<(), gpsense::Error>(())
+    /// ```
     pub fn new(loaded: &'g Loaded) -> Result<Self, CompressError> {
         Ok(match &loaded.compressed {
             Some(c) => Matcher::Compressed(CompressedEngine::new(&loaded.graph, c)?),
@@ -40,6 +63,13 @@ impl<'g> Matcher<'g> {
 
     /// The engine that runs the join (on the compressed graph for a compressed file): the one to
     /// open a GPU for.
+    ///
+    /// ```
+    /// # let loaded = gpsense::Loaded::embedded()?;
+    /// # let m = gpsense::Matcher::new(&loaded)?;
+    /// println!("{}", m.engine().graph().node_count());
+    /// # Ok::<(), gpsense::Error>(())
+    /// ```
     pub fn engine(&self) -> &Engine<'g> {
         match self {
             Matcher::Plain(e) => e,
@@ -48,6 +78,13 @@ impl<'g> Matcher<'g> {
     }
 
     /// The graph answers refer to (the original, for a compressed file).
+    ///
+    /// ```
+    /// # let loaded = gpsense::Loaded::embedded()?;
+    /// # let m = gpsense::Matcher::new(&loaded)?;
+    /// assert_eq!(m.graph().node_name(m.graph().node_id("dog").unwrap()), "dog");
+    /// # Ok::<(), gpsense::Error>(())
+    /// ```
     pub fn graph(&self) -> &'g KnowledgeGraph {
         match self {
             Matcher::Plain(e) => e.graph(),
@@ -56,6 +93,20 @@ impl<'g> Matcher<'g> {
     }
 
     /// Matches `q`, handing projected rows to `on_rows` in batches (it returns false to stop).
+    ///
+    /// ```
+    /// # let loaded = gpsense::Loaded::embedded()?;
+    /// # let m = gpsense::Matcher::new(&loaded)?;
+    /// let p = m.prepare("SELECT ?x WHERE { ?x IsA animal . ?x AtLocation home }", gpsense::Dialect::Short)?;
+    /// let g = m.graph();
+    /// m.run(&p.graph, &gpsense::MatchOptions::default(), &mut |batch| {
+    ///     for row in batch.iter() {
+    ///         println!("{}", g.node_name(row[0]));
+    ///     }
+    ///     true // go on
+    /// })?;
+    /// # Ok::<(), gpsense::Error>(())
+    /// ```
     pub fn run(
         &self,
         q: &QueryGraph,
@@ -69,6 +120,15 @@ impl<'g> Matcher<'g> {
     }
 
     /// Counts the matches of `q` without listing them where the engine can.
+    ///
+    /// ```
+    /// # let loaded = gpsense::Loaded::embedded()?;
+    /// # let m = gpsense::Matcher::new(&loaded)?;
+    /// let p = m.prepare("SELECT ?x WHERE { ?x IsA animal . ?x AtLocation home }", gpsense::Dialect::Short)?;
+    /// let r = m.count(&p.graph, &gpsense::MatchOptions::default())?;
+    /// assert!(r.report.rows > 0);
+    /// # Ok::<(), gpsense::Error>(())
+    /// ```
     pub fn count(&self, q: &QueryGraph, opts: &MatchOptions) -> Result<Reported, MatchError> {
         match self {
             Matcher::Plain(e) => e.count(q, opts).map(plain),
@@ -77,6 +137,13 @@ impl<'g> Matcher<'g> {
     }
 
     /// The compressed engine, for a compressed graph.
+    ///
+    /// ```
+    /// # let loaded = gpsense::Loaded::embedded()?;
+    /// # let m = gpsense::Matcher::new(&loaded)?;
+    /// assert!(m.compressed().is_none());
+    /// # Ok::<(), gpsense::Error>(())
+    /// ```
     pub fn compressed(&self) -> Option<&CompressedEngine<'g>> {
         match self {
             Matcher::Plain(_) => None,
@@ -85,6 +152,14 @@ impl<'g> Matcher<'g> {
     }
 
     /// Parses `text` against the graph answers refer to: `prefer`'s dialect first, then the other.
+    ///
+    /// ```
+    /// # let loaded = gpsense::Loaded::embedded()?;
+    /// # let m = gpsense::Matcher::new(&loaded)?;
+    /// let p = m.prepare("SELECT ?x WHERE { ?x IsA animal . ?x AtLocation home }", gpsense::Dialect::Short)?;
+    /// assert_eq!(p.dialect, gpsense::Dialect::Short);
+    /// # Ok::<(), gpsense::Error>(())
+    /// ```
     pub fn prepare(&self, text: &str, prefer: Dialect) -> Result<Prepared, Error> {
         prepare(text, self.graph(), prefer).map_err(|e| Error::query(e, text))
     }

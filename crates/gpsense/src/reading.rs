@@ -13,6 +13,14 @@ use spargebra::algebra::GraphPattern;
 use crate::{Error, Matcher};
 
 /// How a text is answered.
+///
+/// ```
+/// # let loaded = gpsense::Loaded::embedded()?;
+/// # let m = gpsense::Matcher::new(&loaded)?;
+/// let text = "PREFIX r: <http://conceptnet.io/r/> SELECT ?x WHERE { ?x r:IsA ?y OPTIONAL { ?y r:IsA ?z } } LIMIT 1";
+/// assert!(matches!(gpsense::read(&m, text, None)?, gpsense::Reading::Algebra(_)));
+/// # Ok::<(), gpsense::Error>(())
+/// ```
 pub enum Reading {
     /// By the matcher and the solution stage around it.
     Graph(Box<Prepared>),
@@ -21,6 +29,14 @@ pub enum Reading {
 }
 
 /// Reads `text`. `base` resolves relative IRIs (then the query is standard SPARQL or an error).
+///
+/// ```
+/// # let loaded = gpsense::Loaded::embedded()?;
+/// # let m = gpsense::Matcher::new(&loaded)?;
+/// let reading = gpsense::read(&m, "SELECT ?x WHERE { ?x IsA animal }", None)?;
+/// assert!(matches!(reading, gpsense::Reading::Graph(_)));
+/// # Ok::<(), gpsense::Error>(())
+/// ```
 pub fn read(m: &Matcher, text: &str, base: Option<&str>) -> Result<Reading, Error> {
     let query = match Sparql::<Matcher>::parse(text, base) {
         Ok(q) => q,

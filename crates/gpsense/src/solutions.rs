@@ -18,12 +18,36 @@ use gpsense_graph::rdf::Term;
 const ROW_OVERHEAD: u64 = 48;
 
 /// Whether `p` needs more than the engine's own projection, DISTINCT and LIMIT.
+///
+/// ```
+/// # let loaded = gpsense::Loaded::embedded()?;
+/// # let m = gpsense::Matcher::new(&loaded)?;
+/// let text = "PREFIX c: <http://conceptnet.io/c/en/> PREFIX r: <http://conceptnet.io/r/> SELECT ?x WHERE { ?x r:IsA c:animal } ORDER BY ?x";
+/// let p = m.prepare(text, gpsense::Dialect::Sparql)?;
+/// assert!(gpsense::solutions::needs_stage(&p));
+/// # Ok::<(), gpsense::Error>(())
+/// ```
 pub fn needs_stage(p: &Prepared) -> bool {
     !p.filters.is_empty() || p.offset > 0 || !p.order.is_empty()
 }
 
 /// The rows of a SELECT, projected, in batches to `on_rows` (which returns whether to go on).
 /// `report.rows` is the number of rows handed on.
+///
+/// ```
+/// # let loaded = gpsense::Loaded::embedded()?;
+/// # let m = gpsense::Matcher::new(&loaded)?;
+/// let text = "PREFIX c: <http://conceptnet.io/c/en/> PREFIX r: <http://conceptnet.io/r/> SELECT ?x WHERE { ?x r:IsA c:animal } ORDER BY ?x LIMIT 3";
+/// let p = m.prepare(text, gpsense::Dialect::Sparql)?;
+/// let opts = gpsense::solutions::options_for(&p, &gpsense::MatchOptions::default(), None);
+/// let mut rows = 0;
+/// gpsense::solutions::select(&m, &p, &opts, &mut |batch| {
+///     rows += batch.rows;
+///     true
+/// })?;
+/// assert_eq!(rows, 3);
+/// # Ok::<(), gpsense::Error>(())
+/// ```
 pub fn select(
     m: &Matcher,
     p: &Prepared,
@@ -52,6 +76,16 @@ pub fn select(
 
 /// The number of solutions (`COUNT(*)`, or `--count`): matches passing every filter, less the
 /// OFFSET, within the LIMIT (the rows a SELECT would give).
+///
+/// ```
+/// # let loaded = gpsense::Loaded::embedded()?;
+/// # let m = gpsense::Matcher::new(&loaded)?;
+/// let text = "PREFIX c: <http://conceptnet.io/c/en/> PREFIX r: <http://conceptnet.io/r/> SELECT ?x WHERE { ?x r:IsA c:animal } OFFSET 5 LIMIT 10";
+/// let p = m.prepare(text, gpsense::Dialect::Sparql)?;
+/// let r = gpsense::solutions::count(&m, &p, &gpsense::MatchOptions::default())?;
+/// assert_eq!(r.report.rows, 10);
+/// # Ok::<(), gpsense::Error>(())
+/// ```
 pub fn count(m: &Matcher, p: &Prepared, opts: &MatchOptions) -> Result<Reported, MatchError> {
     if p.offset == 0 {
         return count_filtered(m, p, opts);
@@ -94,6 +128,15 @@ fn count_filtered(m: &Matcher, p: &Prepared, opts: &MatchOptions) -> Result<Repo
 }
 
 /// Whether there is a solution (`ASK`).
+///
+/// ```
+/// # let loaded = gpsense::Loaded::embedded()?;
+/// # let m = gpsense::Matcher::new(&loaded)?;
+/// let p = m.prepare("SELECT * WHERE { dog IsA pet }", gpsense::Dialect::Short)?;
+/// let (yes, _) = gpsense::solutions::ask(&m, &p, &gpsense::MatchOptions::default())?;
+/// assert!(!yes);
+/// # Ok::<(), gpsense::Error>(())
+/// ```
 pub fn ask(m: &Matcher, p: &Prepared, opts: &MatchOptions) -> Result<(bool, Reported), MatchError> {
     let opts = MatchOptions {
         limit: Some(1),
@@ -104,6 +147,15 @@ pub fn ask(m: &Matcher, p: &Prepared, opts: &MatchOptions) -> Result<(bool, Repo
 }
 
 /// The header of the one-row COUNT result, or `None` for other forms.
+///
+/// ```
+/// # let loaded = gpsense::Loaded::embedded()?;
+/// # let m = gpsense::Matcher::new(&loaded)?;
+/// let text = "PREFIX c: <http://conceptnet.io/c/en/> PREFIX r: <http://conceptnet.io/r/> SELECT (COUNT(*) AS ?n) WHERE { ?x r:IsA c:animal }";
+/// let p = m.prepare(text, gpsense::Dialect::Sparql)?;
+/// assert_eq!(gpsense::solutions::count_column(&p), Some("n"));
+/// # Ok::<(), gpsense::Error>(())
+/// ```
 pub fn count_column(p: &Prepared) -> Option<&str> {
     match &p.form {
         Form::Count { variable, .. } => Some(variable),
@@ -139,6 +191,14 @@ pub fn options_for(p: &Prepared, options: &MatchOptions, given: Option<Semantics
 }
 
 /// Column headers: the projected variables, without `?`.
+///
+/// ```
+/// # let loaded = gpsense::Loaded::embedded()?;
+/// # let m = gpsense::Matcher::new(&loaded)?;
+/// let p = m.prepare("SELECT ?x ?r WHERE { ?x ?r animal }", gpsense::Dialect::Short)?;
+/// assert_eq!(gpsense::solutions::column_names(&p.graph), ["x", "r"]);
+/// # Ok::<(), gpsense::Error>(())
+/// ```
 pub fn column_names(q: &QueryGraph) -> Vec<String> {
     q.projection
         .iter()

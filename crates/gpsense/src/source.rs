@@ -16,10 +16,21 @@ use crate::Error;
 /// The default graph: ConceptNet-100K (train), ingested at build time.
 static DEFAULT_SNAPSHOT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/default.gps"));
 /// How the embedded graph is named in summaries, with its licence.
+///
+/// ```
+/// assert!(gpsense::DEFAULT_NAME.starts_with("ConceptNet-100K"));
+/// ```
 pub const DEFAULT_NAME: &str = "ConceptNet-100K (embedded default; CC BY-SA 4.0, Li et al. 2016)";
 
 /// A graph ready to query: the graph, its compression when it came from a `.gpsc` file, and where
 /// it came from.
+///
+/// ```
+/// let loaded = gpsense::Loaded::embedded()?;
+/// assert!(loaded.compressed.is_none());
+/// assert!(loaded.graph.node_count() > 70_000);
+/// # Ok::<(), gpsense::Error>(())
+/// ```
 pub struct Loaded {
     /// The graph (for a compressed file: its original graph).
     pub graph: KnowledgeGraph,
@@ -33,6 +44,12 @@ pub struct Loaded {
 
 impl Loaded {
     /// The embedded ConceptNet-100K.
+    ///
+    /// ```
+    /// let loaded = gpsense::Loaded::embedded()?;
+    /// assert_eq!(loaded.origin, gpsense::DEFAULT_NAME);
+    /// # Ok::<(), gpsense::Error>(())
+    /// ```
     pub fn embedded() -> Result<Loaded, Error> {
         let start = Instant::now();
         let graph =
@@ -43,11 +60,28 @@ impl Loaded {
 
     /// Loads `path` (a snapshot, a compressed graph, or any file `ingest` reads), or the default
     /// graph. `progress` hears about a file being ingested.
+    ///
+    /// ```
+    /// let loaded = gpsense::Loaded::open(None, &gpsense::NoProgress)?; // None: the embedded graph
+    /// assert!(loaded.graph.node_id("dog").is_some());
+    /// # Ok::<(), gpsense::Error>(())
+    /// ```
     pub fn open(path: Option<&Path>, progress: &dyn Progress) -> Result<Loaded, Error> {
         Loaded::open_with_base(path, None, progress)
     }
 
     /// [`Loaded::open`], a text file's relative IRIs resolved against `base`.
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("gpsense-doc-base-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// let path = dir.join("a.ttl"); // Turtle may hold relative IRIs
+    /// std::fs::write(&path, "<a> <p> <b> .\n")?;
+    /// let loaded = gpsense::Loaded::open_with_base(Some(&path), Some("http://example.org/"), &gpsense::NoProgress)?;
+    /// assert!(loaded.graph.node_id("http://example.org/a").is_some());
+    /// # std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn open_with_base(
         path: Option<&Path>,
         base: Option<&str>,
@@ -79,6 +113,19 @@ impl Loaded {
     }
 
     /// Ingests `paths` with `opts` (what `gpsense ingest` does, without writing a snapshot).
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("gpsense-doc-ingest-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// let path = dir.join("pets.tsv");
+    /// std::fs::write(&path, "cat\tIsA\tpet\n")?;
+    /// let options = gpsense_graph::ingest::IngestOptions::default();
+    /// let (loaded, report) = gpsense::Loaded::ingest(&[path], &options, &gpsense::NoProgress)?;
+    /// assert_eq!(loaded.graph.node_count(), 2);
+    /// # let _ = report;
+    /// # std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn ingest(
         paths: &[PathBuf],
         opts: &IngestOptions,
@@ -93,6 +140,14 @@ impl Loaded {
 
     /// Writes the graph as a snapshot, or as a compressed graph when it is one (atomically: a
     /// temporary file, then a rename).
+    ///
+    /// ```
+    /// # let path = std::env::temp_dir().join(format!("gpsense-doc-loaded-{}.gps", std::process::id()));
+    /// let loaded = gpsense::Loaded::embedded()?;
+    /// loaded.save(&path)?;
+    /// # std::fs::remove_file(&path).ok();
+    /// # Ok::<(), gpsense::Error>(())
+    /// ```
     pub fn save(&self, path: &Path) -> Result<(), Error> {
         match &self.compressed {
             Some(c) => gpsense_compress::format::save(path, &self.graph, c)?,
