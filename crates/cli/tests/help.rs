@@ -157,3 +157,48 @@ fn verbose_is_offered_where_it_says_something() {
         assert_eq!(line.is_some(), expected, "{command}: {help}");
     }
 }
+
+/// `trust` and `serve`, the other commands with many options, group them too: nothing but the
+/// common flags stays under the plain heading.
+#[test]
+fn trust_and_serve_group_their_options_under_headings() {
+    for (command, headings) in [
+        (
+            "trust",
+            &["Input:", "Search:", "Output:", "Limits:", "Engine:"][..],
+        ),
+        (
+            "serve",
+            &[
+                "Input:",
+                "Server:",
+                "Admission (slots and queue):",
+                "Limits:",
+                "Connections:",
+                "Engine:",
+            ][..],
+        ),
+    ] {
+        let (help, _) = ok(&[command, "--help"]);
+        for heading in headings {
+            assert!(
+                help.contains(&format!("\n{heading}\n")),
+                "{command}: {heading}\n{help}"
+            );
+        }
+        let plain = help
+            .split("Options:\n")
+            .nth(1)
+            .and_then(|o| o.split("\n\n").next())
+            .unwrap_or_default();
+        assert!(
+            plain
+                .lines()
+                .filter(|l| l.trim_start().starts_with('-'))
+                .all(|l| ["-q", "-v", "-h"]
+                    .iter()
+                    .any(|f| l.trim_start().starts_with(f))),
+            "{command}: {plain}"
+        );
+    }
+}

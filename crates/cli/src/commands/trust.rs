@@ -20,6 +20,9 @@ use crate::progress::Bar;
 use crate::rows::{RowFormat, RowWriter};
 use gpsense::fmt::millis;
 
+/// The heading of the options that shape TruST's search and score.
+const SEARCH: &str = "Search";
+
 /// Options of `gpsense trust`.
 #[derive(clap::Args)]
 pub struct TrustArgs {
@@ -27,59 +30,59 @@ pub struct TrustArgs {
     /// e.g. 'SELECT * WHERE { "chocolate cakes" IsA ?x . ?x HasProperty sweet }'.
     query: Option<String>,
     /// Read the query from a file.
-    #[arg(short = 'f', long = "file")]
+    #[arg(short = 'f', long = "file", help_heading = crate::help::INPUT)]
     file: Option<PathBuf>,
     /// The graph for a query: a snapshot or any file `ingest` reads (default: the embedded
     /// ConceptNet-100K).
-    #[arg(long, conflicts_with = "data")]
+    #[arg(long, conflicts_with = "data", help_heading = crate::help::INPUT)]
     graph: Option<PathBuf>,
     /// A data graph file (snapshot, benchmark .graph, triples...), searched for --template.
-    #[arg(long, requires = "template")]
+    #[arg(long, requires = "template", help_heading = crate::help::INPUT)]
     data: Option<PathBuf>,
     /// A template graph file (benchmark .graph, or triples naming the nodes; a node named `?x`
     /// matches anything).
-    #[arg(long, requires = "data")]
+    #[arg(long, requires = "data", help_heading = crate::help::INPUT)]
     template: Option<PathBuf>,
     /// Branches kept per level of the search, 1 to 1,000,000.
-    #[arg(long, default_value_t = Params::default().beam, value_parser = beam_width)]
+    #[arg(long, default_value_t = Params::default().beam, value_parser = beam_width, help_heading = SEARCH)]
     beam: usize,
     /// Matchings printed (at most --beam).
-    #[arg(long, default_value_t = Params::default().top, value_parser = beam_width)]
+    #[arg(long, default_value_t = Params::default().top, value_parser = beam_width, help_heading = crate::help::OUTPUT)]
     top: usize,
     /// Stop after this many milliseconds (at most a week); the matchings complete by then are
     /// reported, marked as timed out (exit status 3).
-    #[arg(long, value_parser = crate::parse_timeout_ms)]
+    #[arg(long, value_parser = crate::parse_timeout_ms, help_heading = crate::help::LIMITS)]
     timeout_ms: Option<u64>,
     /// Memory the score tables may take (two 4-byte scores per template node and data node), e.g.
     /// 512M or 4G, at most this machine's memory. Default: a quarter of RAM.
-    #[arg(long, value_parser = crate::parse_memory_budget)]
+    #[arg(long, value_parser = crate::parse_memory_budget, help_heading = crate::help::LIMITS)]
     memory_budget: Option<u64>,
     /// Weight of the name similarity in the one-hop score (the rest is the neighbourhood).
-    #[arg(long, default_value_t = Params::default().alpha)]
+    #[arg(long, default_value_t = Params::default().alpha, help_heading = SEARCH)]
     alpha: f32,
     /// Share of an edge's score that needs its relation to match.
-    #[arg(long, default_value_t = Params::default().relation_weight)]
+    #[arg(long, default_value_t = Params::default().relation_weight, help_heading = SEARCH)]
     relation_weight: f32,
     /// Names less similar than this count as dissimilar (0 compares every pair).
-    #[arg(long, default_value_t = Params::default().threshold)]
+    #[arg(long, default_value_t = Params::default().threshold, help_heading = SEARCH)]
     threshold: f32,
     /// What template names are compared with: name, label (node label names, for the benchmark
     /// format) or auto (labels when both graphs have node labels).
-    #[arg(long, default_value = "auto")]
+    #[arg(long, default_value = "auto", help_heading = SEARCH)]
     compare: Compare,
     /// Output format of the rows.
-    #[arg(long, default_value = "tsv", value_parser = crate::one_of::<RowFormat>(&crate::ROW_FORMATS))]
+    #[arg(long, default_value = "tsv", value_parser = crate::one_of::<RowFormat>(&crate::ROW_FORMATS), help_heading = crate::help::OUTPUT)]
     format: RowFormat,
     /// Print on stderr, per matching, how each template node and edge was matched, and the time
     /// per phase.
-    #[arg(long)]
+    #[arg(long, help_heading = crate::help::OUTPUT)]
     explain: bool,
     /// Worker threads (default: all cores; at most 4 per core).
-    #[arg(long, value_parser = crate::parse_threads)]
+    #[arg(long, value_parser = crate::parse_threads, help_heading = crate::help::ENGINE)]
     threads: Option<usize>,
     /// Where the search runs: auto (the GPU when one is found, else the CPU; -v says which),
     /// cpu, gpu (NVIDIA GPU), emulated (the GPU's launches run on the CPU by the host emulator).
-    #[arg(long, default_value = "auto")]
+    #[arg(long, default_value = "auto", help_heading = crate::help::ENGINE)]
     engine: TrustEngineArg,
 }
 

@@ -58,73 +58,78 @@ use limits::{Admission, Busy, Lane, Limits, Slot};
 use protocol::{Params, Reject};
 use stream::{ChannelBody, Guarded};
 
+/// Headings of `serve --help` beside the shared ones.
+const SERVER: &str = "Server";
+const ADMISSION: &str = "Admission (slots and queue)";
+const CONNECTIONS: &str = "Connections";
+
 /// `gpsense serve`'s command line.
 #[derive(clap::Args)]
 pub struct ServeArgs {
     /// The graph: a snapshot or any file `ingest` reads (default: the embedded ConceptNet-100K).
-    #[arg(long)]
+    #[arg(long, help_heading = crate::help::INPUT)]
     graph: Option<PathBuf>,
     /// Address and port to listen on (port 0: any free one). The default is loopback only; any
     /// other address makes the endpoint reachable from other machines, with no authentication.
-    #[arg(long, default_value = "127.0.0.1:7878")]
+    #[arg(long, default_value = "127.0.0.1:7878", help_heading = SERVER)]
     bind: SocketAddr,
     /// Queries run at once (default: the number of cores).
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1024), help_heading = ADMISSION)]
     max_concurrent: Option<u64>,
     /// Slots for light queries beside those: a query that takes one and runs past --light-ms, or
     /// whose answer passes 256 KB, is heavy and restarts in a main slot (its text remembered).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(0..=64))]
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(0..=64), help_heading = ADMISSION)]
     light_slots: u64,
     /// The time limit of a query in a light slot.
-    #[arg(long, default_value_t = 250, value_parser = clap::value_parser!(u64).range(1..=60_000))]
+    #[arg(long, default_value_t = 250, value_parser = clap::value_parser!(u64).range(1..=60_000), help_heading = ADMISSION)]
     light_ms: u64,
     /// Requests that may wait for a free slot; beyond them, 503 at once.
-    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(0..=100_000))]
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(0..=100_000), help_heading = ADMISSION)]
     max_queued: u64,
     /// How long a request may wait for a slot before a 503.
-    #[arg(long, default_value_t = 2_000, value_parser = clap::value_parser!(u64).range(0..=600_000))]
+    #[arg(long, default_value_t = 2_000, value_parser = clap::value_parser!(u64).range(0..=600_000), help_heading = ADMISSION)]
     queue_wait_ms: u64,
     /// Each query's time limit (a request may ask for less with `timeout=MS`).
-    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=3_600_000), help_heading = crate::help::LIMITS)]
     timeout_ms: u64,
     /// Rows per answer; beyond, the answer is cut and says so (`X-Gpsense-Truncated: true`). A
     /// request may ask for fewer with `max-rows=N`.
-    #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(0..=1_000_000_000))]
+    #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(0..=1_000_000_000), help_heading = crate::help::LIMITS)]
     max_rows: u64,
     /// Bytes per answer (e.g. 64M); beyond, the answer is cut at a row and says so.
-    #[arg(long, default_value = "64M", value_parser = bytes_up_to(1 << 40))]
+    #[arg(long, default_value = "64M", value_parser = bytes_up_to(1 << 40), help_heading = crate::help::LIMITS)]
     max_response_bytes: u64,
     /// The largest request body (e.g. 1M).
-    #[arg(long, default_value = "1M", value_parser = bytes_up_to(1 << 30))]
+    #[arg(long, default_value = "1M", value_parser = bytes_up_to(1 << 30), help_heading = crate::help::LIMITS)]
     max_body: u64,
     /// The longest query text (e.g. 64K).
-    #[arg(long, default_value = "64K", value_parser = bytes_up_to(16 << 20))]
+    #[arg(long, default_value = "64K", value_parser = bytes_up_to(16 << 20), help_heading = crate::help::LIMITS)]
     max_query_bytes: u64,
     /// Open connections; beyond, a connection gets a 503 and is closed (default: 1,000, less if
     /// the descriptor limit is lower).
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000), help_heading = CONNECTIONS)]
     max_connections: Option<u64>,
     /// Time a request's head (line and headers) may take to arrive, counted from when the
     /// server waits for it; a slower client is disconnected.
-    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=600_000))]
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=600_000), help_heading = CONNECTIONS)]
     header_timeout_ms: u64,
     /// Time a keep-alive connection may stay idle between requests.
-    #[arg(long, default_value_t = 5_000, value_parser = clap::value_parser!(u64).range(1..=600_000))]
+    #[arg(long, default_value_t = 5_000, value_parser = clap::value_parser!(u64).range(1..=600_000), help_heading = CONNECTIONS)]
     idle_timeout_ms: u64,
     /// Time a response may stay unwritten because the client reads nothing; then the client is
     /// dropped and its query stopped.
-    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=600_000))]
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=600_000), help_heading = CONNECTIONS)]
     write_timeout_ms: u64,
     /// Engine: auto (the GPU if present, else dfs), dfs, kernels, gpu, emulated.
     #[arg(
         long,
         default_value = "auto",
         value_parser = crate::one_of::<EngineKind>(&["auto", "dfs", "kernels", "gpu", "emulated"])
-    )]
+, help_heading = crate::help::ENGINE)]
     engine: EngineKind,
     /// Memory each query's join may use (e.g. 512M). Default: a quarter of RAM shared among the
     /// concurrent queries, at least 64 MiB each.
-    #[arg(long, value_parser = parse_bytes)]
+    #[arg(long, value_parser = parse_bytes, help_heading = crate::help::LIMITS)]
     memory_budget: Option<u64>,
 }
 
