@@ -317,10 +317,11 @@ mod tests {
         assert_eq!(escaped.len(), 3, "{escaped:?}");
         let two = split("# c\nSELECT * { a b c } SELECT * { d e f }\n");
         assert_eq!(two[0], (1, "# c\nSELECT * { a b c } ".to_owned()));
-        // No keyword: the whole text is one query, for the parser to judge.
+        // No keyword: the whole text is one query, for the parser to judge, from its first
+        // non-blank line (so that the parser's line numbers count from there).
         assert_eq!(
             split("\ncat IsA pet\n"),
-            [(2, "\ncat IsA pet\n".to_owned())]
+            [(2, "cat IsA pet\n".to_owned())]
         );
     }
 
