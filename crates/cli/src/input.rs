@@ -319,10 +319,7 @@ mod tests {
         assert_eq!(two[0], (1, "# c\nSELECT * { a b c } ".to_owned()));
         // No keyword: the whole text is one query, for the parser to judge, from its first
         // non-blank line (so that the parser's line numbers count from there).
-        assert_eq!(
-            split("\ncat IsA pet\n"),
-            [(2, "cat IsA pet\n".to_owned())]
-        );
+        assert_eq!(split("\ncat IsA pet\n"), [(2, "cat IsA pet\n".to_owned())]);
     }
 
     #[test]
