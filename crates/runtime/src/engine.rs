@@ -826,8 +826,9 @@ fn check_graph() -> Result<KnowledgeGraph, gpsense_graph::GraphError> {
     Ok(b.build()?.0)
 }
 
-/// Runs [`CHECK_QUERIES`] on `dev` and on the CPU and compares the rows: a device (a driver, a
-/// PTX build) that gives a wrong answer or fails is not used. Returns the device when it passed.
+/// Runs the known queries (`CHECK_QUERIES`: fixed and variable edges, a concept, both semantics)
+/// on `dev` and on the CPU and compares the rows: a device (a driver, a PTX build) that gives a
+/// wrong answer or fails is not used. Returns the device when it passed.
 pub fn self_check<D: Device>(dev: D) -> Result<D, DeviceError> {
     let failed = |what: String| DeviceError::SelfCheck(what);
     let g = check_graph().map_err(|e| failed(e.to_string()))?;
