@@ -190,6 +190,16 @@ fn build(root: &Path, arch: &str, env: &[(String, String)], rustup: bool) -> Res
         format!("-Ctarget-cpu={arch}"),
     )
     .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    // The kernels' own release profile is part of what ptxas checks (registers, no spills): a
+    // caller's profile overrides (CI's quicker host builds) must not reach the PTX build.
+    for (key, _) in std::env::vars_os() {
+        if key
+            .to_str()
+            .is_some_and(|k| k.starts_with("CARGO_PROFILE_"))
+        {
+            cmd.env_remove(&key);
+        }
+    }
     eprintln!("ptx: building {arch}");
     let status = cmd.status().context("cannot run cargo")?;
     ensure!(status.success(), "building the kernels for {arch} failed");
