@@ -3,6 +3,8 @@
 //! target directory. pip needs PyPI, and tests do not touch the network by default: this runs only with
 //! `GPSENSE_PY_TESTS=1` (CI sets it), and passes with a note otherwise.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -12,39 +14,10 @@ fn clients_dir() -> PathBuf {
 
 /// A venv with the pinned requirements, made once and reused while they stay the same.
 fn venv() -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("sparql-clients-venv");
-    let requirements = clients_dir().join("requirements.txt");
-    let wanted = std::fs::read_to_string(&requirements).expect("read requirements.txt");
-    let stamp = dir.join("installed-requirements.txt");
-    let python = dir.join("bin/python");
-    if std::fs::read_to_string(&stamp).ok().as_deref() == Some(wanted.as_str()) && python.exists() {
-        return python;
-    }
-    let made = Command::new("python3")
-        .args(["-m", "venv", "--clear"])
-        .arg(&dir)
-        .status()
-        .expect("run python3 -m venv");
-    assert!(made.success(), "python3 -m venv {} failed", dir.display());
-    let pip = Command::new(&python)
-        .args([
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            "-r",
-        ])
-        .arg(&requirements)
-        .status()
-        .expect("run pip");
-    assert!(
-        pip.success(),
-        "pip install -r {} failed",
-        requirements.display()
-    );
-    std::fs::write(&stamp, wanted).expect("write the stamp");
-    python
+    common::venv::with_requirements(
+        "sparql-clients-venv",
+        &clients_dir().join("requirements.txt"),
+    )
 }
 
 #[test]

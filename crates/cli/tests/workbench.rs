@@ -5,6 +5,8 @@
 //! installing Chromium), and passes with a note otherwise. Screenshots go to
 //! `target/workbench/`.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -13,41 +15,9 @@ fn test_dir() -> PathBuf {
 }
 
 /// A venv with the pinned requirements, made once and reused while they stay the same.
+/// Playwright's Python package only: the browser is the system's, never downloaded.
 fn venv() -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("workbench-venv");
-    let requirements = test_dir().join("requirements.txt");
-    let wanted = std::fs::read_to_string(&requirements).expect("read requirements.txt");
-    let stamp = dir.join("installed-requirements.txt");
-    let python = dir.join("bin/python");
-    if std::fs::read_to_string(&stamp).ok().as_deref() == Some(wanted.as_str()) && python.exists() {
-        return python;
-    }
-    let made = Command::new("python3")
-        .args(["-m", "venv", "--clear"])
-        .arg(&dir)
-        .status()
-        .expect("run python3 -m venv");
-    assert!(made.success(), "python3 -m venv {} failed", dir.display());
-    // Playwright's Python package only: the browser is the system's, never downloaded.
-    let pip = Command::new(&python)
-        .args([
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            "-r",
-        ])
-        .arg(&requirements)
-        .status()
-        .expect("run pip");
-    assert!(
-        pip.success(),
-        "pip install -r {} failed",
-        requirements.display()
-    );
-    std::fs::write(&stamp, wanted).expect("write the stamp");
-    python
+    common::venv::with_requirements("workbench-venv", &test_dir().join("requirements.txt"))
 }
 
 #[test]

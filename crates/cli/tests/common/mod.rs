@@ -2,6 +2,7 @@
 #![allow(dead_code)] // each test file uses a different subset
 
 pub mod http;
+pub mod venv;
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
