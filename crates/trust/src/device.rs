@@ -207,6 +207,7 @@ impl<D: Device> Phases for OnDevice<'_, D> {
         t: &Template,
         index: &NameIndex,
         threshold: f32,
+        stop: Stop,
     ) -> Result<Vec<f32>, TrustError> {
         let nd = index.len();
         // Per fuzzy node: its folded name and the texts the index's exact filters let through.
@@ -222,7 +223,7 @@ impl<D: Device> Phases for OnDevice<'_, D> {
                 NodeLabel::Any => None,
             })
             .collect();
-        let scores = self.verify(&jobs, index, threshold)?;
+        let scores = self.verify(&jobs, index, threshold, stop)?;
         let mut per_job = jobs.iter().zip(scores);
         let sim = similarity_table_from(t, nd, |_| {
             let Some(((_, ids), s)) = per_job.next() else {
@@ -351,6 +352,7 @@ impl<D: Device> OnDevice<'_, D> {
         jobs: &[(Vec<u32>, Vec<u32>)],
         index: &NameIndex,
         threshold: f32,
+        stop: Stop,
     ) -> Result<Vec<Vec<f32>>, TrustError> {
         let total: usize = jobs.iter().map(|(_, ids)| ids.len()).sum();
         if total == 0 {
@@ -386,10 +388,14 @@ impl<D: Device> OnDevice<'_, D> {
             len: total as u64,
         };
         let all_ids = at(base, ids_at);
+        let timed = stop.deadline.is_some() || stop.cancel.is_some();
         let mut first = 0;
         for ((_, job_ids), query) in jobs.iter().zip(&queries) {
             let n = job_ids.len();
             for (s, e) in chunks(n, chunk) {
+                if stop.hit() {
+                    break;
+                }
                 let args = TrustSimilarityArgs {
                     query: at(base, *query),
                     ids: all_ids,
@@ -406,6 +412,10 @@ impl<D: Device> OnDevice<'_, D> {
                     out: part(out_slice, 4, first + s, first + e),
                 };
                 dev.launch(&Launch::TrustSimilarity(args), (e - s) as u64)?;
+                if timed {
+                    // Wait for the chunk, so that the time limit is seen while the device works.
+                    read::<D, u32>(dev, &out, (first + s) * 4, 1)?;
+                }
             }
             first += n;
         }

@@ -242,11 +242,14 @@ pub struct DeviceRun {
 /// The three phases of a search, on the CPU ([`Cpu`]) or on a device (`device::OnDevice`).
 trait Phases {
     /// `S`, row-major data nodes x template nodes.
+    /// `stop` is seen between launches on a device (chunks not started stay 0); the CPU's table
+    /// is quick and always whole.
     fn similarity(
         &mut self,
         t: &Template,
         index: &NameIndex,
         threshold: f32,
+        stop: Stop,
     ) -> Result<Vec<f32>, TrustError>;
     /// `OH`, same layout; chunks not started once `stop` is hit stay 0.
     fn one_hop(
@@ -270,6 +273,7 @@ impl Phases for Cpu {
         t: &Template,
         index: &NameIndex,
         threshold: f32,
+        _stop: Stop,
     ) -> Result<Vec<f32>, TrustError> {
         Ok(score::similarity_table(t, index, threshold))
     }
@@ -369,7 +373,7 @@ impl<'g> Trust<'g> {
             deadline: params.timeout.map(|t| start + t),
             cancel: params.cancel,
         };
-        let sim = phases.similarity(template, &self.index, params.threshold)?;
+        let sim = phases.similarity(template, &self.index, params.threshold, stop)?;
         let similarity = start.elapsed();
         let start = Instant::now();
         let oh = phases.one_hop(&prepared, &sim, &g, &scoring, stop)?;

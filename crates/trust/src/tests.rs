@@ -357,6 +357,7 @@ fn the_time_limit_holds_on_the_device() {
     };
     let a = trust.search_on(&device, &t, &params).expect("search");
     assert!(a.timed_out && a.matches.is_empty(), "{a:?}");
-    // The similarity launch only: no one-hop chunk and no level started after the limit.
-    assert_eq!(a.device.expect("device run").counters.launches, 1);
+    // No launch starts after the limit, the similarity phase's included (it once ran whole:
+    // 6.8 s of a 1 ms limit on ConceptNet-100K in the emulator).
+    assert_eq!(a.device.expect("device run").counters.launches, 0);
 }
