@@ -12,11 +12,15 @@
 //!    (the GPU column, measured).
 //! 5. One markdown report (`report.rs`) with the machine, the binary, per-suite times and the
 //!    verdict; the command fails unless everything agrees.
+//! 6. With `--egsm BIN`: EGSM, the GPU peer, on the same iso suites' queries (`egsm.rs`), every
+//!    query's three answers and times in `egsm.md` beside the report, a summary in it.
 //!
 //! The binary is built here with the PTX embedded, or given (`--bin`). `--bundle DIR` writes the
-//! binary, this program, the datasets and `run.sh` into DIR for a GPU machine without Rust.
+//! binary, this program, the datasets and `run.sh` into DIR for a GPU machine without Rust, and
+//! with `--egsm-source` EGSM's source, its build script and the suites in its format.
 
 mod compare;
+mod egsm;
 mod exec;
 mod parse;
 mod queries;
@@ -82,6 +86,26 @@ pub struct GpuCheckArgs {
     /// a GPU machine without a Rust toolchain and run there (`DIR/run.sh`, report in DIR).
     #[arg(long, value_name = "DIR")]
     pub bundle: Option<PathBuf>,
+    /// With --bundle: EGSM's source to carry (a clone of github.com/RapidsAtHKUST/EGSM, bare or
+    /// not, holding the pinned commit, or a plain source tree) [default: $GPSENSE_EGSM_SOURCE;
+    /// without either the bundle has no EGSM].
+    #[arg(long, value_name = "PATH")]
+    pub egsm_source: Option<PathBuf>,
+    /// An EGSM binary to run beside gpsense on the iso suites (HPRD-200 and yeast): egsm.md and
+    /// egsm.csv beside the report, a summary in it.
+    #[arg(long, value_name = "PATH")]
+    pub egsm: Option<PathBuf>,
+    /// The suites in EGSM's format, as a bundle carries them [default: converted now, into
+    /// egsm-inputs/ beside the report].
+    #[arg(long, value_name = "DIR")]
+    pub egsm_inputs: Option<PathBuf>,
+    /// Run EGSM on at most N queries per suite, spread evenly over the names (a process each).
+    #[arg(long, value_name = "N")]
+    pub egsm_queries: Option<usize>,
+    /// Only the side by side: the iso suites on the engine, dfs and EGSM; no hom suite,
+    /// common-sense queries, TruST or sanitizers.
+    #[arg(long, requires = "egsm")]
+    pub egsm_only: bool,
 }
 
 /// What every run of the binary needs.
@@ -93,6 +117,9 @@ struct Ctx {
     quick: bool,
     /// Where the TruST workloads are written.
     work: PathBuf,
+    /// EGSM beside gpsense, when asked for and found.
+    egsm: Option<egsm::Peer>,
+    egsm_only: bool,
 }
 
 impl Ctx {
@@ -134,21 +161,40 @@ pub fn run(root: &Path, args: &GpuCheckArgs) -> Result<()> {
     let bin =
         fs::canonicalize(&bin).with_context(|| format!("{}: no such binary", bin.display()))?;
     if let Some(dir) = &args.bundle {
-        return bundle(dir, &bin, &datasets);
+        let source = args
+            .egsm_source
+            .clone()
+            .or_else(|| std::env::var_os("GPSENSE_EGSM_SOURCE").map(PathBuf::from));
+        return bundle(dir, &bin, &datasets, source.as_deref());
     }
     let out = args
         .out
         .clone()
         .unwrap_or_else(|| target_dir(root).join("gpu-check/report.md"));
+    let beside = out.parent().unwrap_or(Path::new(".")).to_path_buf();
+    let (egsm_peer, egsm_problem) = match &args.egsm {
+        Some(b) => egsm_peer(args, b, &datasets, &beside)?,
+        None => (None, None),
+    };
     let ctx = Ctx {
         bin,
         datasets,
         engine: args.engine.clone(),
         timeout_ms: args.timeout_ms,
         quick: args.quick,
-        work: out.parent().unwrap_or(Path::new(".")).join("trust-fig13"),
+        work: beside.join("trust-fig13"),
+        egsm: egsm_peer,
+        egsm_only: args.egsm_only,
     };
     let mut report = check(&ctx, args.bin.is_some());
+    if let Some(b) = &args.egsm {
+        let side = report.egsm.get_or_insert_with(Default::default);
+        (side.bin, side.engine) = (b.display().to_string(), ctx.engine.clone());
+        side.limit = egsm_limit(ctx.timeout_ms);
+        side.problem = side.problem.take().or(egsm_problem);
+        write_report(&beside.join("egsm.md"), &egsm::detail(side))?;
+        write_report(&beside.join("egsm.csv"), &egsm::csv(side))?;
+    }
     report.wall = started.elapsed();
     write_report(&out, &report::render(&report))?;
     let verdict = report::verdict(&report);
@@ -156,6 +202,46 @@ pub fn run(root: &Path, args: &GpuCheckArgs) -> Result<()> {
     println!("{}", out.display());
     ensure!(verdict.pass, "gpu-check failed; see {}", out.display());
     Ok(())
+}
+
+/// EGSM's process limit: gpsense's per-query limit plus its start (CUDA's, reading the graph).
+fn egsm_limit(timeout_ms: u64) -> Duration {
+    Duration::from_millis(timeout_ms) + Duration::from_secs(10)
+}
+
+/// How EGSM runs, or why it cannot (no binary: the bundle's build failed); the inputs are converted
+/// now unless given.
+fn egsm_peer(
+    args: &GpuCheckArgs,
+    bin: &Path,
+    datasets: &Path,
+    beside: &Path,
+) -> Result<(Option<egsm::Peer>, Option<String>)> {
+    if !bin.is_file() {
+        let why = format!(
+            "no EGSM binary at {} (in a bundle: see egsm/build.log)",
+            bin.display()
+        );
+        return Ok((None, Some(why)));
+    }
+    let inputs = match &args.egsm_inputs {
+        Some(dir) => dir.clone(),
+        None => {
+            let dir = beside.join("egsm-inputs");
+            step(&format!("the suites in EGSM's format: {}", dir.display()));
+            for line in egsm::convert_inputs(datasets, &dir)? {
+                eprintln!("   {line}");
+            }
+            dir
+        }
+    };
+    let peer = egsm::Peer {
+        bin: fs::canonicalize(bin)?,
+        inputs,
+        limit: egsm_limit(args.timeout_ms),
+        per_suite: args.egsm_queries,
+    };
+    Ok((Some(peer), None))
 }
 
 /// Everything but the report's file: a first query, then the suites and the sanitizers.
@@ -173,6 +259,7 @@ fn check(ctx: &Ctx, given: bool) -> Report {
         suites: Vec::new(),
         sanitizers: Sanitizers::NotRun("the engine did not start".into()),
         trust: Vec::new(),
+        egsm: None,
         wall: Duration::ZERO,
     };
     step(&format!("a first query on the {} engine", ctx.engine));
@@ -180,7 +267,18 @@ fn check(ctx: &Ctx, given: bool) -> Report {
         Err(why) => report.preflight = Some(why),
         Ok(device) => {
             report.device = device;
-            report.suites = suites(ctx);
+            let (suites, sides) = suites(ctx);
+            report.suites = suites;
+            if ctx.egsm.is_some() {
+                report.egsm = Some(egsm::SideBySide {
+                    suites: sides,
+                    ..Default::default()
+                });
+            }
+            if ctx.egsm_only {
+                report.sanitizers = Sanitizers::NotRun("--egsm-only".into());
+                return report;
+            }
             step("TruST: the seed's Figure 13 on cpu and on the engine");
             report.trust = trust::run(ctx, &ctx.work);
             report.sanitizers = sanitizers(ctx);
@@ -253,6 +351,8 @@ struct MatchSpec {
     expected: Option<PathBuf>,
     max_expected: Option<u64>,
     semantics: &'static str,
+    /// The suite's directory when EGSM runs beside it (iso only: EGSM counts isomorphisms).
+    egsm: Option<&'static str>,
 }
 
 impl MatchSpec {
@@ -271,7 +371,8 @@ impl MatchSpec {
     }
 }
 
-fn suites(ctx: &Ctx) -> Vec<Suite> {
+/// The suites, and EGSM beside the iso ones when asked for.
+fn suites(ctx: &Ctx) -> (Vec<Suite>, Vec<egsm::SuiteSide>) {
     let (hprd, yeast) = (ctx.suite_dir("hprd-study"), ctx.suite_dir("yeast"));
     let max = if ctx.quick {
         QUICK_MAX_EXPECTED
@@ -286,25 +387,34 @@ fn suites(ctx: &Ctx) -> Vec<Suite> {
         expected: expected.then(|| hprd.join("expected_output.res")),
         max_expected: None,
         semantics,
+        egsm: expected.then_some("hprd-study"),
     };
-    let specs = [
-        hprd_spec("iso", true),
-        hprd_spec("hom", false),
-        MatchSpec {
-            name: format!("yeast, published count <= {max:e}"),
-            data: yeast.join("data_graph/yeast.graph"),
-            queries: vec![yeast.join("query_graph")],
-            expected: Some(yeast.join("yeast_ans.txt")),
-            max_expected: Some(max),
-            semantics: "iso",
-        },
-    ];
-    let mut out: Vec<Suite> = specs.iter().map(|s| match_suite(ctx, s)).collect();
-    out.push(common_sense_suite(ctx));
-    out
+    let mut specs = vec![hprd_spec("iso", true)];
+    if !ctx.egsm_only {
+        specs.push(hprd_spec("hom", false));
+    }
+    specs.push(MatchSpec {
+        name: format!("yeast, published count <= {max:e}"),
+        data: yeast.join("data_graph/yeast.graph"),
+        queries: vec![yeast.join("query_graph")],
+        expected: Some(yeast.join("yeast_ans.txt")),
+        max_expected: Some(max),
+        semantics: "iso",
+        egsm: Some("yeast"),
+    });
+    let (mut out, mut sides) = (Vec::new(), Vec::new());
+    for spec in &specs {
+        let (suite, side) = match_suite(ctx, spec);
+        out.push(suite);
+        sides.extend(side);
+    }
+    if !ctx.egsm_only {
+        out.push(common_sense_suite(ctx));
+    }
+    (out, sides)
 }
 
-fn match_suite(ctx: &Ctx, spec: &MatchSpec) -> Suite {
+fn match_suite(ctx: &Ctx, spec: &MatchSpec) -> (Suite, Option<egsm::SuiteSide>) {
     step(&format!("{}: {} then dfs", spec.name, ctx.engine));
     let mut cmd = ctx.gpsense("match", &ctx.engine);
     cmd.args(spec.args());
@@ -331,7 +441,16 @@ fn match_suite(ctx: &Ctx, spec: &MatchSpec) -> Suite {
     suite.unverified = cmp.unverified;
     (suite.engine, suite.dfs) = (engine_time, dfs_time);
     progress(&suite);
-    suite
+    let side = match (&ctx.egsm, spec.egsm) {
+        (Some(peer), Some(key)) => {
+            step(&format!("{}: EGSM, a process per query", spec.name));
+            let side = egsm::run_suite(peer, key, &spec.name, &ours, &dfs, expected.as_ref());
+            eprintln!("   EGSM: {} queries", side.rows.len());
+            Some(side)
+        }
+        _ => None,
+    };
+    (suite, side)
 }
 
 /// One `gpsense match` run; its problems go to `failures`, prefixed with the engine.
@@ -513,6 +632,7 @@ fn sanitized_hprd(ctx: &Ctx) -> Result<(String, Vec<OsString>)> {
         expected: Some(hprd.join("expected_output.res")),
         max_expected: None,
         semantics: "iso",
+        egsm: None,
     };
     let mut args = ctx.args("match", "gpu");
     args.extend(spec.args());
@@ -619,17 +739,28 @@ fn write_report(out: &Path, text: &str) -> Result<()> {
     fs::write(out, text).with_context(|| format!("cannot write {}", out.display()))
 }
 
-/// The script of a bundle: the check from the bundle's own files, options passed on.
+/// The script of a bundle: the check from the bundle's own files, options passed on; EGSM built
+/// first and run beside gpsense when the bundle has it.
 const RUN_SH: &str = r#"#!/bin/sh
 # The gpsense GPU check (`cargo xtask gpu-check --bundle`): needs no Rust toolchain and no network.
-# Options are passed on, e.g. --quick, --timeout-ms 120000, or --engine emulated without a GPU.
-# The report is report.md here; the exit status is 0 only when every answer agrees.
+# Options are passed on, e.g. --quick, --timeout-ms 120000, or --engine emulated without a GPU;
+# with EGSM in the bundle (egsm/), also --egsm-only and --egsm-queries N.
+# The report is report.md here (EGSM's side by side: egsm.md, egsm.csv); the exit status is 0 only
+# when every gpsense answer agrees.
 cd "$(dirname "$0")" || exit 1
+if [ -d egsm ]; then
+  # Built once (minutes; reused after); a failed build is said in the report.
+  echo "== gpu-check: building EGSM (log: egsm/build.log)" >&2
+  egsm/build.sh > egsm/build.log 2>&1 || echo "== gpu-check: EGSM did not build; see egsm/build.log" >&2
+  exec ./xtask gpu-check --bin ./gpsense --datasets ./datasets --out ./report.md \
+    --egsm ./egsm/build/EGSM --egsm-inputs ./egsm/inputs "$@"
+fi
 exec ./xtask gpu-check --bin ./gpsense --datasets ./datasets --out ./report.md "$@"
 "#;
 
-/// Writes DIR: the gpsense binary, this xtask binary, the two benchmark suites and run.sh.
-fn bundle(dir: &Path, bin: &Path, datasets: &Path) -> Result<()> {
+/// Writes DIR: the gpsense binary, this xtask binary, the two benchmark suites and run.sh, and
+/// EGSM's part (`egsm/`) when its source is given.
+fn bundle(dir: &Path, bin: &Path, datasets: &Path, egsm_source: Option<&Path>) -> Result<()> {
     step(&format!("bundle for a GPU machine: {}", dir.display()));
     fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     copy(bin, &dir.join("gpsense"))?;
@@ -639,9 +770,20 @@ fn bundle(dir: &Path, bin: &Path, datasets: &Path) -> Result<()> {
         let from = datasets.join("subgraph-matching").join(suite);
         copy_dir(&from, &dir.join("datasets/subgraph-matching").join(suite))?;
     }
-    let script = dir.join("run.sh");
-    fs::write(&script, RUN_SH).with_context(|| format!("cannot write {}", script.display()))?;
-    fs::set_permissions(&script, fs::Permissions::from_mode(0o755))?;
+    write_script(&dir.join("run.sh"), RUN_SH)?;
+    // A bundle written before with EGSM must not keep a stale copy.
+    let egsm_dir = dir.join("egsm");
+    if egsm_dir.exists() {
+        fs::remove_dir_all(&egsm_dir)
+            .with_context(|| format!("cannot remove {}", egsm_dir.display()))?;
+    }
+    match egsm_source {
+        Some(source) => bundle_egsm(&egsm_dir, source, datasets)?,
+        None => eprintln!(
+            "gpu-check: no EGSM in the bundle (to add it: --egsm-source PATH or GPSENSE_EGSM_SOURCE, \
+             a clone of github.com/RapidsAtHKUST/EGSM)"
+        ),
+    }
     eprintln!(
         "gpu-check: carry {} to the GPU machine and run its run.sh there (add --quick for a short \
          run); it writes report.md beside it",
@@ -649,6 +791,24 @@ fn bundle(dir: &Path, bin: &Path, datasets: &Path) -> Result<()> {
     );
     println!("{}", dir.display());
     Ok(())
+}
+
+/// `egsm/`: EGSM's source as a tarball with its licence, `build.sh`, and the suites in its format.
+fn bundle_egsm(dir: &Path, source: &Path, datasets: &Path) -> Result<()> {
+    step("EGSM: its source, its build script, the suites in its format");
+    let origin = egsm::pack_source(source, dir)?;
+    eprintln!("   source: {origin}");
+    write_script(&dir.join("build.sh"), egsm::BUILD_SH)?;
+    for line in egsm::convert_inputs(datasets, &dir.join("inputs"))? {
+        eprintln!("   {line}");
+    }
+    Ok(())
+}
+
+fn write_script(path: &Path, text: &str) -> Result<()> {
+    fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    fs::set_permissions(path, fs::Permissions::from_mode(0o755))
+        .with_context(|| format!("cannot make {} executable", path.display()))
 }
 
 fn copy(from: &Path, to: &Path) -> Result<()> {
@@ -731,6 +891,7 @@ mod tests {
             expected: Some("ans.txt".into()),
             max_expected: Some(100_000),
             semantics: "iso",
+            egsm: None,
         };
         let args: Vec<String> = spec
             .args()

@@ -1,6 +1,7 @@
 //! Runs one child process with its output captured, and kills it when it prints nothing for too
 //! long: `gpsense match` prints a line per finished query and enforces its own per-query time limit,
-//! so a longer silence means a hang (a kernel that never returns), not a slow suite.
+//! so a longer silence means a hang (a kernel that never returns), not a slow suite. A peer without
+//! a time limit of its own (EGSM) runs under [`run_within`], which kills it at a deadline.
 
 use std::io::Read;
 use std::os::unix::process::CommandExt;
@@ -19,6 +20,8 @@ pub struct Captured {
     pub status: Option<ExitStatus>,
     pub wall: Duration,
     pub silence: Duration,
+    /// Killed at [`run_within`]'s deadline rather than after a silence.
+    pub at_limit: bool,
 }
 
 /// gpsense's exit status when a time limit cut an answer: the run worked, and its output says
@@ -44,6 +47,10 @@ impl Captured {
             .find(|l| !l.trim().is_empty())
             .unwrap_or("no message");
         match self.status {
+            None if self.at_limit => Some(format!(
+                "killed at its limit of {:.1} s",
+                self.silence.as_secs_f64()
+            )),
             None => Some(format!(
                 "killed after {} s without output; stderr: {last}",
                 self.silence.as_secs()
@@ -56,6 +63,15 @@ impl Captured {
 
 /// Runs `cmd`, killing its process group after `silence` without standard output.
 pub fn run(cmd: &mut Command, silence: Duration) -> Result<Captured> {
+    run_until(cmd, silence, None)
+}
+
+/// Runs `cmd`, killing its process group once it has run for `limit`, whatever it prints.
+pub fn run_within(cmd: &mut Command, limit: Duration) -> Result<Captured> {
+    run_until(cmd, limit, Some(Instant::now() + limit))
+}
+
+fn run_until(cmd: &mut Command, silence: Duration, deadline: Option<Instant>) -> Result<Captured> {
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -75,7 +91,7 @@ pub fn run(cmd: &mut Command, silence: Duration) -> Result<Captured> {
         let _ = stderr.read_to_end(&mut buf);
         let _ = err_tx.send(buf);
     });
-    let (out, killed) = collect(&rx, &mut child, silence);
+    let (out, killed) = collect(&rx, &mut child, silence, deadline);
     let status = child.wait().context("cannot wait for the child")?;
     // Bounded: a process that escaped the kill may still hold the pipe.
     let err = err_rx.recv_timeout(silence).unwrap_or_default();
@@ -85,15 +101,24 @@ pub fn run(cmd: &mut Command, silence: Duration) -> Result<Captured> {
         status: (!killed).then_some(status),
         wall: start.elapsed(),
         silence,
+        at_limit: killed && deadline.is_some_and(|d| Instant::now() >= d),
     })
 }
 
-/// Standard output until it closes, or until `silence` passes without any (then the group is
-/// killed and whatever came is returned, `true`).
-fn collect(rx: &mpsc::Receiver<Vec<u8>>, child: &mut Child, silence: Duration) -> (Vec<u8>, bool) {
+/// Standard output until it closes, or until `silence` passes without any or the deadline passes
+/// (then the group is killed and whatever came is returned, `true`).
+fn collect(
+    rx: &mpsc::Receiver<Vec<u8>>,
+    child: &mut Child,
+    silence: Duration,
+    deadline: Option<Instant>,
+) -> (Vec<u8>, bool) {
     let mut out = Vec::new();
     loop {
-        match rx.recv_timeout(silence) {
+        let wait = deadline.map_or(silence, |d| {
+            silence.min(d.saturating_duration_since(Instant::now()))
+        });
+        match rx.recv_timeout(wait) {
             Ok(chunk) => out.extend(chunk),
             Err(RecvTimeoutError::Disconnected) => return (out, false),
             Err(RecvTimeoutError::Timeout) => {
@@ -160,5 +185,18 @@ mod tests {
         assert!(run.status.is_none() && !run.success());
         assert!(run.wall < Duration::from_secs(10));
         assert!(run.failure().unwrap().starts_with("killed after 0 s"));
+    }
+
+    #[test]
+    fn a_deadline_kills_a_process_that_keeps_printing() {
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "while true; do echo tick; sleep 0.05; done"]);
+        let run = run_within(&mut cmd, Duration::from_millis(400)).unwrap();
+        assert!(run.stdout.starts_with("tick\n"));
+        assert!(run.at_limit && !run.success());
+        assert!(run.wall < Duration::from_secs(10));
+        assert_eq!(run.failure().unwrap(), "killed at its limit of 0.4 s");
+        let quick = run_within(Command::new("true").arg("x"), Duration::from_secs(10)).unwrap();
+        assert!(quick.success() && !quick.at_limit);
     }
 }

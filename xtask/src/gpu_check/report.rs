@@ -72,6 +72,8 @@ pub struct Report {
     pub sanitizers: Sanitizers,
     /// TruST on the seed's Figure 13 (empty when it did not run).
     pub trust: Vec<super::trust::TrustRow>,
+    /// EGSM beside gpsense, when asked for (`--egsm`).
+    pub egsm: Option<super::egsm::SideBySide>,
     pub wall: Duration,
 }
 
@@ -144,6 +146,9 @@ pub fn render(r: &Report) -> String {
     suites(&mut md, r);
     for s in &r.suites {
         suite_details(&mut md, s, &r.engine);
+    }
+    if let Some(side) = &r.egsm {
+        super::egsm::summary(&mut md, side, "egsm.md");
     }
     super::trust::render(&mut md, &r.trust, &r.engine);
     sanitizers(&mut md, &r.sanitizers);
@@ -318,6 +323,7 @@ mod tests {
             suites,
             sanitizers: Sanitizers::NotRun("compute-sanitizer not present".into()),
             trust: Vec::new(),
+            egsm: None,
             wall: Duration::from_secs(3),
         }
     }
