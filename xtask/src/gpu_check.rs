@@ -191,7 +191,10 @@ pub fn run(root: &Path, args: &GpuCheckArgs) -> Result<()> {
         let side = report.egsm.get_or_insert_with(Default::default);
         (side.bin, side.engine) = (b.display().to_string(), ctx.engine.clone());
         side.limit = egsm_limit(ctx.timeout_ms);
-        side.problem = side.problem.take().or(egsm_problem);
+        side.problem = side.problem.take().or(egsm_problem).or_else(|| {
+            let none = side.suites.is_empty();
+            none.then(|| "gpsense answered no suite, so nothing ran beside it".to_owned())
+        });
         write_report(&beside.join("egsm.md"), &egsm::detail(side))?;
         write_report(&beside.join("egsm.csv"), &egsm::csv(side))?;
     }

@@ -1,6 +1,7 @@
 //! `xtask gpu-check` end to end with a stand-in for gpsense (a shell script with fixed answers), so
 //! that the orchestration, the comparisons, the report and the exit status are tested without a
-//! release build or a GPU.
+//! release build or a GPU; EGSM's side too, with stand-ins for EGSM, its source tree and its
+//! toolchain.
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -31,6 +32,21 @@ case "$1" in
 esac
 "#;
 
+/// Prints the lines EGSM ends a run with (its format as read from its source, not a recorded run),
+/// `$FAKE_EGSM_COUNT` matches (3 by default), after checking its `-q QUERY -d DATA` files exist.
+const FAKE_EGSM: &str = r##"#!/bin/sh
+[ "$1" = -q ] && [ -f "$2" ] && [ "$3" = -d ] && [ -f "$4" ] || { echo "File not exist!"; exit 255; }
+echo "Build Cuckoo Tries, time (ms): 0.5(host), 0.4(kernel)"
+echo "Filtering, time (ms): 0.25(host), 0.2(kernel)"
+echo "Total join time (ms): 0.25(host) 0.2(kernel)"
+echo "# Matches: ${FAKE_EGSM_COUNT:-3}"
+echo "End."
+"##;
+
+/// A data graph and the one query both suites' expected files name, in the suites' format.
+const DATA: &str = "t 3 2\nv 0 1 1\nv 1 2 2\nv 2 1 1\ne 0 1\ne 1 2\n";
+const QUERY: &str = "t 2 1\nv 0 1 1\nv 1 2 1\ne 0 1 0\n";
+
 struct Setup {
     dir: tempfile::TempDir,
 }
@@ -43,8 +59,13 @@ impl Setup {
         fs::write(&bin, FAKE).expect("write fake");
         fs::set_permissions(&bin, fs::Permissions::from_mode(0o755)).expect("chmod");
         let sm = dir.path().join("datasets/subgraph-matching");
-        for suite in ["hprd-study/query_graph", "yeast/query_graph"] {
-            fs::create_dir_all(sm.join(suite)).expect("mkdir");
+        for (suite, data) in [("hprd-study", "HPRD.graph"), ("yeast", "yeast.graph")] {
+            for sub in ["query_graph", "data_graph"] {
+                fs::create_dir_all(sm.join(suite).join(sub)).expect("mkdir");
+            }
+            fs::write(sm.join(suite).join("data_graph").join(data), DATA).expect("w");
+            let q = sm.join(suite).join("query_graph/query_dense_16_1.graph");
+            fs::write(q, QUERY).expect("w");
         }
         fs::write(
             sm.join("hprd-study/expected_output.res"),
@@ -79,6 +100,19 @@ impl Setup {
 
     fn report(&self) -> PathBuf {
         self.path("out/report.md")
+    }
+
+    /// An executable script at `rel`.
+    fn script(&self, rel: &str, text: &str) -> PathBuf {
+        let path = self.path(rel);
+        fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        fs::write(&path, text).expect("write script");
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).expect("chmod");
+        path
+    }
+
+    fn read(&self, rel: &str) -> String {
+        fs::read_to_string(self.path(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
     }
 }
 
@@ -180,4 +214,207 @@ fn a_missing_binary_or_dataset_is_a_clear_error() {
     fs::remove_dir_all(s.path("datasets/subgraph-matching/yeast")).expect("rm");
     let out = s.run(0, &[]);
     assert!(stderr(&out).contains("yeast not found: give the datasets directory with --datasets"));
+}
+
+#[test]
+fn egsm_runs_beside_gpsense_on_the_iso_suites_its_counts_held_to_dfs() {
+    let s = Setup::new();
+    let egsm = s.script("egsm-bin/EGSM", FAKE_EGSM);
+    let egsm_args = arg("--egsm", &egsm);
+    let extra: Vec<&str> = egsm_args.iter().map(String::as_str).collect();
+    let out = s.run(0, &extra);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report = s.read("out/report.md");
+    // Two queries per suite: the one converted ran and agrees; `unlisted` has no file to convert.
+    for suite in ["HPRD-200, iso", "yeast, published count <= 1e5"] {
+        let row = format!("| {suite} | 2 | 1 | 1 | 0 | 0 | 0 | 1 | 1 | 0.5 | 0.5 | 1.0 |");
+        assert!(report.contains(&row), "{row}\n{report}");
+    }
+    assert!(!report.contains("| HPRD-200, hom | 2 | 1"), "{report}");
+    let detail = s.read("out/egsm.md");
+    assert!(
+        detail.contains("| query_dense_16_1 | 3 | 3 | 3 | 3 | yes | 0.500 | 0.500 | 1.000 |"),
+        "{detail}"
+    );
+    assert!(detail.contains("| unlisted | - | 7 | 7 | skipped: not converted"));
+    assert!(s.read("out/egsm.csv").lines().count() == 5);
+    // Converted at run time, beside the report: EGSM's format, the edge label dropped.
+    assert_eq!(
+        s.read("out/egsm-inputs/yeast/queries/query_dense_16_1.graph"),
+        "t 2 1\nv 0 1 1\nv 1 2 1\ne 0 1\n"
+    );
+    // A differing EGSM is reported, and does not decide the verdict.
+    let out = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args([
+            "gpu-check",
+            "--engine",
+            "emulated",
+            "--quick",
+            "--egsm-only",
+        ])
+        .args(
+            [
+                arg("--bin", &s.path("gpsense")),
+                arg("--datasets", &s.path("datasets")),
+            ]
+            .concat(),
+        )
+        .args([arg("--out", &s.path("only/report.md")), egsm_args].concat())
+        .env("FAKE_EGSM_COUNT", "4")
+        .output()
+        .expect("run xtask");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report = s.read("only/report.md");
+    assert!(
+        report.contains("- HPRD-200, iso: **EGSM differs**: query_dense_16_1: EGSM 4, dfs 3, emulated 3, published 3"),
+        "{report}"
+    );
+    // --egsm-only: the two iso suites, nothing else.
+    assert!(
+        report.contains("**PASS: emulated vs dfs, 2 suites"),
+        "{report}"
+    );
+    assert!(report.contains("Not run: --egsm-only."));
+    assert!(!report.contains("## TruST"));
+}
+
+#[test]
+fn a_missing_egsm_binary_is_said_in_the_report_not_fatal() {
+    let s = Setup::new();
+    let missing = s.path("egsm/build/EGSM");
+    let extra = arg("--egsm", &missing);
+    let out = s.run(0, &extra.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report = s.read("out/report.md");
+    assert!(
+        report.contains(&format!(
+            "**EGSM did not run**: no EGSM binary at {}",
+            missing.display()
+        )),
+        "{report}"
+    );
+}
+
+/// Stand-ins for EGSM's tree: the files and the lines `build.sh` patches, in text of our own.
+fn egsm_tree(s: &Setup) -> PathBuf {
+    let tree = s.path("egsm-src");
+    for (rel, text) in [
+        ("LICENSE", "stand-in licence\n"),
+        ("main.cpp", "// stand-in\n"),
+        ("CMakeLists.txt", "set_target_properties(x PROPERTIES CUDA_ARCHITECTURES \"70\")\n"),
+        (
+            "utils/cuda_helpers.h",
+            "<< static_cast<unsigned long>(diff.count() * 1000) << static_cast<unsigned long>(kernel_time)\n",
+        ),
+        ("cub/cub.cuh", "// stand-in\n"),
+    ] {
+        fs::create_dir_all(tree.join(rel).parent().expect("parent")).expect("mkdir");
+        fs::write(tree.join(rel), text).expect("write");
+    }
+    tree
+}
+
+/// A toolchain that builds nothing: nvcc and nvidia-smi answer, cmake logs its arguments and makes
+/// the binary it is asked for.
+fn fake_toolchain(s: &Setup) -> PathBuf {
+    s.script(
+        "tools/nvcc",
+        "#!/bin/sh\necho 'Cuda compilation tools, release 13.0, V13.0.48'\n",
+    );
+    s.script("tools/nvidia-smi", "#!/bin/sh\necho 9.0\n");
+    s.script(
+        "tools/cmake",
+        "#!/bin/sh\necho \"$*\" >> \"$CMAKE_LOG\"\n\
+         [ \"$1\" = --version ] && echo 'cmake version 3.28.3'\n\
+         if [ \"$1\" = --build ]; then printf '#!/bin/sh\\n' > \"$2/EGSM\"; chmod +x \"$2/EGSM\"; fi\n\
+         if [ \"$1\" = -S ]; then mkdir -p \"$4\"; fi\n",
+    );
+    s.path("tools")
+}
+
+#[test]
+fn a_bundle_carries_egsms_source_inputs_and_a_build_script_that_patches_at_build_time() {
+    let s = Setup::new();
+    let tree = egsm_tree(&s);
+    let dir = s.path("bundle");
+    let bundle_args = [arg("--bundle", &dir), arg("--egsm-source", &tree)].concat();
+    let out = s.run(
+        0,
+        &bundle_args.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    for rel in ["bundle/gpsense", "bundle/xtask", "bundle/egsm/EGSM.tar.gz"] {
+        assert!(s.path(rel).is_file(), "{rel}");
+    }
+    assert_eq!(s.read("bundle/egsm/LICENSE"), "stand-in licence\n");
+    assert_eq!(
+        s.read("bundle/egsm/inputs/hprd-study/queries/query_dense_16_1.graph"),
+        "t 2 1\nv 0 1 1\nv 1 2 1\ne 0 1\n"
+    );
+    assert_eq!(s.read("bundle/egsm/inputs/yeast/data.graph"), DATA);
+    for script in ["bundle/run.sh", "bundle/egsm/build.sh"] {
+        let mode = fs::metadata(s.path(script))
+            .expect("stat")
+            .permissions()
+            .mode();
+        assert!(mode & 0o111 != 0, "{script} is not executable");
+        let syntax = Command::new("bash")
+            .arg("-n")
+            .arg(s.path(script))
+            .output()
+            .expect("bash");
+        assert!(syntax.status.success(), "{script}: {}", stderr(&syntax));
+    }
+    assert!(s
+        .read("bundle/run.sh")
+        .contains("--egsm ./egsm/build/EGSM --egsm-inputs ./egsm/inputs"));
+
+    // The build script on a stand-in toolchain: extracted, patched, configured for sm_90, built once.
+    let tools = fake_toolchain(&s);
+    let path = format!(
+        "{}:{}",
+        tools.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let build = || {
+        Command::new(s.path("bundle/egsm/build.sh"))
+            .env("PATH", &path)
+            .env("CMAKE_LOG", s.path("cmake.log"))
+            .output()
+            .expect("build.sh")
+    };
+    let first = build();
+    assert!(first.status.success(), "{}", stderr(&first));
+    let src = "bundle/egsm/src";
+    assert!(s
+        .read(&format!("{src}/CMakeLists.txt"))
+        .contains("CUDA_ARCHITECTURES \"90\""));
+    assert_eq!(
+        s.read(&format!("{src}/utils/cuda_helpers.h")),
+        "<< (diff.count() * 1000) << (kernel_time)\n"
+    );
+    assert!(
+        !s.path(&format!("{src}/cub")).exists(),
+        "its CUB copy is removed"
+    );
+    let log = s.read("cmake.log");
+    assert!(log.contains("-DCMAKE_CUDA_ARCHITECTURES=90"), "{log}");
+    assert!(
+        log.contains("--build") && log.contains("--target EGSM"),
+        "{log}"
+    );
+    let again = build();
+    assert!(String::from_utf8_lossy(&again.stdout).contains("EGSM already built for sm_90"));
+
+    // Bundled again without a source: no stale EGSM left behind.
+    let out = s.run(
+        0,
+        &arg("--bundle", &dir)
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!s.path("bundle/egsm").exists());
+    assert!(stderr(&out).contains("no EGSM in the bundle"));
 }

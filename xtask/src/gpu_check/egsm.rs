@@ -163,7 +163,10 @@ mod tests {
         fs::write(from.join("query_graph/notes.txt"), "not a query").unwrap();
         let to = tmp.path().join("out");
         let line = convert_suite(&from, "data_graph/d.graph", &to).unwrap();
-        assert!(line.ends_with(": 1 queries converted, 1 beyond EGSM's bounds"), "{line}");
+        assert!(
+            line.ends_with(": 1 queries converted, 1 beyond EGSM's bounds"),
+            "{line}"
+        );
         let inputs = Inputs::open(tmp.path(), "out").unwrap();
         assert_eq!(
             fs::read_to_string(inputs.data()).unwrap(),
@@ -188,7 +191,10 @@ mod tests {
         fs::create_dir_all(from.join("query_graph")).unwrap();
         fs::write(from.join("d.graph"), "t 1 0\nv 0 1\n").unwrap();
         fs::write(from.join("query_graph/bad.graph"), "t 1 1\nv 0 1\ne 0 0\n").unwrap();
-        let err = format!("{:#}", convert_suite(&from, "d.graph", &tmp.path().join("o")).unwrap_err());
+        let err = format!(
+            "{:#}",
+            convert_suite(&from, "d.graph", &tmp.path().join("o")).unwrap_err()
+        );
         assert!(err.contains("bad.graph: line 3"), "{err}");
         assert!(err.contains("self-loop"), "{err}");
     }

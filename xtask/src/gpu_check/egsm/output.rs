@@ -90,7 +90,10 @@ End.
     fn reads_the_count_and_the_host_times() {
         let run = parse(SAMPLE).unwrap();
         assert_eq!(run.count, 80);
-        assert_eq!((run.tries_ms, run.filter_ms, run.join_ms), (3.91, 1.25, 0.36));
+        assert_eq!(
+            (run.tries_ms, run.filter_ms, run.join_ms),
+            (3.91, 1.25, 0.36)
+        );
         assert!((run.ms() - 5.52).abs() < 1e-9);
     }
 
@@ -111,6 +114,8 @@ End.
         assert!(err.starts_with("no `# Matches: N` in its output"), "{err}");
         assert!(err.contains("Filtering, time (ms): 1(host)"), "{err}");
         let no_join = SAMPLE.replace("Total join time", "Total time");
-        assert!(parse(&no_join).unwrap_err().contains("Total join time (ms):"));
+        assert!(parse(&no_join)
+            .unwrap_err()
+            .contains("Total join time (ms):"));
     }
 }

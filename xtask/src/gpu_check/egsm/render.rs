@@ -82,11 +82,21 @@ fn agrees(row: &Row) -> Option<bool> {
 fn gpsense_counts(row: &Row, engine: &str) -> String {
     let c = |l: &Option<crate::gpu_check::parse::MatchLine>| {
         l.as_ref().map_or("-".to_owned(), |l| {
-            format!("{}{}", l.count, if l.timed_out { " (timed out)" } else { "" })
+            format!(
+                "{}{}",
+                l.count,
+                if l.timed_out { " (timed out)" } else { "" }
+            )
         })
     };
-    let published = row.published.map_or(String::new(), |p| format!(", published {p}"));
-    format!("dfs {}, {engine} {}{published}", c(&row.dfs), c(&row.engine))
+    let published = row
+        .published
+        .map_or(String::new(), |p| format!(", published {p}"));
+    format!(
+        "dfs {}, {engine} {}{published}",
+        c(&row.dfs),
+        c(&row.engine)
+    )
 }
 
 /// The section of `report.md`.
@@ -96,8 +106,8 @@ pub fn summary(md: &mut String, s: &SideBySide, detail_file: &str) {
     let _ = writeln!(
         md,
         "EGSM (`{}`, default settings: BFS-DFS, all filters, adaptive order, load balancing) on \
-         the iso suites' queries it can take (at most 16 vertices and 32 edges), each count held \
-         to dfs's (else the published one); a process per query, killed after {:.0} s. {TIMES} \
+         the iso suites' queries, each count held to dfs's (else the published one); skipped: \
+         the queries beyond its bounds (more than 16 vertices or 32 edges); a process per query, killed after {:.0} s. {TIMES} \
          Every query: [{detail_file}]({detail_file}). EGSM's answers do not decide the verdict.\n",
         s.bin,
         s.limit.as_secs_f64()
@@ -108,7 +118,7 @@ pub fn summary(md: &mut String, s: &SideBySide, detail_file: &str) {
     }
     let _ = writeln!(
         md,
-        "| suite | queries | EGSM ran | agree | differ | timed out | failed | beyond its bounds | \
+        "| suite | queries | EGSM ran | agree | differ | timed out | failed | skipped | \
          compared | {e} ms | dfs ms | EGSM ms | EGSM process ms | fastest: {e} / dfs / EGSM |\n\
          |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
     );
@@ -149,7 +159,12 @@ pub fn summary(md: &mut String, s: &SideBySide, detail_file: &str) {
             let _ = writeln!(md, "- {}: EGSM failed: {f}", suite.name);
         }
         if t.failed.len() > 20 {
-            let _ = writeln!(md, "- {}: {} more failures in {detail_file}", suite.name, t.failed.len() - 20);
+            let _ = writeln!(
+                md,
+                "- {}: {} more failures in {detail_file}",
+                suite.name,
+                t.failed.len() - 20
+            );
         }
     }
     md.push('\n');
@@ -187,11 +202,16 @@ pub fn detail(s: &SideBySide) -> String {
 fn fields(r: &Row) -> Vec<String> {
     let count = |l: &Option<crate::gpu_check::parse::MatchLine>| {
         l.as_ref().map_or("-".to_owned(), |l| {
-            format!("{}{}", l.count, if l.timed_out { " (timed out)" } else { "" })
+            format!(
+                "{}{}",
+                l.count,
+                if l.timed_out { " (timed out)" } else { "" }
+            )
         })
     };
     let ms = |l: &Option<crate::gpu_check::parse::MatchLine>| {
-        l.as_ref().map_or("-".to_owned(), |l| format!("{:.3}", l.ms))
+        l.as_ref()
+            .map_or("-".to_owned(), |l| format!("{:.3}", l.ms))
     };
     let (egsm, egsm_ms, process) = match &r.egsm {
         Outcome::Ran { run, wall_ms } => (
@@ -238,9 +258,27 @@ pub fn csv(s: &SideBySide) -> String {
                     format!("{wall_ms:.1}"),
                     String::new(),
                 ),
-                Outcome::Skipped(w) => ("skipped", String::new(), String::new(), String::new(), w.clone()),
-                Outcome::TimedOut => ("timed_out", String::new(), String::new(), String::new(), String::new()),
-                Outcome::Failed(w) => ("failed", String::new(), String::new(), String::new(), w.clone()),
+                Outcome::Skipped(w) => (
+                    "skipped",
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    w.clone(),
+                ),
+                Outcome::TimedOut => (
+                    "timed_out",
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                ),
+                Outcome::Failed(w) => (
+                    "failed",
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    w.clone(),
+                ),
             };
             let line = |l: &Option<crate::gpu_check::parse::MatchLine>| {
                 (
@@ -313,9 +351,17 @@ mod tests {
                 rows: vec![
                     row("q1", 80, ran(80, 1.0)),
                     row("q2", 3, ran(4, 1.0)),
-                    row("q3", 5, Outcome::Skipped("17 vertices (EGSM takes at most 16)".into())),
+                    row(
+                        "q3",
+                        5,
+                        Outcome::Skipped("17 vertices (EGSM takes at most 16)".into()),
+                    ),
                     row("q4", 6, Outcome::TimedOut),
-                    row("q5", 7, Outcome::Failed("exit status: 255; stdout: File not exist!".into())),
+                    row(
+                        "q5",
+                        7,
+                        Outcome::Failed("exit status: 255; stdout: File not exist!".into()),
+                    ),
                     row("q6", 9, ran(9, 0.05)),
                 ],
             }],
@@ -330,7 +376,10 @@ mod tests {
             md.contains("| HPRD-200, iso | 6 | 3 | 2 | 1 | 1 | 1 | 1 | 2 | 4.0 | 0.2 | 1.1 | 600 | 0 / 1 / 1 |"),
             "{md}"
         );
-        assert!(md.contains("- HPRD-200, iso: **EGSM differs**: q2: EGSM 4, dfs 3, gpu 3, published 3"), "{md}");
+        assert!(
+            md.contains("- HPRD-200, iso: **EGSM differs**: q2: EGSM 4, dfs 3, gpu 3, published 3"),
+            "{md}"
+        );
         assert!(md.contains("EGSM failed: q5: exit status: 255; stdout: File not exist!"));
         assert!(md.contains("[egsm.md](egsm.md)"));
     }
@@ -338,14 +387,24 @@ mod tests {
     #[test]
     fn the_detail_lists_every_query_with_all_three_answers() {
         let md = detail(&side());
-        assert!(md.contains("| q1 | 80 | 80 | 80 | 80 | yes | 2.000 | 0.100 | 1.000 | 300 |"), "{md}");
+        assert!(
+            md.contains("| q1 | 80 | 80 | 80 | 80 | yes | 2.000 | 0.100 | 1.000 | 300 |"),
+            "{md}"
+        );
         assert!(md.contains("| q2 | 3 | 3 | 3 | 4 | **no** |"));
-        assert!(md.contains("| q3 | 5 | 5 | 5 | skipped: 17 vertices (EGSM takes at most 16) | - |"));
+        assert!(
+            md.contains("| q3 | 5 | 5 | 5 | skipped: 17 vertices (EGSM takes at most 16) | - |")
+        );
         assert!(md.contains("| q4 | 6 | 6 | 6 | timed out | - |"));
         let csv = csv(&side());
         assert_eq!(csv.lines().count(), 7);
-        assert!(csv.contains("HPRD-200; iso,q1,80,80,0.1000,gpu,80,2.0000,ran,80,1.0000,300.0,\"\"\n"), "{csv}");
-        assert!(csv.contains(",q3,5,5,0.1000,gpu,5,2.0000,skipped,,,,\"17 vertices (EGSM takes at most 16)\"\n"));
+        assert!(
+            csv.contains("HPRD-200; iso,q1,80,80,0.1000,gpu,80,2.0000,ran,80,1.0000,300.0,\"\"\n"),
+            "{csv}"
+        );
+        assert!(csv.contains(
+            ",q3,5,5,0.1000,gpu,5,2.0000,skipped,,,,\"17 vertices (EGSM takes at most 16)\"\n"
+        ));
     }
 
     #[test]

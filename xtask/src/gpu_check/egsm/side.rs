@@ -27,7 +27,10 @@ pub struct Peer {
 /// What EGSM did with one query.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Outcome {
-    Ran { run: EgsmRun, wall_ms: f64 },
+    Ran {
+        run: EgsmRun,
+        wall_ms: f64,
+    },
     /// Not run, and why (beyond its bounds, not converted).
     Skipped(String),
     TimedOut,

@@ -71,7 +71,14 @@ fn archive(git: &Path, tarball: &Path) -> Result<()> {
     let out = tarball.to_string_lossy().into_owned();
     git_output(
         git,
-        &["archive", "--format=tar.gz", "--prefix=EGSM/", "-o", &out, COMMIT],
+        &[
+            "archive",
+            "--format=tar.gz",
+            "--prefix=EGSM/",
+            "-o",
+            &out,
+            COMMIT,
+        ],
     )
     .map(drop)
 }
@@ -97,7 +104,12 @@ fn tar_tree(from: &Path, tarball: &Path) -> Result<()> {
     let status = Command::new("tar")
         .arg("-czf")
         .arg(tarball)
-        .args(["--exclude=.git", "--exclude=./build", "--transform=s,^\\.,EGSM,", "-C"])
+        .args([
+            "--exclude=.git",
+            "--exclude=./build",
+            "--transform=s,^\\.,EGSM,",
+            "-C",
+        ])
         .arg(from)
         .arg(".")
         .status()
@@ -124,7 +136,11 @@ mod tests {
     }
 
     fn listing(tarball: &Path) -> String {
-        let out = Command::new("tar").arg("-tzf").arg(tarball).output().unwrap();
+        let out = Command::new("tar")
+            .arg("-tzf")
+            .arg(tarball)
+            .output()
+            .unwrap();
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
@@ -158,7 +174,10 @@ mod tests {
             .is_ok_and(|s| s.success());
         if ok {
             let err = format!("{:#}", pack(&git, dir.path()).unwrap_err());
-            assert!(err.contains(&format!("lacks EGSM's commit {COMMIT}")), "{err}");
+            assert!(
+                err.contains(&format!("lacks EGSM's commit {COMMIT}")),
+                "{err}"
+            );
         }
     }
 }
