@@ -1,17 +1,18 @@
 #!/bin/bash
 # Builds EGSM (github.com/RapidsAtHKUST/EGSM, MIT licence: LICENSE here) from EGSM.tar.gz beside
 # this script, on a machine with nvcc, CMake and g++ (ninja if present) and no network. Carried by
-# `cargo xtask gpu-check --bundle` as egsm/build.sh; the bundle's run.sh calls it. The binary is
-# build/EGSM here; the log of the last build is build.log.
+# `cargo xtask gpu-check --bundle` as egsm/build.sh; the bundle's run.sh calls it, its output going
+# to build.log. The binary is build/EGSM here.
 #
 # Its source targets CUDA 11.7 on Volta; for a current nvcc (13 drops Volta) and the GPU at hand,
 # these changes are applied to the extracted copy at build time, never to anything committed:
 #  1. its CMake targets name CUDA architecture 70: replaced by this GPU's (nvidia-smi's compute
 #     capability, e.g. 90 on an H100), or $EGSM_ARCH;
-#  2. its own copy of CUB (2022) is removed, so that CUB comes from the toolkit's CCCL, with the
-#     Thrust and libcu++ it was made with;
-#  3. g++ compiles main.cpp, which includes cuda_runtime.h: the toolkit's include directories are
-#     given to it (its CMakeLists names /usr/local/cuda-11.7/include);
+#  2. its own copy of CUB (1.17, 2022; its texture-reference iterator needs what CUDA 12 removed)
+#     is removed, so that CUB comes from the toolkit's CCCL, with the libcu++ it was made with;
+#  3. g++ (which its CMakeLists names, also given here so that CMake's cache agrees) compiles
+#     main.cpp, which includes cuda_runtime.h: the toolkit's include directories are given to it
+#     (its CMakeLists names /usr/local/cuda-11.7/include);
 #  4. its timers print whole milliseconds (a cast to unsigned long); the cast is dropped, so that
 #     queries under a millisecond get a figure.
 # A build of the same tarball is reused (build/EGSM and its stamp); EGSM_REBUILD=1 forces one.
@@ -65,6 +66,7 @@ cxxflags="-I$cuda/include"
 echo "EGSM: nvcc $nvcc ($("$nvcc" --version | tail -n1)), sm_$arch, $(cmake --version | head -n1)"
 cmake -S "$src" -B "$out" "${gen[@]}" \
   -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_CXX_COMPILER=g++ \
   -DCMAKE_CUDA_COMPILER="$nvcc" \
   -DCMAKE_CUDA_ARCHITECTURES="$arch" \
   -DCMAKE_CXX_FLAGS="$cxxflags"

@@ -97,10 +97,10 @@ pub struct GpuCheckArgs {
     pub egsm: Option<PathBuf>,
     /// The suites in EGSM's format, as a bundle carries them [default: converted now, into
     /// egsm-inputs/ beside the report].
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", requires = "egsm")]
     pub egsm_inputs: Option<PathBuf>,
     /// Run EGSM on at most N queries per suite, spread evenly over the names (a process each).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", requires = "egsm")]
     pub egsm_queries: Option<usize>,
     /// Only the side by side: the iso suites on the engine, dfs and EGSM; no hom suite,
     /// common-sense queries, TruST or sanitizers.
