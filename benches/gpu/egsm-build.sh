@@ -30,7 +30,7 @@ cuda=$(dirname "$(dirname "$(readlink -f "$nvcc")")")
 
 arch=${EGSM_ARCH:-}
 if [ -z "$arch" ] && command -v nvidia-smi >/dev/null; then
-  arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n1 | tr -d ' .')
+  arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n1 | tr -d ' .' || true)
 fi
 [[ "$arch" =~ ^[0-9]+$ ]] || arch=90
 
