@@ -23,8 +23,8 @@ pub struct LabelledGraph {
     pub labels: Vec<u32>,
     /// Distinct undirected edges, lower endpoint first, in the file's order.
     pub edges: Vec<(u32, u32)>,
-    /// The edge labels the file gave (an edge without one has none).
-    pub edge_labels: BTreeSet<String>,
+    /// The edge labels the file gave, `None` standing for the edges without one.
+    pub edge_labels: BTreeSet<Option<String>>,
 }
 
 /// Reads the suites' format: `t N M`, then `v id label [degree]` with ids in order, then
@@ -61,9 +61,7 @@ pub fn parse(text: &str) -> Result<LabelledGraph> {
                 let n = g.labels.len();
                 ensure!(u < n && v < n, "{}: names an undeclared vertex", at());
                 ensure!(u != v, "{}: a self-loop, which EGSM cannot hold", at());
-                if let Some(label) = rest.first() {
-                    g.edge_labels.insert((*label).to_owned());
-                }
+                g.edge_labels.insert(rest.first().map(|l| (*l).to_owned()));
                 let key = (u.min(v) as u32, u.max(v) as u32);
                 if seen.insert(key) {
                     g.edges.push(key);
@@ -110,7 +108,7 @@ impl LabelledGraph {
 
     /// Why EGSM cannot answer this query on `data` as gpsense does, or `None` when it can.
     /// gpsense ignores a query's edge labels only when the data's edges have none and the query
-    /// gives all its edges one label (yeast's `e u v 0`); EGSM always ignores them.
+    /// gives all its edges one label (yeast's `e u v 0`) or none; EGSM always ignores them.
     pub fn refusal(&self, data: &LabelledGraph) -> Option<String> {
         if self.labels.len() > MAX_QUERY_VERTICES {
             return Some(format!(
@@ -124,7 +122,8 @@ impl LabelledGraph {
                 self.edges.len()
             ));
         }
-        if !data.edge_labels.is_empty() || self.edge_labels.len() > 1 {
+        let unlabelled_data = data.edge_labels.iter().all(Option::is_none);
+        if !unlabelled_data || self.edge_labels.len() > 1 {
             return Some("labelled edges (EGSM matches vertex labels only)".into());
         }
         None
@@ -151,7 +150,7 @@ mod tests {
         );
         assert_eq!(parse(&g.to_egsm()).unwrap(), {
             let mut same = g.clone();
-            same.edge_labels.clear();
+            same.edge_labels = BTreeSet::from([None]);
             same
         });
     }
@@ -163,6 +162,9 @@ mod tests {
         assert_eq!(query.refusal(&data), None);
         let two = parse("t 3 2\nv 0 3\nv 1 5\nv 2 3\ne 0 1 0\ne 1 2 1\n").unwrap();
         assert!(two.refusal(&data).unwrap().contains("labelled edges"));
+        // One edge labelled and one not: two relations to gpsense.
+        let mixed = parse("t 3 2\nv 0 3\nv 1 5\nv 2 3\ne 0 1 0\ne 1 2\n").unwrap();
+        assert!(mixed.refusal(&data).is_some());
         let labelled_data = parse("t 2 1\nv 0 3\nv 1 5\ne 0 1 4\n").unwrap();
         assert!(query.refusal(&labelled_data).is_some());
     }
