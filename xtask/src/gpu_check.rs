@@ -89,7 +89,7 @@ pub struct GpuCheckArgs {
     /// With --bundle: EGSM's source to carry (a clone of github.com/RapidsAtHKUST/EGSM, bare or
     /// not, holding the pinned commit, or a plain source tree) [default: $GPSENSE_EGSM_SOURCE;
     /// without either the bundle has no EGSM].
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", requires = "bundle")]
     pub egsm_source: Option<PathBuf>,
     /// An EGSM binary to run beside gpsense on the iso suites (HPRD-200 and yeast): egsm.md and
     /// egsm.csv beside the report, a summary in it.
@@ -197,6 +197,7 @@ pub fn run(root: &Path, args: &GpuCheckArgs) -> Result<()> {
         });
         write_report(&beside.join("egsm.md"), &egsm::detail(side))?;
         write_report(&beside.join("egsm.csv"), &egsm::csv(side))?;
+        eprintln!("gpu-check: EGSM: {}", egsm::line(side));
     }
     report.wall = started.elapsed();
     write_report(&out, &report::render(&report))?;

@@ -224,6 +224,11 @@ fn egsm_runs_beside_gpsense_on_the_iso_suites_its_counts_held_to_dfs() {
     let extra: Vec<&str> = egsm_args.iter().map(String::as_str).collect();
     let out = s.run(0, &extra);
     assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("gpu-check: EGSM: 2 queries ran, 2 agree with dfs, 0 differ"),
+        "{}",
+        stderr(&out)
+    );
     let report = s.read("out/report.md");
     // Two queries per suite: the one converted ran and agrees; `unlisted` has no file to convert.
     for suite in ["HPRD-200, iso", "yeast, published count <= 1e5"] {

@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-pub use render::{csv, detail, summary};
+pub use render::{csv, detail, line, summary};
 pub use side::{run_suite, Peer, SideBySide, SuiteSide};
 pub use source::pack as pack_source;
 

@@ -170,6 +170,24 @@ pub fn summary(md: &mut String, s: &SideBySide, detail_file: &str) {
     md.push('\n');
 }
 
+/// One line for the terminal: what ran and how much agreed, over all suites.
+pub fn line(s: &SideBySide) -> String {
+    if let Some(why) = &s.problem {
+        return format!("did not run: {why}");
+    }
+    let tallies: Vec<Tally> = s.suites.iter().map(|x| tally(x, &s.engine)).collect();
+    let sum = |f: fn(&Tally) -> usize| tallies.iter().map(f).sum::<usize>();
+    format!(
+        "{} queries ran, {} agree with dfs, {} differ, {} timed out, {} failed, {} skipped",
+        sum(|t| t.ran),
+        sum(|t| t.ran - t.differ.len()),
+        sum(|t| t.differ.len()),
+        sum(|t| t.timed_out),
+        sum(|t| t.failed.len()),
+        sum(|t| t.skipped)
+    )
+}
+
 /// `egsm.md`: every query of every suite.
 pub fn detail(s: &SideBySide) -> String {
     let e = &s.engine;
@@ -382,6 +400,10 @@ mod tests {
         );
         assert!(md.contains("EGSM failed: q5: exit status: 255; stdout: File not exist!"));
         assert!(md.contains("[egsm.md](egsm.md)"));
+        assert_eq!(
+            super::line(&side()),
+            "3 queries ran, 2 agree with dfs, 1 differ, 1 timed out, 1 failed, 1 skipped"
+        );
     }
 
     #[test]
@@ -415,5 +437,6 @@ mod tests {
         summary(&mut md, &s, "egsm.md");
         assert!(md.contains("**EGSM did not run**: no EGSM binary at egsm/build/EGSM"));
         assert!(!md.contains("| suite |"));
+        assert!(super::line(&s).starts_with("did not run: no EGSM binary"));
     }
 }
