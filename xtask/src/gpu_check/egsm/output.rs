@@ -15,7 +15,7 @@ pub struct EgsmRun {
 }
 
 impl EgsmRun {
-    /// Filtering and enumeration, as EGSM's paper times a query: without reading the graphs,
+    /// The phases EGSM times itself (filtering and enumeration): without reading the graphs,
     /// moving them to the device, ordering on the host and allocating its result pool.
     pub fn ms(&self) -> f64 {
         self.tries_ms + self.filter_ms + self.join_ms

@@ -8,7 +8,7 @@ use super::side::{Outcome, Row, SideBySide, SuiteSide};
 /// How EGSM's times compare with gpsense's (said once in each file).
 const TIMES: &str = "gpsense's times are the per-query milliseconds it prints, in one process \
     with the data graph loaded once. EGSM ms: its own timers (cuckoo tries, filtering, join; the \
-    host's wall time of each, synchronised), as its paper times a query; they leave out reading \
+    host's wall time of each, synchronised); they leave out reading \
     the graphs, the upload, its ordering on the host and its result pool's allocation. EGSM \
     process: the whole process, CUDA's start included (its command line takes one query).";
 
