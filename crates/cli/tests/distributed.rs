@@ -281,6 +281,16 @@ fn common_sense_rows_on_one_two_and_four_processes() {
         let error: Vec<&str> = err.lines().filter(|l| !l.starts_with("process ")).collect();
         assert_eq!(error.join("\n").trim(), single.trim(), "{err}");
     }
+    // The same typo in standard SPARQL: the empty answer and the note, as on one machine.
+    let typo =
+        "PREFIX n: <gpsense:n/> PREFIX r: <gpsense:r/> SELECT ?x WHERE { ?x r:IsA n:aniaml }";
+    let (single, single_err) = ok(&["query", typo]);
+    let note = single_err.lines().find(|l| l.contains("did you mean"));
+    let note = note.unwrap_or_else(|| panic!("no note: {single_err}"));
+    let out = cluster(dir.path(), 2, 1, &["query", typo, "--graph", &parts_arg]);
+    assert_eq!(out[0].0, Some(0), "{}", out[0].2);
+    assert_eq!(out[0].1, single);
+    assert!(out[0].2.lines().any(|l| l == note), "{}", out[0].2);
 }
 
 /// Three processes counting far more matches than `timeout_ms` allows (or with no time limit), on

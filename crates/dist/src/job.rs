@@ -7,7 +7,9 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use gpsense_planner::{nearest_names, Dialect, Form, Projected, QueryGraph, Vocabulary};
+use gpsense_planner::{
+    nearest_names, Dialect, Form, Projected, QueryError, QueryGraph, Vocabulary,
+};
 use gpsense_runtime::{MatchError, Semantics};
 use timely::dataflow::operators::vec::Broadcast;
 use timely::dataflow::operators::{Input, Inspect, Probe};
@@ -61,6 +63,9 @@ pub struct Report {
     pub peak_queued: u64,
     pub workers: usize,
     pub elapsed: Duration,
+    /// Names the graph lacks in a standard SPARQL query (whose answer is then empty, as the
+    /// standard asks), each with its "did you mean" suggestion.
+    pub notes: Vec<String>,
 }
 
 /// Makes worker 0's sink once the columns are known.
@@ -77,8 +82,12 @@ pub fn run_worker(
     failed: &dyn Fn() -> Option<String>,
 ) -> Result<Option<Report>, DistError> {
     let start = Instant::now();
-    let prepared = prepare(worker, part, topo, &job.request, failed)?;
-    let (q, form, offset, injective) = prepared;
+    let (q, form, offset, injective) = match prepare(worker, part, topo, &job.request, failed)? {
+        Prepared::Query(resolved) => resolved,
+        Prepared::Unknown { resolved, note } => {
+            return Ok(empty_answer(worker, resolved, job, sink, note, start))
+        }
+    };
     let semantics = match (job.semantics, injective) {
         (Some(s), _) => s,
         (None, Some(false)) => Semantics::Hom,
@@ -122,6 +131,7 @@ pub fn run_worker(
                 peak_queued: c.peak_queued,
                 workers: worker.peers(),
                 elapsed: start.elapsed(),
+                notes: Vec::new(),
             };
             return Ok((worker.index() == 0).then_some(report));
         }
@@ -160,7 +170,45 @@ pub fn run_worker(
         peak_queued: all.iter().map(|x| x.4).max().unwrap_or(0),
         workers: worker.peers(),
         elapsed: start.elapsed(),
+        notes: Vec::new(),
     }))
+}
+
+/// The answer to a standard SPARQL query naming something the graph lacks: no rows (the header
+/// still written), a count of 0, or `no`, with the name's note. Every worker reaches this alike.
+fn empty_answer(
+    worker: &Worker,
+    (q, form, _, injective): Resolved,
+    job: &Job,
+    sink: Option<SinkFactory>,
+    note: String,
+    start: Instant,
+) -> Option<Report> {
+    if worker.index() != 0 {
+        return None;
+    }
+    let columns = column_names(&q);
+    if let (Form::Select, false, Some(make)) = (&form, job.count_only, sink) {
+        drop(make(&columns));
+    }
+    let semantics = match (job.semantics, injective) {
+        (Some(s), _) => s,
+        (None, Some(false)) => Semantics::Hom,
+        (None, _) => Semantics::Iso,
+    };
+    Some(Report {
+        rows: 0,
+        limit_reached: false,
+        timed_out: false,
+        form,
+        semantics,
+        columns,
+        partial_matches: 0,
+        peak_queued: 0,
+        workers: worker.peers(),
+        elapsed: start.elapsed(),
+        notes: vec![note],
+    })
 }
 
 /// What one match on this worker needs besides the query and how its matches end.
@@ -348,6 +396,13 @@ fn component_counts(
 /// The query graph, its form, OFFSET and whether it asks for injective matches.
 type Resolved = (QueryGraph, Form, u64, Option<bool>);
 
+/// A query ready to run, or one in standard SPARQL whose answer is empty because the graph lacks a
+/// name it uses (its shape resolved against a vocabulary that knows every name).
+enum Prepared {
+    Query(Resolved),
+    Unknown { resolved: Resolved, note: String },
+}
+
 /// Resolves the query's names on every part: each round looks up, on all parts at once, the names
 /// the last try asked for, until a try asks for nothing new. Every worker runs the same rounds and
 /// gets the same answers, so all reach the same query graph (or the same error).
@@ -357,9 +412,9 @@ fn prepare(
     topo: Topology,
     request: &Request,
     failed: &dyn Fn() -> Option<String>,
-) -> Result<Resolved, DistError> {
+) -> Result<Prepared, DistError> {
     let (text, prefer) = match request {
-        Request::Graph(q) => return Ok((q.clone(), Form::Select, 0, None)),
+        Request::Graph(q) => return Ok(Prepared::Query((q.clone(), Form::Select, 0, None))),
         Request::Text { text, prefer } => (text, *prefer),
     };
     let mut names = Fetched {
@@ -373,7 +428,14 @@ fn prepare(
         let result = gpsense_planner::prepare(text, &names, prefer);
         let asked = std::mem::take(&mut *names.asked.borrow_mut());
         if asked.is_empty() {
-            let p = result?;
+            let p = match result {
+                Err(
+                    e @ (QueryError::UnknownConcept { .. } | QueryError::UnknownRelation { .. }),
+                ) if prefer == Dialect::Sparql => {
+                    return unknown_name(text, prefer, &e);
+                }
+                r => r?,
+            };
             if !p.filters.is_empty() {
                 return Err(DistError::Unsupported(
                     "FILTER is not supported across processes yet: run the query without \
@@ -388,13 +450,28 @@ fn prepare(
                         .into(),
                 ));
             }
-            return Ok((p.graph, p.form, p.offset, p.injective));
+            return Ok(Prepared::Query((p.graph, p.form, p.offset, p.injective)));
         }
         lookup(worker, part, topo, &mut names, asked, failed)?;
     }
     Err(DistError::Unsupported(
         "the query's names did not resolve in 256 rounds".into(),
     ))
+}
+
+/// The empty answer's shape, and the note `gpsense query` prints for the same name on one machine.
+fn unknown_name(text: &str, prefer: Dialect, e: &QueryError) -> Result<Prepared, DistError> {
+    let p = gpsense_planner::prepare(text, &crate::reading::EveryName, prefer)?;
+    let message = e.to_string();
+    // "line 1, column 9: " places the name in the text; the note names it already.
+    let note = match message.split_once(": ") {
+        Some((place, rest)) if place.starts_with("line ") => rest.to_owned(),
+        _ => message,
+    };
+    Ok(Prepared::Unknown {
+        resolved: (p.graph, p.form, p.offset, p.injective),
+        note,
+    })
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

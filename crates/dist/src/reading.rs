@@ -73,7 +73,7 @@ fn refusal(text: &str, what: &str, keyword: &str) -> DistError {
 }
 
 /// A vocabulary that knows every name (as node 0 and relation 0).
-struct EveryName;
+pub(crate) struct EveryName;
 
 impl Vocabulary for EveryName {
     fn nodes_named(&self, _: &str) -> Vec<NodeId> {

@@ -407,6 +407,33 @@ fn unknown_names_are_the_single_machine_errors() {
     }
 }
 
+/// Standard SPARQL naming an IRI the graph lacks: the standard's empty answer (no rows, a count of
+/// 0, `no`), with the "did you mean" note, as on one machine; the short dialect keeps its error.
+#[test]
+fn an_unknown_iri_in_standard_sparql_is_an_empty_answer_with_a_note() {
+    let g = conceptnet();
+    let cut = cut(g, 3);
+    let prefixes = "PREFIX n: <gpsense:n/> PREFIX r: <gpsense:r/>";
+    let texts = [
+        format!("{prefixes} SELECT ?x WHERE {{ ?x r:IsA n:aniaml }}"),
+        format!("{prefixes} SELECT (COUNT(*) AS ?c) WHERE {{ ?x r:IsAA n:animal }}"),
+        format!("{prefixes} ASK {{ ?x r:IsA n:aniaml }}"),
+    ];
+    for t in &texts {
+        let request = Request::text(t).unwrap();
+        let got = run(&cut, 1, vec![job(request, Semantics::Hom, false)]);
+        let (report, rows) = got[0].as_ref().unwrap_or_else(|e| panic!("{t}: {e}"));
+        assert_eq!((report.rows, rows.len()), (0, 0), "{t}");
+        assert_eq!(report.notes.len(), 1, "{t}");
+        assert!(
+            report.notes[0].contains("did you mean"),
+            "{t}: {:?}",
+            report.notes
+        );
+        assert!(!report.notes[0].starts_with("line "), "{:?}", report.notes);
+    }
+}
+
 #[test]
 fn the_memory_budget_bounds_the_queues_and_the_time_limit_stops_every_worker() {
     let g = conceptnet();

@@ -229,6 +229,9 @@ pub fn query(
         note_traffic(&outcome, d, start);
         return Ok(());
     };
+    for unknown in &report.notes {
+        crate::out::note!("{unknown} (that pattern has no solution)");
+    }
     let cut = report.timed_out;
     let ask = matches!(report.form, Form::Ask) && !count;
     match &report.form {
