@@ -394,6 +394,16 @@ pub struct ExtendWarpArgs {
     pub clock: DevSlice,
 }
 
+/// `extend_warp_batch`: one depth of the levels of many queries in one launch. `jobs` holds one
+/// [`ExtendWarpArgs`] per query (each with its own rows, lists, counters and limits, and `warps`
+/// equal to this `warps`); warp `w` is warp `w % warps` of job `w / warps`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ExtendWarpBatchArgs {
+    pub jobs: DevSlice,
+    pub warps: u64,
+}
+
 /// One group of leaves for [`CountLeavesArgs`]: `leaves` leaf query nodes whose candidates, for a
 /// partial match, are the candidate-edge list (`list`) of the data node in slot `slot`.
 #[repr(C)]
@@ -598,6 +608,11 @@ pub const KERNELS: &[KernelSig] = &[
     KernelSig {
         name: "extend_warp",
         param_bytes: size_of::<ExtendWarpArgs>(),
+        threads_per_item: 32,
+    },
+    KernelSig {
+        name: "extend_warp_batch",
+        param_bytes: size_of::<ExtendWarpBatchArgs>(),
         threads_per_item: 32,
     },
     KernelSig {

@@ -443,6 +443,16 @@ pub unsafe fn extend_warp(a: &ExtendWarpArgs, w: usize, warp: &impl Warp) {
     }
 }
 
+/// One depth of many queries' levels: warp `w` is warp `w % warps` of job `w / warps`.
+pub unsafe fn extend_warp_batch(a: &ExtendWarpBatchArgs, w: usize, warp: &impl Warp) {
+    unsafe {
+        let per = a.warps.max(1) as usize;
+        if let Some(job) = a.jobs.get::<ExtendWarpArgs>().get(w / per) {
+            extend_warp(job, w % per, warp);
+        }
+    }
+}
+
 /// TruST name similarity of data name `ids[first + i]`.
 pub unsafe fn trust_similarity(a: &TrustSimilarityArgs, i: usize) {
     if i as u64 >= a.out.len {
