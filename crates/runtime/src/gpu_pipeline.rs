@@ -26,6 +26,10 @@
 
 use std::time::Instant;
 
+#[path = "gpu_batch.rs"]
+mod batch;
+pub(crate) use batch::BatchItem;
+
 use gpsense_graph::KnowledgeGraph;
 use gpsense_kernels::abi::{
     AdjacencyBoundsArgs, CountLeavesArgs, CountWordsArgs, DevSlice, DirectedEdge, EdgeList,
@@ -150,6 +154,10 @@ pub struct Arena<D: Device> {
     levels: Vec<Slab<D>>,
     /// Count and scan room of the count-then-write join.
     scratch: Slab<D>,
+    /// A batch's level buffers (one per depth, every query's rows side by side) and its tables
+    /// of per-query level arguments.
+    batch_levels: Vec<Slab<D>>,
+    batch_jobs: Slab<D>,
 }
 
 impl<D: Device> Default for Arena<D> {
@@ -159,14 +167,17 @@ impl<D: Device> Default for Arena<D> {
             space: Slab::default(),
             levels: Vec::new(),
             scratch: Slab::default(),
+            batch_levels: Vec::new(),
+            batch_jobs: Slab::default(),
         }
     }
 }
 
 impl<D: Device> Arena<D> {
     pub(crate) fn bytes(&self) -> u64 {
-        (self.filter.cap + self.space.cap + self.scratch.cap) as u64
+        (self.filter.cap + self.space.cap + self.scratch.cap + self.batch_jobs.cap) as u64
             + self.levels.iter().map(|s| s.cap as u64).sum::<u64>()
+            + self.batch_levels.iter().map(|s| s.cap as u64).sum::<u64>()
     }
 }
 
