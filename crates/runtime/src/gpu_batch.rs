@@ -32,6 +32,9 @@ use crate::{MatchError, Semantics};
 /// Rows a level of a batched query may hold at most before the query runs on alone.
 const BATCH_ROWS: u64 = 1 << 12;
 
+/// Warps one depth's launch starts for all its queries together, about (at least 32 a query).
+const BATCH_WARPS: u64 = 1 << 14;
+
 /// Bytes the level buffers of a whole batch take at most (their rows are shared out).
 const BATCH_LEVEL_BYTES: u64 = 64 << 20;
 
@@ -240,12 +243,15 @@ impl<D: Device> Pipeline<'_, D> {
                 });
             }
         }
-        // A depth's warps per query: enough for its largest level, at most QUEUED_WARPS.
+        // A depth's warps per query: enough for its largest level, at most a share of
+        // BATCH_WARPS (warps take their query's parents in turn; idle ones still cost a GPU's
+        // scheduler, and the emulator, their start).
         let warps: Vec<u64> = tables
             .iter()
             .map(|t| {
                 let most = t.iter().map(|a| a.parents).max().unwrap_or(1);
-                most.clamp(1, QUEUED_WARPS)
+                let share = (BATCH_WARPS / t.len().max(1) as u64).clamp(32, QUEUED_WARPS);
+                most.clamp(1, share)
             })
             .collect();
         for (t, &w) in tables.iter_mut().zip(&warps) {

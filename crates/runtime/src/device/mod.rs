@@ -145,6 +145,16 @@ impl std::ops::Sub for DeviceCounters {
     }
 }
 
+impl std::ops::AddAssign for DeviceCounters {
+    fn add_assign(&mut self, o: DeviceCounters) {
+        self.launches += o.launches;
+        self.syncs += o.syncs;
+        self.allocations += o.allocations;
+        self.bytes_up += o.bytes_up;
+        self.bytes_down += o.bytes_down;
+    }
+}
+
 /// The counters as atomics, kept by each device.
 #[derive(Debug, Default)]
 pub struct Counting {
