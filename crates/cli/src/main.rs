@@ -170,7 +170,7 @@ enum Command {
         search_stats: bool,
         /// With `--engine gpu` or `emulated`: answer the queries N at a time, each batch in one
         /// sequence of launches (1: one query at a time).
-        #[arg(long, value_name = "N", default_value_t = 256,
+        #[arg(long, value_name = "N", default_value_t = 256, help_heading = help::ENGINE,
               value_parser = clap::value_parser!(u64).range(1..=65_536))]
         device_batch: u64,
         /// Also print notes on stderr: why `--engine auto` runs on the CPU, or which GPU it uses.

@@ -454,6 +454,44 @@ fn hprd_with_segmented_pivot_lists_on_the_emulated_gpu() {
     assert!(err.contains("200 counts checked"), "{err}");
 }
 
+/// `match` on a device engine answers the queries in batches (`--device-batch`, here 4 batches of
+/// 50): every HPRD count as published, and the closing line's launches and reads per query within
+/// the target (8 and 1; one query at a time it was 53 and 2).
+#[test]
+fn match_answers_hprd_in_device_batches() {
+    let dir = dataset("subgraph-matching/hprd-study");
+    let (code, out, err) = common::run_with(
+        &[],
+        &[
+            "match",
+            "--engine",
+            "emulated",
+            "--device-batch",
+            "50",
+            "--data",
+            &format!("{dir}/data_graph/HPRD.graph"),
+            "--query",
+            &format!("{dir}/query_graph"),
+            "--expected",
+            &format!("{dir}/expected_output.res"),
+        ],
+        Stdio::piped(),
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(out.lines().count(), 200, "{out}");
+    assert!(err.contains("200 counts checked"), "{err}");
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("batches: 200 queries in 4 batches:"))
+        .unwrap_or_else(|| panic!("no batch line: {err}"));
+    // `(1.29 launches, 0.035 reads a query)`
+    let per: Vec<f64> = line.rsplit('(').next().unwrap()
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    assert!(per.len() == 2 && per[0] <= 8.0 && per[1] <= 1.0, "{line}");
+}
+
 /// A reader that went away (`| head -1`, `| true`) ends every command quietly, with no panic; a
 /// full device (`> /dev/full`) is an error that says the output could not be written.
 #[test]
