@@ -485,7 +485,10 @@ fn match_answers_hprd_in_device_batches() {
         .find(|l| l.starts_with("batches: 200 queries in 4 batches:"))
         .unwrap_or_else(|| panic!("no batch line: {err}"));
     // `(1.29 launches, 0.035 reads a query)`
-    let per: Vec<f64> = line.rsplit('(').next().unwrap()
+    let per: Vec<f64> = line
+        .rsplit('(')
+        .next()
+        .unwrap()
         .split_whitespace()
         .filter_map(|w| w.parse().ok())
         .collect();

@@ -649,4 +649,6 @@ const _: () = assert!(size_of::<MarkStep>() == 24);
 const _: () = assert!(size_of::<RefineJob>() == 24);
 const _: () = assert!(size_of::<EdgeList>() == 64);
 const _: () = assert!(size_of::<LeafGroupArgs>() == 72);
+// `extend_warp_batch` reads a table of these from device memory.
+const _: () = assert!(size_of::<ExtendWarpArgs>() == 344);
 const _: () = assert!(size_of::<crate::trust::Link>() == 12);

@@ -68,16 +68,15 @@ impl Engine<'_> {
         let batched = planned.len();
         let mut counters = DeviceCounters::default();
         if let Some((engine, semantics, rounds)) = key.filter(|_| batched > 0) {
-            let done = match engine {
-                EngineKind::Gpu => self
-                    .gpu()
-                    .map_err(MatchError::from)
-                    .and_then(|d| d.count_batch(&planned, semantics, rounds, self.shape, start)),
-                _ => self
-                    .emulator()
-                    .map_err(MatchError::from)
-                    .and_then(|d| d.count_batch(&planned, semantics, rounds, self.shape, start)),
-            };
+            let done =
+                match engine {
+                    EngineKind::Gpu => self.gpu().map_err(MatchError::from).and_then(|d| {
+                        d.count_batch(&planned, semantics, rounds, self.shape, start)
+                    }),
+                    _ => self.emulator().map_err(MatchError::from).and_then(|d| {
+                        d.count_batch(&planned, semantics, rounds, self.shape, start)
+                    }),
+                };
             match done {
                 Ok((answers, c)) => {
                     counters = c;

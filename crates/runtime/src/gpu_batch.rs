@@ -80,7 +80,11 @@ impl<D: Device> Pipeline<'_, D> {
         let mut fqs = Vec::new();
         for (i, it) in items.iter_mut().enumerate() {
             if it.out.stopped() {
-                it.result = Some(Ok((it.plan.clone(), FilterReport::default(), Default::default())));
+                it.result = Some(Ok((
+                    it.plan.clone(),
+                    FilterReport::default(),
+                    Default::default(),
+                )));
                 continue;
             }
             let mut own = sizes;
@@ -269,7 +273,9 @@ impl<D: Device> Pipeline<'_, D> {
         dev.write_bytes(buf, region.offset, as_bytes(&flat))?;
         let mut at = 0;
         for (t, &w) in tables.iter().zip(&warps) {
-            let jobs = region.part(size_of::<ExtendWarpArgs>(), at, at + t.len()).slice;
+            let jobs = region
+                .part(size_of::<ExtendWarpArgs>(), at, at + t.len())
+                .slice;
             at += t.len();
             let args = ExtendWarpBatchArgs { jobs, warps: w };
             dev.launch(&Launch::ExtendWarpBatch(args), t.len() as u64 * w)?;

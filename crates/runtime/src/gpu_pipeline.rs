@@ -970,15 +970,11 @@ impl<D: Device> Pipeline<'_, D> {
                         labels: r.labels.slice,
                     })
             };
-            spaces.push(jq.tables(
-                &r,
-                a,
-                &mut tables,
-                g,
-                injective,
-                &list_of_edge,
-                &|u| cand(jq, u),
-            )?);
+            spaces.push(
+                jq.tables(&r, a, &mut tables, g, injective, &list_of_edge, &|u| {
+                    cand(jq, u)
+                })?,
+            );
         }
         dev.write_bytes(buf, r.checks.offset, as_bytes(&tables.checks))?;
         dev.write_bytes(buf, r.lists.offset, as_bytes(&tables.lists))?;
@@ -1158,7 +1154,9 @@ impl JoinQuery<'_> {
                 plan
             })
             .collect();
-        let claimed = r.claimed.part(8, at.claimed, at.claimed + 3 * enumerated + 5);
+        let claimed = r
+            .claimed
+            .part(8, at.claimed, at.claimed + 3 * enumerated + 5);
         Ok(QuerySpace {
             levels,
             claimed,
