@@ -132,7 +132,7 @@ fn run_batched(
             let report = match r {
                 Ok(report) => report,
                 Err(e) => {
-                    crate::out::note!("{}: {e}", file.display());
+                    eprintln!("error: {}: {e}", file.display());
                     errors += 1;
                     continue;
                 }
@@ -152,10 +152,11 @@ fn run_batched(
     crate::out::note!("{}", tally.processed(place));
     crate::out::note!("{}", batch_line(files.len(), batches, &counters));
     let status = finish(&tally, args.expected.as_deref(), &unnamed);
+    // A failure outranks a mismatch and a time-out, as for `query -f`.
     if errors > 0 {
         bail!(
-            "{} failed (the others were answered)",
-            plural(errors as u64, "query", "queries")
+            "{errors} of {} failed (the others were answered)",
+            plural(files.len() as u64, "query", "queries")
         );
     }
     status
