@@ -313,7 +313,9 @@ impl<D: Device> Pipeline<'_, D> {
             let row_bytes = jq.layout.width as u64 * 4;
             let counts_last = jq.groups.is_empty();
             let share = (BATCH_LEVEL_BYTES / levels.max(1) / row_bytes).max(1);
-            let own = it.memory_budget.saturating_sub(jq.bytes) / q.levels.len() as u64 / row_bytes;
+            let own = it.memory_budget.saturating_sub(jq.bytes)
+                / q.levels.len().max(1) as u64
+                / row_bytes;
             let mut parents = 1u64;
             let mut row = Vec::with_capacity(q.levels.len());
             for (d, lp) in q.levels.iter().enumerate() {
@@ -375,6 +377,9 @@ impl<D: Device> Pipeline<'_, D> {
         c: &[u64],
     ) -> Result<(), MatchError> {
         let l = q.levels.len();
+        if l == 0 {
+            return Ok(());
+        }
         self.limit = it.limit;
         self.memory_budget = it.memory_budget;
         let mut run = Levels::new(self, &jq.layout, q, it.out, jq.bytes);
