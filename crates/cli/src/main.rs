@@ -168,6 +168,11 @@ enum Command {
         /// totals: a machine-independent measure for comparing search variants.
         #[arg(long, help_heading = help::OUTPUT)]
         search_stats: bool,
+        /// With `--engine gpu` or `emulated`: answer the queries N at a time, each batch in one
+        /// sequence of launches (1: one query at a time).
+        #[arg(long, value_name = "N", default_value_t = 256, help_heading = help::ENGINE,
+              value_parser = clap::value_parser!(u64).range(1..=65_536))]
+        device_batch: u64,
         /// Also print notes on stderr: why `--engine auto` runs on the CPU, or which GPU it uses.
         #[arg(short, long, conflicts_with = "quiet", help_heading = help::OUTPUT)]
         verbose: bool,
@@ -524,6 +529,7 @@ fn main() -> ExitCode {
             max_expected,
             count: _,
             search_stats,
+            device_batch,
             matching,
             verbose: _,
         } => commands::match_cmd::run(commands::match_cmd::Args {
@@ -532,6 +538,7 @@ fn main() -> ExitCode {
             expected,
             max_expected,
             search_stats,
+            batch: device_batch as usize,
             dist: matching.distributed(),
             options: matching.options(),
         }),

@@ -454,6 +454,87 @@ fn hprd_with_segmented_pivot_lists_on_the_emulated_gpu() {
     assert!(err.contains("200 counts checked"), "{err}");
 }
 
+/// `match` on a device engine answers the queries in batches (`--device-batch`, here 4 batches of
+/// 50): every HPRD count as published, and the closing line's launches and reads per query within
+/// the target (8 and 1; one query at a time it was 53 and 2).
+#[test]
+fn match_answers_hprd_in_device_batches() {
+    let dir = dataset("subgraph-matching/hprd-study");
+    let (code, out, err) = common::run_with(
+        &[],
+        &[
+            "match",
+            "--engine",
+            "emulated",
+            "--device-batch",
+            "50",
+            "--data",
+            &format!("{dir}/data_graph/HPRD.graph"),
+            "--query",
+            &format!("{dir}/query_graph"),
+            "--expected",
+            &format!("{dir}/expected_output.res"),
+        ],
+        Stdio::piped(),
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(out.lines().count(), 200, "{out}");
+    assert!(err.contains("200 counts checked"), "{err}");
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("batches: 200 queries in 4 batches:"))
+        .unwrap_or_else(|| panic!("no batch line: {err}"));
+    // `(1.29 launches, 0.035 reads a query)`
+    let per: Vec<f64> = line
+        .rsplit('(')
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    assert!(per.len() == 2 && per[0] <= 8.0 && per[1] <= 1.0, "{line}");
+}
+
+/// In a device batch, a query over its memory budget fails alone: the small query under the same
+/// budget is answered, the large one reported, and the exit status is 1.
+#[test]
+fn a_query_failing_in_a_device_batch_leaves_the_others_answered() {
+    let hprd = dataset("subgraph-matching/hprd-study");
+    let dir = tempfile::tempdir().unwrap();
+    // An edge between two nodes labelled 8 (a 2-node query) and HPRD's 16-node dense_16_1.
+    std::fs::write(
+        dir.path().join("a.graph"),
+        "t 2 1\nv 0 8 1\nv 1 8 1\ne 0 1\n",
+    )
+    .unwrap();
+    std::fs::copy(
+        format!("{hprd}/query_graph/query_dense_16_1.graph"),
+        dir.path().join("b.graph"),
+    )
+    .unwrap();
+    let (code, out, err) = common::run_with(
+        &[],
+        &[
+            "match",
+            "--engine",
+            "emulated",
+            "--memory-budget",
+            "40K",
+            "--data",
+            &format!("{hprd}/data_graph/HPRD.graph"),
+            "--query",
+            &dir.path().display().to_string(),
+        ],
+        Stdio::piped(),
+    );
+    assert_eq!(code, Some(1), "{err}");
+    assert!(out.starts_with("a\t") && out.lines().count() == 1, "{out}");
+    assert!(
+        err.contains("b.graph") && err.contains("1 of 2 queries failed"),
+        "{err}"
+    );
+}
+
 /// A reader that went away (`| head -1`, `| true`) ends every command quietly, with no panic; a
 /// full device (`> /dev/full`) is an error that says the output could not be written.
 #[test]

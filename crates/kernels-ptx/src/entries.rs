@@ -57,4 +57,5 @@ kernels! {
 warp_kernels! {
     mark_steps(MarkStepsArgs);
     extend_warp(ExtendWarpArgs);
+    extend_warp_batch(ExtendWarpBatchArgs);
 }

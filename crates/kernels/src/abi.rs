@@ -394,6 +394,16 @@ pub struct ExtendWarpArgs {
     pub clock: DevSlice,
 }
 
+/// `extend_warp_batch`: one depth of the levels of many queries in one launch. `jobs` holds one
+/// [`ExtendWarpArgs`] per query (each with its own rows, lists, counters and limits, and `warps`
+/// equal to this `warps`); warp `w` is warp `w % warps` of job `w / warps`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ExtendWarpBatchArgs {
+    pub jobs: DevSlice,
+    pub warps: u64,
+}
+
 /// One group of leaves for [`CountLeavesArgs`]: `leaves` leaf query nodes whose candidates, for a
 /// partial match, are the candidate-edge list (`list`) of the data node in slot `slot`.
 #[repr(C)]
@@ -601,6 +611,11 @@ pub const KERNELS: &[KernelSig] = &[
         threads_per_item: 32,
     },
     KernelSig {
+        name: "extend_warp_batch",
+        param_bytes: size_of::<ExtendWarpBatchArgs>(),
+        threads_per_item: 32,
+    },
+    KernelSig {
         name: "trust_similarity",
         param_bytes: size_of::<TrustSimilarityArgs>(),
         threads_per_item: 1,
@@ -634,4 +649,6 @@ const _: () = assert!(size_of::<MarkStep>() == 24);
 const _: () = assert!(size_of::<RefineJob>() == 24);
 const _: () = assert!(size_of::<EdgeList>() == 64);
 const _: () = assert!(size_of::<LeafGroupArgs>() == 72);
+// `extend_warp_batch` reads a table of these from device memory.
+const _: () = assert!(size_of::<ExtendWarpArgs>() == 344);
 const _: () = assert!(size_of::<crate::trust::Link>() == 12);

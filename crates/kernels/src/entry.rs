@@ -358,6 +358,7 @@ pub unsafe fn write_extensions(a: &ExtendArgs, item: usize) {
 }
 
 /// The row, step and list lookup of parent `p` of an [`ExtendWarpArgs`].
+#[inline(always)]
 unsafe fn warp_item<'a>(
     a: &ExtendWarpArgs,
     p: usize,
@@ -393,7 +394,10 @@ pub unsafe fn pivot_segments(a: &PivotSegmentsArgs, p: usize) {
     }
 }
 
-/// One warp per parent row, or per segment of a pivot list (grid-stride).
+/// One warp per parent row, or per segment of a pivot list (grid-stride). Inlined into both its
+/// entries: called from two, it was not, and `extend_warp`'s argument went to local memory
+/// (344 stack bytes, 128 registers on sm_90).
+#[inline(always)]
 pub unsafe fn extend_warp(a: &ExtendWarpArgs, w: usize, warp: &impl Warp) {
     unsafe {
         let width = a.width as usize;
@@ -439,6 +443,16 @@ pub unsafe fn extend_warp(a: &ExtendWarpArgs, w: usize, warp: &impl Warp) {
             let (row, step, list) = warp_item(a, p);
             join::extend_warp(warp, row, &step, &list, a.all.get(), &g, &out, part);
             s = s.saturating_add(stride);
+        }
+    }
+}
+
+/// One depth of many queries' levels: warp `w` is warp `w % warps` of job `w / warps`.
+pub unsafe fn extend_warp_batch(a: &ExtendWarpBatchArgs, w: usize, warp: &impl Warp) {
+    unsafe {
+        let per = a.warps.max(1) as usize;
+        if let Some(job) = a.jobs.get::<ExtendWarpArgs>().get(w / per) {
+            extend_warp(job, w % per, warp);
         }
     }
 }

@@ -370,6 +370,7 @@ impl<'a, W: Fn(u64) -> &'a mut [u32]> Claims<'a, W> {
 /// which pass, one atomic add per warp claims their rows, and each lane writes its row at its rank:
 /// one pass, no count-then-write.
 #[allow(clippy::too_many_arguments)]
+#[inline(always)]
 pub fn extend_warp<'l, 'o, W: Fn(u64) -> &'o mut [u32]>(
     warp: &impl Warp,
     row: &[u32],

@@ -24,6 +24,10 @@ use crate::search::{Context, Dag, OwnerPool, SearchStats};
 use crate::space::{SpaceBuilder, SpacePool};
 use crate::{EngineKind, MatchError, MatchOptions, Semantics};
 
+#[path = "batch_engine.rs"]
+mod batch;
+pub use batch::BatchReport;
+
 /// A graph prepared for matching: planner statistics and the node-label index, computed once.
 pub struct Engine<'g> {
     graph: &'g KnowledgeGraph,

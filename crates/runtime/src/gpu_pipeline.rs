@@ -26,6 +26,10 @@
 
 use std::time::Instant;
 
+#[path = "gpu_batch.rs"]
+mod batch;
+pub(crate) use batch::BatchItem;
+
 use gpsense_graph::KnowledgeGraph;
 use gpsense_kernels::abi::{
     AdjacencyBoundsArgs, CountLeavesArgs, CountWordsArgs, DevSlice, DirectedEdge, EdgeList,
@@ -33,6 +37,7 @@ use gpsense_kernels::abi::{
     LeafGroupArgs, ListsArgs, MarkStep, MarkStepsArgs, NodeJob, NodeTotalsArgs, PivotSegmentsArgs,
     RefineJob, RefineNodesArgs, ScanArgs, StepArgs, WriteWordsArgs,
 };
+use gpsense_kernels::filter::Incident;
 use gpsense_kernels::{bits, Dir, NONE};
 use gpsense_planner::{Plan, QueryGraph};
 
@@ -149,6 +154,10 @@ pub struct Arena<D: Device> {
     levels: Vec<Slab<D>>,
     /// Count and scan room of the count-then-write join.
     scratch: Slab<D>,
+    /// A batch's level buffers (one per depth, every query's rows side by side) and its tables
+    /// of per-query level arguments.
+    batch_levels: Vec<Slab<D>>,
+    batch_jobs: Slab<D>,
 }
 
 impl<D: Device> Default for Arena<D> {
@@ -158,14 +167,17 @@ impl<D: Device> Default for Arena<D> {
             space: Slab::default(),
             levels: Vec::new(),
             scratch: Slab::default(),
+            batch_levels: Vec::new(),
+            batch_jobs: Slab::default(),
         }
     }
 }
 
 impl<D: Device> Arena<D> {
     pub(crate) fn bytes(&self) -> u64 {
-        (self.filter.cap + self.space.cap + self.scratch.cap) as u64
+        (self.filter.cap + self.space.cap + self.scratch.cap + self.batch_jobs.cap) as u64
             + self.levels.iter().map(|s| s.cap as u64).sum::<u64>()
+            + self.batch_levels.iter().map(|s| s.cap as u64).sum::<u64>()
     }
 }
 
@@ -225,7 +237,8 @@ fn scan_sums(len: usize) -> usize {
     len.div_ceil(SCAN_CHUNK) + 1
 }
 
-/// A query's part of the filtering arena.
+/// A query's (or a batch's) part of the filtering arena.
+#[derive(Clone)]
 struct FilterRegions {
     sets: Region,
     marks: Region,
@@ -235,18 +248,20 @@ struct FilterRegions {
     params: Region,
     /// The per-wave job tables of identification, marking and refinement.
     jobs: Region,
+    /// Every query edge seen from each endpoint.
+    edges: Region,
 }
 
-/// The query as the device reads it: filters, incident edges, the directed edges, in one upload.
+/// The query as the device reads it: filters and incident edges, in one upload.
 struct Params {
     bytes: Vec<u8>,
     /// Per query node: degrees, neighbour labels, self-loops, incident edges (byte ranges).
     nodes: Vec<[(usize, usize); 4]>,
-    edges: (usize, usize),
 }
 
 impl Params {
-    fn new(layout: &Layout, directed: &[DirectedEdge]) -> Self {
+    /// The query's params with its nodes numbered from `base` (its place in a batch).
+    fn new(layout: &Layout, base: u32) -> Self {
         let mut bytes = Vec::new();
         let mut put = |data: &[u8]| {
             let at = bytes.len().next_multiple_of(16);
@@ -257,20 +272,22 @@ impl Params {
         let nodes = (0..layout.nodes)
             .map(|u| {
                 let f = &layout.filters[u];
+                let incident: Vec<Incident> = layout.incident[u]
+                    .iter()
+                    .map(|e| Incident {
+                        other: e.other + base,
+                        ..*e
+                    })
+                    .collect();
                 [
                     put(as_bytes(&f.degrees)),
                     put(as_bytes(&f.neighbour_labels)),
                     put(as_bytes(&f.self_loops)),
-                    put(as_bytes(&layout.incident[u])),
+                    put(as_bytes(&incident)),
                 ]
             })
             .collect();
-        let edges = put(as_bytes(directed));
-        Params {
-            bytes,
-            nodes,
-            edges,
-        }
+        Params { bytes, nodes }
     }
 }
 
@@ -303,6 +320,49 @@ struct Tables {
     identify: Vec<DevSlice>,
     mark: Vec<DevSlice>,
     refine: Vec<DevSlice>,
+}
+
+/// One wave's jobs (of one query, or of every query of a batch).
+#[derive(Default)]
+struct WaveJobs {
+    identify: Vec<NodeJob>,
+    mark: Vec<MarkStep>,
+    refine: Vec<RefineJob>,
+}
+
+impl Tables {
+    /// The tables as the device reads them at `jobs`: node jobs, then mark steps, then refine
+    /// jobs, each wave's part contiguous.
+    fn new(waves: &[WaveJobs], jobs: &Region) -> Self {
+        let mut bytes = Vec::new();
+        let base = jobs.slice.ptr;
+        let part = |bytes: &mut Vec<u8>, data: &[u8], len: usize| {
+            let at = bytes.len();
+            bytes.extend_from_slice(data);
+            DevSlice {
+                ptr: base + at as u64,
+                len: len as u64,
+            }
+        };
+        let identify = waves
+            .iter()
+            .map(|w| part(&mut bytes, as_bytes(&w.identify), w.identify.len()))
+            .collect();
+        let mark = waves
+            .iter()
+            .map(|w| part(&mut bytes, as_bytes(&w.mark), w.mark.len()))
+            .collect();
+        let refine = waves
+            .iter()
+            .map(|w| part(&mut bytes, as_bytes(&w.refine), w.refine.len()))
+            .collect();
+        Tables {
+            bytes,
+            identify,
+            mark,
+            refine,
+        }
+    }
 }
 
 impl Waves {
@@ -347,80 +407,61 @@ impl Waves {
         n * (size_of::<NodeJob>() + size_of::<RefineJob>()) + m * size_of::<MarkStep>()
     }
 
-    /// The tables as the device reads them at `r.jobs`: node jobs, then mark steps, then refine
-    /// jobs, each wave's part contiguous.
-    fn tables(
+    /// Each wave's jobs, the query's nodes numbered from `base` and its mark slots from
+    /// `mark_base`, its params at `params`.
+    fn jobs(
         &self,
         layout: &Layout,
         params: &Params,
-        r: &FilterRegions,
+        at: &Region,
         seeded: &[bool],
-    ) -> Tables {
-        let (mut jobs, mut steps, mut refine) = (Vec::new(), Vec::new(), Vec::new());
-        let mut parts = [Vec::new(), Vec::new(), Vec::new()];
+        (base, mark_base): (u32, u32),
+    ) -> Vec<WaveJobs> {
+        let mut waves = Vec::with_capacity(self.nodes.len());
         for (nodes, wave_steps) in self.nodes.iter().zip(&self.steps) {
-            let start = [jobs.len(), steps.len(), refine.len()];
+            let mut w = WaveJobs::default();
             for &u in nodes {
                 let p = &params.nodes[u];
                 let f = &layout.filters[u];
-                jobs.push(NodeJob {
+                w.identify.push(NodeJob {
                     filter: FilterArgs {
                         fixed: f.fixed,
                         label: f.label,
-                        degrees: slice_at(&r.params, p[0], 12),
-                        neighbour_labels: slice_at(&r.params, p[1], 12),
-                        self_loops: slice_at(&r.params, p[2], 4),
+                        degrees: slice_at(at, p[0], 12),
+                        neighbour_labels: slice_at(at, p[1], 12),
+                        self_loops: slice_at(at, p[2], 4),
                     },
-                    node: u as u32,
+                    node: base + u as u32,
                     seeded: seeded[u] as u32,
-                    marks: self.marks[u].0,
+                    marks: mark_base + self.marks[u].0,
                     mark_count: self.marks[u].1,
                 });
                 if !layout.incident[u].is_empty() {
-                    refine.push(RefineJob {
-                        node: u as u32,
+                    w.refine.push(RefineJob {
+                        node: base + u as u32,
                         _pad: 0,
-                        incident: slice_at(&r.params, p[3], 12),
+                        incident: slice_at(at, p[3], 12),
                     });
                 }
             }
             for &j in wave_steps {
                 let s = &layout.neighbour_steps[j];
-                steps.push(MarkStep {
-                    from: s.from as u32,
+                w.mark.push(MarkStep {
+                    from: base + s.from as u32,
                     dir: dir_code(s.dir),
                     label: s.label,
-                    mark: self.slot[j],
-                    allowed: if seeded[s.to] { s.to as u32 } else { NONE },
+                    mark: mark_base + self.slot[j],
+                    allowed: if seeded[s.to] {
+                        base + s.to as u32
+                    } else {
+                        NONE
+                    },
                     _pad: 0,
                 });
             }
-            let end = [jobs.len(), steps.len(), refine.len()];
-            for k in 0..3 {
-                parts[k].push((start[k], end[k]));
-            }
+            waves.push(w);
         }
-        let mut bytes = as_bytes(&jobs).to_vec();
-        let at_steps = bytes.len();
-        bytes.extend_from_slice(as_bytes(&steps));
-        let at_refine = bytes.len();
-        bytes.extend_from_slice(as_bytes(&refine));
-        let base = r.jobs.slice.ptr;
-        let slices = |parts: &[(usize, usize)], at: usize, elem: usize| {
-            parts
-                .iter()
-                .map(|&(s, e)| DevSlice {
-                    ptr: base + (at + s * elem) as u64,
-                    len: (e - s) as u64,
-                })
-                .collect()
-        };
-        Tables {
-            identify: slices(&parts[0], 0, size_of::<NodeJob>()),
-            mark: slices(&parts[1], at_steps, size_of::<MarkStep>()),
-            refine: slices(&parts[2], at_refine, size_of::<RefineJob>()),
-            bytes,
-        }
+        waves
     }
 }
 
@@ -431,8 +472,9 @@ fn dir_code(d: Dir) -> u32 {
     }
 }
 
-/// Each query edge seen from its source (`2e`) and from its target (`2e + 1`).
-fn directed_edges(q: &QueryGraph) -> Vec<DirectedEdge> {
+/// Each query edge seen from its source (`2e`) and from its target (`2e + 1`), the query's nodes
+/// numbered from `base`.
+fn directed_edges(q: &QueryGraph, base: u32) -> Vec<DirectedEdge> {
     q.edges
         .iter()
         .flat_map(|e| {
@@ -442,13 +484,13 @@ fn directed_edges(q: &QueryGraph) -> Vec<DirectedEdge> {
             };
             [
                 DirectedEdge {
-                    from: e.source as u32,
+                    from: base + e.source as u32,
                     dir: 0,
                     label,
                     _pad: 0,
                 },
                 DirectedEdge {
-                    from: e.target as u32,
+                    from: base + e.target as u32,
                     dir: 1,
                     label,
                     _pad: 0,
@@ -484,13 +526,107 @@ pub struct Pipeline<'a, D: Device> {
 }
 
 /// The device-side candidate space of a query, after read 1.
-struct Space {
+pub(crate) struct Space {
     stride: usize,
-    /// Bytes the filtering regions take.
+    /// The query's first node among the batch's (0 alone).
+    base: usize,
+    /// Bytes the query's filtering would take alone (its memory budget's share).
     filter_bytes: u64,
-    counts: Vec<usize>,
+    pub(crate) counts: Vec<usize>,
     bounds: Vec<u64>,
     filter: FilterRegions,
+}
+
+impl Space {
+    /// The candidate set of query node `u`.
+    fn set(&self, u: usize) -> Region {
+        let w = (self.base + u) * self.stride;
+        self.filter.sets.part(4, w, w + self.stride)
+    }
+}
+
+/// A query of a filtering batch, prepared on the host: its nodes, mark slots and directed edges
+/// numbered after those of the queries before it.
+pub(crate) struct FilterQuery<'l> {
+    layout: &'l Layout,
+    directed: Vec<DirectedEdge>,
+    params: Params,
+    waves: Waves,
+    base: usize,
+    mark_base: usize,
+    edge_base: usize,
+    /// Bytes its filtering takes alone: what its memory budget is checked against.
+    pub(crate) alone: u64,
+}
+
+/// What a filtering batch holds: nodes, mark slots, directed edges, params and job-table bytes.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct FilterSizes {
+    nodes: usize,
+    marks: usize,
+    edges: usize,
+    params: usize,
+    jobs: usize,
+}
+
+impl FilterSizes {
+    fn carve(&self, c: &mut Carver, stride: usize) -> FilterRegions {
+        let words = self.nodes * stride;
+        FilterRegions {
+            sets: c.take::<u32>(words),
+            marks: c.take::<u32>(self.marks * stride),
+            offsets: c.take::<u64>(words + 1),
+            sums: c.take::<u64>(scan_sums(words + 1)),
+            summary: c.take::<u64>(self.nodes + self.edges),
+            params: c.take::<u8>(self.params),
+            jobs: c.take::<u8>(self.jobs),
+            edges: c.take::<DirectedEdge>(self.edges),
+        }
+    }
+
+    fn bytes(&self, stride: usize) -> usize {
+        let mut c = Carver::new(0);
+        self.carve(&mut c, stride);
+        c.at
+    }
+}
+
+impl<'l> FilterQuery<'l> {
+    /// Query `q` (its filtering `layout`) placed after the queries `before` counts.
+    pub(crate) fn new(
+        q: &QueryGraph,
+        layout: &'l Layout,
+        stride: usize,
+        before: &mut FilterSizes,
+    ) -> Self {
+        let base = before.nodes;
+        let directed = directed_edges(q, base as u32);
+        let params = Params::new(layout, base as u32);
+        let waves = Waves::new(layout);
+        let own = FilterSizes {
+            nodes: layout.nodes,
+            marks: layout.neighbour_steps.len(),
+            edges: directed.len(),
+            params: params.bytes.len().next_multiple_of(16),
+            jobs: waves.table_bytes(),
+        };
+        let fq = FilterQuery {
+            layout,
+            base,
+            mark_base: before.marks,
+            edge_base: before.edges,
+            alone: own.bytes(stride) as u64,
+            directed,
+            params,
+            waves,
+        };
+        before.nodes += own.nodes;
+        before.marks += own.marks;
+        before.edges += own.edges;
+        before.params += own.params;
+        before.jobs += own.jobs;
+        fq
+    }
 }
 
 impl<D: Device> Pipeline<'_, D> {
@@ -536,52 +672,78 @@ impl<D: Device> Pipeline<'_, D> {
         Ok((join_plan, report, device))
     }
 
-    /// Steps 1-3: filtering and refinement on bitsets, counts, read 1. Refinement stops at
-    /// `out`'s time limit (fewer rounds leave more candidates, never a wrong one).
+    /// Steps 1-3 for one query: its budget checked, then [`Pipeline::filter_batch`].
     fn filter(
         &mut self,
         q: &QueryGraph,
         layout: &Layout,
         out: &Output,
     ) -> Result<Space, MatchError> {
-        let n = layout.nodes;
         let stride = bits::words_for(self.graph.nodes);
-        let directed = directed_edges(q);
-        let params = Params::new(layout, &directed);
+        let mut sizes = FilterSizes::default();
+        let fq = FilterQuery::new(q, layout, stride, &mut sizes);
+        self.budget_check(fq.alone)?;
+        let mut spaces = self.filter_batch(&[fq], sizes, &|| out.stopped())?;
+        Ok(spaces.remove(0))
+    }
+
+    /// Steps 1-3 for a batch of queries (`sizes`: theirs together): filtering and refinement on
+    /// bitsets, counts, read 1, each query's sets, marks and jobs beside the others' so that one
+    /// launch per wave serves them all. Refinement stops once `stop` says so (fewer rounds leave
+    /// more candidates, never a wrong one).
+    pub(crate) fn filter_batch(
+        &mut self,
+        queries: &[FilterQuery],
+        sizes: FilterSizes,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Vec<Space>, MatchError> {
+        let n = sizes.nodes;
+        let stride = bits::words_for(self.graph.nodes);
         let words = n * stride;
-        let waves = Waves::new(layout);
-        let marks = layout.neighbour_steps.len();
-        let carve = |c: &mut Carver| FilterRegions {
-            sets: c.take::<u32>(words),
-            marks: c.take::<u32>(marks * stride),
-            offsets: c.take::<u64>(words + 1),
-            sums: c.take::<u64>(scan_sums(words + 1)),
-            summary: c.take::<u64>(n + directed.len()),
-            params: c.take::<u8>(params.bytes.len()),
-            jobs: c.take::<u8>(waves.table_bytes()),
-        };
-        let mut sizing = Carver::new(0);
-        carve(&mut sizing);
-        self.budget_check(sizing.at as u64)?;
+        let bytes = sizes.bytes(stride);
         let (dev, g, rounds) = (self.dev, self.g(), self.refine_rounds);
-        let buf = self.arena.filter.ensure(dev, sizing.at)?;
-        let r = carve(&mut Carver::new(dev.address(buf)));
-        dev.write_bytes(buf, r.params.offset, &params.bytes)?;
+        let buf = self.arena.filter.ensure(dev, bytes)?;
+        let r = sizes.carve(&mut Carver::new(dev.address(buf)), stride);
         dev.zero_bytes(buf, r.marks.offset, r.marks.bytes(4))?;
-        let set = |u: usize| r.sets.part(4, u * stride, (u + 1) * stride);
-        // A concept set's nodes seed its set: the bits a neighbour may mark, and the ones it is
-        // identified from (in place).
-        let mut seeded = vec![false; n];
-        for (u, spec) in layout.filters.iter().enumerate() {
-            if !spec.domain.is_empty() {
-                let mut words = vec![0u32; stride];
-                crate::filtering::seed(&mut words, &spec.domain);
-                dev.write_bytes(buf, set(u).offset, as_bytes(&words))?;
-                seeded[u] = true;
+        let mut params = vec![0u8; sizes.params];
+        let mut waves: Vec<WaveJobs> = Vec::new();
+        let mut at = 0;
+        for fq in queries {
+            let (layout, len) = (fq.layout, fq.params.bytes.len());
+            params[at..at + len].copy_from_slice(&fq.params.bytes);
+            let region = r.params.part(1, at, at + len);
+            at += len.next_multiple_of(16);
+            // A concept set's nodes seed its set: the bits a neighbour may mark, and the ones it
+            // is identified from (in place).
+            let mut seeded = vec![false; layout.nodes];
+            for (u, spec) in layout.filters.iter().enumerate() {
+                if !spec.domain.is_empty() {
+                    let mut words = vec![0u32; stride];
+                    crate::filtering::seed(&mut words, &spec.domain);
+                    let w = (fq.base + u) * stride;
+                    dev.write_bytes(buf, r.sets.part(4, w, w).offset, as_bytes(&words))?;
+                    seeded[u] = true;
+                }
+            }
+            let bases = (fq.base as u32, fq.mark_base as u32);
+            let jobs = fq.waves.jobs(layout, &fq.params, &region, &seeded, bases);
+            if waves.len() < jobs.len() {
+                waves.resize_with(jobs.len(), WaveJobs::default);
+            }
+            for (all, w) in waves.iter_mut().zip(jobs) {
+                all.identify.extend(w.identify);
+                all.mark.extend(w.mark);
+                all.refine.extend(w.refine);
             }
         }
-        let t = waves.tables(layout, &params, &r, &seeded);
+        dev.write_bytes(buf, r.params.offset, &params)?;
+        let t = Tables::new(&waves, &r.jobs);
         dev.write_bytes(buf, r.jobs.offset, &t.bytes)?;
+        let directed: Vec<DirectedEdge> = queries
+            .iter()
+            .flat_map(|fq| fq.directed.iter().copied())
+            .collect();
+        dev.write_bytes(buf, r.edges.offset, as_bytes(&directed))?;
         let (sets, marks) = (r.sets.slice, r.marks.slice);
         let stride64 = stride as u64;
         // Forward: per wave, identify its nodes within their marks, then mark from them.
@@ -612,7 +774,7 @@ impl<D: Device> Pipeline<'_, D> {
         // Refinement in reversed plan order, a wave at a time: the sets a node reads are exactly
         // the ones a node-by-node pass would see.
         for _ in 0..rounds {
-            if out.stopped() {
+            if stop() {
                 break;
             }
             for jobs in t.refine.iter().rev().filter(|j| j.len > 0) {
@@ -651,19 +813,29 @@ impl<D: Device> Pipeline<'_, D> {
                 graph: g,
                 sets: r.sets.slice,
                 stride: stride as u64,
-                edges: slice_at(&r.params, params.edges, 16),
-                bounds: r.summary.part(8, n, n + directed.len()).slice,
+                edges: r.edges.slice,
+                bounds: r.summary.part(8, n, n + sizes.edges).slice,
             }),
-            (directed.len() * stride) as u64,
+            (sizes.edges * stride) as u64,
         )?;
-        let summary: Vec<u64> = read(dev, buf, r.summary.offset, n + directed.len())?;
-        Ok(Space {
-            stride,
-            filter_bytes: sizing.at as u64,
-            counts: summary[..n].iter().map(|&c| c as usize).collect(),
-            bounds: summary[n..].to_vec(),
-            filter: r,
-        })
+        let summary: Vec<u64> = read(dev, buf, r.summary.offset, n + sizes.edges)?;
+        Ok(queries
+            .iter()
+            .map(|fq| {
+                let (b, e) = (fq.base, fq.edge_base);
+                Space {
+                    stride,
+                    base: b,
+                    filter_bytes: fq.alone,
+                    counts: summary[b..b + fq.layout.nodes]
+                        .iter()
+                        .map(|&c| c as usize)
+                        .collect(),
+                    bounds: summary[n + e..n + e + fq.directed.len()].to_vec(),
+                    filter: r.clone(),
+                }
+            })
+            .collect())
     }
 
     fn budget_check(&self, bytes: u64) -> Result<(), MatchError> {
@@ -676,7 +848,8 @@ impl<D: Device> Pipeline<'_, D> {
         Ok(())
     }
 
-    /// Steps 4-5: candidate arrays, candidate-edge lists, the levels. Returns the levels run.
+    /// Steps 4-5: candidate arrays, candidate-edge lists, the levels. Returns the levels run and
+    /// the partial matches they produced.
     fn join(
         &mut self,
         layout: &Layout,
@@ -684,51 +857,52 @@ impl<D: Device> Pipeline<'_, D> {
         out: &Output,
         groups: &[LeafGroup],
     ) -> Result<(u64, u64), MatchError> {
-        let counted: usize = groups.iter().map(|g| g.nodes.len()).sum();
-        let enumerated = layout.steps.len() - counted;
-        let n = layout.nodes;
-        let stride = s.stride;
-        let mut cand_start = vec![0usize; n + 1];
-        for u in 0..n {
-            cand_start[u + 1] = cand_start[u] + s.counts[u];
-        }
-        // The lists of each query edge from its earlier endpoint in join order.
-        let lists = &layout.neighbour_steps;
-        let mut slot_base = vec![0usize; lists.len() + 1];
-        let mut room = 0u64;
-        for (j, ns) in lists.iter().enumerate() {
-            slot_base[j + 1] = slot_base[j] + s.counts[ns.from] + 1;
-            room += s.bounds[2 * ns.edge + (ns.dir == Dir::In) as usize];
-        }
-        let slots = slot_base[lists.len()];
-        let checks: Vec<gpsense_kernels::join::Check> = layout
-            .steps
-            .iter()
-            .flat_map(|js| js.checks.clone())
-            .collect();
-        let carve = |c: &mut Carver| SpaceRegions {
-            cand: c.take::<u32>(cand_start[n]),
-            ec_offsets: c.take::<u64>(slots),
-            ec_sums: c.take::<u64>(scan_sums(slots)),
-            targets: c.take::<u32>(room as usize),
-            labels: c.take::<u16>(room as usize),
-            checks: c.take::<gpsense_kernels::join::Check>(checks.len()),
-            lists: c.take::<ListsArgs>(checks.len()),
-            edge_lists: c.take::<EdgeList>(lists.len()),
-            root: c.take::<u32>(layout.width),
-            leaf_groups: c.take::<LeafGroupArgs>(groups.len()),
-            // Per level its claim counter, start time and timed-out flag, a shared clock, and the
-            // leaves' total (two words and an overflow flag).
-            claimed: c.take::<u64>(3 * enumerated + 5),
+        let jq = JoinQuery {
+            layout,
+            space: s,
+            groups,
         };
-        let mut sizing = Carver::new(0);
-        carve(&mut sizing);
-        let filter_bytes = s.filter_bytes;
-        self.budget_check(filter_bytes + sizing.at as u64)?;
+        let bytes = s.filter_bytes + jq.sizes().alone();
+        self.budget_check(bytes)?;
+        let mut qs = self.space_batch(&[jq], &s.counts)?;
+        let qs = qs.remove(0);
+        let mut run = Levels::new(self, layout, &qs, out, bytes);
+        run.start(qs.root)?;
+        Ok((run.runs, run.partials))
+    }
+
+    /// Step 4 for a batch of queries (`all_counts`: the candidates of every node of the filtering
+    /// batch, in its order): one launch writes every candidate array, one counts and one writes
+    /// the candidate-edge lists of every query's edges (a device scan between), each query's
+    /// tables beside the others'. Nothing is read back.
+    pub(crate) fn space_batch(
+        &mut self,
+        queries: &[JoinQuery],
+        all_counts: &[usize],
+    ) -> Result<Vec<QuerySpace>, MatchError> {
+        let Some(first) = queries.first() else {
+            return Ok(Vec::new());
+        };
+        let f = &first.space.filter;
+        let stride = first.space.stride;
+        let n_all = all_counts.len();
+        let mut cand_start = vec![0usize; n_all + 1];
+        for u in 0..n_all {
+            cand_start[u + 1] = cand_start[u] + all_counts[u];
+        }
+        let own: Vec<SpaceSizes> = queries.iter().map(JoinQuery::sizes).collect();
+        let mut total = SpaceSizes {
+            cand: cand_start[n_all],
+            ..SpaceSizes::default()
+        };
+        let mut at = Vec::with_capacity(queries.len());
+        for o in &own {
+            at.push(total);
+            total.add(o);
+        }
         let (dev, g, injective) = (self.dev, self.g(), self.semantics == Semantics::Iso);
-        let buf = self.arena.space.ensure(dev, sizing.at)?;
-        let r = carve(&mut Carver::new(dev.address(buf)));
-        let f = &s.filter;
+        let buf = self.arena.space.ensure(dev, total.bytes())?;
+        let r = total.carve(&mut Carver::new(dev.address(buf)));
         // Candidate arrays: every node's set bits at their scanned offsets.
         dev.launch(
             &Launch::WriteWords(WriteWordsArgs {
@@ -737,27 +911,35 @@ impl<D: Device> Pipeline<'_, D> {
                 out: r.cand.slice,
                 stride: stride as u64,
             }),
-            (n * stride) as u64,
+            (n_all * stride) as u64,
         )?;
-        let cand = |u: usize| r.cand.part(4, cand_start[u], cand_start[u + 1]);
-        let set = |u: usize| f.sets.part(4, u * stride, (u + 1) * stride);
+        let cand = |jq: &JoinQuery, u: usize| {
+            let b = jq.space.base + u;
+            r.cand.part(4, cand_start[b], cand_start[b + 1])
+        };
         // Candidate-edge lists of every edge: count (one launch), scan, write (one launch).
         dev.zero_bytes(buf, r.ec_offsets.offset, r.ec_offsets.bytes(8))?;
-        let mut first = 0u64;
-        let table: Vec<EdgeList> = lists
+        let mut items = 0u64;
+        let mut table: Vec<EdgeList> = Vec::new();
+        let slot_bases: Vec<Vec<usize>> = queries
             .iter()
-            .enumerate()
-            .map(|(j, ns)| {
-                let l = EdgeList {
-                    from: cand(ns.from).slice,
-                    to_set: set(ns.to).slice,
-                    offsets: r.ec_offsets.part(8, slot_base[j], slot_base[j + 1]).slice,
-                    first,
-                    dir: dir_code(ns.dir),
-                    label: ns.label,
-                };
-                first += s.counts[ns.from] as u64;
-                l
+            .zip(&at)
+            .map(|(jq, a)| {
+                let lists = &jq.layout.neighbour_steps;
+                let mut slot_base = vec![a.slots; lists.len() + 1];
+                for (j, ns) in lists.iter().enumerate() {
+                    slot_base[j + 1] = slot_base[j] + jq.space.counts[ns.from] + 1;
+                    table.push(EdgeList {
+                        from: cand(jq, ns.from).slice,
+                        to_set: jq.space.set(ns.to).slice,
+                        offsets: r.ec_offsets.part(8, slot_base[j], slot_base[j + 1]).slice,
+                        first: items,
+                        dir: dir_code(ns.dir),
+                        label: ns.label,
+                    });
+                    items += jq.space.counts[ns.from] as u64;
+                }
+                slot_base
             })
             .collect();
         dev.write_bytes(buf, r.edge_lists.offset, as_bytes(&table))?;
@@ -767,99 +949,226 @@ impl<D: Device> Pipeline<'_, D> {
             out_targets: r.targets.slice,
             out_labels: r.labels.slice,
         };
-        if first > 0 {
-            dev.launch(&Launch::CountEdgeLists(edge_args), first)?;
+        if items > 0 {
+            dev.launch(&Launch::CountEdgeLists(edge_args), items)?;
             scan(dev, r.ec_offsets, r.ec_sums)?;
-            dev.launch(&Launch::WriteEdgeLists(edge_args), first)?;
+            dev.launch(&Launch::WriteEdgeLists(edge_args), items)?;
         }
-        // Per check, its edge's lists.
-        let list_of_edge = |edge: usize| {
-            lists
-                .iter()
-                .position(|ns| ns.edge == edge)
-                .map(|j| ListsArgs {
-                    from: cand(lists[j].from).slice,
-                    offsets: r.ec_offsets.part(8, slot_base[j], slot_base[j + 1]).slice,
-                    targets: r.targets.slice,
-                    labels: r.labels.slice,
-                })
+        let mut tables = SpaceTables::default();
+        let mut spaces = Vec::with_capacity(queries.len());
+        for ((jq, a), slot_base) in queries.iter().zip(&at).zip(&slot_bases) {
+            let lists = &jq.layout.neighbour_steps;
+            // Per check, its edge's lists.
+            let list_of_edge = |edge: usize| {
+                lists
+                    .iter()
+                    .position(|ns| ns.edge == edge)
+                    .map(|j| ListsArgs {
+                        from: cand(jq, lists[j].from).slice,
+                        offsets: r.ec_offsets.part(8, slot_base[j], slot_base[j + 1]).slice,
+                        targets: r.targets.slice,
+                        labels: r.labels.slice,
+                    })
+            };
+            spaces.push(
+                jq.tables(&r, a, &mut tables, g, injective, &list_of_edge, &|u| {
+                    cand(jq, u)
+                })?,
+            );
+        }
+        dev.write_bytes(buf, r.checks.offset, as_bytes(&tables.checks))?;
+        dev.write_bytes(buf, r.lists.offset, as_bytes(&tables.lists))?;
+        dev.write_bytes(buf, r.root.offset, as_bytes(&vec![NONE; total.width]))?;
+        dev.write_bytes(buf, r.leaf_groups.offset, as_bytes(&tables.leaves))?;
+        Ok(spaces)
+    }
+}
+
+/// A query's inputs to the space phase: its join layout, filtered space and counted leaves.
+pub(crate) struct JoinQuery<'j> {
+    pub(crate) layout: &'j Layout,
+    pub(crate) space: &'j Space,
+    pub(crate) groups: &'j [LeafGroup],
+}
+
+/// What the space phase holds (of one query, or of a batch): elements per region.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct SpaceSizes {
+    cand: usize,
+    slots: usize,
+    room: usize,
+    checks: usize,
+    lists: usize,
+    width: usize,
+    groups: usize,
+    claimed: usize,
+}
+
+impl SpaceSizes {
+    fn carve(&self, c: &mut Carver) -> SpaceRegions {
+        SpaceRegions {
+            cand: c.take::<u32>(self.cand),
+            ec_offsets: c.take::<u64>(self.slots),
+            ec_sums: c.take::<u64>(scan_sums(self.slots)),
+            targets: c.take::<u32>(self.room),
+            labels: c.take::<u16>(self.room),
+            checks: c.take::<gpsense_kernels::join::Check>(self.checks),
+            lists: c.take::<ListsArgs>(self.checks),
+            edge_lists: c.take::<EdgeList>(self.lists),
+            root: c.take::<u32>(self.width),
+            leaf_groups: c.take::<LeafGroupArgs>(self.groups),
+            claimed: c.take::<u64>(self.claimed),
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        let mut c = Carver::new(0);
+        self.carve(&mut c);
+        c.at
+    }
+
+    /// Bytes the space phase takes for this query alone (its memory budget's share).
+    pub(crate) fn alone(&self) -> u64 {
+        self.bytes() as u64
+    }
+
+    fn add(&mut self, o: &SpaceSizes) {
+        self.cand += o.cand;
+        self.slots += o.slots;
+        self.room += o.room;
+        self.checks += o.checks;
+        self.lists += o.lists;
+        self.width += o.width;
+        self.groups += o.groups;
+        self.claimed += o.claimed;
+    }
+}
+
+/// The tables of the queries of a space batch, uploaded together.
+#[derive(Default)]
+struct SpaceTables {
+    checks: Vec<gpsense_kernels::join::Check>,
+    lists: Vec<ListsArgs>,
+    leaves: Vec<LeafGroupArgs>,
+}
+
+/// A query's part of the space phase: its levels, counters and counted leaves on the device.
+pub(crate) struct QuerySpace {
+    levels: Vec<LevelPlan>,
+    claimed: Region,
+    leaves: Option<Leaves>,
+    root: DevSlice,
+}
+
+impl JoinQuery<'_> {
+    /// Levels the join enumerates (the counted leaves are not among them).
+    fn enumerated(&self) -> usize {
+        let counted: usize = self.groups.iter().map(|g| g.nodes.len()).sum();
+        self.layout.steps.len() - counted
+    }
+
+    pub(crate) fn sizes(&self) -> SpaceSizes {
+        let (layout, s) = (self.layout, self.space);
+        let lists = &layout.neighbour_steps;
+        let mut sizes = SpaceSizes {
+            cand: s.counts.iter().sum(),
+            lists: lists.len(),
+            checks: layout.steps.iter().map(|js| js.checks.len()).sum(),
+            width: layout.width,
+            groups: self.groups.len(),
+            // Per level its claim counter, start time and timed-out flag, a shared clock, and
+            // the leaves' total (two words and an overflow flag).
+            claimed: 3 * self.enumerated() + 5,
+            ..SpaceSizes::default()
         };
-        let mut table = Vec::with_capacity(checks.len());
+        for ns in lists {
+            sizes.slots += s.counts[ns.from] + 1;
+            sizes.room += s.bounds[2 * ns.edge + (ns.dir == Dir::In) as usize] as usize;
+        }
+        sizes
+    }
+
+    /// The query's checks, lists and leaf groups appended to `t` (at `at` in the regions `r`),
+    /// and its level plans.
+    #[allow(clippy::too_many_arguments)]
+    fn tables(
+        &self,
+        r: &SpaceRegions,
+        at: &SpaceSizes,
+        t: &mut SpaceTables,
+        g: GraphArgs,
+        injective: bool,
+        list_of_edge: &impl Fn(usize) -> Option<ListsArgs>,
+        cand: &impl Fn(usize) -> Region,
+    ) -> Result<QuerySpace, MatchError> {
+        let layout = self.layout;
+        let lists = &layout.neighbour_steps;
+        let enumerated = self.enumerated();
         for js in &layout.steps {
             for (k, c) in js.checks.iter().enumerate() {
+                t.checks.push(*c);
                 let l = if c.slot == NONE {
                     None
                 } else {
                     list_of_edge(js.edge_of_check[k])
                 };
-                table.push(l.unwrap_or_default());
+                t.lists.push(l.unwrap_or_default());
             }
         }
-        dev.write_bytes(buf, r.checks.offset, as_bytes(&checks))?;
-        dev.write_bytes(buf, r.lists.offset, as_bytes(&table))?;
-        dev.write_bytes(buf, r.root.offset, as_bytes(&vec![NONE; layout.width]))?;
-        let mut at = 0;
-        let leaf_table = groups
-            .iter()
-            .map(|g| {
-                // The parent comes first in the join order: its lists lead to the leaves.
-                let list = lists
-                    .iter()
-                    .find(|ns| ns.from == g.parent && ns.to == g.nodes[0])
-                    .and_then(|ns| list_of_edge(ns.edge))
-                    .ok_or_else(|| MatchError::Plan("a counted leaf before its parent".into()))?;
-                Ok(LeafGroupArgs {
-                    list,
-                    slot: layout.slot_of[g.parent],
-                    leaves: g.nodes.len() as u32,
-                })
-            })
-            .collect::<Result<Vec<_>, MatchError>>()?;
-        dev.write_bytes(buf, r.leaf_groups.offset, as_bytes(&leaf_table))?;
-        let levels: Vec<LevelPlan> = layout.steps[..enumerated]
+        for g in self.groups {
+            // The parent comes first in the join order: its lists lead to the leaves.
+            let list = lists
+                .iter()
+                .find(|ns| ns.from == g.parent && ns.to == g.nodes[0])
+                .and_then(|ns| list_of_edge(ns.edge))
+                .ok_or_else(|| MatchError::Plan("a counted leaf before its parent".into()))?;
+            t.leaves.push(LeafGroupArgs {
+                list,
+                slot: layout.slot_of[g.parent],
+                leaves: g.nodes.len() as u32,
+            });
+        }
+        let set = |u: usize| self.space.set(u);
+        let mut c = at.checks;
+        let levels = layout.steps[..enumerated]
             .iter()
             .map(|js| {
                 let k = js.checks.len();
                 let plan = LevelPlan {
-                    checks: r.checks.part(16, at, at + k).slice,
-                    lists: r.lists.part(64, at, at + k).slice,
+                    checks: r.checks.part(16, c, c + k).slice,
+                    lists: r.lists.part(64, c, c + k).slice,
                     warp: js.checks.iter().all(|c| c.label != NONE),
                     general: general_level(
                         js,
                         layout.nodes,
                         injective,
                         g,
-                        &list_of_edge,
-                        &cand,
+                        list_of_edge,
+                        cand,
                         &set,
                     ),
                     all: cand(js.node).slice,
                     slot: js.slot,
                 };
-                at += k;
+                c += k;
                 plan
             })
             .collect();
-        let space_bytes = filter_bytes + sizing.at as u64;
-        let budget = self.memory_budget.saturating_sub(space_bytes);
-        let mut run = Levels {
-            p: self,
-            layout,
-            levels: &levels,
-            claimed: r.claimed,
-            out,
-            emitted: 0,
-            budget,
-            runs: 0,
-            partials: 0,
-            streaming: false,
-            leaves: (!groups.is_empty()).then(|| Leaves {
-                groups: r.leaf_groups.slice,
-                total: r.claimed.part(8, 3 * enumerated + 2, 3 * enumerated + 5),
+        let claimed = r
+            .claimed
+            .part(8, at.claimed, at.claimed + 3 * enumerated + 5);
+        Ok(QuerySpace {
+            levels,
+            claimed,
+            leaves: (!self.groups.is_empty()).then(|| Leaves {
+                groups: r
+                    .leaf_groups
+                    .part(72, at.groups, at.groups + self.groups.len())
+                    .slice,
+                total: claimed.part(8, 3 * enumerated + 2, 3 * enumerated + 5),
             }),
-        };
-        run.start(r.root.slice)?;
-        Ok((run.runs, run.partials))
+            root: r.root.part(4, at.width, at.width + layout.width).slice,
+        })
     }
 }
 
@@ -974,6 +1283,33 @@ const LEAF_THREADS: u64 = 1 << 17;
 /// Warps a queued level launches at most (a few per SM of a large GPU; they take its parents in
 /// turn, so a level of few rows leaves few warps idle).
 const QUEUED_WARPS: u64 = SEGMENT_WARPS;
+
+impl<'p, 'a, 'o, D: Device> Levels<'p, 'a, 'o, D> {
+    /// The levels of a query whose space phase took `space_bytes` (filtering included): its
+    /// level buffers get the rest of its budget.
+    fn new(
+        p: &'p mut Pipeline<'a, D>,
+        layout: &'p Layout,
+        qs: &'p QuerySpace,
+        out: &'p Output<'o>,
+        space_bytes: u64,
+    ) -> Self {
+        let budget = p.memory_budget.saturating_sub(space_bytes);
+        Levels {
+            p,
+            layout,
+            levels: &qs.levels,
+            claimed: qs.claimed,
+            out,
+            emitted: 0,
+            budget,
+            runs: 0,
+            partials: 0,
+            streaming: false,
+            leaves: qs.leaves,
+        }
+    }
+}
 
 impl<D: Device> Levels<'_, '_, '_, D> {
     /// Runs the levels from the root row: queued back to back with one read when every level is

@@ -33,7 +33,7 @@ pub use compressed::{CompressedEngine, CompressedReport, ExpansionStats};
 pub use cost::{AutoChoice, CostFileError, DeviceCosts};
 pub use device::DeviceCounters;
 pub use engine::{
-    component_query, count_product, counts_multiply, self_check, Engine, MatchReport,
+    component_query, count_product, counts_multiply, self_check, BatchReport, Engine, MatchReport,
     SearchSummary, Timings,
 };
 pub use error::MatchError;

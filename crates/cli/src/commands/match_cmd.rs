@@ -9,7 +9,7 @@ use anyhow::{bail, Context, Result};
 use gpsense_graph::ingest::{ingest, IngestOptions, NoProgress};
 use gpsense_graph::KnowledgeGraph;
 use gpsense_planner::benchmark_query;
-use gpsense_runtime::{Engine, MatchOptions};
+use gpsense_runtime::{DeviceCounters, Engine, EngineKind, MatchOptions};
 
 use crate::graph_source;
 use crate::summary::{plural, MatchTally};
@@ -23,6 +23,8 @@ pub struct Args {
     pub max_expected: Option<u64>,
     /// Print the search counters.
     pub search_stats: bool,
+    /// Queries per batch on a device engine (1: one at a time).
+    pub batch: usize,
     /// Across processes on timely dataflow (`--workers`, `--processes`).
     pub dist: Option<super::distributed::DistArgs>,
     pub options: MatchOptions,
@@ -47,6 +49,11 @@ pub fn run(args: Args) -> Result<()> {
     }
     let engine = Engine::new(data);
     graph_source::announce_engine(&engine, args.options.engine, crate::out::verbose())?;
+    let device = matches!(args.options.engine, EngineKind::Gpu | EngineKind::Emulated);
+    if device && args.batch > 1 {
+        let place = format!("data graph loaded once in {}", millis(loaded.load_time));
+        return run_batched(&args, &engine, &files, expected.as_ref(), &place);
+    }
     let mut tally = MatchTally::default();
     let (mut nodes, mut backjumps, mut twins, mut with_stats) = (0u64, 0u64, 0u64, 0usize);
     let mut unnamed = Unnamed::default();
@@ -94,6 +101,79 @@ pub fn run(args: Args) -> Result<()> {
         }
     }
     finish(&tally, args.expected.as_deref(), &unnamed)
+}
+
+/// `match` on a device engine, `args.batch` queries at a time, each batch one sequence of launches
+/// (`Engine::count_batch`). A query's error is reported on its own and the others are answered;
+/// the exit status is then 1. Each line's time is its batch's divided by its queries.
+fn run_batched(
+    args: &Args,
+    engine: &Engine,
+    files: &[PathBuf],
+    expected: Option<&HashMap<String, u64>>,
+    place: &str,
+) -> Result<()> {
+    let data = engine.graph();
+    let mut tally = MatchTally::default();
+    let mut unnamed = Unnamed::default();
+    let (mut counters, mut batches, mut errors) = (DeviceCounters::default(), 0usize, 0usize);
+    for chunk in files.chunks(args.batch) {
+        let queries = chunk
+            .iter()
+            .map(|f| load_query(f, data))
+            .collect::<Result<Vec<_>>>()?;
+        let list: Vec<_> = queries.iter().map(|q| (q, &args.options)).collect();
+        let start = Instant::now();
+        let batch = engine.count_batch(&list);
+        let ms = start.elapsed().as_secs_f64() * 1e3 / chunk.len() as f64;
+        counters += batch.counters;
+        batches += 1;
+        for (file, r) in chunk.iter().zip(batch.reports) {
+            let report = match r {
+                Ok(report) => report,
+                Err(e) => {
+                    eprintln!("error: {}: {e}", file.display());
+                    errors += 1;
+                    continue;
+                }
+            };
+            let name = stem(file);
+            let counted = Counted {
+                rows: report.rows,
+                ms,
+                limit_reached: report.limit_reached,
+                timed_out: report.timed_out,
+            };
+            let mut line = counted.line(&name, &mut tally);
+            line.push_str(&check(expected, &name, &counted, &mut tally, &mut unnamed));
+            crate::out::print(format_args!("{line}\n"))?;
+        }
+    }
+    crate::out::note!("{}", tally.processed(place));
+    crate::out::note!("{}", batch_line(files.len(), batches, &counters));
+    let status = finish(&tally, args.expected.as_deref(), &unnamed);
+    // A failure outranks a mismatch and a time-out, as for `query -f`.
+    if errors > 0 {
+        bail!(
+            "{errors} of {} failed (the others were answered)",
+            plural(files.len() as u64, "query", "queries")
+        );
+    }
+    status
+}
+
+/// `batches: 200 queries in 1 batch: 258 launches, 7 reads (1.29 launches, 0.04 reads a query)`.
+fn batch_line(queries: usize, batches: usize, c: &DeviceCounters) -> String {
+    let per = |x: u64| x as f64 / queries.max(1) as f64;
+    format!(
+        "batches: {} in {}: {} launches, {} reads ({:.2} launches, {:.3} reads a query)",
+        plural(queries as u64, "query", "queries"),
+        plural(batches as u64, "batch", "batches"),
+        thousands(c.launches),
+        thousands(c.syncs),
+        per(c.launches),
+        per(c.syncs)
+    )
 }
 
 /// One query's count, as either path reports it.

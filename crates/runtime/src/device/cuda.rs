@@ -320,6 +320,7 @@ mod imp {
                 Launch::CountEdgeLists(a) | Launch::WriteEdgeLists(a) => go!(a),
                 Launch::CountExtensions(a) | Launch::WriteExtensions(a) => go!(a),
                 Launch::ExtendWarp(a) => go!(a),
+                Launch::ExtendWarpBatch(a) => go!(a),
                 Launch::PivotSegments(a) => go!(a),
                 Launch::CountLeaves(a) => go!(a),
                 Launch::TrustSimilarity(a) => go!(a),

@@ -346,7 +346,7 @@ unsafe fn run_thread(launch: &Launch, gid: usize) {
             Launch::TrustSimilarity(a) => entry::trust_similarity(a, gid),
             Launch::TrustOneHop(a) => entry::trust_one_hop(a, gid),
             Launch::TrustExtend(a) => entry::trust_extend(a, gid),
-            Launch::MarkSteps(_) | Launch::ExtendWarp(_) => {
+            Launch::MarkSteps(_) | Launch::ExtendWarp(_) | Launch::ExtendWarpBatch(_) => {
                 unreachable!("warp kernels run per warp")
             }
         }
@@ -362,6 +362,7 @@ unsafe fn run_warp(launch: &Launch, warp: usize, w: &HostWarp) {
         match launch {
             Launch::MarkSteps(a) => entry::mark_steps(a, warp, w),
             Launch::ExtendWarp(a) => entry::extend_warp(a, warp, w),
+            Launch::ExtendWarpBatch(a) => entry::extend_warp_batch(a, warp, w),
             _ => unreachable!("thread kernels run per thread"),
         }
     }

@@ -53,6 +53,7 @@ unsafe impl Pod for abi::MarkStep {}
 unsafe impl Pod for abi::RefineJob {}
 unsafe impl Pod for abi::EdgeList {}
 unsafe impl Pod for abi::LeafGroupArgs {}
+unsafe impl Pod for abi::ExtendWarpArgs {}
 
 /// One kernel launch: the kernel and its argument struct.
 #[derive(Clone, Copy, Debug)]
@@ -71,6 +72,7 @@ pub enum Launch {
     CountExtensions(abi::ExtendArgs),
     WriteExtensions(abi::ExtendArgs),
     ExtendWarp(abi::ExtendWarpArgs),
+    ExtendWarpBatch(abi::ExtendWarpBatchArgs),
     PivotSegments(abi::PivotSegmentsArgs),
     CountLeaves(abi::CountLeavesArgs),
     TrustSimilarity(abi::TrustSimilarityArgs),
@@ -96,6 +98,7 @@ impl Launch {
             Launch::CountExtensions(_) => "count_extensions",
             Launch::WriteExtensions(_) => "write_extensions",
             Launch::ExtendWarp(_) => "extend_warp",
+            Launch::ExtendWarpBatch(_) => "extend_warp_batch",
             Launch::PivotSegments(_) => "pivot_segments",
             Launch::CountLeaves(_) => "count_leaves",
             Launch::TrustSimilarity(_) => "trust_similarity",
@@ -139,6 +142,16 @@ impl std::ops::Sub for DeviceCounters {
             bytes_up: self.bytes_up - o.bytes_up,
             bytes_down: self.bytes_down - o.bytes_down,
         }
+    }
+}
+
+impl std::ops::AddAssign for DeviceCounters {
+    fn add_assign(&mut self, o: DeviceCounters) {
+        self.launches += o.launches;
+        self.syncs += o.syncs;
+        self.allocations += o.allocations;
+        self.bytes_up += o.bytes_up;
+        self.bytes_down += o.bytes_down;
     }
 }
 

@@ -1,0 +1,436 @@
+//! Many counting queries answered by one sequence of launches (a *batch*): the queries' candidate
+//! bitsets, marks, job tables, candidate arrays and candidate-edge lists lie side by side, so that
+//! each filtering launch (a wave), the candidate arrays, and the count and write of the
+//! candidate-edge lists serve every query at once; the join's level `d` of every query is one
+//! `extend_warp_batch` launch over a table of the queries' [`ExtendWarpArgs`], the depths queued
+//! back to back; then one read of every query's counters. Two reads in all for a batch whose
+//! levels fit their buffers.
+//!
+//! Each query keeps its own limits: its memory budget is checked against what its filtering and
+//! candidate space would take alone (a query over it gets its own error and leaves the batch), its
+//! levels stop on its own clock (`budget_ns`) and LIMIT (`stop_at`), and a query whose levels
+//! outgrow their batch buffers runs on alone after the batch from the first level that overflowed
+//! (level by level, as [`Levels`] does), its errors its own.
+
+use std::time::Instant;
+
+use gpsense_kernels::abi::{CountLeavesArgs, DevSlice, ExtendWarpArgs, ExtendWarpBatchArgs};
+use gpsense_kernels::bits;
+use gpsense_planner::{Plan, QueryGraph};
+
+use super::{
+    rows_part, Carver, DeviceReport, FilterQuery, FilterSizes, JoinQuery, Levels, Pipeline,
+    QuerySpace, Slab, LEAF_THREADS, QUEUED_WARPS,
+};
+use crate::device::{as_bytes, read, Device, Launch};
+use crate::filtering::FilterReport;
+use crate::gpu_leaves::{self, LeafGroup};
+use crate::layout::Layout;
+use crate::output::Output;
+use crate::{MatchError, Semantics};
+
+/// Rows a level of a batched query may hold at most before the query runs on alone.
+const BATCH_ROWS: u64 = 1 << 12;
+
+/// Warps one depth's launch starts for all its queries together, about (at least 32 a query).
+const BATCH_WARPS: u64 = 1 << 14;
+
+/// Bytes the level buffers of a whole batch take at most (their rows are shared out).
+const BATCH_LEVEL_BYTES: u64 = 64 << 20;
+
+/// One query of a batch: what it needs, and (once the batch ran) its answer or its own error.
+pub(crate) struct BatchItem<'b, 'o> {
+    pub q: &'b QueryGraph,
+    pub plan: &'b Plan,
+    /// The filtering layout (`Layout::new` over `plan`).
+    pub layout: &'b Layout,
+    /// A count-only output: the count, LIMIT and time limit of this query.
+    pub out: &'b Output<'o>,
+    pub memory_budget: u64,
+    pub limit: Option<u64>,
+    /// The join plan, filter report and the query's own device work (levels, partial matches).
+    pub result: Option<Result<(Plan, FilterReport, DeviceReport), MatchError>>,
+}
+
+/// A query that reached the join, with its join layout and counted leaves.
+struct Joined {
+    item: usize,
+    layout: Layout,
+    groups: Vec<LeafGroup>,
+    /// Bytes its filtering and candidate space would take alone.
+    bytes: u64,
+}
+
+/// Where one query's level `d` writes in the batch's level buffer `d`.
+#[derive(Clone, Copy, Default)]
+struct Room {
+    rows: DevSlice,
+    capacity: u64,
+}
+
+impl<D: Device> Pipeline<'_, D> {
+    /// Answers the counting queries of `items` as one batch; each item's `result` is set. An
+    /// error returned is the device's and concerns every query still unanswered.
+    pub(crate) fn run_batch(&mut self, items: &mut [BatchItem]) -> Result<(), MatchError> {
+        let start = Instant::now();
+        let stride = bits::words_for(self.graph.nodes);
+        // Filtering: queries within their budget, side by side.
+        let mut sizes = FilterSizes::default();
+        let mut admitted = Vec::new();
+        let mut fqs = Vec::new();
+        for (i, it) in items.iter_mut().enumerate() {
+            if it.out.stopped() {
+                it.result = Some(Ok((
+                    it.plan.clone(),
+                    FilterReport::default(),
+                    Default::default(),
+                )));
+                continue;
+            }
+            let mut own = sizes;
+            let fq = FilterQuery::new(it.q, it.layout, stride, &mut own);
+            if fq.alone > it.memory_budget {
+                it.result = Some(Err(MatchError::DeviceBudget {
+                    bytes: fq.alone,
+                    budget: it.memory_budget,
+                }));
+                continue;
+            }
+            sizes = own;
+            admitted.push(i);
+            fqs.push(fq);
+        }
+        let outs: Vec<&Output> = admitted.iter().map(|&i| items[i].out).collect();
+        let spaces = if fqs.is_empty() {
+            Vec::new()
+        } else {
+            self.filter_batch(&fqs, sizes, &|| outs.iter().all(|o| o.stopped()))?
+        };
+        let filter_time = start.elapsed();
+        let all_counts: Vec<usize> = spaces.iter().flat_map(|s| s.counts.clone()).collect();
+        // Join orders and layouts; queries with an empty candidate set are answered (0).
+        let mut joined = Vec::new();
+        for (k, &i) in admitted.iter().enumerate() {
+            let it = &mut items[i];
+            let report = FilterReport {
+                after_refine: spaces[k].counts.clone(),
+                filter_time,
+                ..Default::default()
+            };
+            let mut plan = crate::order::join_order(it.q, it.plan, &spaces[k].counts);
+            let groups = gpu_leaves::choose(it.q, &plan, it.layout, self.semantics);
+            if !groups.is_empty() {
+                plan = gpu_leaves::reorder(it.q, &plan, &groups);
+            }
+            let result = Ok((plan.clone(), report, DeviceReport::default()));
+            if spaces[k].counts.contains(&0) || it.out.stopped() {
+                it.result = Some(result);
+                continue;
+            }
+            let layout = match Layout::new(it.q, &plan, self.semantics, self.shape) {
+                Ok(l) => l,
+                Err(e) => {
+                    it.result = Some(Err(e));
+                    continue;
+                }
+            };
+            let jq = JoinQuery {
+                layout: &layout,
+                space: &spaces[k],
+                groups: &groups,
+            };
+            let bytes = spaces[k].filter_bytes + jq.sizes().alone();
+            it.result = Some(if bytes > it.memory_budget {
+                Err(MatchError::DeviceBudget {
+                    bytes,
+                    budget: it.memory_budget,
+                })
+            } else {
+                joined.push((
+                    k,
+                    Joined {
+                        item: i,
+                        layout,
+                        groups,
+                        bytes,
+                    },
+                ));
+                result
+            });
+        }
+        let jqs: Vec<JoinQuery> = joined
+            .iter()
+            .map(|(k, j)| JoinQuery {
+                layout: &j.layout,
+                space: &spaces[*k],
+                groups: &j.groups,
+            })
+            .collect();
+        let qspaces = self.space_batch(&jqs, &all_counts)?;
+        // Levels with an edge variable, and segmented pivot lists, run query by query.
+        let (mut batched, mut spaces_batched) = (Vec::new(), Vec::new());
+        for ((_, j), q) in joined.into_iter().zip(qspaces) {
+            if self.segment == 0 && q.levels.iter().all(|l| l.warp) {
+                batched.push(j);
+                spaces_batched.push(q);
+                continue;
+            }
+            let it = &mut items[j.item];
+            self.limit = it.limit;
+            self.memory_budget = it.memory_budget;
+            let mut run = Levels::new(self, &j.layout, &q, it.out, j.bytes);
+            let done = run.start(q.root).map(|()| (run.runs, run.partials));
+            set_levels(it, done);
+        }
+        self.levels_batch(items, &batched, &spaces_batched)
+    }
+
+    /// The levels of every joined query: depth by depth, one launch each, then one read.
+    fn levels_batch(
+        &mut self,
+        items: &mut [BatchItem],
+        joined: &[Joined],
+        qs: &[QuerySpace],
+    ) -> Result<(), MatchError> {
+        if joined.is_empty() {
+            return Ok(());
+        }
+        let dev = self.dev;
+        let rooms = self.batch_rooms(items, joined, qs)?;
+        let depth = qs.iter().map(|q| q.levels.len()).max().unwrap_or(0);
+        // Every query's job per depth, in one table.
+        let mut tables: Vec<Vec<ExtendWarpArgs>> = vec![Vec::new(); depth];
+        let mut leaves = Vec::new();
+        let injective = (self.semantics == Semantics::Iso) as u32;
+        let (first, last) = (qs[0].claimed, qs[qs.len() - 1].claimed);
+        let claimed_bytes = last.offset + last.bytes(8) - first.offset;
+        dev.zero_bytes(self.arena.space.get(), first.offset, claimed_bytes)?;
+        for (j, (jq, q)) in joined.iter().zip(qs).enumerate() {
+            let it = &items[jq.item];
+            let l = q.levels.len();
+            self.limit = it.limit;
+            self.memory_budget = it.memory_budget;
+            let run = Levels::new(self, &jq.layout, q, it.out, jq.bytes);
+            let (budget_ns, last_stop) = (run.budget_ns(), run.last_stop());
+            let clock = q.claimed.part(8, 3 * l, 3 * l + 2).slice;
+            let mut parents = (q.root, 1u64, DevSlice::default());
+            for (d, lp) in q.levels.iter().enumerate() {
+                let room = rooms[j][d];
+                let counter = q.claimed.part(8, 3 * d, 3 * d + 3);
+                tables[d].push(ExtendWarpArgs {
+                    rows: parents.0,
+                    parents: parents.1,
+                    parents_at: parents.2,
+                    claimed: counter.slice,
+                    clock,
+                    out: room.rows,
+                    capacity: room.capacity,
+                    stop_at: if d + 1 == l { last_stop } else { u64::MAX },
+                    budget_ns,
+                    ..run.warp_args(lp)
+                });
+                let bound = room.capacity.min(parents.1.saturating_mul(lp.all.len));
+                parents = (room.rows, bound, counter.part(8, 0, 1).slice);
+            }
+            if let Some(lv) = q.leaves {
+                leaves.push(CountLeavesArgs {
+                    rows: parents.0,
+                    parents: parents.1,
+                    parents_at: parents.2,
+                    width: jq.layout.width as u64,
+                    nodes: jq.layout.nodes as u32,
+                    injective,
+                    groups: lv.groups,
+                    total: lv.total.slice,
+                    stop_at: run.wanted(),
+                    threads: parents.1.clamp(1, LEAF_THREADS),
+                });
+            }
+        }
+        // A depth's warps per query: enough for its largest level, at most a share of
+        // BATCH_WARPS (warps take their query's parents in turn; idle ones still cost a GPU's
+        // scheduler, and the emulator, their start).
+        let warps: Vec<u64> = tables
+            .iter()
+            .map(|t| {
+                let most = t.iter().map(|a| a.parents).max().unwrap_or(1);
+                let share = (BATCH_WARPS / t.len().max(1) as u64).clamp(32, QUEUED_WARPS);
+                most.clamp(1, share)
+            })
+            .collect();
+        for (t, &w) in tables.iter_mut().zip(&warps) {
+            for a in t.iter_mut() {
+                a.warps = w;
+            }
+        }
+        let rows: usize = tables.iter().map(Vec::len).sum();
+        let mut sizing = Carver::new(0);
+        sizing.take::<ExtendWarpArgs>(rows);
+        let buf = self.arena.batch_jobs.ensure(dev, sizing.at)?;
+        let mut c = Carver::new(dev.address(buf));
+        let region = c.take::<ExtendWarpArgs>(rows);
+        let flat: Vec<ExtendWarpArgs> = tables.iter().flatten().copied().collect();
+        dev.write_bytes(buf, region.offset, as_bytes(&flat))?;
+        let mut at = 0;
+        for (t, &w) in tables.iter().zip(&warps) {
+            let jobs = region
+                .part(size_of::<ExtendWarpArgs>(), at, at + t.len())
+                .slice;
+            at += t.len();
+            let args = ExtendWarpBatchArgs { jobs, warps: w };
+            dev.launch(&Launch::ExtendWarpBatch(args), t.len() as u64 * w)?;
+        }
+        for a in &leaves {
+            dev.launch(&Launch::CountLeaves(*a), a.threads)?;
+        }
+        let space = self.arena.space.get();
+        let all: Vec<u64> = read(dev, space, first.offset, claimed_bytes / 8)?;
+        for (j, (jq, q)) in joined.iter().zip(qs).enumerate() {
+            let c = &all[(q.claimed.offset - first.offset) / 8..][..q.claimed.slice.len as usize];
+            let it = &mut items[jq.item];
+            if let Err(e) = self.finish_query(it, jq, q, &rooms[j], c) {
+                it.result = Some(Err(e));
+            }
+        }
+        Ok(())
+    }
+
+    /// Each joined query's room per level in the batch's level buffers: at most what its level
+    /// can produce (its parents' room times its candidates), BATCH_ROWS and its share of
+    /// BATCH_LEVEL_BYTES, within its own budget; none for a last level that only counts.
+    fn batch_rooms(
+        &mut self,
+        items: &[BatchItem],
+        joined: &[Joined],
+        qs: &[QuerySpace],
+    ) -> Result<Vec<Vec<Room>>, MatchError> {
+        let levels: u64 = qs.iter().map(|q| q.levels.len() as u64).sum();
+        let mut caps: Vec<Vec<u64>> = Vec::with_capacity(qs.len());
+        let depth = qs.iter().map(|q| q.levels.len()).max().unwrap_or(0);
+        let mut bytes = vec![0usize; depth];
+        for (jq, q) in joined.iter().zip(qs) {
+            let it = &items[jq.item];
+            let row_bytes = jq.layout.width as u64 * 4;
+            let counts_last = jq.groups.is_empty();
+            let share = (BATCH_LEVEL_BYTES / levels.max(1) / row_bytes).max(1);
+            let own = it.memory_budget.saturating_sub(jq.bytes)
+                / q.levels.len().max(1) as u64
+                / row_bytes;
+            let mut parents = 1u64;
+            let mut row = Vec::with_capacity(q.levels.len());
+            for (d, lp) in q.levels.iter().enumerate() {
+                let cap = if d + 1 == q.levels.len() && counts_last {
+                    0
+                } else {
+                    parents
+                        .saturating_mul(lp.all.len)
+                        .min(BATCH_ROWS)
+                        .min(share)
+                        .min(own)
+                };
+                bytes[d] += (cap * row_bytes) as usize;
+                parents = cap;
+                row.push(cap);
+            }
+            caps.push(row);
+        }
+        while self.arena.batch_levels.len() < depth {
+            self.arena.batch_levels.push(Slab::default());
+        }
+        let mut at = vec![0u64; depth];
+        let mut base = Vec::with_capacity(depth);
+        for (d, &b) in bytes.iter().enumerate() {
+            let slab = self.arena.batch_levels[d].ensure(self.dev, b)?;
+            base.push(self.dev.address(slab));
+        }
+        Ok(joined
+            .iter()
+            .zip(caps)
+            .map(|(jq, row)| {
+                let width = jq.layout.width as u64;
+                row.iter()
+                    .enumerate()
+                    .map(|(d, &cap)| {
+                        let r = Room {
+                            rows: DevSlice {
+                                ptr: base[d] + at[d],
+                                len: cap * width,
+                            },
+                            capacity: cap,
+                        };
+                        at[d] += cap * width * 4;
+                        r
+                    })
+                    .collect()
+            })
+            .collect())
+    }
+
+    /// A query's answer from its counters `c` (as `Levels::queued` reads them), or its levels run
+    /// on alone from the first one that outgrew its room.
+    fn finish_query(
+        &mut self,
+        it: &mut BatchItem,
+        jq: &Joined,
+        q: &QuerySpace,
+        rooms: &[Room],
+        c: &[u64],
+    ) -> Result<(), MatchError> {
+        let l = q.levels.len();
+        if l == 0 {
+            return Ok(());
+        }
+        self.limit = it.limit;
+        self.memory_budget = it.memory_budget;
+        let mut run = Levels::new(self, &jq.layout, q, it.out, jq.bytes);
+        if c[3 * l + 1] != 0 {
+            run.out.time_out();
+        }
+        let total = |d: usize| c[3 * d];
+        let over = (0..l).find(|&d| {
+            let last = d + 1 == l;
+            let fits = total(d) <= rooms[d].capacity
+                || (last && (run.counts_last() || total(d) >= run.last_stop()));
+            !fits
+        });
+        match over {
+            Some(d) if !run.out.stopped() => {
+                // The levels before `d` are complete; `d` and those after it run again alone.
+                run.runs += d as u64;
+                run.partials += (0..d).map(total).sum::<u64>();
+                if d == 0 {
+                    run.level(0, q.root, 1)?;
+                } else {
+                    let n = total(d - 1);
+                    let width = jq.layout.width as u64;
+                    run.level(d, rows_part(rooms[d - 1].rows, width, 0, n), n)?;
+                }
+            }
+            _ => {
+                run.runs += l as u64;
+                run.partials += (0..l).map(total).sum::<u64>();
+                if run.leaves.is_some() {
+                    run.add_leaves(&c[3 * l + 2..]);
+                } else {
+                    run.out.add_count(u128::from(total(l - 1)));
+                }
+            }
+        }
+        let (runs, partials) = (run.runs, run.partials);
+        set_levels(it, Ok((runs, partials)));
+        Ok(())
+    }
+}
+
+/// Records a query's levels run and partial matches in its report, or its error.
+fn set_levels(it: &mut BatchItem, done: Result<(u64, u64), MatchError>) {
+    match done {
+        Ok((runs, partials)) => {
+            if let Some(Ok((_, _, report))) = it.result.as_mut() {
+                report.levels = runs;
+                report.partial_matches = partials;
+            }
+        }
+        Err(e) => it.result = Some(Err(e)),
+    }
+}
