@@ -13,6 +13,7 @@ mod bgp;
 mod dataset;
 mod gaps;
 mod limits;
+mod native;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -69,6 +70,8 @@ pub struct Options {
     /// Limits for the whole evaluation (`timeout`, `cancel`, `memory_budget`) and the matcher's
     /// settings for every basic graph pattern (engine, threads).
     pub matching: MatchOptions,
+    /// Answer with spareval even where the native evaluator would (for comparing the two).
+    pub spareval_only: bool,
 }
 
 /// Solutions as they come: one optional term per variable.
@@ -227,6 +230,23 @@ impl<'g, M: Matching + ?Sized> Sparql<'g, M> {
             graph: self.matcher.graph(),
             indexes: &self.indexes,
         };
+        if !options.spareval_only {
+            if let Some(plan) = native::plan(&query, view) {
+                let ask = matches!(query, Query::Ask { .. });
+                let native = native::evaluate(
+                    plan,
+                    ask,
+                    self.matcher,
+                    view,
+                    &options.matching,
+                    deadline,
+                    Arc::clone(&watch),
+                )?;
+                if let Some((answer, matcher)) = native {
+                    return Ok(Evaluation { answer, matcher });
+                }
+            }
+        }
         let mut rewriter = bgp::Rewriter {
             matcher: self.matcher,
             view,
