@@ -70,8 +70,6 @@ pub struct Options {
     /// Limits for the whole evaluation (`timeout`, `cancel`, `memory_budget`) and the matcher's
     /// settings for every basic graph pattern (engine, threads).
     pub matching: MatchOptions,
-    /// Answer with spareval even where the native evaluator would (for comparing the two).
-    pub spareval_only: bool,
 }
 
 /// Solutions as they come: one optional term per variable.
@@ -170,6 +168,8 @@ fn locate(text: &str, keyword: &str) -> (usize, usize) {
 pub struct Sparql<'g, M: Matching + ?Sized> {
     matcher: &'g M,
     indexes: Indexes,
+    /// Every query to spareval, none to the native evaluator (to compare the two).
+    spareval_only: bool,
 }
 
 impl<'g, M: Matching + ?Sized> Sparql<'g, M> {
@@ -177,7 +177,15 @@ impl<'g, M: Matching + ?Sized> Sparql<'g, M> {
         Sparql {
             matcher,
             indexes: Indexes::default(),
+            spareval_only: false,
         }
+    }
+
+    /// This evaluator with every query answered by spareval (with the matcher inside), never
+    /// by the native evaluator: the reference the native one is compared against.
+    pub fn spareval_only(mut self) -> Self {
+        self.spareval_only = true;
+        self
     }
 
     /// Parses `text` (standard SPARQL 1.1).
@@ -230,7 +238,7 @@ impl<'g, M: Matching + ?Sized> Sparql<'g, M> {
             graph: self.matcher.graph(),
             indexes: &self.indexes,
         };
-        if !options.spareval_only {
+        if !self.spareval_only {
             if let Some(plan) = native::plan(&query, view) {
                 let ask = matches!(query, Query::Ask { .. });
                 let native = native::evaluate(

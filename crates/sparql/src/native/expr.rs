@@ -43,6 +43,18 @@ pub(crate) enum Ex {
     Coalesce(Vec<Ex>),
     Call(Call, Vec<Ex>),
     Regex(Box<Ex>, Regex),
+    /// EXISTS of one triple pattern: whether an edge matches it, given the row.
+    Exists([Slot; 3]),
+}
+
+/// A place of an EXISTS triple pattern.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Slot {
+    Const(u32),
+    /// A variable of the row (free where the row leaves it unbound).
+    Outer(usize),
+    /// A variable of the pattern alone.
+    Free(usize),
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -126,7 +138,8 @@ pub(crate) fn compile(e: &Expression, vars: &[Variable], p: &mut Planner<'_, '_>
                 .collect::<Option<_>>()?,
         ),
         E::FunctionCall(f, args) => return call(f, args, vars, p),
-        // Division gives decimals, EXISTS a pattern per row: spareval's.
+        E::Exists(pattern) => return exists(pattern, vars, p),
+        // Division gives decimals: spareval's.
         _ => return None,
     })
 }
@@ -166,6 +179,51 @@ fn call(
         .map(|a| compile(a, vars, p))
         .collect::<Option<Vec<_>>>()?;
     Some(Ex::Call(c, args))
+}
+
+/// EXISTS { one triple pattern }; larger patterns are spareval's.
+fn exists(
+    pattern: &spargebra::algebra::GraphPattern,
+    vars: &[Variable],
+    p: &mut Planner<'_, '_>,
+) -> Option<Ex> {
+    use spargebra::term::{NamedNodePattern, TermPattern};
+    let spargebra::algebra::GraphPattern::Bgp { patterns } = pattern else {
+        return None;
+    };
+    let [t] = patterns.as_slice() else {
+        return None;
+    };
+    let mut free: Vec<String> = Vec::new();
+    let mut var = |name: &str, outer: Option<usize>| match outer {
+        Some(c) => Slot::Outer(c),
+        None => Slot::Free(free.iter().position(|f| f == name).unwrap_or_else(|| {
+            free.push(name.to_owned());
+            free.len() - 1
+        })),
+    };
+    let outer = |v: &Variable| vars.iter().position(|x| x == v);
+    let mut node = |x: &TermPattern, p: &mut Planner<'_, '_>| -> Option<Slot> {
+        Some(match x {
+            TermPattern::Variable(v) => var(v.as_str(), outer(v)),
+            TermPattern::BlankNode(b) => var(&format!("_:{}", b.as_str()), None),
+            TermPattern::NamedNode(n) => Slot::Const(p.pattern_constant(n.clone().into())),
+            TermPattern::Literal(l) => Slot::Const(p.pattern_constant(l.clone().into())),
+            #[allow(unreachable_patterns)]
+            _ => return None,
+        })
+    };
+    let s = node(&t.subject, p)?;
+    let pred = match &t.predicate {
+        NamedNodePattern::Variable(v) => node(&TermPattern::Variable(v.clone()), p)?,
+        NamedNodePattern::NamedNode(n) => Slot::Const(p.pattern_constant(n.clone().into())),
+    };
+    let o = node(&t.object, p)?;
+    // A variable both predicate and node: spareval's.
+    if !matches!(pred, Slot::Const(_)) && (pred == s || pred == o) {
+        return None;
+    }
+    Some(Ex::Exists([s, pred, o]))
 }
 
 /// REGEX with a constant pattern and flags, compiled once (a pattern that does not compile is
@@ -237,6 +295,13 @@ impl Ex {
                 c.columns(out);
             }
             Ex::Coalesce(l) | Ex::Call(_, l) => l.iter().for_each(|x| x.columns(out)),
+            Ex::Exists(slots) => {
+                for s in slots {
+                    if let Slot::Outer(c) = s {
+                        add(*c, out);
+                    }
+                }
+            }
         }
     }
 }
@@ -367,7 +432,45 @@ impl<'g> Env<'_, 'g> {
                 Val::Str(s) => Some(Val::Bool(re.is_match(&s))),
                 _ => None,
             },
+            Ex::Exists(slots) => Some(Val::Bool(self.exists(slots, row))),
         }
+    }
+
+    fn exists(&self, slots: &[Slot; 3], row: &[u32]) -> bool {
+        let value = |s: Slot| match s {
+            Slot::Const(id) => Some(id),
+            Slot::Outer(c) => Some(row[c]).filter(|&v| v != UNBOUND),
+            Slot::Free(_) => None,
+        };
+        let terms = self.terms.borrow();
+        let node = |id: Option<u32>| match id {
+            None => Some(None),
+            Some(id) if terms.is_node(id) => Some(Some(id)),
+            Some(_) => None,
+        };
+        let (Some(s), Some(o)) = (node(value(slots[0])), node(value(slots[2]))) else {
+            return false;
+        };
+        let relation = match value(slots[1]) {
+            None => None,
+            Some(id) => match terms.decode(id) {
+                Decoded::Relation(r) => Some(r),
+                Decoded::Node(v) => match self.view.relation_of(&crate::dataset::Id::Node(v)) {
+                    Some(r) => Some(r),
+                    None => return false,
+                },
+                Decoded::Computed(_) => return false,
+            },
+        };
+        drop(terms);
+        // Places that are the same free variable must agree (`?y :p ?y`).
+        let same = |a: usize, b: usize| value(slots[a]).is_none() && slots[a] == slots[b];
+        let mut found = false;
+        self.view.triples(s, relation, o, &mut |a, _, b| {
+            found = !same(0, 2) || a == b;
+            !found
+        });
+        found
     }
 
     /// The effective boolean value.

@@ -258,6 +258,11 @@ impl Planner<'_, '_> {
         (!(literal && opaque && !self.literal_graph)).then_some(id)
     }
 
+    /// The id of a triple pattern's constant (one the graph lacks matches nothing).
+    pub fn pattern_constant(&mut self, t: Term) -> u32 {
+        self.terms.encode(self.view.internalize(t))
+    }
+
     fn group(
         &mut self,
         inner: &GraphPattern,
