@@ -45,10 +45,42 @@ pub struct Indexes {
     node_kinds: OnceLock<Vec<AtomicU8>>,
     /// Each node's IRI (or blank node label) and each relation's IRI, spelled out on first
     /// use (`View::node_text`): the native evaluator's STR, ORDER BY and MIN/MAX read these.
-    node_texts: OnceLock<Vec<OnceLock<(bool, Box<str>)>>>,
+    node_texts: OnceLock<NodeTexts>,
     relation_texts: OnceLock<Vec<OnceLock<Box<str>>>>,
     /// What the graph's literals hold that the evaluator cannot keep apart (`gaps.rs`).
     pub(crate) literal_facts: OnceLock<crate::gaps::LiteralFacts>,
+}
+
+/// Every node's IRI or blank node label, one after the other.
+struct NodeTexts {
+    offsets: Vec<u64>,
+    text: String,
+    /// The blank nodes, sorted.
+    blank: Vec<NodeId>,
+}
+
+impl NodeTexts {
+    fn new(view: View<'_>) -> NodeTexts {
+        let n = view.graph.node_count();
+        let mut t = NodeTexts {
+            offsets: Vec::with_capacity(n + 1),
+            text: String::new(),
+            blank: Vec::new(),
+        };
+        t.offsets.push(0);
+        for v in 0..n as NodeId {
+            match view.node_term(v) {
+                Term::NamedNode(i) => t.text.push_str(i.as_str()),
+                Term::BlankNode(b) => {
+                    t.blank.push(v);
+                    t.text.push_str(b.as_str());
+                }
+                Term::Literal(l) => t.text.push_str(&l.to_string()),
+            }
+            t.offsets.push(t.text.len() as u64);
+        }
+        t
+    }
 }
 
 /// The graph and its indexes: what reading quads needs.
@@ -240,20 +272,18 @@ impl<'g> View<'g> {
         }
     }
 
-    /// Node `v`'s IRI, or its blank node label (then `true`), kept once spelled out. Only for
-    /// graphs without literal nodes (a literal's text is its N-Triples form).
+    /// Node `v`'s IRI, or its blank node label (then `true`). All nodes are spelled out at the
+    /// first call, into one string (a node's text is then one slice of it: near the others in
+    /// memory, which an expression over thousands of nodes reads at random). Only for graphs
+    /// without literal nodes (a literal's text is its N-Triples form).
     pub(crate) fn node_text(&self, v: NodeId) -> (bool, &'g str) {
-        let texts = self.indexes.node_texts.get_or_init(|| {
-            (0..self.graph.node_count())
-                .map(|_| OnceLock::new())
-                .collect()
-        });
-        let (blank, text) = texts[v as usize].get_or_init(|| match self.node_term(v) {
-            Term::NamedNode(n) => (false, n.into_string().into()),
-            Term::BlankNode(b) => (true, b.into_string().into()),
-            Term::Literal(l) => (false, l.to_string().into()),
-        });
-        (*blank, text)
+        let t = self
+            .indexes
+            .node_texts
+            .get_or_init(|| NodeTexts::new(*self));
+        let (from, to) = (t.offsets[v as usize], t.offsets[v as usize + 1]);
+        let blank = t.blank.binary_search(&v).is_ok();
+        (blank, &t.text[from as usize..to as usize])
     }
 
     /// Relation `r`'s IRI, kept once spelled out.

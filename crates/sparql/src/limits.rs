@@ -33,6 +33,8 @@ pub struct Watch {
     /// closures keep going past an error (they collect errors and finish the closure), so the
     /// dataset must also stop handing out quads (`GraphDataset`).
     stopped: std::sync::Mutex<Option<Interrupted>>,
+    /// Whether `stopped` holds a reason: read on every tick instead of taking the lock.
+    has_stopped: AtomicBool,
 }
 
 impl Watch {
@@ -46,11 +48,15 @@ impl Watch {
             resident_at_start: resident_bytes(),
             ticks: AtomicU32::new(0),
             stopped: std::sync::Mutex::new(None),
+            has_stopped: AtomicBool::new(false),
         }
     }
 
     /// Why the evaluation stopped, if it has.
     pub fn stopped(&self) -> Option<Interrupted> {
+        if !self.has_stopped.load(Ordering::Acquire) {
+            return None;
+        }
         *self.stopped.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -62,6 +68,7 @@ impl Watch {
         if self
             .ticks
             .fetch_add(1, Ordering::Relaxed)
+            .wrapping_add(1)
             .is_multiple_of(Self::EVERY)
         {
             self.check()
@@ -74,6 +81,7 @@ impl Watch {
         let result = self.look();
         if let Err(why) = result {
             *self.stopped.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
+            self.has_stopped.store(true, Ordering::Release);
         }
         result
     }

@@ -619,31 +619,54 @@ fn matched<M: Matching + ?Sized>(
     Ok(Some(out))
 }
 
-/// FILTER; an expression of one column is evaluated once per distinct value.
+/// FILTER: a row stays when every conjunct of `a && b && ...` is true (an error or false in
+/// any drops it, as for the whole); a conjunct of one column is evaluated once per distinct
+/// value.
 fn filter<M: Matching + ?Sized>(
     ctx: &Ctx<'_, '_, M>,
     t: Table,
     e: &Ex,
 ) -> Result<Table, SparqlError> {
     let env = env(ctx);
-    let mut columns = Vec::new();
-    e.columns(&mut columns);
-    let mut memo: FxMap<u32, bool> = FxMap::default();
+    let mut conjuncts = Vec::new();
+    conjoined(e, &mut conjuncts);
+    let mut tests: Vec<(&Ex, Option<usize>, FxMap<u32, bool>)> = conjuncts
+        .into_iter()
+        .map(|e| {
+            let mut columns = Vec::new();
+            e.columns(&mut columns);
+            let single = match columns.as_slice() {
+                [c] => Some(*c),
+                _ => None,
+            };
+            (e, single, FxMap::default())
+        })
+        .collect();
     let mut out = Table::new(t.width);
     for i in 0..t.rows {
         ctx.tick()?;
         let row = t.row(i);
-        let keep = match columns.as_slice() {
-            [c] => *memo
+        let keep = tests.iter_mut().all(|(e, single, memo)| match single {
+            Some(c) => *memo
                 .entry(row[*c])
                 .or_insert_with(|| env.ebv(e, row) == Some(true)),
-            _ => env.ebv(e, row) == Some(true),
-        };
+            None => env.ebv(e, row) == Some(true),
+        });
         if keep {
             out.push(row);
         }
     }
     Ok(out)
+}
+
+fn conjoined<'e>(e: &'e Ex, out: &mut Vec<&'e Ex>) {
+    match e {
+        Ex::And(a, b) => {
+            conjoined(a, out);
+            conjoined(b, out);
+        }
+        other => out.push(other),
+    }
 }
 
 /// BIND: one more column (unbound where the expression fails).

@@ -76,14 +76,31 @@ pub(crate) fn group(env: &Env<'_, '_>, t: &Table, keys: &[Option<usize>], aggs: 
     let mut index: FxMap<Vec<u32>, usize> = FxMap::default();
     let mut members: Vec<Vec<u32>> = Vec::new();
     let mut key = Vec::with_capacity(keys.len());
-    for i in 0..t.rows {
+    // One key column: no key vector per row.
+    if let [Some(c)] = keys {
+        let mut one: FxMap<u32, usize> = FxMap::default();
+        for i in 0..t.rows {
+            let k = t.row(i)[*c];
+            let g = *one.entry(k).or_insert(members.len());
+            if g == members.len() {
+                members.push(Vec::new());
+                index.insert(vec![k], g);
+            }
+            members[g].push(i as u32);
+        }
+    }
+    for i in (0..t.rows).filter(|_| !matches!(keys, [Some(_)])) {
         let row = t.row(i);
         key.clear();
         key.extend(keys.iter().map(|k| k.map_or(UNBOUND, |c| row[c])));
-        let g = *index.entry(key.clone()).or_insert_with(|| {
-            members.push(Vec::new());
-            members.len() - 1
-        });
+        let g = match index.get(&key) {
+            Some(&g) => g,
+            None => {
+                members.push(Vec::new());
+                index.insert(key.clone(), members.len() - 1);
+                members.len() - 1
+            }
+        };
         members[g].push(i as u32);
     }
     // No key and no row: one group, of nothing.

@@ -115,6 +115,11 @@ impl Terms {
 
     fn term(&self, view: View<'_>, id: u32) -> Term {
         match self.decode(id) {
+            // Spelled out once per node (a literal node is spelled its own way).
+            Decoded::Node(v) if !view.graph.has_literal_nodes() => match view.node_text(v) {
+                (true, label) => oxrdf::BlankNode::new_unchecked(label).into(),
+                (false, iri) => NamedNode::new_unchecked(iri).into(),
+            },
             Decoded::Node(v) => view.node_term(v),
             Decoded::Relation(r) => view.relation_iri(r),
             Decoded::Computed(c) => match c {
