@@ -53,7 +53,7 @@ pub struct Indexes {
 
 /// Every node's IRI or blank node label, one after the other.
 struct NodeTexts {
-    offsets: Vec<u64>,
+    offsets: Vec<usize>,
     text: String,
     /// The blank nodes, sorted.
     blank: Vec<NodeId>,
@@ -77,7 +77,7 @@ impl NodeTexts {
                 }
                 Term::Literal(l) => t.text.push_str(&l.to_string()),
             }
-            t.offsets.push(t.text.len() as u64);
+            t.offsets.push(t.text.len());
         }
         t
     }
@@ -282,8 +282,8 @@ impl<'g> View<'g> {
             .node_texts
             .get_or_init(|| NodeTexts::new(*self));
         let (from, to) = (t.offsets[v as usize], t.offsets[v as usize + 1]);
-        let blank = t.blank.binary_search(&v).is_ok();
-        (blank, &t.text[from as usize..to as usize])
+        let blank = !t.blank.is_empty() && t.blank.binary_search(&v).is_ok();
+        (blank, &t.text[from..to])
     }
 
     /// Relation `r`'s IRI, kept once spelled out.

@@ -1,6 +1,11 @@
 //! SPARQL 1.1 query evaluation over a gpsense graph: the one evaluator every front end uses for
 //! standard SPARQL.
 //!
+//! Two evaluators, chosen once per query before it runs. The native one (`native/`) takes every
+//! SELECT and ASK whose algebra it fully supports: rows of `u32` ids (nodes, relations, values
+//! the query computes), the matcher for basic graph patterns, CSR lookups per bound row, hash
+//! joins on ids, expressions memoised per node. Everything else goes to the second:
+//!
 //! The algebra (OPTIONAL, UNION, MINUS, BIND, VALUES, aggregates, subqueries, property paths,
 //! CONSTRUCT, DESCRIBE) and the expression library (XSD values, functions, errors that drop a row)
 //! are Oxigraph's `spareval`, over the graph as a [`QueryableDataset`](spareval::QueryableDataset)

@@ -27,7 +27,9 @@ pub struct Watch {
     deadline: Option<Instant>,
     cancel: Option<Arc<AtomicBool>>,
     budget: u64,
-    resident_at_start: Option<u64>,
+    /// Resident memory at the first look (after [`Watch::EVERY`] ticks, so that a short query
+    /// never reads `/proc`): growth is counted from there.
+    resident_at_start: std::sync::OnceLock<Option<u64>>,
     ticks: AtomicU32,
     /// Why it stopped, once it has: from then on every look says so at once. spareval's path
     /// closures keep going past an error (they collect errors and finish the closure), so the
@@ -45,7 +47,7 @@ impl Watch {
             deadline,
             cancel,
             budget,
-            resident_at_start: resident_bytes(),
+            resident_at_start: std::sync::OnceLock::new(),
             ticks: AtomicU32::new(0),
             stopped: std::sync::Mutex::new(None),
             has_stopped: AtomicBool::new(false),
@@ -95,7 +97,8 @@ impl Watch {
         if cancelled || late {
             return Err(Interrupted::TimedOut);
         }
-        if let (Some(start), Some(now)) = (self.resident_at_start, resident_bytes()) {
+        let start = *self.resident_at_start.get_or_init(resident_bytes);
+        if let (Some(start), Some(now)) = (start, resident_bytes()) {
             let grown = now.saturating_sub(start);
             if grown > self.budget {
                 return Err(Interrupted::Memory {

@@ -116,6 +116,8 @@ const QUERIES: &[&str] = &[
     "PREFIX : <http://example.org/> SELECT ?x { ?x :isA* :nothing }",
     "PREFIX : <http://example.org/> SELECT ?x { ?x :isA? :unicorn }",
     "PREFIX : <http://example.org/> SELECT ?x { ?x :isA+ ?x }",
+    "PREFIX : <http://example.org/> SELECT * { VALUES ?v { 1 :nothing :dog } ?v :likes? ?v }",
+    "PREFIX : <http://example.org/> SELECT * { VALUES ?v { :nothing :dog } ?v :isA* ?w }",
     "PREFIX : <http://example.org/> SELECT ?x ?y { ?x (:isA/:isA)|^:likes ?y }",
     "PREFIX : <http://example.org/> SELECT ?x ?y { ?x !(:likes|:eats) ?y }",
     "PREFIX : <http://example.org/> SELECT ?x ?y { ?x !^:likes ?y }",

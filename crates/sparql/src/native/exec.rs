@@ -430,6 +430,14 @@ fn lookup<M: Matching + ?Sized>(
         }
         Lookup::Path(s, path, o) => {
             let terms = ctx.terms.borrow();
+            // A value a row binds that is no node of the graph reaches nothing, itself
+            // included (a zero-length path only joins terms of the graph; a constant written
+            // in the path pattern is another matter: it reaches itself).
+            let foreign =
+                |p: Pos| matches!(p, Pos::Var(_)) && bound(p).is_some_and(|v| !terms.is_node(v));
+            if foreign(*s) || foreign(*o) {
+                return Ok(());
+            }
             let walker = Walker {
                 view: ctx.view,
                 terms: &terms,
