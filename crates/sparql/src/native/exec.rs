@@ -10,7 +10,7 @@ use gpsense_planner::NodeKind;
 use gpsense_runtime::{MatchError, RowBatch, Semantics};
 use oxrdf::Variable;
 
-use super::expr::{Env, Ex, Val};
+use super::expr::{key_order, Env, Ex, SortKey};
 use super::path::Walker;
 use super::plan::{Node, Op, Pos};
 use super::{group, Ctx, Decoded, FxMap, Table, UNBOUND};
@@ -111,15 +111,7 @@ pub(crate) fn run<M: Matching + ?Sized>(ctx: &Ctx<'_, '_, M>, n: &Node, seeds: &
             let Some(t) = run(ctx, inner, &Seeds::new())? else {
                 return Ok(None);
             };
-            let mut out = Table::new(columns.len());
-            let mut row = vec![UNBOUND; columns.len()];
-            for i in 0..t.rows {
-                for (k, c) in columns.iter().enumerate() {
-                    row[k] = c.map_or(UNBOUND, |c| t.row(i)[c]);
-                }
-                out.push(&row);
-            }
-            out
+            project(&t, columns)
         }
         Op::Distinct(inner) | Op::Reduced(inner) => {
             let Some(t) = run(ctx, inner, &Seeds::new())? else {
@@ -129,7 +121,11 @@ pub(crate) fn run<M: Matching + ?Sized>(ctx: &Ctx<'_, '_, M>, n: &Node, seeds: &
             distinct(&t)
         }
         Op::Slice(inner, start, length) => {
-            let Some(t) = run(ctx, inner, &Seeds::new())? else {
+            let ran = match length {
+                Some(l) => limited(ctx, inner, start.saturating_add(*l))?,
+                None => run(ctx, inner, &Seeds::new())?,
+            };
+            let Some(t) = ran else {
                 return Ok(None);
             };
             let from = (*start).min(t.rows);
@@ -144,7 +140,7 @@ pub(crate) fn run<M: Matching + ?Sized>(ctx: &Ctx<'_, '_, M>, n: &Node, seeds: &
             let Some(t) = run(ctx, inner, &Seeds::new())? else {
                 return Ok(None);
             };
-            order(ctx, t, keys)
+            order(ctx, t, keys, None)
         }
         Op::Group(inner, keys, aggs) => {
             let Some(t) = run(ctx, inner, &Seeds::new())? else {
@@ -515,10 +511,12 @@ fn scan_alone<M: Matching + ?Sized>(
 ) -> Result<Table, SparqlError> {
     let mut out = Table::new(n.vars.len());
     let looked = Lookup::Scan(pos);
-    // Seed through the subject or object: a lookup per seed value.
+    // Seed through the subject or object: a lookup per seed value, unless a constant end
+    // already narrows the scan to one adjacency list.
+    let fixed_end = matches!(pos[0], Pos::Const(_)) || matches!(pos[2], Pos::Const(_));
     let seeded = [pos[0], pos[2]].into_iter().find_map(|p| match p {
-        Pos::Var(c) => seeds.get(&n.vars[c]).map(|s| (c, s)),
-        Pos::Const(_) => None,
+        Pos::Var(c) if !fixed_end => seeds.get(&n.vars[c]).map(|s| (c, s)),
+        _ => None,
     });
     match seeded {
         Some((c, values)) => {
@@ -763,25 +761,78 @@ fn minus(lt: &Table, lvars: &[Variable], rt: &Table, rvars: &[Variable]) -> Tabl
     out
 }
 
-fn order<M: Matching + ?Sized>(ctx: &Ctx<'_, '_, M>, t: Table, keys: &[(Ex, bool)]) -> Table {
+/// ORDER BY; with `keep`, only the first `keep` rows in order are needed (a LIMIT above):
+/// they are selected first and only they are sorted.
+fn order<M: Matching + ?Sized>(
+    ctx: &Ctx<'_, '_, M>,
+    t: Table,
+    keys: &[(Ex, bool)],
+    keep: Option<usize>,
+) -> Table {
     let env = env(ctx);
-    let values: Vec<Vec<Option<Val<'_>>>> = (0..t.rows)
-        .map(|i| keys.iter().map(|(e, _)| env.eval(e, t.row(i))).collect())
+    let values: Vec<Vec<SortKey<'_>>> = (0..t.rows)
+        .map(|i| {
+            keys.iter()
+                .map(|(e, _)| env.sort_key(env.eval(e, t.row(i))))
+                .collect()
+        })
         .collect();
-    let mut idx: Vec<usize> = (0..t.rows).collect();
-    idx.sort_by(|&a, &b| {
+    let cmp = |&a: &usize, &b: &usize| {
         for (k, (_, desc)) in keys.iter().enumerate() {
-            let o = env.order(values[a][k].as_ref(), values[b][k].as_ref());
+            let o = key_order(&values[a][k], &values[b][k]);
             let o = if *desc { o.reverse() } else { o };
             if o != std::cmp::Ordering::Equal {
                 return o;
             }
         }
         std::cmp::Ordering::Equal
-    });
+    };
+    let mut idx: Vec<usize> = (0..t.rows).collect();
+    match keep {
+        Some(k) if k < idx.len() => {
+            if k > 0 {
+                idx.select_nth_unstable_by(k - 1, cmp);
+            }
+            idx.truncate(k);
+            idx.sort_by(cmp);
+        }
+        _ => idx.sort_by(cmp),
+    }
     let mut out = Table::new(t.width);
     for i in idx {
         out.push(t.row(i));
+    }
+    out
+}
+
+/// `n` run for a LIMIT that keeps its first `keep` rows: an ORDER BY below (under a
+/// projection or not) sorts only those.
+fn limited<M: Matching + ?Sized>(ctx: &Ctx<'_, '_, M>, n: &Node, keep: usize) -> Out {
+    match &n.op {
+        Op::OrderBy(inner, keys) => {
+            let Some(t) = run(ctx, inner, &Seeds::new())? else {
+                return Ok(None);
+            };
+            Ok(Some(order(ctx, t, keys, Some(keep))))
+        }
+        Op::Project(inner, columns) if matches!(inner.op, Op::OrderBy(..)) => {
+            let Some(t) = limited(ctx, inner, keep)? else {
+                return Ok(None);
+            };
+            Ok(Some(project(&t, columns)))
+        }
+        _ => run(ctx, n, &Seeds::new()),
+    }
+}
+
+fn project(t: &Table, columns: &[Option<usize>]) -> Table {
+    let mut out = Table::new(columns.len());
+    let mut row = vec![UNBOUND; columns.len()];
+    for i in 0..t.rows {
+        for (k, c) in columns.iter().enumerate() {
+            row[k] = c.map_or(UNBOUND, |c| t.row(i)[c]);
+        }
+        out.push(&row);
     }
     out
 }

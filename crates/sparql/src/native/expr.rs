@@ -568,6 +568,42 @@ impl<'g> Env<'_, 'g> {
     }
 }
 
+/// A value ready for sorting: a term's text spelled out once, not at each comparison.
+pub(crate) enum SortKey<'g> {
+    Unbound,
+    Term(Kind, Cow<'g, str>),
+    Literal(Val<'g>),
+}
+
+impl<'g> Env<'_, 'g> {
+    pub fn sort_key(&self, v: Option<Val<'g>>) -> SortKey<'g> {
+        match v {
+            None => SortKey::Unbound,
+            Some(Val::Term(id)) => {
+                let (kind, text) = self.text(id);
+                SortKey::Term(kind, text)
+            }
+            Some(v) => SortKey::Literal(v),
+        }
+    }
+}
+
+/// [`Env::order`] on prepared keys.
+pub(crate) fn key_order(a: &SortKey<'_>, b: &SortKey<'_>) -> Ordering {
+    use SortKey as K;
+    match (a, b) {
+        (K::Unbound, K::Unbound) => Ordering::Equal,
+        (K::Unbound, _) => Ordering::Less,
+        (_, K::Unbound) => Ordering::Greater,
+        (K::Term(ka, ta), K::Term(kb, tb)) => ka.cmp(kb).then_with(|| ta.cmp(tb)),
+        (K::Term(..), K::Literal(_)) => Ordering::Less,
+        (K::Literal(_), K::Term(..)) => Ordering::Greater,
+        (K::Literal(a), K::Literal(b)) => {
+            literal_order(a, b).unwrap_or_else(|| lexical(a).cmp(&lexical(b)))
+        }
+    }
+}
+
 /// `(lexical form, datatype)` of a literal value, for the order of unlike literals.
 fn lexical<'a>(v: &'a Val<'_>) -> (Cow<'a, str>, &'static str) {
     match v {
