@@ -111,7 +111,8 @@ fn with(mut a: serde_json::Value, b: serde_json::Value) -> serde_json::Value {
     a
 }
 
-/// What one run gives: the rows, their digest (when asked for), and which path answered.
+/// What one run gives: the rows, their digest (when asked for), and which path answered (the
+/// graph's, the native evaluator, or spareval's algebra).
 struct Answered {
     rows: u64,
     digest: Digest,
@@ -138,7 +139,12 @@ fn answer(
             let evaluation = sparql
                 .evaluate_query(*query, &options)
                 .map_err(|e| e.to_string())?;
-            algebra_answer(evaluation.answer, digest)
+            let native = evaluation.matcher.native;
+            let mut answered = algebra_answer(evaluation.answer, digest)?;
+            if native {
+                answered.path = "native";
+            }
+            Ok(answered)
         }
     }
 }

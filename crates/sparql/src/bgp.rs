@@ -36,6 +36,8 @@ pub struct MatcherUse {
     pub declined: Vec<String>,
     /// Names the graph lacks (each such pattern has no solution), with suggestions.
     pub unknown: Vec<String>,
+    /// The native evaluator answered the query (else spareval did, with the matcher inside).
+    pub native: bool,
 }
 
 /// The matcher's answer to one pattern, as spareval will read it.
@@ -456,7 +458,7 @@ fn nothing() -> GraphPattern {
     }
 }
 
-fn unknown_note(e: &QueryError) -> String {
+pub(crate) fn unknown_note(e: &QueryError) -> String {
     // "line 1, column 1: " means nothing for a pattern taken out of its query.
     let text = e.to_string();
     match text.split_once(": ") {
@@ -466,7 +468,7 @@ fn unknown_note(e: &QueryError) -> String {
 }
 
 /// The pattern's named variables, in order of appearance.
-fn named_variables(patterns: &[TriplePattern]) -> Vec<Variable> {
+pub(crate) fn named_variables(patterns: &[TriplePattern]) -> Vec<Variable> {
     let mut seen = Vec::new();
     let mut add = |v: &Variable| {
         if !seen.contains(v) {

@@ -43,8 +43,44 @@ pub struct Indexes {
     relation_nodes: OnceLock<Vec<Option<NodeId>>>,
     /// Each node's term kind, 0 until first needed (`View::node_term`).
     node_kinds: OnceLock<Vec<AtomicU8>>,
+    /// Each node's IRI (or blank node label) and each relation's IRI, spelled out on first
+    /// use (`View::node_text`): the native evaluator's STR, ORDER BY and MIN/MAX read these.
+    node_texts: OnceLock<NodeTexts>,
+    relation_texts: OnceLock<Vec<OnceLock<Box<str>>>>,
     /// What the graph's literals hold that the evaluator cannot keep apart (`gaps.rs`).
     pub(crate) literal_facts: OnceLock<crate::gaps::LiteralFacts>,
+}
+
+/// Every node's IRI or blank node label, one after the other.
+struct NodeTexts {
+    offsets: Vec<usize>,
+    text: String,
+    /// The blank nodes, sorted.
+    blank: Vec<NodeId>,
+}
+
+impl NodeTexts {
+    fn new(view: View<'_>) -> NodeTexts {
+        let n = view.graph.node_count();
+        let mut t = NodeTexts {
+            offsets: Vec::with_capacity(n + 1),
+            text: String::new(),
+            blank: Vec::new(),
+        };
+        t.offsets.push(0);
+        for v in 0..n as NodeId {
+            match view.node_term(v) {
+                Term::NamedNode(i) => t.text.push_str(i.as_str()),
+                Term::BlankNode(b) => {
+                    t.blank.push(v);
+                    t.text.push_str(b.as_str());
+                }
+                Term::Literal(l) => t.text.push_str(&l.to_string()),
+            }
+            t.offsets.push(t.text.len());
+        }
+        t
+    }
 }
 
 /// The graph and its indexes: what reading quads needs.
@@ -62,7 +98,7 @@ pub struct GraphDataset<'g> {
 }
 
 impl<'g> View<'g> {
-    fn relation_term(&self, r: LabelId) -> Id {
+    pub(crate) fn relation_term(&self, r: LabelId) -> Id {
         let nodes = self.indexes.relation_nodes.get_or_init(|| {
             (0..self.graph.relation_count() as LabelId)
                 .map(|r| {
@@ -80,7 +116,7 @@ impl<'g> View<'g> {
     }
 
     /// The relation a predicate term denotes.
-    fn relation_of(&self, id: &Id) -> Option<LabelId> {
+    pub(crate) fn relation_of(&self, id: &Id) -> Option<LabelId> {
         match id {
             Id::Relation(r) => Some(*r),
             Id::Node(v) => {
@@ -170,6 +206,29 @@ impl<'g> View<'g> {
         range.map(move |i| (index.sources[i], r, out.targets()[index.edges[i] as usize]))
     }
 
+    /// Calls `f` with each edge matching the given ends and relation, until it returns false.
+    pub(crate) fn triples(
+        self,
+        s: Option<NodeId>,
+        r: Option<LabelId>,
+        o: Option<NodeId>,
+        f: &mut dyn FnMut(NodeId, LabelId, NodeId) -> bool,
+    ) {
+        let mut go = |it: &mut dyn Iterator<Item = (NodeId, LabelId, NodeId)>| {
+            for (a, r, b) in it {
+                if !f(a, r, b) {
+                    break;
+                }
+            }
+        };
+        match (s, r, o) {
+            (Some(s), r, o) => go(&mut self.starting_at(s, r, o)),
+            (None, r, Some(o)) => go(&mut self.ending_at(o, r)),
+            (None, Some(r), None) => go(&mut self.of_relation(r)),
+            (None, None, None) => go(&mut self.all()),
+        }
+    }
+
     fn all(self) -> impl Iterator<Item = (NodeId, LabelId, NodeId)> + 'g {
         let out = self.graph.out();
         (0..out.node_count() as NodeId).flat_map(move |s| self.starting_at(s, None, None))
@@ -211,6 +270,33 @@ impl<'g> View<'g> {
             }
             code => codes[(code as usize - 1).min(3)],
         }
+    }
+
+    /// Node `v`'s IRI, or its blank node label (then `true`). All nodes are spelled out at the
+    /// first call, into one string (a node's text is then one slice of it: near the others in
+    /// memory, which an expression over thousands of nodes reads at random). Only for graphs
+    /// without literal nodes (a literal's text is its N-Triples form).
+    pub(crate) fn node_text(&self, v: NodeId) -> (bool, &'g str) {
+        let t = self
+            .indexes
+            .node_texts
+            .get_or_init(|| NodeTexts::new(*self));
+        let (from, to) = (t.offsets[v as usize], t.offsets[v as usize + 1]);
+        let blank = !t.blank.is_empty() && t.blank.binary_search(&v).is_ok();
+        (blank, &t.text[from..to])
+    }
+
+    /// Relation `r`'s IRI, kept once spelled out.
+    pub(crate) fn relation_text(&self, r: LabelId) -> &'g str {
+        let texts = self.indexes.relation_texts.get_or_init(|| {
+            (0..self.graph.relation_count())
+                .map(|_| OnceLock::new())
+                .collect()
+        });
+        texts[r as usize].get_or_init(|| match self.relation_iri(r) {
+            Term::NamedNode(n) => n.into_string().into(),
+            t => t.to_string().into(),
+        })
     }
 
     /// The term of relation `r`.
@@ -288,22 +374,7 @@ impl<'g> QueryableDataset<'g> for GraphDataset<'g> {
     }
 
     fn internalize_term(&self, term: Term) -> Result<Id, Interrupted> {
-        Ok(match &term {
-            Term::NamedNode(iri) => {
-                let iri = iri.as_str();
-                if let Some(id) = parse_id(iri) {
-                    return Ok(id);
-                }
-                self.view.named(iri).unwrap_or(Id::Other(term))
-            }
-            Term::BlankNode(_) | Term::Literal(_) => {
-                let name = gpsense_graph::rdf::term_name(&term);
-                match self.view.graph.node_id(&name) {
-                    Some(v) if term_kind(&name) != TermKind::Plain => Id::Node(v),
-                    _ => Id::Other(term),
-                }
-            }
-        })
+        Ok(self.view.internalize(term))
     }
 
     fn externalize_term(&self, term: Id) -> Result<Term, Interrupted> {
@@ -312,6 +383,28 @@ impl<'g> QueryableDataset<'g> for GraphDataset<'g> {
             Id::Relation(r) => self.view.relation_iri(r),
             Id::Other(t) => t,
         })
+    }
+}
+
+impl View<'_> {
+    /// A term's one form (see [`Id`]).
+    pub(crate) fn internalize(&self, term: Term) -> Id {
+        match &term {
+            Term::NamedNode(iri) => {
+                let iri = iri.as_str();
+                if let Some(id) = parse_id(iri) {
+                    return id;
+                }
+                self.named(iri).unwrap_or(Id::Other(term))
+            }
+            Term::BlankNode(_) | Term::Literal(_) => {
+                let name = gpsense_graph::rdf::term_name(&term);
+                match self.graph.node_id(&name) {
+                    Some(v) if term_kind(&name) != TermKind::Plain => Id::Node(v),
+                    _ => Id::Other(term),
+                }
+            }
+        }
     }
 }
 

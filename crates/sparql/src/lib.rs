@@ -1,6 +1,11 @@
 //! SPARQL 1.1 query evaluation over a gpsense graph: the one evaluator every front end uses for
 //! standard SPARQL.
 //!
+//! Two evaluators, chosen once per query before it runs. The native one (`native/`) takes every
+//! SELECT and ASK whose algebra it fully supports: rows of `u32` ids (nodes, relations, values
+//! the query computes), the matcher for basic graph patterns, CSR lookups per bound row, hash
+//! joins on ids, expressions memoised per node. Everything else goes to the second:
+//!
 //! The algebra (OPTIONAL, UNION, MINUS, BIND, VALUES, aggregates, subqueries, property paths,
 //! CONSTRUCT, DESCRIBE) and the expression library (XSD values, functions, errors that drop a row)
 //! are Oxigraph's `spareval`, over the graph as a [`QueryableDataset`](spareval::QueryableDataset)
@@ -13,6 +18,7 @@ mod bgp;
 mod dataset;
 mod gaps;
 mod limits;
+mod native;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -167,6 +173,8 @@ fn locate(text: &str, keyword: &str) -> (usize, usize) {
 pub struct Sparql<'g, M: Matching + ?Sized> {
     matcher: &'g M,
     indexes: Indexes,
+    /// Every query to spareval, none to the native evaluator (to compare the two).
+    spareval_only: bool,
 }
 
 impl<'g, M: Matching + ?Sized> Sparql<'g, M> {
@@ -174,7 +182,15 @@ impl<'g, M: Matching + ?Sized> Sparql<'g, M> {
         Sparql {
             matcher,
             indexes: Indexes::default(),
+            spareval_only: false,
         }
+    }
+
+    /// This evaluator with every query answered by spareval (with the matcher inside), never
+    /// by the native evaluator: the reference the native one is compared against.
+    pub fn spareval_only(mut self) -> Self {
+        self.spareval_only = true;
+        self
     }
 
     /// Parses `text` (standard SPARQL 1.1).
@@ -227,6 +243,23 @@ impl<'g, M: Matching + ?Sized> Sparql<'g, M> {
             graph: self.matcher.graph(),
             indexes: &self.indexes,
         };
+        if !self.spareval_only {
+            if let Some(plan) = native::plan(&query, view) {
+                let ask = matches!(query, Query::Ask { .. });
+                let native = native::evaluate(
+                    plan,
+                    ask,
+                    self.matcher,
+                    view,
+                    &options.matching,
+                    deadline,
+                    Arc::clone(&watch),
+                )?;
+                if let Some((answer, matcher)) = native {
+                    return Ok(Evaluation { answer, matcher });
+                }
+            }
+        }
         let mut rewriter = bgp::Rewriter {
             matcher: self.matcher,
             view,

@@ -27,12 +27,16 @@ pub struct Watch {
     deadline: Option<Instant>,
     cancel: Option<Arc<AtomicBool>>,
     budget: u64,
-    resident_at_start: Option<u64>,
+    /// Resident memory at the first look (after [`Watch::EVERY`] ticks, so that a short query
+    /// never reads `/proc`): growth is counted from there.
+    resident_at_start: std::sync::OnceLock<Option<u64>>,
     ticks: AtomicU32,
     /// Why it stopped, once it has: from then on every look says so at once. spareval's path
     /// closures keep going past an error (they collect errors and finish the closure), so the
     /// dataset must also stop handing out quads (`GraphDataset`).
     stopped: std::sync::Mutex<Option<Interrupted>>,
+    /// Whether `stopped` holds a reason: read on every tick instead of taking the lock.
+    has_stopped: AtomicBool,
 }
 
 impl Watch {
@@ -43,14 +47,18 @@ impl Watch {
             deadline,
             cancel,
             budget,
-            resident_at_start: resident_bytes(),
+            resident_at_start: std::sync::OnceLock::new(),
             ticks: AtomicU32::new(0),
             stopped: std::sync::Mutex::new(None),
+            has_stopped: AtomicBool::new(false),
         }
     }
 
     /// Why the evaluation stopped, if it has.
     pub fn stopped(&self) -> Option<Interrupted> {
+        if !self.has_stopped.load(Ordering::Acquire) {
+            return None;
+        }
         *self.stopped.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -62,6 +70,7 @@ impl Watch {
         if self
             .ticks
             .fetch_add(1, Ordering::Relaxed)
+            .wrapping_add(1)
             .is_multiple_of(Self::EVERY)
         {
             self.check()
@@ -74,6 +83,7 @@ impl Watch {
         let result = self.look();
         if let Err(why) = result {
             *self.stopped.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
+            self.has_stopped.store(true, Ordering::Release);
         }
         result
     }
@@ -87,7 +97,8 @@ impl Watch {
         if cancelled || late {
             return Err(Interrupted::TimedOut);
         }
-        if let (Some(start), Some(now)) = (self.resident_at_start, resident_bytes()) {
+        let start = *self.resident_at_start.get_or_init(resident_bytes);
+        if let (Some(start), Some(now)) = (start, resident_bytes()) {
             let grown = now.saturating_sub(start);
             if grown > self.budget {
                 return Err(Interrupted::Memory {

@@ -50,7 +50,8 @@ pub struct Measured {
     pub seconds: Vec<f64>,
     #[serde(default)]
     pub message: Option<String>,
-    /// gpsense only: `graph` (the matcher and its solution stage) or `algebra` (gpsense-sparql).
+    /// gpsense only: `graph` (the matcher and its solution stage), `native` (gpsense-sparql's
+    /// native evaluator) or `algebra` (gpsense-sparql through spareval).
     #[serde(default)]
     pub path: Option<String>,
 }
@@ -105,9 +106,9 @@ pub fn run(o: &Options, log: &mut dyn FnMut(&str)) -> Result<Section, String> {
     let (table, differ) = table(&ours, &theirs);
     let mut md = format!(
         "{} queries of `{QUERIES}`{} over ConceptNet-100K (100,000 edges), in-process and warm on \
-         both sides, one thread: gpsense as `gpsense query` answers (the graph path or \
-         gpsense-sparql), pyoxigraph {version} on an in-memory Store of the graph's N-Triples dump. \
-         Each query runs once untimed (its answer is compared: rows and a digest of the sorted \
+         both sides, one thread: gpsense as `gpsense query` answers (the graph path, or \
+         gpsense-sparql: native or through spareval), pyoxigraph {version} on an in-memory \
+         Store of the graph's N-Triples dump. Each query runs once untimed (its answer is compared: rows and a digest of the sorted \
          rows), then up to {runs} timed runs that consume every row (fewer once they took 2 s); \
          the median is shown. Ratio: Oxigraph's time / gpsense's (above 1: gpsense is faster).\n\n",
         count,
