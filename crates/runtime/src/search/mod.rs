@@ -18,7 +18,7 @@
 //! Deadlines cost one clock read every `MatchOptions::check_every` search nodes.
 
 mod dag;
-mod leaves;
+pub(crate) mod leaves;
 mod pool;
 
 use std::sync::atomic::{AtomicU64, Ordering};
