@@ -55,6 +55,9 @@ pub struct SearchSummary {
     pub splits: u64,
     /// Candidates not searched because a twin's subtree stood for theirs.
     pub twins: u64,
+    /// Helpers asked for from the thread pool: none until the search has run
+    /// `HELPERS_AFTER` ticks alone.
+    pub helpers: u64,
 }
 
 impl From<&SearchStats> for SearchSummary {
@@ -66,6 +69,7 @@ impl From<&SearchStats> for SearchSummary {
             leaf_counts: s.leaf_counts.load(Relaxed),
             splits: s.splits.load(Relaxed),
             twins: s.twins.load(Relaxed),
+            helpers: s.helpers.load(Relaxed),
         }
     }
 }
