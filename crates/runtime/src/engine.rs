@@ -39,8 +39,8 @@ pub struct Engine<'g> {
     gpu: Mutex<Option<Result<Arc<DeviceState<CudaDevice>>, DeviceError>>>,
     /// The host emulator of the GPU pipeline and its copy of the graph.
     emulator: OnceLock<Result<DeviceState<HostDevice>, DeviceError>>,
-    /// `auto`'s cost model: the graph's degree moments (built on first use) and the device's
-    /// constants (the calibrated H100's unless set).
+    /// `auto`'s cost model: the graph's degree moments (built with the engine, so that a first
+    /// query does not pay for them) and the device's constants (the calibrated H100's unless set).
     moments: OnceLock<DegreeMoments>,
     costs: OnceLock<DeviceCosts>,
 }
@@ -72,6 +72,25 @@ impl From<&SearchStats> for SearchSummary {
             helpers: s.helpers.load(Relaxed),
         }
     }
+}
+
+/// The threads a parallel `dfs` gets, without starting rayon's global pool to ask: a first query
+/// would wait for its threads to start and share the cores with them while they look for work.
+/// Inside a pool, its size; outside, the global pool's default size (`RAYON_NUM_THREADS`, else the
+/// cores), which a pool built with another size (`--threads`) is not.
+fn pool_threads() -> usize {
+    if rayon::current_thread_index().is_some() {
+        return rayon::current_num_threads();
+    }
+    static DEFAULT: OnceLock<usize> = OnceLock::new();
+    *DEFAULT.get_or_init(|| {
+        std::env::var("RAYON_NUM_THREADS")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .filter(|&n| n > 0)
+            .or_else(|| std::thread::available_parallelism().ok().map(usize::from))
+            .unwrap_or(1)
+    })
 }
 
 /// A device with the data graph on it, and the buffers its queries reuse.
@@ -140,11 +159,11 @@ impl<'g> Engine<'g> {
             shape: DataShape::default(),
             labels,
             neighbour_labels: None,
-            owners: OwnerPool::default(),
-            spaces: SpacePool::default(),
+            owners: OwnerPool::prepared(graph.node_count()),
+            spaces: SpacePool::prepared(graph.node_count()),
             gpu: Mutex::new(None),
             emulator: OnceLock::new(),
-            moments: OnceLock::new(),
+            moments: OnceLock::from(DegreeMoments::new(graph)),
             costs: OnceLock::new(),
         };
         engine.shape = DataShape::of(&engine.view());
@@ -225,7 +244,7 @@ impl<'g> Engine<'g> {
         let threads = if opts.single_thread {
             1
         } else {
-            rayon::current_num_threads()
+            pool_threads()
         };
         self.device_costs()
             .choose(&shape, count_only, opts.limit_for(q.limit), threads)

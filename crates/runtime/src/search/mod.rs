@@ -79,6 +79,11 @@ pub struct Context<'a, 'o> {
 pub struct OwnerPool(std::sync::Mutex<Vec<Vec<u8>>>);
 
 impl OwnerPool {
+    /// A pool holding one array for `nodes` nodes, so that a first query does not allocate it.
+    pub fn prepared(nodes: usize) -> Self {
+        OwnerPool(std::sync::Mutex::new(vec![vec![0u8; nodes]]))
+    }
+
     fn take(&self, nodes: usize) -> Vec<u8> {
         let spare = self.0.lock().unwrap_or_else(|p| p.into_inner()).pop();
         match spare {
