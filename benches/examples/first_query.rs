@@ -21,9 +21,33 @@ const WARM: usize = 15;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.first().map(String::as_str) == Some("--child") {
-        child(&args[1]);
-        return;
+    match args.first().map(String::as_str) {
+        Some("--child") => return child(&args[1], false),
+        Some("--child-read") => return child(&args[1], true),
+        Some("--child-count") => {
+            let graph = Graph::embedded().expect("the embedded graph");
+            let t = |f: &dyn Fn() -> u128| {
+                let s = Instant::now();
+                std::hint::black_box(f());
+                s.elapsed().as_secs_f64() * 1e3
+            };
+            let c = || graph.query(args[1].as_str()).count().expect("count");
+            let e = || {
+                graph.with_matcher(|m| {
+                    let p = match gpsense::read(m, &args[1], None).unwrap() {
+                        gpsense::Reading::Graph(p) => p,
+                        _ => panic!(),
+                    };
+                    let o = gpsense::MatchOptions::default();
+                    m.count(&p.graph, &o).unwrap().report.rows
+                })
+            };
+            let (e1, e2) = (t(&e), t(&e));
+            let (c1, c2) = (t(&c), t(&c));
+            println!("engine {e1:.3} {e2:.3} count {c1:.3} {c2:.3}");
+            return;
+        }
+        _ => {}
     }
     let queries: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(20);
     let samples: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(5);
@@ -38,45 +62,57 @@ fn main() {
         }
     }
     let exe = std::env::current_exe().expect("own path");
-    let (mut extra, mut firsts, mut warms) = (Vec::new(), Vec::new(), Vec::new());
-    println!("first_ms  warm_ms  extra_ms  query (median of {samples} processes each)");
+    let sample = |mode: &str, text: &str| -> (f64, f64) {
+        let out = Command::new(&exe)
+            .args([mode, text])
+            .output()
+            .expect("child runs");
+        let line = String::from_utf8_lossy(&out.stdout);
+        let mut it = line.split_whitespace().map(|x| x.parse::<f64>().unwrap());
+        (it.next().unwrap(), it.next().unwrap())
+    };
+    let (mut extra, mut extra_read, mut warms) = (Vec::new(), Vec::new(), Vec::new());
+    println!("first_ms  warm_ms  extra_ms  of which reading  query (median of {samples} processes)");
     for text in &texts {
-        let mut runs: Vec<(f64, f64)> = (0..samples)
-            .map(|_| {
-                let out = Command::new(&exe)
-                    .args(["--child", text])
-                    .output()
-                    .expect("child runs");
-                let line = String::from_utf8_lossy(&out.stdout);
-                let mut it = line.split_whitespace().map(|x| x.parse::<f64>().unwrap());
-                (it.next().unwrap(), it.next().unwrap())
-            })
-            .collect();
+        let (mut runs, mut reads) = (Vec::new(), Vec::new());
+        for _ in 0..samples {
+            runs.push(sample("--child", text));
+            reads.push(sample("--child-read", text));
+        }
         let first = median(runs.iter().map(|r| r.0).collect());
         let warm = median(runs.iter().map(|r| r.1).collect());
-        let diff = median(runs.iter_mut().map(|r| r.0 - r.1).collect());
-        println!("{first:8.3} {warm:8.3} {diff:9.3}  {text}");
-        firsts.push(first);
+        let diff = median(runs.iter().map(|r| r.0 - r.1).collect());
+        let diff_read = median(reads.iter().map(|r| r.0 - r.1).collect());
+        println!("{first:8.3} {warm:8.3} {diff:9.3} {diff_read:9.3}  {text}");
         warms.push(warm);
         extra.push(diff);
+        extra_read.push(diff_read);
     }
+    let after_reading: Vec<f64> = extra.iter().zip(&extra_read).map(|(a, r)| a - r).collect();
     println!(
-        "median over {} queries: first {:.3} ms, warm {:.3} ms, first - warm {:.3} ms (max {:.3})",
+        "median over {} queries: warm {:.3} ms; first - warm {:.3} ms, of which reading the text \
+         {:.3} ms, the rest (matching and the answer) {:.3} ms",
         texts.len(),
-        median(firsts),
         median(warms),
-        median(extra.clone()),
-        extra.iter().copied().fold(f64::MIN, f64::max)
+        median(extra),
+        median(extra_read),
+        median(after_reading),
     );
 }
 
-/// One sample: the graph loaded, the query timed first, then warm. Prints both in milliseconds.
-fn child(text: &str) {
+/// One sample: the graph loaded, the query timed first, then warm; then its reading alone (the
+/// parse), first and warm, in a second process of the sample's pair. Prints milliseconds.
+fn child(text: &str, reading: bool) {
     let graph = Graph::embedded().expect("the embedded graph");
     let time = || {
         let start = Instant::now();
-        let answer = graph.query(text).run().expect("answers");
-        std::hint::black_box(answer.len());
+        if reading {
+            let ok = graph.with_matcher(|m| gpsense::read(m, text, None).is_ok());
+            assert!(ok, "reads");
+        } else {
+            let answer = graph.query(text).run().expect("answers");
+            std::hint::black_box(answer.len());
+        }
         start.elapsed().as_secs_f64() * 1e3
     };
     let first = time();

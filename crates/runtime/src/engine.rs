@@ -74,6 +74,30 @@ impl From<&SearchStats> for SearchSummary {
     }
 }
 
+/// Whether an NVIDIA driver library can be loaded, found out once per process (loading tries a
+/// dozen file names: milliseconds that a first query choosing the GPU would pay).
+fn driver_present() -> bool {
+    static PRESENT: OnceLock<bool> = OnceLock::new();
+    // SAFETY: loading the driver library runs its initialisers, as opening the device does.
+    #[cfg(feature = "cuda")]
+    let look = || unsafe { cudarc::driver::sys::is_culib_present() };
+    #[cfg(not(feature = "cuda"))]
+    let look = || true;
+    *PRESENT.get_or_init(look)
+}
+
+/// Starts [`driver_present`]'s search on a thread of its own, once per process, so that it is done
+/// by the first query (one that needs it before then waits for it).
+fn look_for_driver() {
+    static STARTED: std::sync::Once = std::sync::Once::new();
+    STARTED.call_once(|| {
+        // Without a thread the search runs on the first query that asks.
+        let _ = std::thread::Builder::new()
+            .name("gpsense-driver-probe".into())
+            .spawn(driver_present);
+    });
+}
+
 /// The threads a parallel `dfs` gets, without starting rayon's global pool to ask: a first query
 /// would wait for its threads to start and share the cores with them while they look for work.
 /// Inside a pool, its size; outside, the global pool's default size (`RAYON_NUM_THREADS`, else the
@@ -166,6 +190,7 @@ impl<'g> Engine<'g> {
             moments: OnceLock::from(DegreeMoments::new(graph)),
             costs: OnceLock::new(),
         };
+        look_for_driver();
         engine.shape = DataShape::of(&engine.view());
         engine.neighbour_labels = NeighbourLabels::new(
             &engine.view(),
@@ -181,6 +206,11 @@ impl<'g> Engine<'g> {
     pub fn gpu(&self) -> Result<Arc<DeviceState<CudaDevice>>, DeviceError> {
         let mut slot = self.gpu.lock().unwrap_or_else(|e| e.into_inner());
         slot.get_or_insert_with(|| {
+            if !driver_present() {
+                return Err(DeviceError::Unavailable(
+                    "no NVIDIA driver library (libcuda.so) found".into(),
+                ));
+            }
             let dev = self_check(CudaDevice::open()?)?;
             Ok(Arc::new(DeviceState::new(dev, self.graph)?))
         })
