@@ -13,7 +13,9 @@ fn dense() -> KnowledgeGraph {
     let mut state = 0x9e37_79b9_7f4a_7c15u64;
     for i in 0..60 {
         for j in 0..60 {
-            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             if i != j && state >> 63 == 1 {
                 b.add_triple(&format!("n{i}"), "r", &format!("n{j}"), 1.0)
                     .unwrap();
@@ -59,7 +61,11 @@ fn a_query_below_the_split_threshold_never_asks_for_a_helper() {
 fn a_big_search_gets_helpers_and_the_same_answer() {
     let g = dense();
     let e = Engine::new(&g);
-    let q = compile("SELECT * WHERE { ?a r ?b . ?b r ?c . ?c r ?d . ?d r ?a }", &g).unwrap();
+    let q = compile(
+        "SELECT * WHERE { ?a r ?b . ?b r ?c . ?c r ?d . ?d r ?a }",
+        &g,
+    )
+    .unwrap();
     let one = e.count(&q, &opts(true)).unwrap();
     assert_eq!(one.search.unwrap().helpers, 0);
     let two = on_two_threads(|| e.count(&q, &opts(false)).unwrap());

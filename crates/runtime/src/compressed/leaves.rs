@@ -71,9 +71,9 @@ pub fn leaves_of(q: &QueryGraph) -> Vec<Leaf> {
 pub fn core_query(q: &QueryGraph, leaves: &[Leaf]) -> (QueryGraph, Vec<usize>) {
     let mut index = vec![usize::MAX; q.nodes.len()];
     let mut core = Vec::new();
-    for u in 0..q.nodes.len() {
+    for (u, at) in index.iter_mut().enumerate() {
         if !leaves.iter().any(|l| l.node == u) {
-            index[u] = core.len();
+            *at = core.len();
             core.push(u);
         }
     }
@@ -84,7 +84,7 @@ pub fn core_query(q: &QueryGraph, leaves: &[Leaf]) -> (QueryGraph, Vec<usize>) {
         .map(|e| gpsense_planner::QueryEdge {
             source: index[e.source],
             target: index[e.target],
-            ..e.clone()
+            ..*e
         })
         .collect();
     let mut projection: Vec<Projected> = (0..core.len()).map(Projected::Node).collect();
