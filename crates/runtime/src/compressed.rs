@@ -13,6 +13,12 @@
 //!
 //! Before expanding an image under iso, Definition 5's test prunes it when a hyper-node's weight
 //! bound is below its query node's degree (Theorem 1: no member could match).
+//!
+//! When only a count is wanted, leaves (`leaves.rs`) are left out of the compressed match and
+//! counted on the original per expansion of the rest, so a star of leaves costs a product, not an
+//! enumeration.
+
+mod leaves;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
@@ -20,6 +26,7 @@ use std::time::{Duration, Instant};
 
 use gpsense_compress::{CompressError, CompressedGraph};
 use gpsense_graph::{KnowledgeGraph, LabelId, NodeId};
+use gpsense_kernels::NONE;
 use gpsense_planner::{
     plan_with, EdgeLabel, NodeKind, PlannerStats, Projected, QueryGraph, QueryNode,
 };
@@ -44,6 +51,8 @@ pub struct ExpansionStats {
     pub pruned_by_weight: u64,
     /// Time spent expanding and verifying on the original graph.
     pub expand_time: Duration,
+    /// Query nodes counted on the original graph instead of expanded (leaves, counts only).
+    pub counted_leaves: usize,
 }
 
 /// The report of a match through a compressed graph. `report.rows` and `report.limit_reached`
@@ -169,7 +178,15 @@ impl<'g> CompressedEngine<'g> {
             on_rows,
             start,
         );
-        let expander = Expander::new(q, self.original, self.compressed, opts.semantics);
+        // Leaves are counted, not expanded, only where no row is wanted.
+        let leaves = if out.count_only() {
+            leaves::leaves_of(q)
+        } else {
+            Vec::new()
+        };
+        let (qc, core) = leaves::core_query(&qc, &leaves);
+        let expander = Expander::new(q, self.original, self.compressed, opts.semantics)
+            .with_leaves(leaves, core, q);
         let (inner, expansion) = self.match_and_expand(&qc, opts, &expander, &out)?;
         let timed_out = inner.timed_out || out.timed_out();
         let (rows, limit_reached, error) = out.finish();
@@ -227,7 +244,9 @@ impl<'g> CompressedEngine<'g> {
                 None => self.inline(&stream)?,
             }
         };
-        Ok((report, stats.finish()))
+        let mut stats = stats.finish();
+        stats.counted_leaves = expander.leaves.len();
+        Ok((report, stats))
     }
 
     /// One thread: each batch of compressed matches is expanded inside the inner engine's callback.
@@ -358,6 +377,7 @@ impl Counters {
             compressed_matches: self.matches.into_inner(),
             pruned_by_weight: self.pruned.into_inner(),
             expand_time: Duration::from_nanos(self.nanos.into_inner()),
+            counted_leaves: 0,
         }
     }
 }
@@ -394,11 +414,19 @@ fn expand_rows(st: &Stream, rows: &[u32], pool: Option<&rayon::ThreadPool>) {
             return;
         }
         stats.matches.fetch_add(1, Ordering::Relaxed);
-        if !expander.passes_weights(row) {
+        let mut wide = std::mem::take(&mut scratch.wide);
+        let row = if expander.leaves.is_empty() {
+            row
+        } else {
+            expander.widen(row, &mut wide);
+            &wide[..]
+        };
+        if expander.passes_weights(row) {
+            expander.expand(row, scratch, out);
+        } else {
             stats.pruned.fetch_add(1, Ordering::Relaxed);
-            return;
         }
-        expander.expand(row, scratch, out);
+        scratch.wide = wide;
     };
     match pool {
         Some(pool) if rows.len() > width => pool.install(|| {
@@ -460,7 +488,10 @@ struct Scratch {
     assigned: Vec<NodeId>,
     /// Full rows found, waiting to be handed to the output.
     rows: Vec<u32>,
-    counted: u64,
+    counted: u128,
+    /// A compressed match of the core widened to every query node (leaves `NONE`).
+    wide: Vec<u32>,
+    leaves: leaves::Room,
 }
 
 /// Expands compressed matches of one query into original matches.
@@ -476,6 +507,10 @@ struct Expander<'a> {
     /// neighbour need distinct edges.
     need_out: Vec<u32>,
     need_in: Vec<u32>,
+    /// Query nodes counted on the original instead of expanded, and the query node of each slot of
+    /// the compressed match (the rest).
+    leaves: Vec<leaves::Leaf>,
+    core: Vec<usize>,
 }
 
 impl<'a> Expander<'a> {
@@ -496,11 +531,24 @@ impl<'a> Expander<'a> {
             c,
             nodes: q.nodes.len(),
             variables: q.edge_variables.len(),
-            steps: expansion_steps(q),
+            steps: expansion_steps(q, &[]),
             injective,
             need_out: degree(true),
             need_in: degree(false),
+            leaves: Vec::new(),
+            core: (0..q.nodes.len()).collect(),
         }
+    }
+
+    /// Counts `leaves` instead of expanding them; compressed matches then hold the `core` nodes
+    /// only (`core[i]`: the query node of slot `i`).
+    fn with_leaves(mut self, leaves: Vec<leaves::Leaf>, core: Vec<usize>, q: &QueryGraph) -> Self {
+        if !leaves.is_empty() {
+            self.steps = expansion_steps(q, &core);
+        }
+        self.leaves = leaves;
+        self.core = core;
+        self
     }
 
     fn scratch(&self) -> Scratch {
@@ -508,7 +556,18 @@ impl<'a> Expander<'a> {
             assigned: vec![NodeId::MAX; self.nodes],
             rows: Vec::new(),
             counted: 0,
+            wide: vec![NONE; self.nodes + self.variables],
+            leaves: leaves::Room::default(),
         }
+    }
+
+    /// A compressed match of the core as a row over every query node (leaves `NONE`).
+    fn widen(&self, row: &[u32], wide: &mut [u32]) {
+        for (i, &u) in self.core.iter().enumerate() {
+            wide[u] = row[i];
+        }
+        let vars = self.core.len();
+        wide[self.nodes..].copy_from_slice(&row[vars..vars + self.variables]);
     }
 
     /// Definition 5 on the weighted graph: under iso, each hyper-node's weight bound must reach its
@@ -518,13 +577,15 @@ impl<'a> Expander<'a> {
             return true;
         }
         let (out, inc) = (self.c.out_weights(), self.c.in_weights());
-        (0..self.nodes).all(|u| {
+        self.steps.iter().all(|step| {
+            let u = step.node;
             let x = row[u] as usize;
             out.bound[x] >= self.need_out[u] && inc.bound[x] >= self.need_in[u]
         })
     }
 
-    /// Every original match whose image is `row` (hyper-nodes, then relations), into `out`.
+    /// Every original match whose image is `row` (hyper-nodes, then relations, by query node),
+    /// into `out`.
     fn expand(&self, row: &[u32], s: &mut Scratch, out: &Output) {
         s.rows.clear();
         s.counted = 0;
@@ -532,7 +593,7 @@ impl<'a> Expander<'a> {
         self.place(0, &Match { row, out, counting }, s);
         if counting {
             if s.counted > 0 {
-                out.add_count(u128::from(s.counted));
+                out.add_count(s.counted);
             }
         } else if !s.rows.is_empty() {
             out.rows(&s.rows, self.nodes + self.variables);
@@ -634,10 +695,26 @@ impl<'a> Expander<'a> {
     fn emit(&self, m: &Match, s: &mut Scratch) -> bool {
         let (row, out) = (m.row, m.out);
         if m.counting {
-            s.counted += 1;
+            let n = if self.leaves.is_empty() {
+                Some(1)
+            } else {
+                leaves::count(
+                    self.g,
+                    &self.leaves,
+                    &s.assigned,
+                    &self.core,
+                    self.injective,
+                    &mut s.leaves,
+                )
+            };
+            let Some(total) = n.and_then(|n| s.counted.checked_add(n)) else {
+                out.count_overflowed();
+                return false;
+            };
+            s.counted = total;
             // Handing counts over now and then lets a limit stop a large expansion early.
-            if s.counted >= EMIT_ROWS as u64 {
-                out.add_count(u128::from(s.counted));
+            if s.counted >= EMIT_ROWS as u128 {
+                out.add_count(s.counted);
                 s.counted = 0;
                 return !out.stopped();
             }
@@ -657,14 +734,19 @@ impl<'a> Expander<'a> {
 
 /// The order query nodes are expanded in: concepts first (one candidate, or a set's few), then repeatedly the
 /// node with the most edges to nodes already placed (a new component starts at its lowest index).
-fn expansion_steps(q: &QueryGraph) -> Vec<Step> {
+/// Only the nodes of `core` when it is not empty (the others are counted).
+fn expansion_steps(q: &QueryGraph, core: &[usize]) -> Vec<Step> {
     let n = q.nodes.len();
+    let in_core = |u: usize| core.is_empty() || core.contains(&u);
+    let size = if core.is_empty() { n } else { core.len() };
     let mut placed = vec![false; n];
-    let mut order: Vec<usize> = (0..n).filter(|&u| q.nodes[u].is_concept()).collect();
+    let mut order: Vec<usize> = (0..n)
+        .filter(|&u| in_core(u) && q.nodes[u].is_concept())
+        .collect();
     for &u in &order {
         placed[u] = true;
     }
-    while order.len() < n {
+    while order.len() < size {
         let links = |u: usize| {
             q.edges
                 .iter()
@@ -674,13 +756,15 @@ fn expansion_steps(q: &QueryGraph) -> Vec<Step> {
                 .count()
         };
         let next = (0..n)
-            .filter(|&u| !placed[u])
+            .filter(|&u| !placed[u] && in_core(u))
             .max_by_key(|&u| (links(u), std::cmp::Reverse(u)))
             .unwrap_or(0);
         placed[next] = true;
         order.push(next);
     }
-    let mut position = vec![0; n];
+    // Nodes outside the core come after every other: no step checks an edge to them (their one
+    // edge is counted with them).
+    let mut position = vec![usize::MAX; n];
     for (i, &u) in order.iter().enumerate() {
         position[u] = i;
     }

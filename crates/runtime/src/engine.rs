@@ -43,8 +43,8 @@ pub struct Engine<'g> {
     gpu: Mutex<Option<Result<Arc<DeviceState<CudaDevice>>, DeviceError>>>,
     /// The host emulator of the GPU pipeline and its copy of the graph.
     emulator: OnceLock<Result<DeviceState<HostDevice>, DeviceError>>,
-    /// `auto`'s cost model: the graph's degree moments (built on first use) and the device's
-    /// constants (the calibrated H100's unless set).
+    /// `auto`'s cost model: the graph's degree moments (built with the engine, so that a first
+    /// query does not pay for them) and the device's constants (the calibrated H100's unless set).
     moments: OnceLock<DegreeMoments>,
     costs: OnceLock<DeviceCosts>,
 }
@@ -59,6 +59,9 @@ pub struct SearchSummary {
     pub splits: u64,
     /// Candidates not searched because a twin's subtree stood for theirs.
     pub twins: u64,
+    /// Helpers asked for from the thread pool: none until the search has run
+    /// `HELPERS_AFTER` ticks alone.
+    pub helpers: u64,
 }
 
 impl From<&SearchStats> for SearchSummary {
@@ -70,8 +73,52 @@ impl From<&SearchStats> for SearchSummary {
             leaf_counts: s.leaf_counts.load(Relaxed),
             splits: s.splits.load(Relaxed),
             twins: s.twins.load(Relaxed),
+            helpers: s.helpers.load(Relaxed),
         }
     }
+}
+
+/// Whether an NVIDIA driver library can be loaded, found out once per process (loading tries a
+/// dozen file names: milliseconds that a first query choosing the GPU would pay).
+fn driver_present() -> bool {
+    static PRESENT: OnceLock<bool> = OnceLock::new();
+    // SAFETY: loading the driver library runs its initialisers, as opening the device does.
+    #[cfg(feature = "cuda")]
+    let look = || unsafe { cudarc::driver::sys::is_culib_present() };
+    #[cfg(not(feature = "cuda"))]
+    let look = || true;
+    *PRESENT.get_or_init(look)
+}
+
+/// Starts [`driver_present`]'s search on a thread of its own, once per process, so that it is done
+/// by the first query (one that needs it before then waits for it).
+fn look_for_driver() {
+    static STARTED: std::sync::Once = std::sync::Once::new();
+    STARTED.call_once(|| {
+        // Without a thread the search runs on the first query that asks.
+        let _ = std::thread::Builder::new()
+            .name("gpsense-driver-probe".into())
+            .spawn(driver_present);
+    });
+}
+
+/// The threads a parallel `dfs` gets, without starting rayon's global pool to ask: a first query
+/// would wait for its threads to start and share the cores with them while they look for work.
+/// Inside a pool, its size; outside, the global pool's default size (`RAYON_NUM_THREADS`, else the
+/// cores), which a pool built with another size (`--threads`) is not.
+fn pool_threads() -> usize {
+    if rayon::current_thread_index().is_some() {
+        return rayon::current_num_threads();
+    }
+    static DEFAULT: OnceLock<usize> = OnceLock::new();
+    *DEFAULT.get_or_init(|| {
+        std::env::var("RAYON_NUM_THREADS")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .filter(|&n| n > 0)
+            .or_else(|| std::thread::available_parallelism().ok().map(usize::from))
+            .unwrap_or(1)
+    })
 }
 
 /// A device with the data graph on it, and the buffers its queries reuse.
@@ -140,13 +187,14 @@ impl<'g> Engine<'g> {
             shape: DataShape::default(),
             labels,
             neighbour_labels: None,
-            owners: OwnerPool::default(),
-            spaces: SpacePool::default(),
+            owners: OwnerPool::prepared(graph.node_count()),
+            spaces: SpacePool::prepared(graph.node_count()),
             gpu: Mutex::new(None),
             emulator: OnceLock::new(),
-            moments: OnceLock::new(),
+            moments: OnceLock::from(DegreeMoments::new(graph)),
             costs: OnceLock::new(),
         };
+        look_for_driver();
         engine.shape = DataShape::of(&engine.view());
         engine.neighbour_labels = NeighbourLabels::new(
             &engine.view(),
@@ -162,6 +210,11 @@ impl<'g> Engine<'g> {
     pub fn gpu(&self) -> Result<Arc<DeviceState<CudaDevice>>, DeviceError> {
         let mut slot = self.gpu.lock().unwrap_or_else(|e| e.into_inner());
         slot.get_or_insert_with(|| {
+            if !driver_present() {
+                return Err(DeviceError::Unavailable(
+                    "no NVIDIA driver library (libcuda.so) found".into(),
+                ));
+            }
             let dev = self_check(CudaDevice::open()?)?;
             Ok(Arc::new(DeviceState::new(dev, self.graph)?))
         })
@@ -225,7 +278,7 @@ impl<'g> Engine<'g> {
         let threads = if opts.single_thread {
             1
         } else {
-            rayon::current_num_threads()
+            pool_threads()
         };
         self.device_costs()
             .choose(&shape, count_only, opts.limit_for(q.limit), threads)

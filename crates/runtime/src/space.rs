@@ -292,6 +292,15 @@ impl CandidateSpace {
 pub struct SpacePool(std::sync::Mutex<Vec<CandidateSpace>>);
 
 impl SpacePool {
+    /// A pool holding one space with its per-data-node index for `nodes` nodes already filled, so
+    /// that a first query neither allocates nor faults in those pages (`|V|` entries: 0.3 MB on
+    /// ConceptNet-100K).
+    pub fn prepared(nodes: usize) -> Self {
+        let mut space = CandidateSpace::default();
+        space.scratch.index_of.resize(nodes, NONE);
+        SpacePool(std::sync::Mutex::new(vec![space]))
+    }
+
     /// A space is kept only while its room stays under this, so one huge query does not pin its
     /// memory for the engine's life.
     const KEEP_BYTES: usize = 64 << 20;

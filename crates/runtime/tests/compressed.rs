@@ -567,6 +567,99 @@ fn conceptnet_100k_answers_exactly() {
             assert!(compare(&g, &ce, &q, &opts), "{text}");
         }
     }
+    counts_equal_dfs_with_leaves_counted(&g, &ce, BIG_STAR, &[Semantics::Iso, Semantics::Hom]);
+}
+
+/// The generated ConceptNet query with 99,252,414 matches under iso: `?v1`, `?v2` and `?v5` are
+/// leaves of `?v0`, which two concepts pin down. Listing its matches took minutes.
+const BIG_STAR: &str = "SELECT * WHERE { ?v0 AtLocation ?v1 . ?v0 AtLocation ?v2 . \
+    ?v0 AtLocation \"hardware store\" . ?v0 AtLocation \"tool chest\" . ?v0 AtLocation ?v5 }";
+
+/// Counts `text` through `ce` and on the original with dfs: equal, and leaves were counted, not
+/// expanded.
+fn counts_equal_dfs_with_leaves_counted(
+    g: &KnowledgeGraph,
+    ce: &CompressedEngine,
+    text: &str,
+    semantics: &[Semantics],
+) {
+    let q = gpsense_planner::compile(text, g).unwrap();
+    for &semantics in semantics {
+        let opts = MatchOptions {
+            semantics,
+            engine: EngineKind::Dfs,
+            ..MatchOptions::default()
+        };
+        let want = Engine::new(g).count(&q, &opts).unwrap().rows;
+        let got = ce.count(&q, &opts).unwrap();
+        assert_eq!(got.report.rows, want, "{semantics:?}: {text}");
+        assert!(got.expansion.counted_leaves > 0, "{text}: leaves expanded");
+    }
+}
+
+/// HPRD and yeast (node labels, undirected, many leaves) compressed: iso counts through the
+/// compressed graph equal the published ones, most queries with leaves counted on the original.
+#[test]
+fn benchmark_graphs_count_exactly_through_compression() {
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../datasets/subgraph-matching");
+    let suites = [
+        (
+            "hprd-study/data_graph/HPRD.graph",
+            "hprd-study/query_graph",
+            "hprd-study/expected_output.res",
+            7,
+        ),
+        (
+            "yeast/data_graph/yeast.graph",
+            "yeast/query_graph",
+            "yeast/yeast_ans.txt",
+            37,
+        ),
+    ];
+    for (data, queries, expected, every) in suites {
+        let load = |p: &std::path::Path| {
+            gpsense_graph::ingest::ingest(
+                &[p.to_path_buf()],
+                &gpsense_graph::ingest::IngestOptions::default(),
+                &gpsense_graph::ingest::NoProgress,
+            )
+            .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+            .0
+        };
+        let g = load(&dir.join(data));
+        let c = compress(&g, &CompressOptions::default(), &NoProgress).unwrap();
+        let ce = CompressedEngine::new(&g, &c).unwrap();
+        let text = std::fs::read_to_string(dir.join(expected)).unwrap();
+        let mut expected: Vec<(String, u128)> = text
+            .lines()
+            .filter_map(|l| {
+                let (name, count) = l.split_once([':', ' '])?;
+                let name = name.trim().trim_end_matches(".graph").to_owned();
+                Some((name, count.trim().parse().ok()?))
+            })
+            .filter(|(_, count)| *count <= 100_000)
+            .collect();
+        expected.sort();
+        let (mut checked, mut with_leaves) = (0, 0);
+        for (name, count) in expected.iter().step_by(every) {
+            let qg = load(&dir.join(queries).join(format!("{name}.graph")));
+            let q = gpsense_planner::benchmark_query(&qg, &g).unwrap();
+            let opts = MatchOptions {
+                semantics: Semantics::Iso,
+                engine: EngineKind::Dfs,
+                ..MatchOptions::default()
+            };
+            let got = ce.count(&q, &opts).unwrap();
+            assert_eq!(got.report.rows, *count, "{data}: {name}");
+            checked += 1;
+            with_leaves += usize::from(got.expansion.counted_leaves > 0);
+        }
+        assert!(
+            checked >= 20 && with_leaves * 2 >= checked,
+            "{data}: {checked} checked, {with_leaves} with leaves"
+        );
+    }
 }
 
 #[test]

@@ -18,7 +18,7 @@
 //! Deadlines cost one clock read every `MatchOptions::check_every` search nodes.
 
 mod dag;
-mod leaves;
+pub(crate) mod leaves;
 mod pool;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -49,6 +49,8 @@ pub struct SearchStats {
     pub leaf_counts: AtomicU64,
     /// Pieces of work handed to an idle worker.
     pub splits: AtomicU64,
+    /// Helpers asked for from the rayon pool (none until the search has proved big).
+    pub helpers: AtomicU64,
     /// Candidates whose subtree a twin's stood for.
     pub twins: AtomicU64,
 }
@@ -77,6 +79,11 @@ pub struct Context<'a, 'o> {
 pub struct OwnerPool(std::sync::Mutex<Vec<Vec<u8>>>);
 
 impl OwnerPool {
+    /// A pool holding one array for `nodes` nodes, so that a first query does not allocate it.
+    pub fn prepared(nodes: usize) -> Self {
+        OwnerPool(std::sync::Mutex::new(vec![vec![0u8; nodes]]))
+    }
+
     fn take(&self, nodes: usize) -> Vec<u8> {
         let spare = self.0.lock().unwrap_or_else(|p| p.into_inner()).pop();
         match spare {
@@ -180,6 +187,8 @@ pub struct Worker<'c, 'a, 'o> {
     counted: u128,
     until_check: u32,
     stopped: bool,
+    /// The search stopped to be continued with helpers (`resume`): its frames are still open.
+    paused: bool,
     stats: Local,
     /// Reused by leaf counting.
     groups: Vec<leaves::Group>,
@@ -265,6 +274,7 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
             counted: 0,
             until_check: cx.check_every.max(1),
             stopped: false,
+            paused: false,
             stats: Local::default(),
             groups: Vec::new(),
             group_scratch: Vec::new(),
@@ -357,6 +367,13 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
         }
     }
 
+    /// Goes on with a search `search_all` paused (with helpers now).
+    pub fn resume(&mut self, pool: &pool::Pool) {
+        self.paused = false;
+        self.run_frames_above(0, pool);
+        self.flush();
+    }
+
     /// Decides at the current search node, and runs the frames that opens.
     fn descend(&mut self, pool: &pool::Pool) {
         match self.next() {
@@ -408,9 +425,16 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
 
     /// The iterative depth-first loop over the frames above the current depth at entry.
     fn run_frames(&mut self, pool: &pool::Pool) {
-        let base = self.top - 1;
+        self.run_frames_above(self.top - 1, pool);
+    }
+
+    /// The depth-first loop until depth `base`, or until the pool pauses the search.
+    fn run_frames_above(&mut self, base: usize, pool: &pool::Pool) {
         while self.top > base {
             if self.stopped || self.tick(pool) {
+                if self.paused {
+                    return;
+                }
                 self.stopped = true;
                 // Unwind without claims: the answer is cut short anyway.
                 while self.top > base {
@@ -451,7 +475,7 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
     }
 
     /// Every `CHECK_EVERY` search nodes: flush, look at the stop flag and the clock, feed idle
-    /// workers. True when the search must stop.
+    /// workers. True when the search must stop, or pause to go on with helpers (`paused`).
     #[inline]
     fn tick(&mut self, pool: &pool::Pool) -> bool {
         self.until_check -= 1;
@@ -463,8 +487,8 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
         if self.stopped || self.cx.out.stopped() {
             return true;
         }
-        pool.on_tick(self);
-        false
+        self.paused = pool.on_tick(self);
+        self.paused
     }
 
     /// Advances frame `d` to its next (candidate, binding): `None` when there is none; `Some(None)`

@@ -1,7 +1,10 @@
-//! Work stealing for the search. The calling thread searches alone first; once the search has run
-//! `check_every` nodes it asks the rayon pool for helpers. A helper with nothing to do says it is
-//! hungry; a busy worker that notices hands it the untried half of its shallowest open level (the
-//! largest piece of work it has) as a [`Task`], at any depth. Small queries never leave one thread.
+//! Work stealing for the search. The calling thread searches alone first, without touching the
+//! rayon pool (not even to ask its size, which would start it); once the search has run
+//! [`HELPERS_AFTER`] ticks of `check_every` nodes it pauses, opens a scope on the pool, asks for
+//! helpers and goes on where it stopped. A helper with nothing to do says it is hungry; a busy
+//! worker that notices hands it the untried half of its shallowest open level (the largest piece
+//! of work it has) as a [`Task`], at any depth. Small queries never leave one thread: waking a
+//! helper and splitting costs tens of microseconds, more than such a query's whole search.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
@@ -9,6 +12,10 @@ use std::sync::{Condvar, Mutex};
 use gpsense_kernels::NONE;
 
 use super::{Context, Task, Worker};
+
+/// Ticks (of `MatchOptions::check_every` search nodes: 8,192 nodes by default, about a
+/// millisecond) the calling thread searches alone before it asks for helpers.
+pub const HELPERS_AFTER: u32 = 8;
 
 #[derive(Default)]
 struct Queue {
@@ -27,11 +34,11 @@ pub struct Shared {
     hungry: AtomicUsize,
 }
 
-/// A worker's handle on the shared state, and (for the first worker) the way to call helpers.
+/// A worker's handle on the shared state.
 pub struct Pool<'p> {
     shared: &'p Shared,
-    spawn: Option<&'p (dyn Fn() + Sync)>,
-    spawned: std::cell::Cell<bool>,
+    /// Searching alone: ticks left before the search pauses to go on with helpers (`None`: never).
+    alone: Option<std::cell::Cell<u32>>,
 }
 
 impl Shared {
@@ -86,58 +93,61 @@ impl Shared {
     }
 }
 
-impl Pool<'_> {
-    /// Called by a worker every few thousand search nodes.
-    pub(super) fn on_tick(&self, w: &mut Worker) {
-        if let Some(spawn) = self.spawn {
-            if !self.spawned.replace(true) {
-                spawn();
-            }
+impl<'p> Pool<'p> {
+    fn new(shared: &'p Shared) -> Self {
+        Pool {
+            shared,
+            alone: None,
+        }
+    }
+
+    /// Called by a worker every `check_every` search nodes; true when it should pause (the search
+    /// has proved big: time for helpers).
+    pub(super) fn on_tick(&self, w: &mut Worker) -> bool {
+        if let Some(left) = &self.alone {
+            left.set(left.get().saturating_sub(1));
+            return left.get() == 0;
         }
         if self.shared.hungry.load(Ordering::Relaxed) > 0 {
             if let Some(task) = w.split() {
                 self.shared.give(task);
             }
         }
+        false
     }
 }
 
 /// Runs the search over all workers; rows and counts go to `cx.out`.
 pub fn run(cx: &Context, parallel: bool) {
-    let threads = if parallel {
-        rayon::current_num_threads()
-    } else {
-        1
-    };
     let shared = Shared::default();
     shared.lock().busy = 1;
+    let mut w = Worker::new(cx);
+    let alone = Pool {
+        shared: &shared,
+        alone: parallel.then(|| HELPERS_AFTER.max(1).into()),
+    };
+    w.search_all(&alone);
+    if !w.paused {
+        return;
+    }
+    // The search proved big: on with helpers from the pool (started here if it was not yet).
+    let threads = rayon::current_num_threads();
+    let pool = Pool::new(&shared);
     if threads <= 1 {
-        let pool = Pool {
-            shared: &shared,
-            spawn: None,
-            spawned: false.into(),
-        };
-        Worker::new(cx).search_all(&pool);
+        w.resume(&pool);
         return;
     }
     rayon::in_place_scope(|s| {
         let shared = &shared;
-        let spawn = || {
-            for _ in 1..threads {
-                s.spawn(move |_| helper(cx, shared));
-            }
-        };
-        let pool = Pool {
-            shared,
-            spawn: Some(&spawn),
-            spawned: false.into(),
-        };
-        let mut w = Worker::new(cx);
-        w.search_all(&pool);
-        shared.finish();
-        if pool.spawned.get() {
-            serve(&mut w, cx, shared);
+        cx.stats
+            .helpers
+            .fetch_add(threads as u64 - 1, Ordering::Relaxed);
+        for _ in 1..threads {
+            s.spawn(move |_| helper(cx, shared));
         }
+        w.resume(&pool);
+        shared.finish();
+        serve(&mut w, cx, shared);
     });
 }
 
@@ -148,11 +158,7 @@ fn helper(cx: &Context, shared: &Shared) {
 }
 
 fn serve(w: &mut Worker, cx: &Context, shared: &Shared) {
-    let pool = Pool {
-        shared,
-        spawn: None,
-        spawned: true.into(),
-    };
+    let pool = Pool::new(shared);
     while let Some(task) = shared.take() {
         let busy = Busy(shared);
         if !cx.out.stopped() {
