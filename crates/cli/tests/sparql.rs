@@ -318,3 +318,25 @@ fn base_resolves_relative_iris_in_query_and_data() {
         ["http://example.org/b", "http://example.org/c"]
     );
 }
+
+#[test]
+fn explain_names_the_evaluator_that_ran() {
+    let evaluator = |text: &str| {
+        let (_, explain) = ok(&["query", "--explain", "--count", text]);
+        explain
+            .lines()
+            .find_map(|l| l.strip_prefix("evaluator: "))
+            .unwrap_or_else(|| panic!("no evaluator line: {explain}"))
+            .to_owned()
+    };
+    // OPTIONAL: the native evaluator.
+    let native = evaluator(&format!(
+        "{P}SELECT ?x ?y WHERE {{ ?x r:IsA c:animal OPTIONAL {{ ?x r:AtLocation ?y }} }}"
+    ));
+    assert!(native.starts_with("native evaluator"), "{native}");
+    // CONSTRUCT is spareval's.
+    let spareval = evaluator(&format!(
+        "{P}CONSTRUCT {{ ?x r:Kind c:animal }} WHERE {{ ?x r:IsA c:animal OPTIONAL {{ ?x r:AtLocation ?y }} }}"
+    ));
+    assert!(spareval.starts_with("spareval"), "{spareval}");
+}

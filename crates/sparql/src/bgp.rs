@@ -40,6 +40,22 @@ pub struct MatcherUse {
     pub native: bool,
 }
 
+impl MatcherUse {
+    /// The evaluator that answered, as `--explain` names it.
+    pub fn evaluator(&self) -> &'static str {
+        evaluator_name(self.native)
+    }
+}
+
+/// `--explain`'s name of the native evaluator (`true`) or spareval.
+pub fn evaluator_name(native: bool) -> &'static str {
+    if native {
+        "native evaluator (ids, the matcher inside)"
+    } else {
+        "spareval (the matcher inside)"
+    }
+}
+
 /// The matcher's answer to one pattern, as spareval will read it.
 pub(crate) struct Answered {
     variables: Arc<[Variable]>,

@@ -23,7 +23,7 @@ mod native;
 use std::sync::Arc;
 use std::time::Instant;
 
-pub use bgp::MatcherUse;
+pub use bgp::{evaluator_name, MatcherUse};
 pub use dataset::Indexes;
 pub use limits::Interrupted;
 pub use oxrdf::{Term, Triple, Variable};
@@ -210,6 +210,25 @@ impl<'g, M: Matching + ?Sized> Sparql<'g, M> {
         parser
             .parse_query(text)
             .map_err(|e| SparqlError::Syntax(format!("SPARQL syntax: {e}")))
+    }
+
+    /// Whether the native evaluator plans `query` (else spareval answers it; a planned query
+    /// still goes to spareval if the matcher declines one of its patterns as it runs).
+    pub fn plans_natively(&self, query: &Query) -> bool {
+        if self.spareval_only || refuse_dataset(query).is_err() {
+            return false;
+        }
+        let facts = gaps::facts(self.matcher.graph(), &self.indexes.literal_facts);
+        let mut query = query.clone();
+        if gaps::check(&mut query, facts).is_err() {
+            return false;
+        }
+        gaps::guard_comparisons(&mut query, facts);
+        let view = View {
+            graph: self.matcher.graph(),
+            indexes: &self.indexes,
+        };
+        native::plan(&query, view).is_some()
     }
 
     /// Evaluates `text`.
