@@ -24,6 +24,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 pub use bgp::{evaluator_name, MatcherUse};
+
 pub use dataset::Indexes;
 pub use limits::Interrupted;
 pub use oxrdf::{Term, Triple, Variable};
@@ -167,6 +168,33 @@ fn locate(text: &str, keyword: &str) -> (usize, usize) {
     let line = before.matches('\n').count() + 1;
     let column = before.rsplit('\n').next().unwrap_or("").chars().count() + 1;
     (line, column)
+}
+
+/// Whether a FILTER of `query` restricts a predicate variable to IRIs (`?x ?r ?y FILTER(?r IN
+/// (r:A, r:B))`): the native evaluator then looks up each relation's edges, where the matcher
+/// would enumerate every edge before the filter.
+pub fn restricts_predicate(query: &Query) -> bool {
+    use spargebra::algebra::GraphPattern as G;
+    fn walk(p: &G) -> bool {
+        match p {
+            G::Filter { expr, inner } => {
+                native::restricted_predicate(expr, inner).is_some() || walk(inner)
+            }
+            G::Project { inner, .. }
+            | G::Distinct { inner }
+            | G::Reduced { inner }
+            | G::Slice { inner, .. }
+            | G::OrderBy { inner, .. }
+            | G::Extend { inner, .. }
+            | G::Group { inner, .. } => walk(inner),
+            G::Join { left, right } => walk(left) || walk(right),
+            _ => false,
+        }
+    }
+    match query {
+        Query::Select { pattern, .. } | Query::Ask { pattern, .. } => walk(pattern),
+        _ => false,
+    }
 }
 
 /// The evaluator of one graph; keeps per-graph indexes across queries.

@@ -111,6 +111,16 @@ const DATA: &str = r#"
 "#;
 
 const QUERIES: &[&str] = &[
+    // A predicate variable a FILTER restricts: one lookup per relation (`:isA` is a node too).
+    "PREFIX : <http://example.org/> SELECT * { ?x ?r ?y FILTER(?r IN (:isA, :likes, :isA)) }",
+    "PREFIX : <http://example.org/> SELECT * { ?x ?r ?y FILTER(?r = :isA && ?y != :animal) }",
+    "PREFIX : <http://example.org/> SELECT * { ?x ?r ?y FILTER(:likes = ?r) }",
+    "PREFIX : <http://example.org/> SELECT * { ?x ?r ?x FILTER(sameTerm(?r, :likes)) }",
+    "PREFIX : <http://example.org/> SELECT * { ?x ?r ?y FILTER(?r IN (:nothing)) }",
+    "PREFIX : <http://example.org/> SELECT * { ?x ?r ?y FILTER(?r IN ()) }",
+    "PREFIX : <http://example.org/> SELECT * { :dog ?r ?y FILTER(?r IN (:likes, :eats)) }",
+    "PREFIX : <http://example.org/> SELECT * { ?x ?r ?y FILTER(?r IN (:isA, \"isA\")) }",
+    "PREFIX : <http://example.org/> SELECT * { ?x ?r ?y FILTER(?r = :isA || ?r = :eats) }",
     "PREFIX : <http://example.org/> SELECT ?x ?y { ?x :isA+ ?y }",
     "PREFIX : <http://example.org/> SELECT ?y { :dog :isA* ?y }",
     "PREFIX : <http://example.org/> SELECT ?x { ?x :isA* :nothing }",
@@ -196,6 +206,21 @@ const QUERIES: &[&str] = &[
     "PREFIX : <http://example.org/> ASK { :cat :isA :reptile }",
     "PREFIX : <http://example.org/> SELECT ?x { ?x :isA ?c FILTER(?c = :mammal) } LIMIT 1",
 ];
+
+/// Which texts have their predicate variable restricted (and so skip the graph path).
+#[test]
+fn a_filter_restricting_a_predicate_variable_is_recognised() {
+    let restricted = |q: &str| {
+        let query = Sparql::<Engine<'_>>::parse(q, None).expect("parses");
+        gpsense_sparql::restricts_predicate(&query)
+    };
+    assert!(restricted(QUERIES[0]));
+    assert!(restricted(QUERIES[1]));
+    assert!(restricted(QUERIES[3]));
+    // A literal in the list, a disjunction: not a restriction to IRIs.
+    assert!(!restricted(QUERIES[7]));
+    assert!(!restricted(QUERIES[8]));
+}
 
 #[test]
 fn extra_cases_answer_as_spareval() {
