@@ -340,3 +340,15 @@ fn explain_names_the_evaluator_that_ran() {
     ));
     assert!(spareval.starts_with("spareval"), "{spareval}");
 }
+
+/// `--max-cartesian` bounds a disconnected pattern inside OPTIONAL as it bounds a whole query.
+#[test]
+fn max_cartesian_bounds_a_pattern_inside_the_algebra() {
+    let q = format!(
+        "{P}SELECT * WHERE {{ ?x r:IsA c:animal OPTIONAL {{ ?a r:IsA c:animal . ?b r:AtLocation c:home }} }}"
+    );
+    let err = fails(&["query", "--max-cartesian", "1000", &q]);
+    assert!(err.contains("the query is disconnected"), "{err}");
+    let (out, _) = ok(&["query", "--count", &q]);
+    assert!(out.trim().parse::<u64>().expect("a count") > 1000, "{out}");
+}

@@ -404,7 +404,6 @@ impl<M: Matching + ?Sized> Rewriter<'_, '_, M> {
         let mut opts = self.options.clone();
         opts.semantics = Semantics::Hom;
         opts.limit = None;
-        opts.max_cartesian = u64::MAX;
         opts.timeout = match self.deadline {
             Some(d) => Some(
                 d.saturating_duration_since(Instant::now())

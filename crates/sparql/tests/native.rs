@@ -239,3 +239,30 @@ fn extra_cases_answer_as_spareval() {
     // All but the EXISTS of two triples are the native evaluator's.
     assert_eq!(native, QUERIES.len() - 1);
 }
+
+/// `max_cartesian` bounds a disconnected basic graph pattern inside the algebra, in both
+/// evaluators, with the matcher's message.
+#[test]
+fn a_disconnected_pattern_inside_the_algebra_respects_max_cartesian() {
+    let (graph, _) = ingest_bytes(DATA.as_bytes(), Format::Turtle, &IngestOptions::default())
+        .expect("test data ingests");
+    let engine = Engine::new(&graph);
+    // 10 `:isA` edges times 4 `:likes` edges: 40.
+    let q = "PREFIX : <http://example.org/> \
+             SELECT * { ?x :isA :mammal OPTIONAL { ?a :isA ?b . ?c :likes ?d } }";
+    let bounded = |limit: u64| {
+        let mut options = Options::default();
+        options.matching.max_cartesian = limit;
+        options
+    };
+    for s in [Sparql::new(&engine), Sparql::new(&engine).spareval_only()] {
+        let err = match s.evaluate(q, &bounded(10)) {
+            Ok(_) => panic!("{q}: answered past max_cartesian"),
+            Err(e) => e.to_string(),
+        };
+        assert!(err.contains("the query is disconnected"), "{err}");
+        assert!(err.contains("more than the limit of 10"), "{err}");
+        let answer = s.evaluate(q, &bounded(1_000)).expect("within the bound");
+        assert!(!rows(answer.answer, false).is_empty());
+    }
+}
