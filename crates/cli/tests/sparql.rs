@@ -318,3 +318,37 @@ fn base_resolves_relative_iris_in_query_and_data() {
         ["http://example.org/b", "http://example.org/c"]
     );
 }
+
+#[test]
+fn explain_names_the_evaluator_that_ran() {
+    let evaluator = |text: &str| {
+        let (_, explain) = ok(&["query", "--explain", "--count", text]);
+        explain
+            .lines()
+            .find_map(|l| l.strip_prefix("evaluator: "))
+            .unwrap_or_else(|| panic!("no evaluator line: {explain}"))
+            .to_owned()
+    };
+    // OPTIONAL: the native evaluator.
+    let native = evaluator(&format!(
+        "{P}SELECT ?x ?y WHERE {{ ?x r:IsA c:animal OPTIONAL {{ ?x r:AtLocation ?y }} }}"
+    ));
+    assert!(native.starts_with("native evaluator"), "{native}");
+    // CONSTRUCT is spareval's.
+    let spareval = evaluator(&format!(
+        "{P}CONSTRUCT {{ ?x r:Kind c:animal }} WHERE {{ ?x r:IsA c:animal OPTIONAL {{ ?x r:AtLocation ?y }} }}"
+    ));
+    assert!(spareval.starts_with("spareval"), "{spareval}");
+}
+
+/// `--max-cartesian` bounds a disconnected pattern inside OPTIONAL as it bounds a whole query.
+#[test]
+fn max_cartesian_bounds_a_pattern_inside_the_algebra() {
+    let q = format!(
+        "{P}SELECT * WHERE {{ ?x r:IsA c:animal OPTIONAL {{ ?a r:IsA c:animal . ?b r:AtLocation c:home }} }}"
+    );
+    let err = fails(&["query", "--max-cartesian", "1000", &q]);
+    assert!(err.contains("the query is disconnected"), "{err}");
+    let (out, _) = ok(&["query", "--count", &q]);
+    assert!(out.trim().parse::<u64>().expect("a count") > 1000, "{out}");
+}

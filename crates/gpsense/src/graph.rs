@@ -411,8 +411,9 @@ impl Query<'_> {
                 let evaluation = sparql.evaluate_query(*q, &sparql_options(options, base))?;
                 let u = &evaluation.matcher;
                 Ok(format!(
-                    "dialect:   standard SPARQL 1.1, full algebra (spareval)\nmatcher:   {} basic \
-                     graph pattern(s){}\n",
+                    "dialect:   standard SPARQL 1.1, full algebra\nevaluator: {}\nmatcher:   {} \
+                     basic graph pattern(s){}\n",
+                    u.evaluator(),
                     u.patterns,
                     if u.declined.is_empty() {
                         String::new()

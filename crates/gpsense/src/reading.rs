@@ -51,7 +51,13 @@ pub fn read(m: &Matcher, text: &str, base: Option<&str>) -> Result<Reading, Erro
     };
     if base.is_none() && matches!(query, Query::Select { .. } | Query::Ask { .. }) {
         match prepare(text, m.graph(), Dialect::Sparql) {
-            Ok(p) if p.dialect == Dialect::Sparql && values_agree(m, &query) => {
+            // A predicate variable a FILTER restricts to a few relations: the native evaluator
+            // reads those relations' edges, the matcher would enumerate every edge.
+            Ok(p)
+                if p.dialect == Dialect::Sparql
+                    && values_agree(m, &query)
+                    && !gpsense_sparql::restricts_predicate(&query) =>
+            {
                 return Ok(Reading::Graph(Box::new(p)));
             }
             Ok(_) | Err(QueryError::Parse(_)) => {}

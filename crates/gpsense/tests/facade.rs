@@ -171,3 +171,23 @@ fn a_missing_or_corrupt_file_is_an_error() {
     assert!(Graph::open(&bad).is_err());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A FILTER restricting a predicate variable to relations goes to the native evaluator (which
+/// reads those relations' edges), with the rows of the patterns naming them.
+#[test]
+fn a_predicate_variable_restricted_by_filter_reads_only_its_relations() {
+    let q = format!(
+        "{PREFIXES} SELECT ?x ?r ?y WHERE {{ ?x ?r ?y FILTER(?r IN (r:MadeOf, r:PartOf)) }}"
+    );
+    let explain = graph().query(q.as_str()).explain().unwrap();
+    assert!(explain.contains("evaluator: native evaluator"), "{explain}");
+    let each = |r: &str| {
+        graph()
+            .query(format!("{PREFIXES} SELECT ?x ?y WHERE {{ ?x r:{r} ?y }}"))
+            .count()
+            .unwrap()
+    };
+    let total = each("MadeOf") + each("PartOf");
+    assert!(total > 0);
+    assert_eq!(graph().query(q.as_str()).count().unwrap(), total);
+}

@@ -40,6 +40,22 @@ pub struct MatcherUse {
     pub native: bool,
 }
 
+impl MatcherUse {
+    /// The evaluator that answered, as `--explain` names it.
+    pub fn evaluator(&self) -> &'static str {
+        evaluator_name(self.native)
+    }
+}
+
+/// `--explain`'s name of the native evaluator (`true`) or spareval.
+pub fn evaluator_name(native: bool) -> &'static str {
+    if native {
+        "native evaluator (ids, the matcher inside)"
+    } else {
+        "spareval (the matcher inside)"
+    }
+}
+
 /// The matcher's answer to one pattern, as spareval will read it.
 pub(crate) struct Answered {
     variables: Arc<[Variable]>,
@@ -388,7 +404,6 @@ impl<M: Matching + ?Sized> Rewriter<'_, '_, M> {
         let mut opts = self.options.clone();
         opts.semantics = Semantics::Hom;
         opts.limit = None;
-        opts.max_cartesian = u64::MAX;
         opts.timeout = match self.deadline {
             Some(d) => Some(
                 d.saturating_duration_since(Instant::now())

@@ -23,7 +23,8 @@ mod native;
 use std::sync::Arc;
 use std::time::Instant;
 
-pub use bgp::MatcherUse;
+pub use bgp::{evaluator_name, MatcherUse};
+
 pub use dataset::Indexes;
 pub use limits::Interrupted;
 pub use oxrdf::{Term, Triple, Variable};
@@ -169,6 +170,33 @@ fn locate(text: &str, keyword: &str) -> (usize, usize) {
     (line, column)
 }
 
+/// Whether a FILTER of `query` restricts a predicate variable to IRIs (`?x ?r ?y FILTER(?r IN
+/// (r:A, r:B))`): the native evaluator then looks up each relation's edges, where the matcher
+/// would enumerate every edge before the filter.
+pub fn restricts_predicate(query: &Query) -> bool {
+    use spargebra::algebra::GraphPattern as G;
+    fn walk(p: &G) -> bool {
+        match p {
+            G::Filter { expr, inner } => {
+                native::restricted_predicate(expr, inner).is_some() || walk(inner)
+            }
+            G::Project { inner, .. }
+            | G::Distinct { inner }
+            | G::Reduced { inner }
+            | G::Slice { inner, .. }
+            | G::OrderBy { inner, .. }
+            | G::Extend { inner, .. }
+            | G::Group { inner, .. } => walk(inner),
+            G::Join { left, right } => walk(left) || walk(right),
+            _ => false,
+        }
+    }
+    match query {
+        Query::Select { pattern, .. } | Query::Ask { pattern, .. } => walk(pattern),
+        _ => false,
+    }
+}
+
 /// The evaluator of one graph; keeps per-graph indexes across queries.
 pub struct Sparql<'g, M: Matching + ?Sized> {
     matcher: &'g M,
@@ -210,6 +238,25 @@ impl<'g, M: Matching + ?Sized> Sparql<'g, M> {
         parser
             .parse_query(text)
             .map_err(|e| SparqlError::Syntax(format!("SPARQL syntax: {e}")))
+    }
+
+    /// Whether the native evaluator plans `query` (else spareval answers it; a planned query
+    /// still goes to spareval if the matcher declines one of its patterns as it runs).
+    pub fn plans_natively(&self, query: &Query) -> bool {
+        if self.spareval_only || refuse_dataset(query).is_err() {
+            return false;
+        }
+        let facts = gaps::facts(self.matcher.graph(), &self.indexes.literal_facts);
+        let mut query = query.clone();
+        if gaps::check(&mut query, facts).is_err() {
+            return false;
+        }
+        gaps::guard_comparisons(&mut query, facts);
+        let view = View {
+            graph: self.matcher.graph(),
+            indexes: &self.indexes,
+        };
+        native::plan(&query, view).is_some()
     }
 
     /// Evaluates `text`.

@@ -111,6 +111,16 @@ const DATA: &str = r#"
 "#;
 
 const QUERIES: &[&str] = &[
+    // A predicate variable a FILTER restricts: one lookup per relation (`:isA` is a node too).
+    "PREFIX : <http://example.org/> SELECT * { ?x ?r ?y FILTER(?r IN (:isA, :likes, :isA)) }",
+    "PREFIX : <http://example.org/> SELECT * { ?x ?r ?y FILTER(?r = :isA && ?y != :animal) }",
+    "PREFIX : <http://example.org/> SELECT * { ?x ?r ?y FILTER(:likes = ?r) }",
+    "PREFIX : <http://example.org/> SELECT * { ?x ?r ?x FILTER(sameTerm(?r, :likes)) }",
+    "PREFIX : <http://example.org/> SELECT * { ?x ?r ?y FILTER(?r IN (:nothing)) }",
+    "PREFIX : <http://example.org/> SELECT * { ?x ?r ?y FILTER(?r IN ()) }",
+    "PREFIX : <http://example.org/> SELECT * { :dog ?r ?y FILTER(?r IN (:likes, :eats)) }",
+    "PREFIX : <http://example.org/> SELECT * { ?x ?r ?y FILTER(?r IN (:isA, \"isA\")) }",
+    "PREFIX : <http://example.org/> SELECT * { ?x ?r ?y FILTER(?r = :isA || ?r = :eats) }",
     "PREFIX : <http://example.org/> SELECT ?x ?y { ?x :isA+ ?y }",
     "PREFIX : <http://example.org/> SELECT ?y { :dog :isA* ?y }",
     "PREFIX : <http://example.org/> SELECT ?x { ?x :isA* :nothing }",
@@ -197,6 +207,21 @@ const QUERIES: &[&str] = &[
     "PREFIX : <http://example.org/> SELECT ?x { ?x :isA ?c FILTER(?c = :mammal) } LIMIT 1",
 ];
 
+/// Which texts have their predicate variable restricted (and so skip the graph path).
+#[test]
+fn a_filter_restricting_a_predicate_variable_is_recognised() {
+    let restricted = |q: &str| {
+        let query = Sparql::<Engine<'_>>::parse(q, None).expect("parses");
+        gpsense_sparql::restricts_predicate(&query)
+    };
+    assert!(restricted(QUERIES[0]));
+    assert!(restricted(QUERIES[1]));
+    assert!(restricted(QUERIES[3]));
+    // A literal in the list, a disjunction: not a restriction to IRIs.
+    assert!(!restricted(QUERIES[7]));
+    assert!(!restricted(QUERIES[8]));
+}
+
 #[test]
 fn extra_cases_answer_as_spareval() {
     let (graph, _) = ingest_bytes(DATA.as_bytes(), Format::Turtle, &IngestOptions::default())
@@ -213,4 +238,31 @@ fn extra_cases_answer_as_spareval() {
     }
     // All but the EXISTS of two triples are the native evaluator's.
     assert_eq!(native, QUERIES.len() - 1);
+}
+
+/// `max_cartesian` bounds a disconnected basic graph pattern inside the algebra, in both
+/// evaluators, with the matcher's message.
+#[test]
+fn a_disconnected_pattern_inside_the_algebra_respects_max_cartesian() {
+    let (graph, _) = ingest_bytes(DATA.as_bytes(), Format::Turtle, &IngestOptions::default())
+        .expect("test data ingests");
+    let engine = Engine::new(&graph);
+    // 10 `:isA` edges times 4 `:likes` edges: 40.
+    let q = "PREFIX : <http://example.org/> \
+             SELECT * { ?x :isA :mammal OPTIONAL { ?a :isA ?b . ?c :likes ?d } }";
+    let bounded = |limit: u64| {
+        let mut options = Options::default();
+        options.matching.max_cartesian = limit;
+        options
+    };
+    for s in [Sparql::new(&engine), Sparql::new(&engine).spareval_only()] {
+        let err = match s.evaluate(q, &bounded(10)) {
+            Ok(_) => panic!("{q}: answered past max_cartesian"),
+            Err(e) => e.to_string(),
+        };
+        assert!(err.contains("the query is disconnected"), "{err}");
+        assert!(err.contains("more than the limit of 10"), "{err}");
+        let answer = s.evaluate(q, &bounded(1_000)).expect("within the bound");
+        assert!(!rows(answer.answer, false).is_empty());
+    }
 }

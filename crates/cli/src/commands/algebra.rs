@@ -42,8 +42,9 @@ pub fn run(matcher: &Matcher, text: &str, query: Query, s: &Settings) -> Result<
     if s.explain {
         let m = &evaluation.matcher;
         eprintln!(
-            "dialect:   standard SPARQL 1.1, full algebra (spareval)\nmatcher:   {} basic graph \
-             pattern(s), {} rows{}",
+            "dialect:   standard SPARQL 1.1, full algebra\nevaluator: {}\nmatcher:   {} basic \
+             graph pattern(s), {} rows{}",
+            m.evaluator(),
             m.patterns,
             thousands(u128::from(m.rows)),
             if m.declined.is_empty() {
@@ -53,6 +54,7 @@ pub fn run(matcher: &Matcher, text: &str, query: Query, s: &Settings) -> Result<
             }
         );
     }
+    let native = evaluation.matcher.native;
     let (shown, outcome) = match evaluation.answer {
         Answer::Boolean(yes) => {
             crate::out::print(if yes { "yes\n" } else { "no\n" })?;
@@ -79,6 +81,11 @@ pub fn run(matcher: &Matcher, text: &str, query: Query, s: &Settings) -> Result<
             (Shown::Triples(u128::from(n)), Ok(()))
         }
     };
+    let engine = if native {
+        "full SPARQL evaluator (native)"
+    } else {
+        "full SPARQL evaluator (spareval)"
+    };
     // The full evaluator runs every pattern as SPARQL does: under homomorphism.
     let summary = Summary {
         answer: shown,
@@ -86,7 +93,7 @@ pub fn run(matcher: &Matcher, text: &str, query: Query, s: &Settings) -> Result<
         limit_reached: false,
         elapsed: start.elapsed(),
         semantics: &"hom",
-        engine: &"full SPARQL evaluator (spareval)",
+        engine: &engine,
     };
     crate::out::note!("{summary}");
     outcome

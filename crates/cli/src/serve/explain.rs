@@ -36,7 +36,10 @@ pub fn explain(
         gpsense::read(engine.matcher, text, None).map_err(|e| Failure::BadQuery(e.to_string()))?;
     match reading {
         Reading::Graph(p) => graph_path(engine, &p, timeout, cancel),
-        Reading::Algebra(query) => Ok(algebra(&query)),
+        Reading::Algebra(query) => {
+            let native = gpsense::sparql::Sparql::new(engine.matcher).plans_natively(&query);
+            Ok(algebra(&query, native))
+        }
     }
 }
 
@@ -162,7 +165,7 @@ fn plan(q: &QueryGraph, r: &MatchReport) -> Value {
 
 /// A standard query for the full evaluator: its basic graph patterns and property paths drawn as
 /// one graph (a variable is one node wherever it occurs), no plan.
-fn algebra(query: &Query) -> Value {
+fn algebra(query: &Query, native: bool) -> Value {
     let pattern = match query {
         Query::Select { pattern, .. }
         | Query::Ask { pattern, .. }
@@ -183,10 +186,13 @@ fn algebra(query: &Query) -> Value {
         "dialect": "sparql",
         "drawing": drawing,
         "plan": null,
-        "explain": "dialect:   standard SPARQL 1.1, full algebra (spareval)\nThe full evaluator \
-                    answers this query: its basic graph patterns go to the matcher one by one, \
-                    joined by the algebra, so there is no single plan. The drawing shows every \
-                    triple pattern of the query together.\n",
+        "explain": format!(
+            "dialect:   standard SPARQL 1.1, full algebra\nevaluator: {}\nThe full evaluator \
+             answers this query: its basic graph patterns go to the matcher one by one, joined \
+             by the algebra, so there is no single plan. The drawing shows every triple pattern \
+             of the query together.\n",
+            gpsense::sparql::evaluator_name(native)
+        ),
     })
 }
 
@@ -305,7 +311,7 @@ mod tests {
 
     fn shape(text: &str) -> Value {
         let query = spargebra::SparqlParser::new().parse_query(text).unwrap();
-        algebra(&query)
+        algebra(&query, false)
     }
 
     #[test]

@@ -579,7 +579,6 @@ fn matched<M: Matching + ?Sized>(
     let mut opts = ctx.options.clone();
     opts.semantics = Semantics::Hom;
     opts.limit = None;
-    opts.max_cartesian = u64::MAX;
     if let Some(d) = ctx.deadline {
         opts.timeout = Some(
             d.saturating_duration_since(Instant::now())

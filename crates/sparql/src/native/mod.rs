@@ -29,7 +29,7 @@ use crate::dataset::{Id, View};
 use crate::limits::Watch;
 use crate::{Answer, Matching, SparqlError};
 
-pub(crate) use plan::Plan;
+pub(crate) use plan::{restricted_predicate, Plan};
 
 /// An unbound cell.
 pub(crate) const UNBOUND: u32 = u32::MAX;

@@ -4,8 +4,8 @@
 //! spareval does (then spareval answers the whole query).
 
 use gpsense_planner::{prepare_bgp, QueryError, QueryGraph};
-use oxrdf::{Term, Variable};
-use spargebra::algebra::{AggregateExpression, GraphPattern, OrderExpression};
+use oxrdf::{NamedNode, Term, Variable};
+use spargebra::algebra::{AggregateExpression, Expression, GraphPattern, OrderExpression};
 use spargebra::term::{GroundTerm, NamedNodePattern, TermPattern, TriplePattern};
 
 use super::expr::{self, Ex};
@@ -97,6 +97,51 @@ pub(crate) fn plan(pattern: &GraphPattern, view: View<'_>, terms: &mut Terms) ->
     })
 }
 
+/// A FILTER over one triple pattern whose predicate variable a conjunct restricts to IRIs
+/// (`?r IN (r:A, r:B)`, `?r = r:A`, `sameTerm(?r, r:A)`): the triple and those IRIs, each once.
+pub(crate) fn restricted_predicate<'p>(
+    expr: &Expression,
+    inner: &'p GraphPattern,
+) -> Option<(&'p TriplePattern, Vec<NamedNode>)> {
+    let GraphPattern::Bgp { patterns } = inner else {
+        return None;
+    };
+    let [triple] = patterns.as_slice() else {
+        return None;
+    };
+    let NamedNodePattern::Variable(r) = &triple.predicate else {
+        return None;
+    };
+    let mut iris = restriction(expr, r)?;
+    iris.sort();
+    iris.dedup();
+    Some((triple, iris))
+}
+
+/// The IRIs a conjunct of `e` allows `r` to be, if one does.
+fn restriction(e: &Expression, r: &Variable) -> Option<Vec<NamedNode>> {
+    use Expression as E;
+    let iri = |e: &Expression| match e {
+        E::NamedNode(n) => Some(n.clone()),
+        _ => None,
+    };
+    let is_r = |e: &Expression| matches!(e, E::Variable(v) if v == r);
+    match e {
+        E::And(a, b) => restriction(a, r).or_else(|| restriction(b, r)),
+        E::In(v, list) if is_r(v) => list.iter().map(iri).collect(),
+        E::Equal(a, b) | E::SameTerm(a, b) => {
+            if is_r(a) {
+                iri(b).map(|n| vec![n])
+            } else if is_r(b) {
+                iri(a).map(|n| vec![n])
+            } else {
+                None
+            }
+        }
+        _ => None,
+    }
+}
+
 fn union_vars(a: &[Variable], b: &[Variable]) -> Vec<Variable> {
     let mut v = a.to_vec();
     v.extend(b.iter().filter(|x| !a.contains(x)).cloned());
@@ -159,7 +204,10 @@ impl Planner<'_, '_> {
                 }
             }
             G::Filter { expr, inner } => {
-                let inner = self.node(inner)?;
+                let inner = match restricted_predicate(expr, inner) {
+                    Some((triple, iris)) => self.labelled_scan(triple, &iris)?,
+                    None => self.node(inner)?,
+                };
                 let e = self.expr(expr, &inner.vars)?;
                 let vars = inner.vars.clone();
                 Node {
@@ -224,6 +272,25 @@ impl Planner<'_, '_> {
                 aggregates,
             } => self.group(inner, variables, aggregates)?,
             _ => return None,
+        })
+    }
+
+    /// `triple` with its predicate variable bound to each of `iris` in turn: a lookup per
+    /// relation instead of a scan of every edge (the filter above still runs).
+    fn labelled_scan(&mut self, triple: &TriplePattern, iris: &[NamedNode]) -> Option<Node> {
+        let NamedNodePattern::Variable(r) = &triple.predicate else {
+            return None;
+        };
+        let bindings: Vec<Vec<Option<GroundTerm>>> = iris
+            .iter()
+            .map(|n| vec![Some(GroundTerm::NamedNode(n.clone()))])
+            .collect();
+        let values = self.values(std::slice::from_ref(r), &bindings)?;
+        let scan = self.scan(triple)?;
+        let vars = union_vars(&values.vars, &scan.vars);
+        Some(Node {
+            op: Op::Join(Box::new(values), Box::new(scan)),
+            vars,
         })
     }
 
