@@ -1300,8 +1300,7 @@ impl<'p, 'a, 'o, D: Device> Levels<'p, 'a, 'o, D> {
         out: &'p Output<'o>,
         space_bytes: u64,
     ) -> Self {
-        // The filtering and candidate-space buffers are allocated in whole pages.
-        let budget = p.memory_budget.saturating_sub(space_bytes + 2 * 4096);
+        let budget = p.memory_budget.saturating_sub(space_bytes);
         Levels {
             p,
             layout,
@@ -1673,9 +1672,7 @@ impl<D: Device> Levels<'_, '_, '_, D> {
     fn room(&self, d: usize, row_bytes: usize) -> u64 {
         let used: u64 = self.p.arena.levels[..d].iter().map(|s| s.cap as u64).sum();
         let below = (self.levels.len() - d) as u64;
-        // Whole pages: a buffer is allocated in pages, so its share is rounded down to them.
-        let share = self.budget.saturating_sub(used) / below / 4096 * 4096;
-        share / row_bytes as u64
+        self.budget.saturating_sub(used) / below / row_bytes as u64
     }
 
     /// Rows (or matches) the last level still needs: LIMIT stops it early.
