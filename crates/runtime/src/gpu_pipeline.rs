@@ -20,9 +20,10 @@
 //!    level's rows are read once more.
 //!
 //! So a query whose levels fit their buffers makes 2 reads (3 with rows). A level that outgrows
-//! its buffer is run again level by level, into a larger buffer (within the memory budget) or in
-//! halves of its parents, one read per level; so are levels with an edge variable (count, device
-//! scan, write) and segmented pivot lists.
+//! its buffer is run again, queued as above, into a larger buffer (within the memory budget) or
+//! depth first: chunks of its parents each run through every remaining level, one read a chunk.
+//! Levels with an edge variable (count, device scan, write) and segmented pivot lists run level by
+//! level, growing or halving, one read per level.
 
 use std::time::Instant;
 
