@@ -179,7 +179,9 @@ impl<D: Device> Pipeline<'_, D> {
             self.limit = it.limit;
             self.memory_budget = it.memory_budget;
             let mut run = Levels::new(self, &j.layout, &q, it.out, j.bytes);
-            let done = run.start(q.root).map(|()| (run.runs, run.partials));
+            let done = run
+                .start(q.root)
+                .map(|()| (run.runs, run.partials, run.chunks));
             set_levels(it, done);
         }
         self.levels_batch(items, &batched, &spaces_batched)
@@ -399,11 +401,11 @@ impl<D: Device> Pipeline<'_, D> {
                 run.runs += d as u64;
                 run.partials += (0..d).map(total).sum::<u64>();
                 if d == 0 {
-                    run.level(0, q.root, 1)?;
+                    run.resume(0, q.root, 1)?;
                 } else {
                     let n = total(d - 1);
                     let width = jq.layout.width as u64;
-                    run.level(d, rows_part(rooms[d - 1].rows, width, 0, n), n)?;
+                    run.resume(d, rows_part(rooms[d - 1].rows, width, 0, n), n)?;
                 }
             }
             _ => {
@@ -416,19 +418,20 @@ impl<D: Device> Pipeline<'_, D> {
                 }
             }
         }
-        let (runs, partials) = (run.runs, run.partials);
-        set_levels(it, Ok((runs, partials)));
+        let done = (run.runs, run.partials, run.chunks);
+        set_levels(it, Ok(done));
         Ok(())
     }
 }
 
 /// Records a query's levels run and partial matches in its report, or its error.
-fn set_levels(it: &mut BatchItem, done: Result<(u64, u64), MatchError>) {
+fn set_levels(it: &mut BatchItem, done: Result<(u64, u64, u64), MatchError>) {
     match done {
-        Ok((runs, partials)) => {
+        Ok((runs, partials, chunks)) => {
             if let Some(Ok((_, _, report))) = it.result.as_mut() {
                 report.levels = runs;
                 report.partial_matches = partials;
+                report.chunks = chunks;
             }
         }
         Err(e) => it.result = Some(Err(e)),

@@ -20,9 +20,10 @@
 //!    level's rows are read once more.
 //!
 //! So a query whose levels fit their buffers makes 2 reads (3 with rows). A level that outgrows
-//! its buffer is run again level by level, into a larger buffer (within the memory budget) or in
-//! halves of its parents, one read per level; so are levels with an edge variable (count, device
-//! scan, write) and segmented pivot lists.
+//! its buffer is run again, queued as above, into a larger buffer (within the memory budget) or
+//! depth first: chunks of its parents each run through every remaining level, one read a chunk.
+//! Levels with an edge variable (count, device scan, write) and segmented pivot lists run level by
+//! level, growing or halving, one read per level.
 
 use std::time::Instant;
 
@@ -510,6 +511,9 @@ pub struct DeviceReport {
     pub partial_matches: u64,
     /// Device memory the query's buffers hold (the arena after the query).
     pub arena_bytes: u64,
+    /// Chunks of a level's parents run depth first through the levels after it (a level too
+    /// large for the memory budget).
+    pub chunks: u64,
 }
 
 pub struct Pipeline<'a, D: Device> {
@@ -665,7 +669,8 @@ impl<D: Device> Pipeline<'_, D> {
         let mut device = DeviceReport::default();
         if space.counts.iter().all(|&c| c > 0) {
             let join = Layout::new(q, &join_plan, self.semantics, self.shape)?;
-            (device.levels, device.partial_matches) = self.join(&join, &space, out, &groups)?;
+            (device.levels, device.partial_matches, device.chunks) =
+                self.join(&join, &space, out, &groups)?;
         }
         device.counters = self.dev.counters() - before;
         device.arena_bytes = self.arena.bytes();
@@ -856,7 +861,7 @@ impl<D: Device> Pipeline<'_, D> {
         s: &Space,
         out: &Output,
         groups: &[LeafGroup],
-    ) -> Result<(u64, u64), MatchError> {
+    ) -> Result<(u64, u64, u64), MatchError> {
         let jq = JoinQuery {
             layout,
             space: s,
@@ -868,7 +873,7 @@ impl<D: Device> Pipeline<'_, D> {
         let qs = qs.remove(0);
         let mut run = Levels::new(self, layout, &qs, out, bytes);
         run.start(qs.root)?;
-        Ok((run.runs, run.partials))
+        Ok((run.runs, run.partials, run.chunks))
     }
 
     /// Step 4 for a batch of queries (`all_counts`: the candidates of every node of the filtering
@@ -1250,6 +1255,8 @@ struct Levels<'p, 'a, 'o, D: Device> {
     /// Bytes the level buffers may take together.
     budget: u64,
     runs: u64,
+    /// Chunks run depth first (see `depth_first`).
+    chunks: u64,
     /// Rows the levels produced (or counted, on a last level without rows).
     partials: u64,
     /// The last level is running in growing parts.
@@ -1304,6 +1311,7 @@ impl<'p, 'a, 'o, D: Device> Levels<'p, 'a, 'o, D> {
             emitted: 0,
             budget,
             runs: 0,
+            chunks: 0,
             partials: 0,
             streaming: false,
             leaves: qs.leaves,
@@ -1318,24 +1326,65 @@ impl<D: Device> Levels<'_, '_, '_, D> {
         if self.out.stopped() {
             return Ok(());
         }
+        self.resume(0, root, 1)
+    }
+
+    /// Levels `d..` over `n` complete parents of level `d` (`rows`): depth first in chunks when
+    /// every level is a one-pass warp join, else level by level.
+    pub(crate) fn resume(&mut self, d: usize, rows: DevSlice, n: u64) -> Result<(), MatchError> {
         if self.p.segment == 0 && self.levels.iter().all(|l| l.warp) {
-            return match self.queued(root)? {
-                Some((d, parents, n)) => self.level(d, parents, n),
-                None => Ok(()),
-            };
+            return self.depth_first(d, rows, n);
         }
-        self.level(0, root, 1)
+        self.level(d, rows, n)
+    }
+
+    /// Levels `d..` over `n` parents queued back to back, one read. A level `e` that outgrew its
+    /// buffer gets a larger one when the budget holds its rows; else its (complete) parents are
+    /// cut into chunks, each run through every remaining level to the end before the next (EGSM's
+    /// BFS-DFS hybrid): the buffers stay within the budget, and a chunk costs one read instead of
+    /// one per level and per half. A single parent too large for the budget goes level by level
+    /// (and fails with the budget's error there).
+    fn depth_first(&mut self, d: usize, rows: DevSlice, n: u64) -> Result<(), MatchError> {
+        let Some((e, parents, m, total)) = self.queued(d, rows, n)? else {
+            return Ok(());
+        };
+        let row_bytes = self.layout.width * 4;
+        let room = self.room(e, row_bytes).min(MAX_PARENTS);
+        // `total` is `u64::MAX` when a level got no room at all.
+        if m <= 1 || room == 0 || total == u64::MAX || self.out.stopped() {
+            return self.level(e, parents, m);
+        }
+        if total <= room {
+            self.p.arena.levels[e].ensure(self.p.dev, total as usize * row_bytes)?;
+            return self.depth_first(e, parents, m);
+        }
+        // Chunks whose rows would fill half the room if spread like the whole level's.
+        let chunk = (u128::from(m) * u128::from(room) / u128::from(total) / 2).max(1) as u64;
+        let width = self.layout.width as u64;
+        let mut start = 0;
+        while start < m && !self.out.stopped() {
+            let end = (start + chunk).min(m);
+            self.chunks += 1;
+            self.depth_first(e, rows_part(parents, width, start, end), end - start)?;
+            start = end;
+        }
+        Ok(())
     }
 
     /// Room per level for a queued run: what its buffer holds, at least FIRST_ROWS, within the
     /// budget, at most MAX_PARENTS (one launch's parents); `None` when a level gets none.
-    fn queued_capacities(&mut self, row_bytes: usize) -> Result<Option<Vec<u64>>, MatchError> {
+    /// Levels before `from` are not touched: their buffers hold the parents.
+    fn queued_capacities(
+        &mut self,
+        from: usize,
+        row_bytes: usize,
+    ) -> Result<Option<Vec<u64>>, MatchError> {
         let l = self.levels.len();
         while self.p.arena.levels.len() < l {
             self.p.arena.levels.push(Slab::default());
         }
-        let mut caps = Vec::with_capacity(l);
-        for d in 0..l {
+        let mut caps = vec![0; from];
+        for d in from..l {
             if d + 1 == l && self.counts_last() {
                 caps.push(0);
                 break;
@@ -1356,14 +1405,20 @@ impl<D: Device> Levels<'_, '_, '_, D> {
         Ok(Some(caps))
     }
 
-    /// Every level queued at once, each over at most its predecessor's buffer, its parents taken on
-    /// the device from the predecessor's claim counter, then one read of all the counters. Returns
-    /// the first level that outgrew its buffer with its (complete) parents, or `None` when the
-    /// answer was handed to the output.
-    fn queued(&mut self, root: DevSlice) -> Result<Option<(usize, DevSlice, u64)>, MatchError> {
+    /// Levels `from..` queued at once over `n` parents (`root`), each over at most its
+    /// predecessor's buffer, its parents taken on the device from the predecessor's claim counter,
+    /// then one read of all the counters. Returns the first level that outgrew its buffer with its
+    /// (complete) parents and the rows it found (`u64::MAX`: a level got no room, nothing ran), or
+    /// `None` when the answer was handed to the output.
+    fn queued(
+        &mut self,
+        from: usize,
+        root: DevSlice,
+        n: u64,
+    ) -> Result<Option<(usize, DevSlice, u64, u64)>, MatchError> {
         let (dev, width, l) = (self.p.dev, self.layout.width, self.levels.len());
-        let Some(caps) = self.queued_capacities(width * 4)? else {
-            return Ok(Some((0, root, 1)));
+        let Some(caps) = self.queued_capacities(from, width * 4)? else {
+            return Ok(Some((from, root, n, u64::MAX)));
         };
         let space = self.p.arena.space.get();
         dev.zero_bytes(space, self.claimed.offset, self.claimed.bytes(8))?;
@@ -1371,8 +1426,8 @@ impl<D: Device> Levels<'_, '_, '_, D> {
         let clock = self.claimed.part(8, 3 * l, 3 * l + 2).slice;
         let mut outs = Vec::with_capacity(l);
         // The rows, a bound on their number, and where their number is on the device.
-        let mut parents = (root, 1u64, DevSlice::default());
-        for (d, lp) in self.levels.iter().enumerate() {
+        let mut parents = (root, n, DevSlice::default());
+        for (d, lp) in self.levels.iter().enumerate().skip(from) {
             let out = if caps[d] == 0 {
                 DevSlice::default()
             } else {
@@ -1414,23 +1469,24 @@ impl<D: Device> Levels<'_, '_, '_, D> {
             self.out.time_out();
         }
         let total = |d: usize| c[3 * d];
-        for d in 0..l {
+        for d in from..l {
             let last = d + 1 == l;
             let fits = total(d) <= caps[d]
                 || (last && (self.counts_last() || total(d) >= self.last_stop()));
             if !fits && !self.out.stopped() {
                 // The levels before `d` are complete; `d` and those after it run again.
-                self.runs += d as u64;
-                self.partials += (0..d).map(total).sum::<u64>();
-                if d == 0 {
-                    return Ok(Some((0, root, 1)));
+                self.runs += (d - from) as u64;
+                self.partials += (from..d).map(total).sum::<u64>();
+                if d == from {
+                    return Ok(Some((from, root, n, total(d))));
                 }
-                let n = total(d - 1);
-                return Ok(Some((d, rows_part(outs[d - 1], width as u64, 0, n), n)));
+                let m = total(d - 1);
+                let rows = rows_part(outs[d - 1 - from], width as u64, 0, m);
+                return Ok(Some((d, rows, m, total(d))));
             }
         }
-        self.runs += l as u64;
-        self.partials += (0..l).map(total).sum::<u64>();
+        self.runs += (l - from) as u64;
+        self.partials += (from..l).map(total).sum::<u64>();
         let d = l - 1;
         if self.leaves.is_some() {
             self.add_leaves(&c[3 * l + 2..]);

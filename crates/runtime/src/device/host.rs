@@ -183,6 +183,10 @@ impl Device for HostDevice {
             HOOK.call_once(|| gpsense_kernels::abi::shadow::install(record_write));
         }
         let warp_kernel = launch.sig().threads_per_item == 32;
+        let joins = matches!(launch, Launch::ExtendWarp(_) | Launch::ExtendWarpBatch(_));
+        // Per warp-join launch: the busiest warp's steps, the steps of all its warps, and the warps
+        // that found work (beyond the one step of looking).
+        let (busiest, steps, working) = (AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0));
         // A failed check in a kernel body is a panic here; on a GPU, a raised fault flag. Both
         // become the same error.
         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -191,11 +195,20 @@ impl Device for HostDevice {
                 let _context = Context::enter(shadow.clone());
                 if warp_kernel {
                     for warp in (first / 32)..((first + BLOCK as u64) / 32) {
-                        let on_lane = |l: u32| Context::set_thread(warp * 32 + l as u64);
+                        let taken = std::cell::Cell::new(0u64);
+                        let on_lane = |l: u32| {
+                            taken.set(taken.get() + 1);
+                            Context::set_thread(warp * 32 + l as u64)
+                        };
                         let host_warp = HostWarp { on_lane: &on_lane };
                         on_lane(0);
                         // Sound: the pipeline builds launches over live buffers.
                         unsafe { run_warp(launch, warp as usize, &host_warp) };
+                        if joins && taken.get() > 1 {
+                            busiest.fetch_max(taken.get(), Ordering::Relaxed);
+                            steps.fetch_add(taken.get(), Ordering::Relaxed);
+                            working.fetch_add(1, Ordering::Relaxed);
+                        }
                     }
                 } else {
                     for t in first..first + BLOCK as u64 {
@@ -216,6 +229,11 @@ impl Device for HostDevice {
                 "kernel {} failed a check: {what}",
                 launch.sig().name
             )));
+        }
+        let working = working.into_inner();
+        if working > 0 {
+            let mean = steps.into_inner().div_ceil(working);
+            self.counting.warp_balance(busiest.into_inner(), mean);
         }
         if let Some(conflict) = shadow.and_then(|s| s.conflict.lock().ok()?.take()) {
             return Err(DeviceError::Race(format!(

@@ -130,6 +130,13 @@ pub struct DeviceCounters {
     pub allocations: u64,
     pub bytes_up: u64,
     pub bytes_down: u64,
+    /// The warp join's balance (the emulator only; 0 on a GPU), in warp steps (a step is a
+    /// lane-call of a warp primitive, about one per entry scanned): per `extend_warp` or
+    /// `extend_warp_batch` launch, its busiest warp's steps (`warp_span`) and the mean steps of
+    /// its warps that found work (`warp_mean`), each summed over launches. `warp_span / warp_mean`
+    /// is the imbalance, 1 at best.
+    pub warp_span: u64,
+    pub warp_mean: u64,
 }
 
 impl std::ops::Sub for DeviceCounters {
@@ -141,6 +148,8 @@ impl std::ops::Sub for DeviceCounters {
             allocations: self.allocations - o.allocations,
             bytes_up: self.bytes_up - o.bytes_up,
             bytes_down: self.bytes_down - o.bytes_down,
+            warp_span: self.warp_span - o.warp_span,
+            warp_mean: self.warp_mean - o.warp_mean,
         }
     }
 }
@@ -152,6 +161,8 @@ impl std::ops::AddAssign for DeviceCounters {
         self.allocations += o.allocations;
         self.bytes_up += o.bytes_up;
         self.bytes_down += o.bytes_down;
+        self.warp_span += o.warp_span;
+        self.warp_mean += o.warp_mean;
     }
 }
 
@@ -163,6 +174,8 @@ pub struct Counting {
     allocations: AtomicU64,
     bytes_up: AtomicU64,
     bytes_down: AtomicU64,
+    warp_span: AtomicU64,
+    warp_mean: AtomicU64,
 }
 
 impl Counting {
@@ -179,6 +192,11 @@ impl Counting {
         self.syncs.fetch_add(1, Relaxed);
         self.bytes_down.fetch_add(bytes as u64, Relaxed);
     }
+    /// One warp-join launch's busiest warp and mean work-item, in steps.
+    pub fn warp_balance(&self, span: u64, mean: u64) {
+        self.warp_span.fetch_add(span, Relaxed);
+        self.warp_mean.fetch_add(mean, Relaxed);
+    }
     pub fn snapshot(&self) -> DeviceCounters {
         DeviceCounters {
             launches: self.launches.load(Relaxed),
@@ -186,6 +204,8 @@ impl Counting {
             allocations: self.allocations.load(Relaxed),
             bytes_up: self.bytes_up.load(Relaxed),
             bytes_down: self.bytes_down.load(Relaxed),
+            warp_span: self.warp_span.load(Relaxed),
+            warp_mean: self.warp_mean.load(Relaxed),
         }
     }
 }
