@@ -253,6 +253,8 @@ pub fn explained<'py>(
     let d = PyDict::new(py);
     d.set_item("dialect", "sparql")?;
     d.set_item("evaluator", "algebra")?;
+    // Which evaluator ran: the native one on ids, or spareval behind it.
+    d.set_item("native", m.native)?;
     d.set_item("semantics", "hom")?;
     d.set_item("engine", options.engine.to_string())?;
     d.set_item("patterns", m.patterns)?;
@@ -270,9 +272,11 @@ pub fn explained<'py>(
         format!("; left to spareval: {}", m.declined.join("; "))
     };
     let text = format!(
-        "dialect:   standard SPARQL 1.1, full algebra (spareval)\nmatcher:   {} basic graph \
+        "dialect:   standard SPARQL 1.1, full algebra\nevaluator: {}\nmatcher:   {} basic graph \
          pattern(s), {} rows{declined}\n",
-        m.patterns, m.rows
+        m.evaluator(),
+        m.patterns,
+        m.rows
     );
     d.set_item("text", text)?;
     Ok(d)

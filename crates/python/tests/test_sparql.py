@@ -145,3 +145,12 @@ def test_a_time_limit_stops_the_full_evaluator(cn):
         next(iter(result))
     # Generous: only that it does not run to its end.
     assert time.monotonic() - start < 60
+
+
+def test_explain_names_the_evaluator_that_ran(tiny):
+    optional = tiny.explain(P + "SELECT ?x ?t WHERE { ?x r:IsA ?y OPTIONAL { ?x r:HasA ?t } }")
+    assert "evaluator: native evaluator" in optional["text"], optional["text"]
+    assert optional["native"] is True
+    construct = tiny.explain(P + "CONSTRUCT { ?x r:Has ?t } WHERE { ?x r:HasA ?t }")
+    assert "evaluator: spareval" in construct["text"], construct["text"]
+    assert construct["native"] is False
