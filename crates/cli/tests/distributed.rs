@@ -18,12 +18,15 @@ const HPRD: &str = "subgraph-matching/hprd-study/data_graph/HPRD.graph";
 
 /// A hostfile of `p` free loopback ports.
 fn hostfile(dir: &Path, p: usize) -> PathBuf {
-    let ports: Vec<u16> = (0..p)
-        .map(|_| {
-            let l = TcpListener::bind("127.0.0.1:0").unwrap();
-            l.local_addr().unwrap().port()
-        })
+    // All listeners held until every port is known: one dropped at once could be handed out again.
+    let listeners: Vec<TcpListener> = (0..p)
+        .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
         .collect();
+    let ports: Vec<u16> = listeners
+        .iter()
+        .map(|l| l.local_addr().unwrap().port())
+        .collect();
+    drop(listeners);
     let path = dir.join(format!("hosts-{}", ports[0]));
     let text: String = ports.iter().map(|p| format!("127.0.0.1:{p}\n")).collect();
     std::fs::write(&path, text).unwrap();
