@@ -9,7 +9,7 @@ use anyhow::{bail, Context, Result};
 use gpsense_graph::ingest::{ingest, IngestOptions, NoProgress};
 use gpsense_graph::KnowledgeGraph;
 use gpsense_planner::benchmark_query;
-use gpsense_runtime::{DeviceCounters, Engine, EngineKind, MatchOptions};
+use gpsense_runtime::{DeviceCounters, Engine, EngineKind, MatchOptions, MatchReport};
 
 use crate::graph_source;
 use crate::summary::{plural, MatchTally};
@@ -65,12 +65,7 @@ pub fn run(args: Args) -> Result<()> {
             .count(&q, &args.options)
             .with_context(|| format!("{}", file.display()))?;
         let ms = start.elapsed().as_secs_f64() * 1e3;
-        let counted = Counted {
-            rows: report.rows,
-            ms,
-            limit_reached: report.limit_reached,
-            timed_out: report.timed_out,
-        };
+        let counted = Counted::new(&report, ms);
         let mut line = counted.line(&name, &mut tally);
         if let (true, Some(s)) = (args.search_stats, &report.search) {
             line.push_str(&format!(
@@ -138,12 +133,7 @@ fn run_batched(
                 }
             };
             let name = stem(file);
-            let counted = Counted {
-                rows: report.rows,
-                ms,
-                limit_reached: report.limit_reached,
-                timed_out: report.timed_out,
-            };
+            let counted = Counted::new(&report, ms);
             let mut line = counted.line(&name, &mut tally);
             line.push_str(&check(expected, &name, &counted, &mut tally, &mut unnamed));
             crate::out::print(format_args!("{line}\n"))?;
@@ -185,6 +175,15 @@ struct Counted {
 }
 
 impl Counted {
+    fn new(report: &MatchReport, ms: f64) -> Counted {
+        Counted {
+            rows: report.rows,
+            ms,
+            limit_reached: report.limit_reached,
+            timed_out: report.timed_out,
+        }
+    }
+
     /// The query's output line, `name<TAB>count<TAB>ms` and what cut it, counted into `tally`.
     fn line(&self, name: &str, tally: &mut MatchTally) -> String {
         tally.queries += 1;
