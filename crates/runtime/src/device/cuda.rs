@@ -55,6 +55,9 @@ mod imp {
         counting: Counting,
         /// Device address of the kernels' fault flag.
         fault: u64,
+        /// `GPSENSE_GPU_MAPPED=1`: the graph goes to pinned host memory whatever its size, to
+        /// measure that placement on a device where the graph would fit.
+        force_mapped: bool,
     }
 
     fn driver(during: &str) -> impl Fn(cudarc::driver::DriverError) -> DeviceError + '_ {
@@ -105,6 +108,7 @@ mod imp {
                 name: format!("{name} (sm_{major}{minor})"),
                 counting: Counting::default(),
                 fault,
+                force_mapped: std::env::var("GPSENSE_GPU_MAPPED").is_ok_and(|v| v == "1"),
             })
         }
     }
@@ -175,6 +179,10 @@ mod imp {
         fn free_memory(&self) -> Result<u64, DeviceError> {
             let (free, _total) = self.ctx.mem_get_info().map_err(driver("cuMemGetInfo"))?;
             Ok(free as u64)
+        }
+
+        fn force_mapped(&self) -> bool {
+            self.force_mapped
         }
 
         fn alloc_zeroed(&self, bytes: usize) -> Result<CudaBuffer, DeviceError> {
