@@ -85,7 +85,7 @@ done
 save
 if [ "$E" = gpu ] && command -v ncu >/dev/null; then
   step "ncu: occupancy and registers of the batched join kernel on HPRD-200"
-  timeout 90 $P1 ncu --kernel-name regex:extend_warp -c 6 --section LaunchStats --section Occupancy \
+  timeout 60 $P1 ncu --kernel-name regex:extend_warp -c 6 --section LaunchStats --section Occupancy \
     --section SpeedOfLight "$G" match --engine gpu --semantics iso \
     --data "$HPRD/data_graph/HPRD.graph" --query "$HPRD/query_graph" > "$w/ncu.txt" 2>&1
   echo "exit $?" >> "$w/ncu.txt"
@@ -93,7 +93,7 @@ fi
 mkdir -p "$w/yeast-heavy"
 while read -r q; do cp "$YEAST/query_graph/$q" "$w/yeast-heavy/"; done < "$here/yeast-heavy.list"
 step "yeast, 241 queries with a published count in (1e7, 1e9], gpu"
-timeout 150 $P1 "$G" match --engine $E --timeout-ms 3000 --data "$YEAST/data_graph/yeast.graph" \
+timeout 120 $P1 "$G" match --engine $E --timeout-ms 3000 --data "$YEAST/data_graph/yeast.graph" \
   --expected "$YEAST/yeast_ans.txt" --query "$w/yeast-heavy" > "$w/yeast_$E.txt" 2> "$w/yeast_$E.err"
 echo "exit $?" >> "$w/yeast_$E.err"
 save
@@ -104,7 +104,7 @@ tail -3 "$w/egsm-build.log"
 save
 
 step "gpu-check with EGSM beside it ($egsm_queries queries per suite)"
-timeout 300 "$bundle/run.sh" --engine "$E" --egsm-queries "$egsm_queries" > "$w/gpu-check.log" 2>&1
+timeout 240 "$bundle/run.sh" --engine "$E" --egsm-queries "$egsm_queries" > "$w/gpu-check.log" 2>&1
 echo "exit $?" >> "$w/gpu-check.log"
 save
 

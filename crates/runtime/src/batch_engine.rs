@@ -1,6 +1,8 @@
 //! [`Engine::count_batch`]: many counting queries, those on a device engine answered as one batch
 //! (`gpu_batch`), each with its own answer, error and limits.
 
+use rayon::prelude::*;
+
 use super::*;
 use crate::device::DeviceCounters;
 use crate::gpu_pipeline::BatchItem;
@@ -15,6 +17,34 @@ pub struct BatchReport {
     /// Queries answered in the batch; the others ran alone (another engine or semantics than
     /// the first batched query's, or a disconnected query without a limit).
     pub batched: usize,
+    /// Where the batch's time went.
+    pub phases: BatchPhases,
+}
+
+/// Where a batch's time went, on the host's clock. Each device phase ends with its read, so it
+/// holds the device's work as well as the host's preparation of it.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+pub struct BatchPhases {
+    /// Plans and filtering layouts of every query (host only).
+    pub plan: Duration,
+    /// Filtering of every query, to the read of the candidate counts.
+    pub filter: Duration,
+    /// Join orders, candidate arrays and candidate-edge lists.
+    pub space: Duration,
+    /// The join's depths of every query, to the read of their counters.
+    pub levels: Duration,
+    /// Queries that went on alone after the batch (a level outgrew its room, an edge variable).
+    pub alone: Duration,
+}
+
+impl std::ops::AddAssign for BatchPhases {
+    fn add_assign(&mut self, b: BatchPhases) {
+        self.plan += b.plan;
+        self.filter += b.filter;
+        self.space += b.space;
+        self.levels += b.levels;
+        self.alone += b.alone;
+    }
 }
 
 /// A query's place in the batch, and what its report is built from.
@@ -40,32 +70,45 @@ impl Engine<'_> {
             .iter()
             .find(|(_, o)| matches!(o.engine, EngineKind::Gpu | EngineKind::Emulated))
             .map(|(_, o)| (o.engine, o.semantics, o.refine_rounds));
+        // Plans and layouts are the host's share of a batch: every core takes part (HPRD-200:
+        // about as long as dfs answering the whole suite, on one core).
+        let same =
+            |opts: &MatchOptions| key == Some((opts.engine, opts.semantics, opts.refine_rounds));
+        let prepared: Vec<(Plan, Option<Result<Layout, MatchError>>)> = queries
+            .par_iter()
+            .with_min_len(8)
+            .map(|&(q, opts)| {
+                let plan = if opts.explain {
+                    plan_with(q, self.graph, &self.stats)
+                } else {
+                    plan_brief(q, self.graph, &self.stats)
+                };
+                let alone =
+                    !same(opts) || (plan.components.len() > 1 && opts.limit_for(q.limit).is_none());
+                let layout = (!alone).then(|| Layout::new(q, &plan, opts.semantics, self.shape));
+                (plan, layout)
+            })
+            .collect();
         let mut planned = Vec::new();
-        for (index, &(q, opts)) in queries.iter().enumerate() {
-            let limit = opts.limit_for(q.limit);
-            let same = key == Some((opts.engine, opts.semantics, opts.refine_rounds));
-            let plan = if opts.explain {
-                plan_with(q, self.graph, &self.stats)
-            } else {
-                plan_brief(q, self.graph, &self.stats)
-            };
-            if !same || (plan.components.len() > 1 && limit.is_none()) {
-                reports[index] = Some(self.count(q, opts));
-                continue;
-            }
-            match Layout::new(q, &plan, opts.semantics, self.shape) {
-                Ok(layout) => planned.push(Planned {
+        for (index, (&(q, opts), (plan, layout))) in queries.iter().zip(prepared).enumerate() {
+            match layout {
+                None => reports[index] = Some(self.count(q, opts)),
+                Some(Ok(layout)) => planned.push(Planned {
                     index,
                     q,
                     opts,
                     plan,
                     layout,
-                    limit,
+                    limit: opts.limit_for(q.limit),
                 }),
-                Err(e) => reports[index] = Some(Err(e)),
+                Some(Err(e)) => reports[index] = Some(Err(e)),
             }
         }
         let batched = planned.len();
+        let mut phases = BatchPhases {
+            plan: start.elapsed(),
+            ..Default::default()
+        };
         let mut counters = DeviceCounters::default();
         if let Some((engine, semantics, rounds)) = key.filter(|_| batched > 0) {
             let done =
@@ -78,8 +121,12 @@ impl Engine<'_> {
                     }),
                 };
             match done {
-                Ok((answers, c)) => {
+                Ok((answers, c, p)) => {
                     counters = c;
+                    phases = BatchPhases {
+                        plan: phases.plan,
+                        ..p
+                    };
                     for (p, a) in planned.iter().zip(answers) {
                         reports[p.index] = Some(a);
                     }
@@ -98,6 +145,7 @@ impl Engine<'_> {
                 .collect(),
             counters,
             batched,
+            phases,
         }
     }
 }
@@ -111,7 +159,14 @@ impl<D: Device> DeviceState<D> {
         refine_rounds: u32,
         shape: DataShape,
         start: Instant,
-    ) -> Result<(Vec<Result<MatchReport, MatchError>>, DeviceCounters), MatchError> {
+    ) -> Result<
+        (
+            Vec<Result<MatchReport, MatchError>>,
+            DeviceCounters,
+            BatchPhases,
+        ),
+        MatchError,
+    > {
         let mut arena = self.arena.lock().unwrap_or_else(|e| e.into_inner());
         let free = self.dev.free_memory()?;
         let mut sinks: Vec<_> = planned.iter().map(|_| |_: RowBatch| true).collect();
@@ -139,7 +194,7 @@ impl<D: Device> DeviceState<D> {
             })
             .collect();
         let before = self.dev.counters();
-        Pipeline {
+        let phases = Pipeline {
             dev: &self.dev,
             graph: &self.graph,
             arena: &mut arena,
@@ -187,6 +242,6 @@ impl<D: Device> DeviceState<D> {
                 finish(out, report, times, start)
             })
             .collect();
-        Ok((reports, counters))
+        Ok((reports, counters, phases))
     }
 }

@@ -53,6 +53,8 @@ pub struct Output<'a> {
     stop: AtomicBool,
     /// When the caller's time limit ends the match.
     deadline: Option<Instant>,
+    /// Nanoseconds the deadline was moved back by ([`Output::postpone_deadline`]).
+    postponed: AtomicU64,
     /// The caller's stop flag (`MatchOptions::cancel`), seen as a passed deadline.
     cancel: Option<Arc<AtomicBool>>,
     timed_out: AtomicBool,
@@ -80,6 +82,7 @@ impl<'a> Output<'a> {
             // Even LIMIT 0 runs until a first row, to tell whether the limit cut anything.
             stop: AtomicBool::new(false),
             deadline: None,
+            postponed: AtomicU64::new(0),
             cancel: None,
             timed_out: AtomicBool::new(false),
             state: Mutex::new(State {
@@ -117,7 +120,7 @@ impl<'a> Output<'a> {
             .cancel
             .as_ref()
             .is_some_and(|c| c.load(Ordering::Relaxed));
-        if cancelled || self.deadline.is_some_and(|d| Instant::now() >= d) {
+        if cancelled || self.deadline().is_some_and(|d| Instant::now() >= d) {
             self.timed_out.store(true, Ordering::Relaxed);
             self.stop.store(true, Ordering::Relaxed);
             return true;
@@ -132,9 +135,21 @@ impl<'a> Output<'a> {
         self.stop.store(true, Ordering::Relaxed);
     }
 
+    fn deadline(&self) -> Option<Instant> {
+        let by = std::time::Duration::from_nanos(self.postponed.load(Ordering::Relaxed));
+        self.deadline.map(|d| d + by)
+    }
+
+    /// Moves the deadline back by `by`: a query of a device batch that goes on alone was charged
+    /// only its share of the batch's time, not the time the others took.
+    pub fn postpone_deadline(&self, by: std::time::Duration) {
+        let ns = u64::try_from(by.as_nanos()).unwrap_or(u64::MAX);
+        self.postponed.fetch_add(ns, Ordering::Relaxed);
+    }
+
     /// Time left before the deadline (`None`: no deadline).
     pub fn remaining(&self) -> Option<std::time::Duration> {
-        self.deadline
+        self.deadline()
             .map(|d| d.saturating_duration_since(Instant::now()))
     }
 
@@ -252,5 +267,25 @@ impl<'a> Output<'a> {
             u128::from(state.emitted)
         };
         (total, limit_reached, state.error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn a_postponed_deadline_gives_back_the_time_it_was_moved_by() {
+        let mut sink = |_: RowBatch| true;
+        let past = Instant::now() - Duration::from_millis(1);
+        let out = Output::new(vec![0], false, None, true, 0, &mut sink).with_deadline(Some(past));
+        // A batched query charged only its share: the others' time is given back.
+        out.postpone_deadline(Duration::from_secs(3600));
+        assert!(!out.stopped());
+        assert!(out
+            .remaining()
+            .is_some_and(|r| r > Duration::from_secs(3500)));
+        assert!(!out.timed_out());
     }
 }
