@@ -55,7 +55,19 @@ struct Planned<'q> {
     plan: Plan,
     layout: Layout,
     limit: Option<u64>,
+    /// `auto`'s estimates in a batch, which picked the device.
+    auto: Option<AutoChoice>,
 }
+
+/// Each batched query's report (or error), the device's calls, where the time went.
+type DeviceAnswers = (
+    Vec<Result<MatchReport, MatchError>>,
+    DeviceCounters,
+    BatchPhases,
+);
+
+/// A query's plan, its filtering layout when it joins the batch, and `auto`'s estimates.
+type Prepared = (Plan, Option<Result<Layout, MatchError>>, Option<AutoChoice>);
 
 impl Engine<'_> {
     /// Counts the matches of each query with its own options. Queries on the `gpu` or
@@ -66,15 +78,24 @@ impl Engine<'_> {
         let start = Instant::now();
         let mut reports: Vec<Option<Result<MatchReport, MatchError>>> =
             queries.iter().map(|_| None).collect();
+        // `auto` joins a batch on the GPU when one is found, where its estimate of the query in a
+        // batch picks the device; its other queries go to dfs.
+        let gpu_found =
+            queries.iter().any(|(_, o)| o.engine == EngineKind::Auto) && self.gpu().is_ok();
+        let batch_kind = |o: &MatchOptions| match o.engine {
+            EngineKind::Auto if gpu_found => Some(EngineKind::Gpu),
+            k @ (EngineKind::Gpu | EngineKind::Emulated) => Some(k),
+            _ => None,
+        };
         let key = queries
             .iter()
-            .find(|(_, o)| matches!(o.engine, EngineKind::Gpu | EngineKind::Emulated))
-            .map(|(_, o)| (o.engine, o.semantics, o.refine_rounds));
-        // Plans and layouts are the host's share of a batch: every core takes part (HPRD-200:
-        // about as long as dfs answering the whole suite, on one core).
-        let same =
-            |opts: &MatchOptions| key == Some((opts.engine, opts.semantics, opts.refine_rounds));
-        let prepared: Vec<(Plan, Option<Result<Layout, MatchError>>)> = queries
+            .find_map(|(_, o)| batch_kind(o).map(|k| (k, o.semantics, o.refine_rounds)));
+        let same = |o: &MatchOptions| {
+            batch_kind(o).is_some_and(|k| key == Some((k, o.semantics, o.refine_rounds)))
+        };
+        // Plans, `auto`'s estimates and layouts are the host's share of a batch: every core takes
+        // part (HPRD-200: about as long as dfs answering the whole suite, on one core).
+        let prepared: Vec<Prepared> = queries
             .par_iter()
             .with_min_len(8)
             .map(|&(q, opts)| {
@@ -83,16 +104,20 @@ impl Engine<'_> {
                 } else {
                     plan_brief(q, self.graph, &self.stats)
                 };
-                let alone =
-                    !same(opts) || (plan.components.len() > 1 && opts.limit_for(q.limit).is_none());
+                let auto = (opts.engine == EngineKind::Auto && gpu_found)
+                    .then(|| self.auto_choice_in_batch(q, &plan, opts));
+                let alone = !same(opts)
+                    || auto.as_ref().is_some_and(|c| c.pick != EngineKind::Gpu)
+                    || (plan.components.len() > 1 && opts.limit_for(q.limit).is_none());
                 let layout = (!alone).then(|| Layout::new(q, &plan, opts.semantics, self.shape));
-                (plan, layout)
+                (plan, layout, auto)
             })
             .collect();
         let mut planned = Vec::new();
-        for (index, (&(q, opts), (plan, layout))) in queries.iter().zip(prepared).enumerate() {
+        for (index, (&(q, opts), (plan, layout, auto))) in queries.iter().zip(prepared).enumerate()
+        {
             match layout {
-                None => reports[index] = Some(self.count(q, opts)),
+                None => reports[index] = Some(self.count_alone(q, opts, auto)),
                 Some(Ok(layout)) => planned.push(Planned {
                     index,
                     q,
@@ -100,6 +125,7 @@ impl Engine<'_> {
                     plan,
                     layout,
                     limit: opts.limit_for(q.limit),
+                    auto,
                 }),
                 Some(Err(e)) => reports[index] = Some(Err(e)),
             }
@@ -128,7 +154,13 @@ impl Engine<'_> {
                         ..p
                     };
                     for (p, a) in planned.iter().zip(answers) {
-                        reports[p.index] = Some(a);
+                        reports[p.index] = Some(a.map(|mut r| {
+                            if let Some(c) = &p.auto {
+                                r.auto = Some(c.clone());
+                                r.engine = EngineKind::Gpu;
+                            }
+                            r
+                        }));
                     }
                 }
                 Err(e) => {
@@ -150,6 +182,28 @@ impl Engine<'_> {
     }
 }
 
+impl Engine<'_> {
+    /// A query outside the batch: on its own engine, or on dfs where `auto`'s estimate in the
+    /// batch picked it (the report then carries that estimate).
+    fn count_alone(
+        &self,
+        q: &QueryGraph,
+        opts: &MatchOptions,
+        auto: Option<AutoChoice>,
+    ) -> Result<MatchReport, MatchError> {
+        let Some(choice) = auto.filter(|c| c.pick == EngineKind::Dfs) else {
+            return self.count(q, opts);
+        };
+        let dfs = MatchOptions {
+            engine: EngineKind::Dfs,
+            ..opts.clone()
+        };
+        let mut report = self.count(q, &dfs)?;
+        report.auto = Some(choice);
+        Ok(report)
+    }
+}
+
 impl<D: Device> DeviceState<D> {
     /// The batch on this device: each query's report (or error) and the device calls it made.
     fn count_batch(
@@ -159,14 +213,7 @@ impl<D: Device> DeviceState<D> {
         refine_rounds: u32,
         shape: DataShape,
         start: Instant,
-    ) -> Result<
-        (
-            Vec<Result<MatchReport, MatchError>>,
-            DeviceCounters,
-            BatchPhases,
-        ),
-        MatchError,
-    > {
+    ) -> Result<DeviceAnswers, MatchError> {
         let mut arena = self.arena.lock().unwrap_or_else(|e| e.into_inner());
         let free = self.dev.free_memory()?;
         let mut sinks: Vec<_> = planned.iter().map(|_| |_: RowBatch| true).collect();

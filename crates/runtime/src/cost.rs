@@ -42,6 +42,9 @@ pub struct DeviceCosts {
     /// Microseconds a device query costs whatever its shape (the query's upload, the arena, the
     /// memory check, the host's side of the pipeline).
     pub device_query_us: f64,
+    /// Microseconds a query costs inside a batch of counting queries (`Engine::count_batch`): its
+    /// share of the batch's launches and reads, and its plan, layouts and job tables.
+    pub batch_query_us: f64,
     /// Microseconds of one kernel launch as the host queues it.
     pub launch_us: f64,
     /// Microseconds of one read back from the device (a wait for everything queued before it).
@@ -116,6 +119,9 @@ impl DeviceCosts {
     ///   the space, ~6·10^5, as its leaves are counted) gives 40 ns; then the hypernym 6-chain
     ///   (29.8 ms), the WordNet triangles (43.7 ms) and the 4-cycle (5.5 ms) give 60 ns a partial
     ///   match.
+    /// - `batch_query_us`, measured later on an NVIDIA H200 (2026-11-26,
+    ///   `benches/gpu/h200-2026-11-26/batches-summary.txt`): HPRD-200 iso in one batch, 14.6 to
+    ///   16.8 ms for the 200 queries (their work is microseconds): 75 µs.
     /// - `row_ns`: `cs_*.txt`, 1,397,937 rows in ~650 ms on every engine.
     /// - `margin`: 1.25, so that ties (rows dominate, as ConceptNet's star: 325 against 293 ms)
     ///   stay on the CPU.
@@ -126,6 +132,7 @@ impl DeviceCosts {
         DeviceCosts {
             device: "the calibrated H100".into(),
             device_query_us: 1330.0,
+            batch_query_us: 75.0,
             launch_us: 5.0,
             read_us: 25.0,
             launches_per_query: 8.0,
@@ -197,6 +204,7 @@ impl DeviceCosts {
     fn field(&mut self, key: &str) -> Option<&mut f64> {
         Some(match key {
             "device_query_us" => &mut self.device_query_us,
+            "batch_query_us" => &mut self.batch_query_us,
             "launch_us" => &mut self.launch_us,
             "read_us" => &mut self.read_us,
             "launches_per_query" => &mut self.launches_per_query,
@@ -390,8 +398,13 @@ impl QueryShape {
         before + last * self.leaves as f64
     }
 
-    /// Partial matches the device materialises (all levels but the last), and those of the last.
-    pub fn device_partials(&self) -> (f64, f64) {
+    /// Partial matches the device materialises, and those of the last level (counted there, not
+    /// written, for a count). A count's leaf groups are counted on the device as products
+    /// (`count_leaves`), per complete match of the other nodes, as `dfs` counts them.
+    pub fn device_partials(&self, count_only: bool) -> (f64, f64) {
+        if count_only && self.leaves > 0 {
+            return (self.dfs_partials(true), 0.0);
+        }
         match self.levels.split_last() {
             Some((last, rest)) => (rest.iter().sum(), *last),
             None => (0.0, 0.0),
@@ -431,7 +444,12 @@ impl DeviceCosts {
 
     /// Estimated milliseconds of the device pipeline.
     pub fn device_ms(&self, s: &QueryShape, count_only: bool, limit: Option<u64>) -> f64 {
-        let (materialised, last) = s.device_partials();
+        self.fixed_ms(s) + self.device_work_ms(s, count_only, limit)
+    }
+
+    /// The device's work on `s`, without its fixed cost.
+    fn device_work_ms(&self, s: &QueryShape, count_only: bool, limit: Option<u64>) -> f64 {
+        let (materialised, last) = s.device_partials(count_only);
         let last_ns = if count_only {
             self.device_counted_ns
         } else {
@@ -441,7 +459,7 @@ impl DeviceCosts {
             + self.device_partial_ns * materialised
             + last_ns * last
             + self.device_variable_ns * s.variable_parents;
-        self.fixed_ms(s) + work * 1e-6 + self.rows_ms(s, count_only, limit)
+        work * 1e-6 + self.rows_ms(s, count_only, limit)
     }
 
     /// The device's cost whatever the data: the query, its launches and reads.
@@ -467,15 +485,39 @@ impl DeviceCosts {
         limit: Option<u64>,
         threads: usize,
     ) -> AutoChoice {
+        self.choose_with(s, count_only, limit, threads, self.fixed_ms(s))
+    }
+
+    /// [`DeviceCosts::choose`] for a counting query answered in a batch: the device's fixed cost
+    /// is the query's share of the batch (`batch_query_us`).
+    pub fn choose_in_batch(
+        &self,
+        s: &QueryShape,
+        limit: Option<u64>,
+        threads: usize,
+    ) -> AutoChoice {
+        self.choose_with(s, true, limit, threads, self.batch_query_us * 1e-3)
+    }
+
+    fn choose_with(
+        &self,
+        s: &QueryShape,
+        count_only: bool,
+        limit: Option<u64>,
+        threads: usize,
+        fixed: f64,
+    ) -> AutoChoice {
         let dfs_ms = self.dfs_ms(s, count_only, limit, threads);
-        let device_ms = self.device_ms(s, count_only, limit);
+        let device_ms = fixed + self.device_work_ms(s, count_only, limit);
         let gpu = device_ms * self.margin < dfs_ms;
         let (launches, reads) = self.launches_and_reads(s);
-        let fixed = self.fixed_ms(s);
         let reason = if gpu {
             format!(
                 "about {} partial matches to grow: the device's throughput outweighs its fixed {}",
-                approx(s.levels.iter().sum()),
+                approx({
+                    let (grown, last) = s.device_partials(count_only);
+                    grown + last
+                }),
                 millis(fixed)
             )
         } else if fixed * self.margin >= dfs_ms {

@@ -273,6 +273,24 @@ impl<'g> Engine<'g> {
         opts: &MatchOptions,
         count_only: bool,
     ) -> AutoChoice {
+        let (shape, threads) = self.auto_shape(q, plan, opts);
+        self.device_costs()
+            .choose(&shape, count_only, opts.limit_for(q.limit), threads)
+    }
+
+    /// [`Engine::auto_choice`] for a count answered in a device batch.
+    pub fn auto_choice_in_batch(
+        &self,
+        q: &QueryGraph,
+        plan: &Plan,
+        opts: &MatchOptions,
+    ) -> AutoChoice {
+        let (shape, threads) = self.auto_shape(q, plan, opts);
+        self.device_costs()
+            .choose_in_batch(&shape, opts.limit_for(q.limit), threads)
+    }
+
+    fn auto_shape(&self, q: &QueryGraph, plan: &Plan, opts: &MatchOptions) -> (QueryShape, usize) {
         let moments = self.moments.get_or_init(|| DegreeMoments::new(self.graph));
         let shape = QueryShape::with_moments(q, plan, self.graph, &self.stats, moments);
         let threads = if opts.single_thread {
@@ -280,8 +298,7 @@ impl<'g> Engine<'g> {
         } else {
             pool_threads()
         };
-        self.device_costs()
-            .choose(&shape, count_only, opts.limit_for(q.limit), threads)
+        (shape, threads)
     }
 
     pub fn graph(&self) -> &'g KnowledgeGraph {

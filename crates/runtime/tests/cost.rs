@@ -17,8 +17,14 @@ fn datasets() -> PathBuf {
 }
 
 fn measured(file: &str) -> String {
+    measured_in("h100-2026-11-23", file)
+}
+
+/// A file of a GPU run's folder in `benches/gpu/`.
+fn measured_in(run: &str, file: &str) -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../benches/gpu/h100-2026-11-23")
+        .join("../../benches/gpu")
+        .join(run)
         .join(file);
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
@@ -106,14 +112,17 @@ fn medians(text: &str) -> Vec<f64> {
 }
 
 /// The queries `measure.sh` ran, in its order, with their H100 medians: (query, gpu ms, dfs ms).
-fn timed(rq: &str, gpu: &str, dfs: &str) -> Vec<(String, f64, f64)> {
+fn timed(run: &str, rq: &str, gpu: &str, dfs: &str) -> Vec<(String, f64, f64)> {
     let text = std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../../benches/gpu")
             .join(rq),
     )
     .unwrap();
-    let (gpu, dfs) = (medians(&measured(gpu)), medians(&measured(dfs)));
+    let (gpu, dfs) = (
+        medians(&measured_in(run, gpu)),
+        medians(&measured_in(run, dfs)),
+    );
     // `measure.sh` keeps only the lines of answered queries: those with a time on both engines.
     text.lines()
         .filter(|l| !l.trim().is_empty())
@@ -142,10 +151,12 @@ fn check_pick(name: &str, choice: &AutoChoice, gpu_ms: f64, dfs_ms: f64) -> Opti
     })
 }
 
+/// WordNet's counts on the H200, with leaves counted on the device (the H100 run predates that:
+/// its stars were faster on dfs, and are 10x faster on the device now).
 #[test]
-fn wordnet_queries_pick_the_engine_the_h100_measured_faster() {
+fn wordnet_queries_pick_the_engine_the_h200_measured_faster() {
     let data = wordnet();
-    let wrong: Vec<String> = timed("wordnet.rq", "wn_gpu.txt", "wn_dfs.txt")
+    let wrong: Vec<String> = timed("h200-2026-11-26", "wordnet.rq", "wn_gpu.txt", "wn_dfs.txt")
         .iter()
         .filter_map(|(text, gpu, dfs)| {
             let q = compile(text, &data.g).unwrap();
@@ -158,13 +169,18 @@ fn wordnet_queries_pick_the_engine_the_h100_measured_faster() {
 #[test]
 fn conceptnet_queries_pick_the_engine_the_h100_measured_faster() {
     let data = conceptnet();
-    let wrong: Vec<String> = timed("conceptnet.rq", "cs_gpu.txt", "cs_dfs.txt")
-        .iter()
-        .filter_map(|(text, gpu, dfs)| {
-            let q = compile(text, &data.g).unwrap();
-            check_pick(text, &data.choose(&q, false), *gpu, *dfs)
-        })
-        .collect();
+    let wrong: Vec<String> = timed(
+        "h100-2026-11-23",
+        "conceptnet.rq",
+        "cs_gpu.txt",
+        "cs_dfs.txt",
+    )
+    .iter()
+    .filter_map(|(text, gpu, dfs)| {
+        let q = compile(text, &data.g).unwrap();
+        check_pick(text, &data.choose(&q, false), *gpu, *dfs)
+    })
+    .collect();
     assert!(wrong.is_empty(), "{wrong:#?}");
 }
 
@@ -268,16 +284,22 @@ fn the_choice_flips_for_an_enumeration_heavy_query() {
     let data = wordnet();
     let heavy = compile("SELECT * WHERE { ?a ?r ?b . ?b ?s ?c . ?c ?t ?d }", &data.g).unwrap();
     assert_eq!(data.choose(&heavy, true).pick, EngineKind::Gpu);
-    // Leaves counted as products make a star's count cheap for dfs, not for the device; its rows
-    // cost both the same.
+    // Leaves counted as products make a star's count cheap for both engines (the device counts
+    // them in `count_leaves`): the device's throughput on the rest decides (H200: 1.3 ms against
+    // dfs's 13.8).
     let star = compile(
         "SELECT * WHERE { ?a hyponym ?b . ?a hyponym ?c . ?a hyponym ?d }",
         &data.g,
     )
     .unwrap();
     let counted = data.choose(&star, true);
-    assert_eq!(counted.pick, EngineKind::Dfs, "{counted}");
-    assert!(counted.reason.contains("3 leaves"), "{}", counted.reason);
+    assert_eq!(counted.pick, EngineKind::Gpu, "{counted}");
+    let both = DeviceCosts::calibrated_h100().device_ms(&data.shape(&star), false, None);
+    assert!(
+        both > 10.0 * counted.device_ms,
+        "rows {both} ms, count {} ms",
+        counted.device_ms
+    );
     let shape = data.shape(&star);
     assert_eq!((shape.levels.len(), shape.leaves), (4, 3));
     // The moments see the hubs: Σd³ over hyponym sources, not 20,008 × mean³ (~2.6·10^6).
@@ -341,4 +363,30 @@ fn a_bad_cost_file_is_an_error_naming_its_line() {
         missing.to_string().contains("/nonexistent/costs.txt"),
         "{missing}"
     );
+}
+
+/// In a batch the device's fixed cost is the query's share (`batch_query_us`), so `auto` sends the
+/// HPRD queries whose work outweighs it to the device, where alone it sends none. The H200 run
+/// (`h200-2026-11-26/batches-summary.txt`): HPRD-200 in one batch 14.6-16.8 ms, dfs 10.7-14.9 ms
+/// (iso) and 43-52 ms (hom, more partial matches).
+#[test]
+fn in_a_batch_the_device_costs_its_share_and_takes_the_heavier_hprd_queries() {
+    let data = hprd();
+    let costs = DeviceCosts::calibrated_h100();
+    let (mut alone, mut batched, mut estimate) = (0, 0, 0.0);
+    for entry in std::fs::read_dir(matching("hprd-study/query_graph")).unwrap() {
+        let q = benchmark(data, &entry.unwrap().path());
+        let shape = data.shape(&q);
+        let one = costs.choose(&shape, true, None, 16);
+        let share = costs.choose_in_batch(&shape, None, 16);
+        let fixed = one.device_ms - share.device_ms;
+        assert!((fixed - (costs.device_ms(&shape, true, None) - share.device_ms)).abs() < 1e-9);
+        assert!(fixed > 1.0, "{one} / {share}");
+        alone += (one.pick == EngineKind::Gpu) as usize;
+        batched += (share.pick == EngineKind::Gpu) as usize;
+        estimate += share.dfs_ms.min(share.device_ms);
+    }
+    println!("HPRD-200 in a batch: {batched} queries on the device, estimated {estimate:.1} ms");
+    assert_eq!(alone, 0);
+    assert!(batched > 0);
 }

@@ -49,7 +49,12 @@ pub fn run(args: Args) -> Result<()> {
     }
     let engine = Engine::new(data);
     graph_source::announce_engine(&engine, args.options.engine, crate::out::verbose())?;
-    let device = matches!(args.options.engine, EngineKind::Gpu | EngineKind::Emulated);
+    // `auto` batches too where a GPU is found: each query on the device or dfs by its estimate.
+    let device = match args.options.engine {
+        EngineKind::Gpu | EngineKind::Emulated => true,
+        EngineKind::Auto => engine.gpu().is_ok(),
+        _ => false,
+    };
     if device && args.batch > 1 {
         let place = format!("data graph loaded once in {}", millis(loaded.load_time));
         return run_batched(&args, &engine, &files, expected.as_ref(), &place);
