@@ -535,6 +535,60 @@ fn a_query_failing_in_a_device_batch_leaves_the_others_answered() {
     );
 }
 
+/// In a device batch over a folder, a query file that fails to load gets its own error line and
+/// the other queries of the folder are answered, with the same counts as one by one.
+#[test]
+fn a_malformed_query_file_in_a_device_batch_leaves_the_others_answered() {
+    let hprd = dataset("subgraph-matching/hprd-study");
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["query_dense_16_1", "query_dense_16_10"] {
+        std::fs::copy(
+            format!("{hprd}/query_graph/{name}.graph"),
+            dir.path().join(format!("{name}.graph")),
+        )
+        .unwrap();
+    }
+    // Sorted between the two good files, so the batch holds queries on both sides of it.
+    std::fs::write(
+        dir.path().join("query_dense_16_0.graph"),
+        "t 2 1\nv 0 8 1\nv 1 8 1\ne 0 7\n",
+    )
+    .unwrap();
+    let data = format!("{hprd}/data_graph/HPRD.graph");
+    let folder = dir.path().display().to_string();
+    let args = ["match", "--data", &data, "--query", &folder];
+    let (code, out, err) = common::run_with(
+        &[],
+        &[&args[..], &["--engine", "emulated"]].concat(),
+        Stdio::piped(),
+    );
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("error: ") && err.contains("query_dense_16_0.graph:4: unknown vertex"),
+        "{err}"
+    );
+    assert!(err.contains("1 of 3 queries failed"), "{err}");
+    assert!(err.contains("batches: 2 queries in 1 batch"), "{err}");
+    let names: Vec<&str> = out.lines().map(|l| l.split('\t').next().unwrap()).collect();
+    assert_eq!(names, ["query_dense_16_1", "query_dense_16_10"], "{out}");
+    // The same counts as dfs gives each good file alone.
+    for line in out.lines() {
+        let f: Vec<&str> = line.split('\t').collect();
+        let file = dir
+            .path()
+            .join(format!("{}.graph", f[0]))
+            .display()
+            .to_string();
+        let (code, alone, err) = common::run_with(
+            &[],
+            &["match", "--data", &data, "--query", &file],
+            Stdio::piped(),
+        );
+        assert_eq!(code, Some(0), "{err}");
+        assert_eq!(alone.split('\t').nth(1), Some(f[1]), "{line} / {alone}");
+    }
+}
+
 /// A reader that went away (`| head -1`, `| true`) ends every command quietly, with no panic; a
 /// full device (`> /dev/full`) is an error that says the output could not be written.
 #[test]

@@ -112,25 +112,39 @@ fn run_batched(
     let mut tally = MatchTally::default();
     let mut unnamed = Unnamed::default();
     let (mut counters, mut batches, mut errors) = (DeviceCounters::default(), 0usize, 0usize);
+    let mut sent = 0usize;
     for chunk in files.chunks(args.batch) {
-        let queries = chunk
+        // A file that fails to load is that query's error; the batch answers the others.
+        let loaded: Vec<Result<_>> = chunk.iter().map(|f| load_query(f, data)).collect();
+        let list: Vec<_> = loaded
             .iter()
-            .map(|f| load_query(f, data))
-            .collect::<Result<Vec<_>>>()?;
-        let list: Vec<_> = queries.iter().map(|q| (q, &args.options)).collect();
+            .filter_map(|q| q.as_ref().ok())
+            .map(|q| (q, &args.options))
+            .collect();
         let start = Instant::now();
         let batch = engine.count_batch(&list);
-        let ms = start.elapsed().as_secs_f64() * 1e3 / chunk.len() as f64;
+        let ms = start.elapsed().as_secs_f64() * 1e3 / list.len().max(1) as f64;
         counters += batch.counters;
-        batches += 1;
-        for (file, r) in chunk.iter().zip(batch.reports) {
-            let report = match r {
-                Ok(report) => report,
+        sent += list.len();
+        batches += usize::from(!list.is_empty());
+        let mut answers = batch.reports.into_iter();
+        for (file, q) in chunk.iter().zip(&loaded) {
+            let report = match q {
+                // A load error already names the file (and the line).
                 Err(e) => {
-                    eprintln!("error: {}: {e}", file.display());
+                    eprintln!("error: {e:#}");
                     errors += 1;
                     continue;
                 }
+                Ok(_) => match answers.next() {
+                    Some(Ok(report)) => report,
+                    Some(Err(e)) => {
+                        eprintln!("error: {}: {e}", file.display());
+                        errors += 1;
+                        continue;
+                    }
+                    None => bail!("{}: the batch returned no answer", file.display()),
+                },
             };
             let name = stem(file);
             let counted = Counted::new(&report, ms);
@@ -140,7 +154,7 @@ fn run_batched(
         }
     }
     crate::out::note!("{}", tally.processed(place));
-    crate::out::note!("{}", batch_line(files.len(), batches, &counters));
+    crate::out::note!("{}", batch_line(sent, batches, &counters));
     let status = finish(&tally, args.expected.as_deref(), &unnamed);
     // A failure outranks a mismatch and a time-out, as for `query -f`.
     if errors > 0 {
