@@ -10,11 +10,17 @@ use crate::gpu_pipeline::BatchItem;
 #[derive(Debug, Default)]
 pub struct BatchReport {
     pub reports: Vec<Result<MatchReport, MatchError>>,
-    /// Launches, reads (waits), bytes of the batch (zero when no query was batched).
+    /// Launches, reads (waits), bytes of the batches (zero when no query was batched).
     pub counters: DeviceCounters,
-    /// Queries answered in the batch; the others ran alone (another engine or semantics than
-    /// the first batched query's, or a disconnected query without a limit).
+    /// Queries answered in a batch; the others ran alone (another engine than `gpu` or
+    /// `emulated`, `auto` picking `dfs`, or a disconnected query without a limit).
     pub batched: usize,
+    /// Batches run: one per engine, semantics and refinement rounds among the batched queries.
+    pub batches: usize,
+    /// Under `auto`: the device's failure during a batch, after which its unanswered queries
+    /// were answered on the CPU (`on_cpu` of them; each report's `fallback` says so too).
+    pub fallback: Option<String>,
+    pub on_cpu: usize,
 }
 
 /// A query's place in the batch, and what its report is built from.
@@ -25,80 +31,169 @@ struct Planned<'q> {
     plan: Plan,
     layout: Layout,
     limit: Option<u64>,
+    /// `auto`'s estimates and pick, when `auto` sent the query to the device.
+    auto: Option<AutoChoice>,
+}
+
+/// What one batch shares: the engine it runs on, the semantics and the refinement rounds, and
+/// whether `auto` chose the device (then a device failure sends its queries to the CPU).
+#[derive(Clone, Copy, PartialEq)]
+struct Key {
+    engine: EngineKind,
+    semantics: Semantics,
+    refine_rounds: u32,
+    auto: bool,
+}
+
+/// Where a query of [`Engine::count_batch`] goes.
+enum Entry<'q> {
+    Batch(Key, Planned<'q>),
+    Alone,
+    Failed(MatchError),
 }
 
 impl Engine<'_> {
-    /// Counts the matches of each query with its own options. Queries on the `gpu` or
-    /// `emulated` engine that share the first such query's engine, semantics and refinement rounds
-    /// are answered together in one sequence of launches; the others one by one. A query's
-    /// failure (memory budget, time limit, a refused shape) is its own entry in the report.
+    /// Counts the matches of each query with its own options. Queries on the `gpu` or `emulated`
+    /// engine, and those for which `auto` picks the device, are answered in batches of one
+    /// sequence of launches each (one batch per engine, semantics and refinement rounds); the
+    /// others one by one. A query's failure (memory budget, time limit, a refused shape) is its
+    /// own entry in the report. Under `auto`, a device failure during a batch drops the device
+    /// state and answers the batch's queries on the CPU (`BatchReport::fallback`).
     pub fn count_batch(&self, queries: &[(&QueryGraph, &MatchOptions)]) -> BatchReport {
+        self.count_batch_on(queries, None::<&DeviceState<HostDevice>>)
+    }
+
+    /// [`Engine::count_batch`], with `device` standing in for the GPU that `auto` would take (the
+    /// tests' emulator with a failing kernel).
+    fn count_batch_on<D: Device>(
+        &self,
+        queries: &[(&QueryGraph, &MatchOptions)],
+        device: Option<&DeviceState<D>>,
+    ) -> BatchReport {
         let start = Instant::now();
         let mut reports: Vec<Option<Result<MatchReport, MatchError>>> =
             queries.iter().map(|_| None).collect();
-        let key = queries
-            .iter()
-            .find(|(_, o)| matches!(o.engine, EngineKind::Gpu | EngineKind::Emulated))
-            .map(|(_, o)| (o.engine, o.semantics, o.refine_rounds));
-        let mut planned = Vec::new();
+        let mut groups: Vec<(Key, Vec<Planned>)> = Vec::new();
         for (index, &(q, opts)) in queries.iter().enumerate() {
-            let limit = opts.limit_for(q.limit);
-            let same = key == Some((opts.engine, opts.semantics, opts.refine_rounds));
-            let plan = if opts.explain {
-                plan_with(q, self.graph, &self.stats)
-            } else {
-                plan_brief(q, self.graph, &self.stats)
+            match self.entry(index, q, opts, device.is_some()) {
+                Entry::Batch(key, p) => match groups.iter_mut().find(|(k, _)| *k == key) {
+                    Some((_, group)) => group.push(p),
+                    None => groups.push((key, vec![p])),
+                },
+                Entry::Alone => reports[index] = Some(self.count(q, opts)),
+                Entry::Failed(e) => reports[index] = Some(Err(e)),
+            }
+        }
+        let mut batch = BatchReport::default();
+        for (key, planned) in &groups {
+            batch.batched += planned.len();
+            batch.batches += 1;
+            let done = match (key.engine, device) {
+                (EngineKind::Emulated, _) => self
+                    .emulator()
+                    .map_err(MatchError::from)
+                    .and_then(|d| d.count_batch(planned, *key, self.shape, start)),
+                (_, Some(d)) if key.auto => d.count_batch(planned, *key, self.shape, start),
+                _ => self
+                    .gpu()
+                    .map_err(MatchError::from)
+                    .and_then(|d| d.count_batch(planned, *key, self.shape, start)),
             };
-            if !same || (plan.components.len() > 1 && limit.is_none()) {
-                reports[index] = Some(self.count(q, opts));
-                continue;
-            }
-            match Layout::new(q, &plan, opts.semantics, self.shape) {
-                Ok(layout) => planned.push(Planned {
-                    index,
-                    q,
-                    opts,
-                    plan,
-                    layout,
-                    limit,
-                }),
-                Err(e) => reports[index] = Some(Err(e)),
-            }
-        }
-        let batched = planned.len();
-        let mut counters = DeviceCounters::default();
-        if let Some((engine, semantics, rounds)) = key.filter(|_| batched > 0) {
-            let done =
-                match engine {
-                    EngineKind::Gpu => self.gpu().map_err(MatchError::from).and_then(|d| {
-                        d.count_batch(&planned, semantics, rounds, self.shape, start)
-                    }),
-                    _ => self.emulator().map_err(MatchError::from).and_then(|d| {
-                        d.count_batch(&planned, semantics, rounds, self.shape, start)
-                    }),
-                };
-            match done {
+            let answers = match done {
                 Ok((answers, c)) => {
-                    counters = c;
-                    for (p, a) in planned.iter().zip(answers) {
-                        reports[p.index] = Some(a);
-                    }
+                    batch.counters += c;
+                    answers
                 }
-                Err(e) => {
-                    for p in &planned {
-                        reports[p.index] = Some(Err(e.clone()));
+                Err(e) => planned.iter().map(|_| Err(e.clone())).collect(),
+            };
+            for (p, a) in planned.iter().zip(answers) {
+                let a = match a {
+                    Err(MatchError::Device(e)) if key.auto => {
+                        batch.fallback.get_or_insert_with(|| e.to_string());
+                        batch.on_cpu += 1;
+                        self.forget_gpu();
+                        self.count_on_cpu(p, &e)
                     }
-                }
+                    a => a,
+                };
+                reports[p.index] = Some(a);
             }
         }
-        BatchReport {
-            reports: reports
-                .into_iter()
-                .map(|r| r.unwrap_or(Err(MatchError::Plan("query not answered".into()))))
-                .collect(),
-            counters,
-            batched,
+        batch.reports = reports
+            .into_iter()
+            .map(|r| r.unwrap_or(Err(MatchError::Plan("query not answered".into()))))
+            .collect();
+        batch
+    }
+
+    /// Whether `q` joins a batch, and which: a device engine's query, or one for which `auto`
+    /// picks a device that is there (`stand_in`: the tests' device).
+    fn entry<'q>(
+        &self,
+        index: usize,
+        q: &'q QueryGraph,
+        opts: &'q MatchOptions,
+        stand_in: bool,
+    ) -> Entry<'q> {
+        if !matches!(
+            opts.engine,
+            EngineKind::Gpu | EngineKind::Emulated | EngineKind::Auto
+        ) {
+            return Entry::Alone;
         }
+        let limit = opts.limit_for(q.limit);
+        let plan = if opts.explain {
+            plan_with(q, self.graph, &self.stats)
+        } else {
+            plan_brief(q, self.graph, &self.stats)
+        };
+        if plan.components.len() > 1 && limit.is_none() {
+            return Entry::Alone;
+        }
+        let (engine, auto) = match opts.engine {
+            EngineKind::Auto => {
+                let choice = self.auto_choice(q, &plan, opts, true);
+                if choice.pick == EngineKind::Dfs || !(stand_in || self.gpu().is_ok()) {
+                    return Entry::Alone;
+                }
+                (EngineKind::Gpu, Some(choice))
+            }
+            kind => (kind, None),
+        };
+        let layout = match Layout::new(q, &plan, opts.semantics, self.shape) {
+            Ok(layout) => layout,
+            Err(e) => return Entry::Failed(e),
+        };
+        let key = Key {
+            engine,
+            semantics: opts.semantics,
+            refine_rounds: opts.refine_rounds,
+            auto: auto.is_some(),
+        };
+        Entry::Batch(
+            key,
+            Planned {
+                index,
+                q,
+                opts,
+                plan,
+                layout,
+                limit,
+                auto,
+            },
+        )
+    }
+
+    /// A query of a batch that the device failed under `auto`, answered by `dfs` instead.
+    fn count_on_cpu(&self, p: &Planned, e: &DeviceError) -> Result<MatchReport, MatchError> {
+        let cpu = MatchOptions {
+            engine: EngineKind::Dfs,
+            ..p.opts.clone()
+        };
+        let mut report = self.count(p.q, &cpu)?;
+        report.fallback = Some(format!("the GPU failed during a batch ({e})"));
+        report.auto = p.auto.clone();
+        Ok(report)
     }
 }
 
@@ -107,11 +202,16 @@ impl<D: Device> DeviceState<D> {
     fn count_batch(
         &self,
         planned: &[Planned],
-        semantics: Semantics,
-        refine_rounds: u32,
+        key: Key,
         shape: DataShape,
         start: Instant,
     ) -> Result<(Vec<Result<MatchReport, MatchError>>, DeviceCounters), MatchError> {
+        let Key {
+            engine,
+            semantics,
+            refine_rounds,
+            ..
+        } = key;
         let mut arena = self.arena.lock().unwrap_or_else(|e| e.into_inner());
         let free = self.dev.free_memory()?;
         let mut sinks: Vec<_> = planned.iter().map(|_| |_: RowBatch| true).collect();
@@ -162,12 +262,12 @@ impl<D: Device> DeviceState<D> {
                     result.unwrap_or(Err(MatchError::Plan("query not answered".into())))?;
                 let report = MatchReport {
                     fallback: None,
-                    auto: None,
+                    auto: p.auto.clone(),
                     device: Some(self.dev.describe()),
                     timed_out: false,
                     rows: 0,
                     limit_reached: false,
-                    engine: p.opts.engine,
+                    engine,
                     semantics,
                     join_plan,
                     plan: p.plan.clone(),
@@ -188,5 +288,81 @@ impl<D: Device> DeviceState<D> {
             })
             .collect();
         Ok((reports, counters))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gpsense_graph::ingest::{ingest, IngestOptions, NoProgress};
+    use gpsense_planner::benchmark_query;
+
+    fn hprd(rel: &str) -> std::path::PathBuf {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../datasets/subgraph-matching/hprd-study")
+            .join(rel)
+    }
+
+    fn load(path: std::path::PathBuf) -> KnowledgeGraph {
+        ingest(&[path], &IngestOptions::default(), &NoProgress)
+            .expect("loads")
+            .0
+    }
+
+    /// Under `auto` with a device that fails mid-batch (the emulator's `extend_warp_batch` raising
+    /// the fault flag), every query of the batch is answered on the CPU, with dfs's counts, and the
+    /// batch and each report say why; the same device without the fault answers them itself.
+    #[test]
+    fn a_device_fault_mid_batch_under_auto_answers_the_batch_on_the_cpu() {
+        let g = load(hprd("data_graph/HPRD.graph"));
+        let engine = Engine::new(&g);
+        // Constants under which the device wins every query, so that `auto` batches them.
+        assert!(engine.set_device_costs(DeviceCosts::parse("dfs_query_us = 1e9").unwrap()));
+        let queries: Vec<QueryGraph> = ["1", "2", "3", "4"]
+            .iter()
+            .map(|n| benchmark_query(&load(hprd(&format!("query_graph/query_dense_16_{n}.graph"))), &g))
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let auto = MatchOptions {
+            engine: EngineKind::Auto,
+            semantics: Semantics::Iso,
+            ..MatchOptions::default()
+        };
+        let dfs = MatchOptions {
+            engine: EngineKind::Dfs,
+            ..auto.clone()
+        };
+        let list: Vec<_> = queries.iter().map(|q| (q, &auto)).collect();
+        let want: Vec<u128> = queries
+            .iter()
+            .map(|q| engine.count(q, &dfs).unwrap().rows)
+            .collect();
+        let device = |fault: Option<&str>| {
+            let mut dev = HostDevice::default();
+            dev.check_writes = true;
+            dev.fault_in = fault.map(str::to_owned);
+            DeviceState::new(dev, &g).unwrap()
+        };
+
+        let sound = engine.count_batch_on(&list, Some(&device(None)));
+        assert_eq!((sound.batched, sound.batches, sound.on_cpu), (4, 1, 0));
+        assert!(sound.fallback.is_none() && sound.counters.launches > 0);
+        for (r, &n) in sound.reports.iter().zip(&want) {
+            let r = r.as_ref().unwrap();
+            assert_eq!((r.rows, r.engine), (n, EngineKind::Gpu));
+            assert!(r.fallback.is_none() && r.auto.as_ref().unwrap().pick == EngineKind::Gpu);
+        }
+
+        let faulty = engine.count_batch_on(&list, Some(&device(Some("extend_warp_batch"))));
+        assert_eq!((faulty.batched, faulty.on_cpu), (4, 4));
+        let why = faulty.fallback.as_deref().unwrap();
+        assert!(why.contains("extend_warp_batch raised the fault flag"), "{why}");
+        for (r, &n) in faulty.reports.iter().zip(&want) {
+            let r = r.as_ref().unwrap();
+            assert_eq!((r.rows, r.engine), (n, EngineKind::Dfs));
+            let note = r.fallback.as_deref().unwrap();
+            assert!(note.starts_with("the GPU failed during a batch"), "{note}");
+            assert_eq!(r.auto.as_ref().unwrap().pick, EngineKind::Gpu);
+        }
     }
 }
