@@ -320,7 +320,12 @@ mod tests {
         assert!(engine.set_device_costs(DeviceCosts::parse("dfs_query_us = 1e9").unwrap()));
         let queries: Vec<QueryGraph> = ["1", "2", "3", "4"]
             .iter()
-            .map(|n| benchmark_query(&load(hprd(&format!("query_graph/query_dense_16_{n}.graph"))), &g))
+            .map(|n| {
+                benchmark_query(
+                    &load(hprd(&format!("query_graph/query_dense_16_{n}.graph"))),
+                    &g,
+                )
+            })
             .collect::<Result<_, _>>()
             .unwrap();
         let auto = MatchOptions {
@@ -356,7 +361,10 @@ mod tests {
         let faulty = engine.count_batch_on(&list, Some(&device(Some("extend_warp_batch"))));
         assert_eq!((faulty.batched, faulty.on_cpu), (4, 4));
         let why = faulty.fallback.as_deref().unwrap();
-        assert!(why.contains("extend_warp_batch raised the fault flag"), "{why}");
+        assert!(
+            why.contains("extend_warp_batch raised the fault flag"),
+            "{why}"
+        );
         for (r, &n) in faulty.reports.iter().zip(&want) {
             let r = r.as_ref().unwrap();
             assert_eq!((r.rows, r.engine), (n, EngineKind::Dfs));

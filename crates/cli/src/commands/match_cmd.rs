@@ -12,7 +12,7 @@ use gpsense_planner::benchmark_query;
 use gpsense_runtime::{DeviceCounters, Engine, EngineKind, MatchOptions, MatchReport};
 
 use crate::graph_source;
-use crate::summary::{plural, MatchTally};
+use crate::summary::{batch_line, plural, MatchTally};
 use gpsense::fmt::{millis, thousands};
 
 pub struct Args {
@@ -49,7 +49,12 @@ pub fn run(args: Args) -> Result<()> {
     }
     let engine = Engine::new(data);
     graph_source::announce_engine(&engine, args.options.engine, crate::out::verbose())?;
-    let device = matches!(args.options.engine, EngineKind::Gpu | EngineKind::Emulated);
+    let device = match args.options.engine {
+        EngineKind::Gpu | EngineKind::Emulated => true,
+        // `auto` batches the queries it sends to a GPU (the others go one by one in the batch).
+        EngineKind::Auto => engine.gpu().is_ok(),
+        _ => false,
+    };
     if device && args.batch > 1 {
         let place = format!("data graph loaded once in {}", millis(loaded.load_time));
         return run_batched(&args, &engine, &files, expected.as_ref(), &place);
@@ -98,9 +103,10 @@ pub fn run(args: Args) -> Result<()> {
     finish(&tally, args.expected.as_deref(), &unnamed)
 }
 
-/// `match` on a device engine, `args.batch` queries at a time, each batch one sequence of launches
-/// (`Engine::count_batch`). A query's error is reported on its own and the others are answered;
-/// the exit status is then 1. Each line's time is its batch's divided by its queries.
+/// `match` on a device engine (or `auto` with a GPU), `args.batch` queries at a time, each batch
+/// one sequence of launches (`Engine::count_batch`). A query's error is reported on its own and
+/// the others are answered; the exit status is then 1. Each line's time is its batch's divided by
+/// its queries.
 fn run_batched(
     args: &Args,
     engine: &Engine,
@@ -125,8 +131,14 @@ fn run_batched(
         let batch = engine.count_batch(&list);
         let ms = start.elapsed().as_secs_f64() * 1e3 / list.len().max(1) as f64;
         counters += batch.counters;
-        sent += list.len();
-        batches += usize::from(!list.is_empty());
+        if let Some(why) = &batch.fallback {
+            crate::out::note!(
+                "note: the GPU failed during a batch ({why}); {} answered on the CPU (dfs engine)",
+                plural(batch.on_cpu as u64, "query was", "queries were")
+            );
+        }
+        sent += batch.batched;
+        batches += batch.batches;
         let mut answers = batch.reports.into_iter();
         for (file, q) in chunk.iter().zip(&loaded) {
             let report = match q {
@@ -164,20 +176,6 @@ fn run_batched(
         );
     }
     status
-}
-
-/// `batches: 200 queries in 1 batch: 258 launches, 7 reads (1.29 launches, 0.04 reads a query)`.
-fn batch_line(queries: usize, batches: usize, c: &DeviceCounters) -> String {
-    let per = |x: u64| x as f64 / queries.max(1) as f64;
-    format!(
-        "batches: {} in {}: {} launches, {} reads ({:.2} launches, {:.3} reads a query)",
-        plural(queries as u64, "query", "queries"),
-        plural(batches as u64, "batch", "batches"),
-        thousands(c.launches),
-        thousands(c.syncs),
-        per(c.launches),
-        per(c.syncs)
-    )
 }
 
 /// One query's count, as either path reports it.
