@@ -124,6 +124,20 @@ impl MatchTally {
     }
 }
 
+/// `batches: 200 queries in 1 batch: 258 launches, 7 reads (1.29 launches, 0.04 reads a query)`.
+pub fn batch_line(queries: usize, batches: usize, c: &gpsense::DeviceCounters) -> String {
+    let per = |x: u64| x as f64 / queries.max(1) as f64;
+    format!(
+        "batches: {} in {}: {} launches, {} reads ({:.2} launches, {:.3} reads a query)",
+        plural(queries as u64, "query", "queries"),
+        plural(batches as u64, "batch", "batches"),
+        thousands(c.launches),
+        thousands(c.syncs),
+        per(c.launches),
+        per(c.syncs)
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -161,18 +175,4 @@ mod tests {
              stopped by a limit or the time limit"
         );
     }
-}
-
-/// `batches: 200 queries in 1 batch: 258 launches, 7 reads (1.29 launches, 0.04 reads a query)`.
-pub fn batch_line(queries: usize, batches: usize, c: &gpsense::DeviceCounters) -> String {
-    let per = |x: u64| x as f64 / queries.max(1) as f64;
-    format!(
-        "batches: {} in {}: {} launches, {} reads ({:.2} launches, {:.3} reads a query)",
-        plural(queries as u64, "query", "queries"),
-        plural(batches as u64, "batch", "batches"),
-        thousands(c.launches),
-        thousands(c.syncs),
-        per(c.launches),
-        per(c.syncs)
-    )
 }

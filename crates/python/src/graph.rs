@@ -396,7 +396,10 @@ impl Graph {
                 .and_then(|r| errors::counted(py, &r));
             out[*i] = Some(value(n)?);
         }
-        Ok(out.into_iter().map(|v| v.unwrap_or_else(|| py.None())).collect())
+        Ok(out
+            .into_iter()
+            .map(|v| v.unwrap_or_else(|| py.None()))
+            .collect())
     }
 
     /// `text` read as every front end reads it (`gpsense::read`).

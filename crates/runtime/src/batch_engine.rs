@@ -47,7 +47,7 @@ struct Key {
 
 /// Where a query of [`Engine::count_batch`] goes.
 enum Entry<'q> {
-    Batch(Key, Planned<'q>),
+    Batch(Key, Box<Planned<'q>>),
     Alone,
     Failed(MatchError),
 }
@@ -77,8 +77,8 @@ impl Engine<'_> {
         for (index, &(q, opts)) in queries.iter().enumerate() {
             match self.entry(index, q, opts, device.is_some()) {
                 Entry::Batch(key, p) => match groups.iter_mut().find(|(k, _)| *k == key) {
-                    Some((_, group)) => group.push(p),
-                    None => groups.push((key, vec![p])),
+                    Some((_, group)) => group.push(*p),
+                    None => groups.push((key, vec![*p])),
                 },
                 Entry::Alone => reports[index] = Some(self.count(q, opts)),
                 Entry::Failed(e) => reports[index] = Some(Err(e)),
@@ -172,7 +172,7 @@ impl Engine<'_> {
         };
         Entry::Batch(
             key,
-            Planned {
+            Box::new(Planned {
                 index,
                 q,
                 opts,
@@ -180,7 +180,7 @@ impl Engine<'_> {
                 layout,
                 limit,
                 auto,
-            },
+            }),
         )
     }
 
