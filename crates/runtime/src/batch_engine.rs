@@ -277,6 +277,8 @@ impl<D: Device> DeviceState<D> {
                     search: None,
                     device_report: Some(DeviceReport {
                         arena_bytes: arena.bytes(),
+                        counters,
+                        batch: planned.len() as u64,
                         ..device
                     }),
                 };
