@@ -589,6 +589,35 @@ fn a_malformed_query_file_in_a_device_batch_leaves_the_others_answered() {
     }
 }
 
+/// A device that fails mid-batch on `--engine emulated` (`GPSENSE_EMULATOR_FAULT`: every launch of
+/// the batch's join kernel raises the fault flag): each query of the batch reports the device's
+/// error, none a count, and the exit status is 1 (under `auto` they would go to the CPU instead:
+/// the runtime's `a_device_fault_mid_batch_under_auto_answers_the_batch_on_the_cpu`).
+#[test]
+fn a_device_fault_mid_batch_is_each_querys_error() {
+    let hprd = dataset("subgraph-matching/hprd-study");
+    let data = format!("{hprd}/data_graph/HPRD.graph");
+    let queries: Vec<String> = [1, 2]
+        .iter()
+        .map(|k| format!("{hprd}/query_graph/query_dense_16_{k}.graph"))
+        .collect();
+    let args = ["match", "--engine", "emulated", "--data", &data, "--query"];
+    let all = [&args[..], &[&queries[0][..], &queries[1][..]]].concat();
+    let (code, out, err) = common::run_with(
+        &[("GPSENSE_EMULATOR_FAULT", "extend_warp_batch")],
+        &all,
+        Stdio::piped(),
+    );
+    assert_eq!(code, Some(1), "{err}");
+    assert!(out.is_empty(), "{out}");
+    let faults = err.lines().filter(|l| l.contains("raised the fault flag"));
+    assert_eq!(faults.count(), 2, "{err}");
+    assert!(err.contains("2 of 2 queries failed"), "{err}");
+    // Without the fault, the same batch answers both.
+    let (code, out, err) = common::run_with(&[], &all, Stdio::piped());
+    assert_eq!((code, out.lines().count()), (Some(0), 2), "{err}");
+}
+
 /// Counting queries of a `query -f` file on ConceptNet-100K, mixed with queries that want rows and
 /// one that does not read: COUNT(*), ASK (yes and no), LIMIT, both semantics.
 fn counting_queries_file(dir: &std::path::Path) -> String {
