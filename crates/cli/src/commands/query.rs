@@ -102,8 +102,7 @@ fn run_several(
     args: &Args,
     batch: usize,
 ) -> Result<()> {
-    let (mut failed, mut timed_out, mut printed) = (0, 0, false);
-    let mut k = 0;
+    let mut tally = Tally::default();
     let mut batches = Batches::default();
     let mut pending = vec![first];
     loop {
@@ -125,31 +124,15 @@ fn run_several(
         };
         ahead.resize_with(pending.len(), || None);
         for ((line, text), counted) in pending.drain(..).zip(ahead) {
-            k += 1;
-            crate::out::note!("query {k} (line {line}):");
+            tally.queries += 1;
+            crate::out::note!("query {} (line {line}):", tally.queries);
             // A blank line between result sets: the separator goes out with the next set.
-            let separator = if printed { "\n" } else { "" };
+            let separator = if tally.printed { "\n" } else { "" };
             let done = match counted {
                 Some(c) => c.print(matcher, args, separator),
                 None => run_one(&text, matcher, args, separator),
             };
-            match done {
-                Err(e) if crate::out::closed_pipe(&e) => return Err(e),
-                Err(e) if e.is::<crate::out::NoMatch>() => printed = true,
-                Err(e) if e.is::<crate::out::TimedOut>() => {
-                    printed = true;
-                    timed_out += 1;
-                }
-                Err(e) => {
-                    let text = format!("{e:#}");
-                    match crate::lines::in_file(&text, line) {
-                        Some(moved) => eprintln!("error: query {k}: {moved}"),
-                        None => eprintln!("error: query {k} (line {line}): {text}"),
-                    }
-                    failed += 1;
-                }
-                Ok(()) => printed = true,
-            }
+            tally.record(done, line)?;
         }
         if let Some(e) = unread {
             return Err(e);
@@ -163,15 +146,56 @@ fn run_several(
         let b = &batches;
         crate::out::note!("{}", batch_line(b.batched, b.batches, &b.counters));
     }
-    // A failure outranks a time-out: its exit status says more is wrong.
-    if failed > 0 {
-        bail!("{failed} of {k} queries failed");
+    tally.status()
+}
+
+/// The outcomes of a run's queries so far.
+#[derive(Default)]
+struct Tally {
+    queries: usize,
+    failed: usize,
+    timed_out: usize,
+    /// Whether a result set went out (the next one is then preceded by a blank line).
+    printed: bool,
+}
+
+impl Tally {
+    /// Counts the outcome of query `self.queries` (starting on `line`), reporting its error; only
+    /// a closed pipe ends the run.
+    fn record(&mut self, done: Result<()>, line: usize) -> Result<()> {
+        let k = self.queries;
+        match done {
+            Err(e) if crate::out::closed_pipe(&e) => return Err(e),
+            Err(e) if e.is::<crate::out::NoMatch>() => self.printed = true,
+            Err(e) if e.is::<crate::out::TimedOut>() => {
+                self.printed = true;
+                self.timed_out += 1;
+            }
+            Err(e) => {
+                let text = format!("{e:#}");
+                match crate::lines::in_file(&text, line) {
+                    Some(moved) => eprintln!("error: query {k}: {moved}"),
+                    None => eprintln!("error: query {k} (line {line}): {text}"),
+                }
+                self.failed += 1;
+            }
+            Ok(()) => self.printed = true,
+        }
+        Ok(())
     }
-    if timed_out > 0 {
-        crate::out::note!("{timed_out} of {k} queries timed out");
-        return Err(crate::out::TimedOut.into());
+
+    /// The run's exit status: a failure outranks a time-out, its exit status says more is wrong.
+    fn status(&self) -> Result<()> {
+        let k = self.queries;
+        if self.failed > 0 {
+            bail!("{} of {k} queries failed", self.failed);
+        }
+        if self.timed_out > 0 {
+            crate::out::note!("{} of {k} queries timed out", self.timed_out);
+            return Err(crate::out::TimedOut.into());
+        }
+        Ok(())
     }
-    Ok(())
 }
 
 /// The device batches of a run: their counters and how many queries they answered.
