@@ -138,6 +138,12 @@ enum Command {
         /// Also print notes on stderr: which engine `auto` chose and why, or why it runs on the CPU.
         #[arg(short, long, conflicts_with = "quiet", help_heading = help::OUTPUT)]
         verbose: bool,
+        /// With several queries (-f) on `--engine gpu`, `emulated` or `auto` with a GPU: read N
+        /// queries at a time and count those that only count (`--count`, COUNT(*), ASK) as one
+        /// batch, one sequence of launches (1: one query at a time).
+        #[arg(long, value_name = "N", default_value_t = 256, help_heading = help::ENGINE,
+              value_parser = clap::value_parser!(u64).range(1..=65_536))]
+        device_batch: u64,
         #[command(flatten)]
         matching: MatchArgs,
         /// Refuse a disconnected query whose components' match counts multiply beyond this (rows
@@ -504,6 +510,7 @@ fn main() -> ExitCode {
             max_cartesian,
             count,
             explain,
+            device_batch,
             matching,
             verbose: _,
         } => commands::query::run(commands::query::Args {
@@ -514,6 +521,7 @@ fn main() -> ExitCode {
             format,
             count,
             explain,
+            batch: device_batch as usize,
             semantics_given: matching.semantics.is_some(),
             dist: matching.distributed(),
             options: MatchOptions {

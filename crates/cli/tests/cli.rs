@@ -535,6 +535,232 @@ fn a_query_failing_in_a_device_batch_leaves_the_others_answered() {
     );
 }
 
+/// In a device batch over a folder, a query file that fails to load gets its own error line and
+/// the other queries of the folder are answered, with the same counts as one by one.
+#[test]
+fn a_malformed_query_file_in_a_device_batch_leaves_the_others_answered() {
+    let hprd = dataset("subgraph-matching/hprd-study");
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["query_dense_16_1", "query_dense_16_10"] {
+        std::fs::copy(
+            format!("{hprd}/query_graph/{name}.graph"),
+            dir.path().join(format!("{name}.graph")),
+        )
+        .unwrap();
+    }
+    // Sorted between the two good files, so the batch holds queries on both sides of it.
+    std::fs::write(
+        dir.path().join("query_dense_16_0.graph"),
+        "t 2 1\nv 0 8 1\nv 1 8 1\ne 0 7\n",
+    )
+    .unwrap();
+    let data = format!("{hprd}/data_graph/HPRD.graph");
+    let folder = dir.path().display().to_string();
+    let args = ["match", "--data", &data, "--query", &folder];
+    let (code, out, err) = common::run_with(
+        &[],
+        &[&args[..], &["--engine", "emulated"]].concat(),
+        Stdio::piped(),
+    );
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("error: ") && err.contains("query_dense_16_0.graph:4: unknown vertex"),
+        "{err}"
+    );
+    assert!(err.contains("1 of 3 queries failed"), "{err}");
+    assert!(err.contains("batches: 2 queries in 1 batch"), "{err}");
+    let names: Vec<&str> = out.lines().map(|l| l.split('\t').next().unwrap()).collect();
+    assert_eq!(names, ["query_dense_16_1", "query_dense_16_10"], "{out}");
+    // The same counts as dfs gives each good file alone.
+    for line in out.lines() {
+        let f: Vec<&str> = line.split('\t').collect();
+        let file = dir
+            .path()
+            .join(format!("{}.graph", f[0]))
+            .display()
+            .to_string();
+        let (code, alone, err) = common::run_with(
+            &[],
+            &["match", "--data", &data, "--query", &file],
+            Stdio::piped(),
+        );
+        assert_eq!(code, Some(0), "{err}");
+        assert_eq!(alone.split('\t').nth(1), Some(f[1]), "{line} / {alone}");
+    }
+}
+
+/// A device that fails mid-batch on `--engine emulated` (`GPSENSE_EMULATOR_FAULT`: every launch of
+/// the batch's join kernel raises the fault flag): each query of the batch reports the device's
+/// error, none a count, and the exit status is 1 (under `auto` they would go to the CPU instead:
+/// the runtime's `a_device_fault_mid_batch_under_auto_answers_the_batch_on_the_cpu`).
+#[test]
+fn a_device_fault_mid_batch_is_each_querys_error() {
+    let hprd = dataset("subgraph-matching/hprd-study");
+    let data = format!("{hprd}/data_graph/HPRD.graph");
+    let queries: Vec<String> = [1, 2]
+        .iter()
+        .map(|k| format!("{hprd}/query_graph/query_dense_16_{k}.graph"))
+        .collect();
+    let args = ["match", "--engine", "emulated", "--data", &data, "--query"];
+    let all = [&args[..], &[&queries[0][..], &queries[1][..]]].concat();
+    let (code, out, err) = common::run_with(
+        &[("GPSENSE_EMULATOR_FAULT", "extend_warp_batch")],
+        &all,
+        Stdio::piped(),
+    );
+    assert_eq!(code, Some(1), "{err}");
+    assert!(out.is_empty(), "{out}");
+    let faults = err.lines().filter(|l| l.contains("raised the fault flag"));
+    assert_eq!(faults.count(), 2, "{err}");
+    assert!(err.contains("2 of 2 queries failed"), "{err}");
+    // Without the fault, the same batch answers both.
+    let (code, out, err) = common::run_with(&[], &all, Stdio::piped());
+    assert_eq!((code, out.lines().count()), (Some(0), 2), "{err}");
+}
+
+/// Counting queries of a `query -f` file on ConceptNet-100K, mixed with queries that want rows and
+/// one that does not read: COUNT(*), ASK (yes and no), LIMIT, both semantics.
+fn counting_queries_file(dir: &std::path::Path) -> String {
+    let p = "PREFIX c: <http://conceptnet.io/c/en/> PREFIX r: <http://conceptnet.io/r/>";
+    let text = [
+        format!("{p} SELECT (COUNT(*) AS ?n) WHERE {{ ?x r:IsA c:animal }}"),
+        ANIMALS_AT_HOME.to_owned(),
+        format!("{p} ASK {{ c:dog r:IsA c:pet }}"),
+        "SELECT ?x WHERE { ?x IsA animal . ?x CapableOf fly } LIMIT 3".to_owned(),
+        "SELECT ?x WHERE { ?x IsA nosuchthingzz }".to_owned(),
+        format!("{p} ASK {{ ?x r:IsA c:animal . ?x r:AtLocation c:home }}"),
+        "SELECT * WHERE { dog IsA pet }".to_owned(),
+        format!(
+            "{p} SELECT (COUNT(*) AS ?n) WHERE {{ ?x r:IsA ?y . ?y r:IsA c:animal . \
+             ?x r:AtLocation ?z }}"
+        ),
+        "SELECT ?x ?y WHERE { ?x IsA ?y . ?x AtLocation home } LIMIT 5".to_owned(),
+    ]
+    .join("\n");
+    let file = dir.join("q.rq");
+    std::fs::write(&file, text).unwrap();
+    file.display().to_string()
+}
+
+/// Each result set of a `query -f` output with its lines sorted (the device's rows come in no
+/// fixed order), or only their number when a LIMIT cut it (which rows is up to the engine).
+fn result_sets(out: &str) -> Vec<Vec<String>> {
+    out.split("\n\n")
+        .enumerate()
+        .map(|(k, set)| {
+            let mut lines: Vec<String> = set.lines().map(str::to_owned).collect();
+            lines.sort();
+            // Sets 3 and 7 (query 5 has none): the row queries with a LIMIT.
+            if (k == 3 || k == 7) && lines.len() > 1 {
+                return vec![format!("{} rows", lines.len())];
+            }
+            lines
+        })
+        .collect()
+}
+
+/// The launches `--explain` reports: the batches' closing line, or the sum of the queries' own.
+fn launches(stderr: &str) -> u64 {
+    let number = |s: &str| s.replace(',', "").parse::<u64>().unwrap();
+    if let Some(line) = stderr.lines().find(|l| l.starts_with("batches: ")) {
+        let (_, rest) = line.split_once(": ").unwrap();
+        let (_, rest) = rest.split_once(": ").unwrap();
+        return number(rest.split(' ').next().unwrap());
+    }
+    stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("device: "))
+        .filter(|l| l.contains(" launches, "))
+        .map(|l| number(l.split(' ').next().unwrap()))
+        .sum()
+}
+
+/// `query -f` on the emulated device counts the file's counting queries (COUNT(*), ASK, or all
+/// with `--count`) in one batch: the same output as one query at a time and as dfs, in the file's
+/// order, each LIMIT its own, and fewer launches than one at a time.
+#[test]
+fn counting_queries_of_a_file_are_answered_in_a_device_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = counting_queries_file(dir.path());
+    for count in [&[][..], &["--count"]] {
+        let run = |extra: &[&str]| {
+            let args = [&["query", "--explain", "-f", &f][..], count, extra].concat();
+            common::run_with(&[], &args, Stdio::piped())
+        };
+        let (code, batched, err) = run(&["--engine", "emulated"]);
+        let (code_alone, alone, err_alone) = run(&["--engine", "emulated", "--device-batch", "1"]);
+        let (code_dfs, dfs, _) = run(&["--engine", "dfs"]);
+        // Query 5 names an unknown concept: its own error, the others answered.
+        assert_eq!(
+            (code, code_alone, code_dfs),
+            (Some(1), Some(1), Some(1)),
+            "{err}"
+        );
+        assert!(err.contains("error: query 5: line 5") && err.contains("1 of 9 queries failed"));
+        assert_eq!(result_sets(&batched), result_sets(&alone), "{count:?}");
+        assert_eq!(result_sets(&batched), result_sets(&dfs), "{count:?}");
+        // Without --count: COUNT(*), ASK and the query without variables (the others want
+        // rows); one batch per semantics (standard SPARQL's hom, the short dialect's iso).
+        let expected = if count.is_empty() {
+            "batches: 5 queries in 2 batches"
+        } else {
+            "batches: 8 queries in 2 batches"
+        };
+        assert!(err.contains(expected), "{err}");
+        assert!(!err_alone.contains("batches: "), "{err_alone}");
+        let (b, a) = (launches(&err), launches(&err_alone));
+        assert!(b > 0 && b < a, "{b} launches batched, {a} one at a time");
+    }
+    // The answers themselves (dfs agreed above): counts, yes/no, a LIMIT of 3 kept to its query.
+    let (_, out, _) = common::run_with(
+        &[],
+        &["query", "--count", "--engine", "emulated", "-f", &f],
+        Stdio::piped(),
+    );
+    let sets: Vec<&str> = out.split_whitespace().collect();
+    assert_eq!(sets.len(), 8, "{out}");
+    assert_eq!(
+        (sets[1], sets[2], sets[3], sets[7]),
+        ("2", "0", "3", "5"),
+        "{out}"
+    );
+}
+
+/// In a `query -f` device batch, a query over its memory budget fails alone: the smaller queries
+/// under the same budget are answered (as dfs answers them) and the exit status is 1.
+#[test]
+fn a_query_failing_in_a_query_file_batch_leaves_the_others_answered() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = counting_queries_file(dir.path());
+    let args = ["query", "--count", "-f", &f];
+    let (code, out, err) = common::run_with(
+        &[],
+        &[
+            &args[..],
+            &["--engine", "emulated", "--memory-budget", "100K"],
+        ]
+        .concat(),
+        Stdio::piped(),
+    );
+    assert_eq!(code, Some(1), "{err}");
+    let budget: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("more than the memory budget"))
+        .collect();
+    assert_eq!(budget.len(), 5, "{err}");
+    assert!(budget[0].starts_with("error: query 2 (line 2): "), "{err}");
+    assert!(err.contains("6 of 9 queries failed"), "{err}");
+    let (_, dfs, _) = common::run_with(
+        &[],
+        &[&args[..], &["--engine", "dfs"]].concat(),
+        Stdio::piped(),
+    );
+    let dfs: Vec<&str> = dfs.split_whitespace().collect();
+    let got: Vec<&str> = out.split_whitespace().collect();
+    // Queries 1, 3 and 7 fit: their counts, in the file's order.
+    assert_eq!(got, [dfs[0], dfs[2], dfs[5]], "{out}");
+}
+
 /// A reader that went away (`| head -1`, `| true`) ends every command quietly, with no panic; a
 /// full device (`> /dev/full`) is an error that says the output could not be written.
 #[test]

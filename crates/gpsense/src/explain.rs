@@ -84,9 +84,15 @@ pub fn report(q: &QueryGraph, g: &KnowledgeGraph, r: &MatchReport) -> String {
     }
     if let Some(d) = &r.device_report {
         let c = &d.counters;
+        // A batch's calls serve all its queries: they are not this query's alone.
+        let whose = match d.batch {
+            0 => String::new(),
+            1 => " (a batch of 1 query)".to_owned(),
+            n => format!(" (its batch of {} queries, together)", thousands(n)),
+        };
         let _ = writeln!(
             out,
-            "device: {} launches, {} reads (each waits for the device), {} allocations, {} bytes up, {} bytes down; {} join level runs, {} partial matches; {} bytes of buffers kept for the next query",
+            "device{whose}: {} launches, {} reads (each waits for the device), {} allocations, {} bytes up, {} bytes down; {} join level runs, {} partial matches; {} bytes of buffers kept for the next query",
             thousands(c.launches),
             thousands(c.syncs),
             thousands(c.allocations),

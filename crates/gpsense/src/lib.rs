@@ -36,7 +36,9 @@ pub use error::Error;
 pub use gpsense_compress::CompressOptions;
 pub use gpsense_graph::ingest::{NoProgress, Progress};
 pub use gpsense_planner::{Dialect, Form, Prepared};
-pub use gpsense_runtime::{EngineKind, MatchOptions, MatchReport, RowBatch, Semantics};
+pub use gpsense_runtime::{
+    BatchReport, DeviceCounters, EngineKind, MatchOptions, MatchReport, RowBatch, Semantics,
+};
 pub use gpsense_sparql as sparql;
 pub use gpsense_trust as trust;
 pub use graph::{Answer, Graph, Query, Row, Trust};

@@ -3,12 +3,13 @@
 //! the engine, as before; one with them streams as far as it can (filters, DISTINCT, OFFSET and
 //! LIMIT row by row) and holds rows only for ORDER BY, within the memory budget.
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
 
 use gpsense_graph::KnowledgeGraph;
 use gpsense_graph::rdf::TermKind;
 use gpsense_planner::{Form, OrderKey, Prepared, Projected, QueryGraph};
-use gpsense_runtime::{MatchError, MatchOptions, RowBatch, Semantics};
+use gpsense_runtime::{BatchReport, MatchError, MatchOptions, RowBatch, Semantics};
 use hashbrown::HashSet;
 
 use crate::matcher::{Matcher, Reported};
@@ -125,6 +126,78 @@ fn count_filtered(m: &Matcher, p: &Prepared, opts: &MatchOptions) -> Result<Repo
     reported.report.limit_reached |= limit.is_some_and(|l| passed > l);
     reported.report.rows = u128::from(limit.map_or(passed, |l| passed.min(l)));
     Ok(reported)
+}
+
+/// What [`count_batch`] did: each query's answer as [`count`] gives it, or its own error, in the
+/// order given, and how the engine batched them (`batch.reports` is left empty: the answers are
+/// `answers`).
+pub struct BatchCounts {
+    /// Each query's count (`report.rows`) and report, or its own error.
+    pub answers: Vec<Result<Reported, MatchError>>,
+    /// The device's counters over the batches, how many queries were batched, and under `auto`
+    /// the device failure after which a batch was answered on the CPU.
+    pub batch: BatchReport,
+}
+
+/// The number of solutions of each query, as [`count`] counts them, with its own options: on the
+/// `gpu` or `emulated` engine (or where `auto` picks the device) the queries the engine counts
+/// whole (no FILTER; OFFSET and LIMIT are applied as [`count`] does) are answered in batches, each
+/// one sequence of device launches ([`gpsense_runtime::Engine::count_batch`]); the others, and
+/// every query on a compressed graph, one by one. A query's error (memory budget, a refused
+/// shape) is its own entry; its time limit and LIMIT hold for it alone. For ASK, pass options
+/// with `limit: Some(1)`: it has a solution when the count is not 0.
+///
+/// ```
+/// # let loaded = gpsense::Loaded::embedded()?;
+/// # let m = gpsense::Matcher::new(&loaded)?;
+/// use gpsense::{Dialect, EngineKind, MatchOptions};
+/// let a = m.prepare("SELECT ?x WHERE { ?x IsA animal }", Dialect::Short)?;
+/// let b = m.prepare("SELECT ?x WHERE { ?x IsA animal . ?x AtLocation home }", Dialect::Short)?;
+/// let opts = MatchOptions { engine: EngineKind::Emulated, ..Default::default() };
+/// let counted = gpsense::solutions::count_batch(&m, &[(&a, &opts), (&b, &opts)]);
+/// assert_eq!(counted.batch.batched, 2);
+/// let alone = gpsense::solutions::count(&m, &b, &opts)?.report.rows;
+/// assert_eq!(counted.answers[1].as_ref().unwrap().report.rows, alone);
+/// # Ok::<(), gpsense::Error>(())
+/// ```
+pub fn count_batch(m: &Matcher, queries: &[(&Prepared, &MatchOptions)]) -> BatchCounts {
+    let mut answers: Vec<Option<Result<Reported, MatchError>>> =
+        queries.iter().map(|_| None).collect();
+    // What goes to the engine's batch: the query, its options and the OFFSET to take off.
+    let mut sent: Vec<(usize, Cow<QueryGraph>, Cow<MatchOptions>, u64)> = Vec::new();
+    for (i, &(p, opts)) in queries.iter().enumerate() {
+        if !p.filters.is_empty() || matches!(m, Matcher::Compressed(_)) {
+            answers[i] = Some(count(m, p, opts));
+        } else if p.offset == 0 {
+            sent.push((i, Cow::Borrowed(&p.graph), Cow::Borrowed(opts), 0));
+        } else {
+            // As in `count`: the limits apply after the offset.
+            let mut q = p.graph.clone();
+            q.limit = p.graph.limit.map(|l| l.saturating_add(p.offset));
+            let o = MatchOptions {
+                limit: opts.limit.map(|l| l.saturating_add(p.offset)),
+                ..opts.clone()
+            };
+            sent.push((i, Cow::Owned(q), Cow::Owned(o), p.offset));
+        }
+    }
+    let list: Vec<(&QueryGraph, &MatchOptions)> =
+        sent.iter().map(|(_, q, o, _)| (&**q, &**o)).collect();
+    let mut batch = m.engine().count_batch(&list);
+    for ((i, _, _, offset), r) in sent.iter().zip(std::mem::take(&mut batch.reports)) {
+        answers[*i] = Some(r.map(|mut report| {
+            report.rows = report.rows.saturating_sub(u128::from(*offset));
+            Reported {
+                report,
+                expansion: None,
+            }
+        }));
+    }
+    let answers = answers
+        .into_iter()
+        .map(|a| a.unwrap_or(Err(MatchError::Plan("query not answered".into()))))
+        .collect();
+    BatchCounts { answers, batch }
 }
 
 /// Whether there is a solution (`ASK`).

@@ -194,14 +194,37 @@ impl Graph {
             }
             Reading::Algebra(query) => query,
         };
-        let opts = algebra::options(py, &call)?;
-        let e = algebra::evaluate(py, &self.shared, &query, &opts, Keep::Count(limit))?;
-        if e.timed_out {
-            let message = format!("the time limit stopped the count at {} solutions", e.count);
-            let partial = e.count.into_pyobject(py)?.into_any().unbind();
-            return Err(errors::timeout(py, message, partial));
+        self.count_algebra(py, &query, &call, limit)
+    }
+
+    /// Counts each query of `texts` as `count` does, with the same options for all, and returns a
+    /// list in the same order holding each query's count, or its own error as an exception object
+    /// (returned, not raised: `QueryError`, `MatchError`, `QueryTimeout` with its `partial`
+    /// count). On the "gpu" or "emulated" engine, or "auto" where it picks a GPU, the queries the
+    /// matcher counts whole (no FILTER) are answered `batch` at a time, each batch one sequence
+    /// of device launches; the others one by one. A query's `limit` and `timeout` are its own
+    /// (the timeout counted from its batch's start).
+    #[pyo3(signature = (texts, semantics=None, limit=None, timeout=None, engine="auto", batch=256))]
+    #[allow(clippy::too_many_arguments)]
+    fn count_many(
+        &self,
+        py: Python<'_>,
+        texts: Vec<String>,
+        semantics: Option<&str>,
+        limit: Option<u64>,
+        timeout: Option<f64>,
+        engine: &str,
+        batch: usize,
+    ) -> PyResult<Vec<Py<PyAny>>> {
+        if batch == 0 {
+            return Err(PyValueError::new_err("batch must be at least 1"));
         }
-        Ok(u128::from(e.count))
+        let call = options::call(semantics, limit, timeout, engine)?;
+        let mut out = Vec::with_capacity(texts.len());
+        for chunk in texts.chunks(batch) {
+            out.extend(self.count_chunk(py, chunk, &call, limit)?);
+        }
+        Ok(out)
     }
 
     /// Whether the query has a match (an ASK query, or any pattern).
@@ -306,6 +329,79 @@ impl Graph {
 }
 
 impl Graph {
+    /// A query for the full evaluator, counted (`count`'s second path).
+    fn count_algebra(
+        &self,
+        py: Python<'_>,
+        query: &spargebra::Query,
+        call: &Call,
+        limit: Option<u64>,
+    ) -> PyResult<u128> {
+        let opts = algebra::options(py, call)?;
+        let e = algebra::evaluate(py, &self.shared, query, &opts, Keep::Count(limit))?;
+        if e.timed_out {
+            let message = format!("the time limit stopped the count at {} solutions", e.count);
+            let partial = e.count.into_pyobject(py)?.into_any().unbind();
+            return Err(errors::timeout(py, message, partial));
+        }
+        Ok(u128::from(e.count))
+    }
+
+    /// One batch of `count_many`: the graph path's queries through `solutions::count_batch` on
+    /// the calling thread with the GIL released, the others one by one; errors as values.
+    fn count_chunk(
+        &self,
+        py: Python<'_>,
+        texts: &[String],
+        call: &Call,
+        limit: Option<u64>,
+    ) -> PyResult<Vec<Py<PyAny>>> {
+        let value = |r: PyResult<u128>| -> PyResult<Py<PyAny>> {
+            match r {
+                Ok(n) => Ok(n.into_pyobject(py)?.into_any().unbind()),
+                Err(e) => Ok(e.into_value(py).into_any()),
+            }
+        };
+        let mut out: Vec<Option<Py<PyAny>>> = texts.iter().map(|_| None).collect();
+        let mut graph_path = Vec::new();
+        for (i, text) in texts.iter().enumerate() {
+            match self.read(py, text) {
+                Ok(Reading::Graph(p)) => graph_path.push((i, *p)),
+                Ok(Reading::Algebra(query)) => {
+                    out[i] = Some(value(self.count_algebra(py, &query, call, limit))?)
+                }
+                Err(e) => out[i] = Some(value(Err(e))?),
+            }
+        }
+        let shared = &self.shared;
+        let counted = inline(py, |cancel| {
+            let opts: Vec<_> = graph_path
+                .iter()
+                .map(|(_, p)| {
+                    let mut o = solutions::options_for(
+                        p,
+                        &call.options,
+                        call.semantics_given.then_some(call.options.semantics),
+                    );
+                    o.cancel = Some(cancel.clone());
+                    o
+                })
+                .collect();
+            let list: Vec<_> = graph_path.iter().map(|(_, p)| p).zip(&opts).collect();
+            shared.with_dependent(|_, e| solutions::count_batch(&e.matcher, &list).answers)
+        })?;
+        for ((i, _), answer) in graph_path.iter().zip(counted) {
+            let n = answer
+                .map_err(|e| from_gpsense(py, Error::from(e)))
+                .and_then(|r| errors::counted(py, &r));
+            out[*i] = Some(value(n)?);
+        }
+        Ok(out
+            .into_iter()
+            .map(|v| v.unwrap_or_else(|| py.None()))
+            .collect())
+    }
+
     /// `text` read as every front end reads it (`gpsense::read`).
     fn read(&self, py: Python<'_>, text: &str) -> PyResult<Reading> {
         self.shared.read(text).map_err(|e| from_gpsense(py, e))

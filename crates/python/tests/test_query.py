@@ -273,6 +273,51 @@ def test_count_equals_rows_for_several_queries(cn):
             assert cn.count(q, semantics=semantics) == len(cn.query(q, semantics=semantics).to_list()), (q, semantics)
 
 
+#: Queries for count_many: the graph path in both dialects and semantics, one that does not read,
+#: one with a FILTER (counted alone) and one for the full evaluator (OPTIONAL).
+MANY = [
+    ANIMALS,
+    ANIMALS_AT_HOME,
+    DOG_EDGES,
+    MUTUAL_ISA,
+    "SELECT ?x WHERE { ?x IsA nosuchthingzz }",
+    PREFIX + "SELECT (COUNT(*) AS ?n) WHERE { ?x r:IsA c:animal }",
+    PREFIX + "SELECT ?x WHERE { ?x r:IsA c:animal . ?x r:AtLocation ?y FILTER(?y != c:home) }",
+    PREFIX + "SELECT ?x ?y WHERE { ?x r:IsA c:animal OPTIONAL { ?x r:AtLocation ?y } }",
+]
+
+
+@pytest.mark.parametrize("engine", ["emulated", "dfs"])
+def test_count_many_answers_each_query_as_count_does(cn, engine):
+    """On the emulated device the graph path's queries go as batches (two here: `batch=3`); each
+    entry is the query's count, or its own error as a value, the others answered."""
+    got = cn.count_many(MANY, engine=engine, batch=3)
+    assert len(got) == len(MANY)
+    assert isinstance(got[4], gpsense.QueryError) and "nosuchthingzz" in str(got[4])
+    for q, n in zip(MANY, got):
+        if q is not MANY[4]:
+            assert n == cn.count(q, engine="dfs") and type(n) is int, q
+    assert got[0] == ANIMALS_COUNT and got[1] == 2
+    # A limit per query: each count stops at it on its own.
+    assert cn.count_many([ANIMALS, ANIMALS_AT_HOME], engine=engine, limit=5) == [5, 2]
+    with pytest.raises(ValueError, match="batch"):
+        cn.count_many(MANY, batch=0)
+
+
+def test_count_many_keeps_a_device_failure_to_the_batched_queries(monkeypatch):
+    """With every `extend_warp_batch` launch failing (the emulator's fault injection), each query of
+    the batch gets the device's error as its entry; the queries answered off the device (a FILTER,
+    the full evaluator) keep their counts."""
+    monkeypatch.setenv("GPSENSE_EMULATOR_FAULT", "extend_warp_batch")
+    g = gpsense.Graph.default()  # its emulator is made after the variable is set
+    got = g.count_many(MANY, engine="emulated")
+    for k in (0, 1, 2, 3, 5):
+        assert isinstance(got[k], gpsense.MatchError), (MANY[k], got[k])
+        assert "fault flag" in str(got[k])
+    assert got[6] == g.count(MANY[6], engine="dfs") > 0
+    assert got[7] == g.count(MANY[7]) > 0
+
+
 def test_counts_past_64_bits_are_exact(cn):
     """A 7-leaf star's leaf-group product passes 2^64 (it wrapped before); past 2^128 - 1, an error."""
     star = " . ".join(f"?x IsA ?a{i}" for i in range(7))

@@ -12,12 +12,18 @@ use crate::gpu_pipeline::BatchItem;
 #[derive(Debug, Default)]
 pub struct BatchReport {
     pub reports: Vec<Result<MatchReport, MatchError>>,
-    /// Launches, reads (waits), bytes of the batch (zero when no query was batched).
+    /// Launches, reads (waits), bytes of the batches (zero when no query was batched).
     pub counters: DeviceCounters,
-    /// Queries answered in the batch; the others ran alone (another engine or semantics than
-    /// the first batched query's, or a disconnected query without a limit).
+    /// Queries answered in a batch; the others ran alone (another engine than `gpu` or
+    /// `emulated`, `auto` picking `dfs`, or a disconnected query without a limit).
     pub batched: usize,
-    /// Where the batch's time went.
+    /// Batches run: one per engine, semantics and refinement rounds among the batched queries.
+    pub batches: usize,
+    /// Under `auto`: the device's failure during a batch, after which its unanswered queries
+    /// were answered on the CPU (`on_cpu` of them; each report's `fallback` says so too).
+    pub fallback: Option<String>,
+    pub on_cpu: usize,
+    /// Where the batches' time went.
     pub phases: BatchPhases,
 }
 
@@ -25,7 +31,7 @@ pub struct BatchReport {
 /// holds the device's work as well as the host's preparation of it.
 #[derive(Debug, Default, Clone, Copy, PartialEq)]
 pub struct BatchPhases {
-    /// Plans and filtering layouts of every query (host only).
+    /// Plans, `auto`'s estimates and filtering layouts of every query (host only).
     pub plan: Duration,
     /// Filtering of every query, to the read of the candidate counts.
     pub filter: Duration,
@@ -55,7 +61,7 @@ struct Planned<'q> {
     plan: Plan,
     layout: Layout,
     limit: Option<u64>,
-    /// `auto`'s estimates in a batch, which picked the device.
+    /// `auto`'s estimates and pick, when `auto` sent the query to the device.
     auto: Option<AutoChoice>,
 }
 
@@ -66,132 +72,152 @@ type DeviceAnswers = (
     BatchPhases,
 );
 
-/// A query's plan, its filtering layout when it joins the batch, and `auto`'s estimates.
-type Prepared = (Plan, Option<Result<Layout, MatchError>>, Option<AutoChoice>);
+/// What one batch shares: the engine it runs on, the semantics and the refinement rounds, and
+/// whether `auto` chose the device (then a device failure sends its queries to the CPU).
+#[derive(Clone, Copy, PartialEq)]
+struct Key {
+    engine: EngineKind,
+    semantics: Semantics,
+    refine_rounds: u32,
+    auto: bool,
+}
 
-impl Engine<'_> {
-    /// Counts the matches of each query with its own options. Queries on the `gpu` or
-    /// `emulated` engine that share the first such query's engine, semantics and refinement rounds
-    /// are answered together in one sequence of launches; the others one by one. A query's
-    /// failure (memory budget, time limit, a refused shape) is its own entry in the report.
-    pub fn count_batch(&self, queries: &[(&QueryGraph, &MatchOptions)]) -> BatchReport {
-        let start = Instant::now();
-        let mut reports: Vec<Option<Result<MatchReport, MatchError>>> =
-            queries.iter().map(|_| None).collect();
-        // `auto` joins a batch on the GPU when one is found, where its estimate of the query in a
-        // batch picks the device; its other queries go to dfs.
-        let gpu_found =
-            queries.iter().any(|(_, o)| o.engine == EngineKind::Auto) && self.gpu().is_ok();
-        let batch_kind = |o: &MatchOptions| match o.engine {
-            EngineKind::Auto if gpu_found => Some(EngineKind::Gpu),
-            k @ (EngineKind::Gpu | EngineKind::Emulated) => Some(k),
-            _ => None,
-        };
-        let key = queries
-            .iter()
-            .find_map(|(_, o)| batch_kind(o).map(|k| (k, o.semantics, o.refine_rounds)));
-        let same = |o: &MatchOptions| {
-            batch_kind(o).is_some_and(|k| key == Some((k, o.semantics, o.refine_rounds)))
-        };
-        // Plans, `auto`'s estimates and layouts are the host's share of a batch: every core takes
-        // part (HPRD-200: about as long as dfs answering the whole suite, on one core).
-        let prepared: Vec<Prepared> = queries
-            .par_iter()
-            .with_min_len(8)
-            .map(|&(q, opts)| {
-                let plan = if opts.explain {
-                    plan_with(q, self.graph, &self.stats)
-                } else {
-                    plan_brief(q, self.graph, &self.stats)
-                };
-                let auto = (opts.engine == EngineKind::Auto && gpu_found)
-                    .then(|| self.auto_choice_in_batch(q, &plan, opts));
-                let alone = !same(opts)
-                    || auto.as_ref().is_some_and(|c| c.pick != EngineKind::Gpu)
-                    || (plan.components.len() > 1 && opts.limit_for(q.limit).is_none());
-                let layout = (!alone).then(|| Layout::new(q, &plan, opts.semantics, self.shape));
-                (plan, layout, auto)
-            })
-            .collect();
-        let mut planned = Vec::new();
-        for (index, (&(q, opts), (plan, layout, auto))) in queries.iter().zip(prepared).enumerate()
-        {
-            match layout {
-                None => reports[index] = Some(self.count_alone(q, opts, auto)),
-                Some(Ok(layout)) => planned.push(Planned {
-                    index,
-                    q,
-                    opts,
-                    plan,
-                    layout,
-                    limit: opts.limit_for(q.limit),
-                    auto,
-                }),
-                Some(Err(e)) => reports[index] = Some(Err(e)),
-            }
-        }
-        let batched = planned.len();
-        let mut phases = BatchPhases {
-            plan: start.elapsed(),
-            ..Default::default()
-        };
-        let mut counters = DeviceCounters::default();
-        if let Some((engine, semantics, rounds)) = key.filter(|_| batched > 0) {
-            let done =
-                match engine {
-                    EngineKind::Gpu => self.gpu().map_err(MatchError::from).and_then(|d| {
-                        d.count_batch(&planned, semantics, rounds, self.shape, start)
-                    }),
-                    _ => self.emulator().map_err(MatchError::from).and_then(|d| {
-                        d.count_batch(&planned, semantics, rounds, self.shape, start)
-                    }),
-                };
-            match done {
-                Ok((answers, c, p)) => {
-                    counters = c;
-                    phases = BatchPhases {
-                        plan: phases.plan,
-                        ..p
-                    };
-                    for (p, a) in planned.iter().zip(answers) {
-                        reports[p.index] = Some(a.map(|mut r| {
-                            if let Some(c) = &p.auto {
-                                r.auto = Some(c.clone());
-                                r.engine = EngineKind::Gpu;
-                            }
-                            r
-                        }));
-                    }
-                }
-                Err(e) => {
-                    for p in &planned {
-                        reports[p.index] = Some(Err(e.clone()));
-                    }
-                }
-            }
-        }
-        BatchReport {
-            reports: reports
-                .into_iter()
-                .map(|r| r.unwrap_or(Err(MatchError::Plan("query not answered".into()))))
-                .collect(),
-            counters,
-            batched,
-            phases,
-        }
-    }
+/// Where a query of [`Engine::count_batch`] goes.
+enum Entry<'q> {
+    Batch(Key, Box<Planned<'q>>),
+    /// On its own engine, or on dfs where `auto`'s estimate (kept for its report) picked it.
+    Alone(Option<AutoChoice>),
+    Failed(MatchError),
 }
 
 impl Engine<'_> {
-    /// A query outside the batch: on its own engine, or on dfs where `auto`'s estimate in the
-    /// batch picked it (the report then carries that estimate).
+    /// Counts the matches of each query with its own options. Queries on the `gpu` or `emulated`
+    /// engine, and those for which `auto` picks the device, are answered in batches of one
+    /// sequence of launches each (one batch per engine, semantics and refinement rounds); the
+    /// others one by one. A query's failure (memory budget, time limit, a refused shape) is its
+    /// own entry in the report. Under `auto`, a device failure during a batch drops the device
+    /// state and answers the batch's queries on the CPU (`BatchReport::fallback`).
+    pub fn count_batch(&self, queries: &[(&QueryGraph, &MatchOptions)]) -> BatchReport {
+        self.count_batch_on(queries, None::<&DeviceState<HostDevice>>)
+    }
+
+    /// [`Engine::count_batch`], with `device` standing in for the GPU that `auto` would take (the
+    /// tests' emulator with a failing kernel).
+    fn count_batch_on<D: Device>(
+        &self,
+        queries: &[(&QueryGraph, &MatchOptions)],
+        device: Option<&DeviceState<D>>,
+    ) -> BatchReport {
+        let start = Instant::now();
+        let mut reports: Vec<Option<Result<MatchReport, MatchError>>> =
+            queries.iter().map(|_| None).collect();
+        // Plans, estimates and layouts are the host's share of a batch: every core takes part
+        // (HPRD-200 on one core: about as long as dfs answering the whole suite).
+        let entries: Vec<Entry> = queries
+            .par_iter()
+            .enumerate()
+            .with_min_len(8)
+            .map(|(index, &(q, opts))| self.entry(index, q, opts, device.is_some()))
+            .collect();
+        let mut batch = BatchReport::default();
+        batch.phases.plan = start.elapsed();
+        let mut groups: Vec<(Key, Vec<Planned>)> = Vec::new();
+        let mut alone = Vec::new();
+        for (index, entry) in entries.into_iter().enumerate() {
+            match entry {
+                Entry::Batch(key, p) => match groups.iter_mut().find(|(k, _)| *k == key) {
+                    Some((_, group)) => group.push(*p),
+                    None => groups.push((key, vec![*p])),
+                },
+                Entry::Alone(auto) => alone.push((index, auto)),
+                Entry::Failed(e) => reports[index] = Some(Err(e)),
+            }
+        }
+        // The queries on the CPU run beside the batches, whose host thread mostly waits on the
+        // device; after them, they would eat the batched queries' time limits.
+        let (answers, on_cpu) = rayon::join(
+            || self.run_groups(&groups, device, start, &mut batch),
+            || {
+                alone
+                    .par_iter()
+                    .with_max_len(1)
+                    .map(|(index, auto)| {
+                        let (q, opts) = queries[*index];
+                        (*index, self.count_alone(q, opts, auto.clone()))
+                    })
+                    .collect::<Vec<_>>()
+            },
+        );
+        for (index, a) in answers.into_iter().chain(on_cpu) {
+            reports[index] = Some(a);
+        }
+        batch.reports = reports
+            .into_iter()
+            .map(|r| r.unwrap_or(Err(MatchError::Plan("query not answered".into()))))
+            .collect();
+        batch
+    }
+
+    /// Runs each group as one batch on its device; under `auto`, a device failure sends the
+    /// group's unanswered queries to the CPU. Returns each query's index and answer.
+    fn run_groups<D: Device>(
+        &self,
+        groups: &[(Key, Vec<Planned>)],
+        device: Option<&DeviceState<D>>,
+        start: Instant,
+        batch: &mut BatchReport,
+    ) -> Vec<(usize, Result<MatchReport, MatchError>)> {
+        let mut out = Vec::new();
+        for (key, planned) in groups {
+            batch.batched += planned.len();
+            batch.batches += 1;
+            let done = match (key.engine, device) {
+                (EngineKind::Emulated, _) => self
+                    .emulator()
+                    .map_err(MatchError::from)
+                    .and_then(|d| d.count_batch(planned, *key, self.shape, start)),
+                (_, Some(d)) if key.auto => d.count_batch(planned, *key, self.shape, start),
+                _ => self
+                    .gpu()
+                    .map_err(MatchError::from)
+                    .and_then(|d| d.count_batch(planned, *key, self.shape, start)),
+            };
+            let answers = match done {
+                Ok((answers, c, phases)) => {
+                    batch.counters += c;
+                    batch.phases += BatchPhases {
+                        plan: Duration::ZERO,
+                        ..phases
+                    };
+                    answers
+                }
+                Err(e) => planned.iter().map(|_| Err(e.clone())).collect(),
+            };
+            for (p, a) in planned.iter().zip(answers) {
+                let a = match a {
+                    Err(MatchError::Device(e)) if key.auto => {
+                        batch.fallback.get_or_insert_with(|| e.to_string());
+                        batch.on_cpu += 1;
+                        self.forget_gpu();
+                        self.count_on_cpu(p, &e)
+                    }
+                    a => a,
+                };
+                out.push((p.index, a));
+            }
+        }
+        out
+    }
+
+    /// A query outside the batches: on its own engine, or on dfs where `auto`'s estimate in a
+    /// batch picked it (its report then carries that estimate).
     fn count_alone(
         &self,
         q: &QueryGraph,
         opts: &MatchOptions,
         auto: Option<AutoChoice>,
     ) -> Result<MatchReport, MatchError> {
-        let Some(choice) = auto.filter(|c| c.pick == EngineKind::Dfs) else {
+        let Some(choice) = auto else {
             return self.count(q, opts);
         };
         let dfs = MatchOptions {
@@ -202,6 +228,80 @@ impl Engine<'_> {
         report.auto = Some(choice);
         Ok(report)
     }
+
+    /// Whether `q` joins a batch, and which: a device engine's query, or one for which `auto`
+    /// picks a device that is there (`stand_in`: the tests' device).
+    fn entry<'q>(
+        &self,
+        index: usize,
+        q: &'q QueryGraph,
+        opts: &'q MatchOptions,
+        stand_in: bool,
+    ) -> Entry<'q> {
+        if !matches!(
+            opts.engine,
+            EngineKind::Gpu | EngineKind::Emulated | EngineKind::Auto
+        ) {
+            return Entry::Alone(None);
+        }
+        let limit = opts.limit_for(q.limit);
+        let plan = if opts.explain {
+            plan_with(q, self.graph, &self.stats)
+        } else {
+            plan_brief(q, self.graph, &self.stats)
+        };
+        if plan.components.len() > 1 && limit.is_none() {
+            return Entry::Alone(None);
+        }
+        let (engine, auto) = match opts.engine {
+            EngineKind::Auto => {
+                if !(stand_in || self.gpu().is_ok()) {
+                    return Entry::Alone(None);
+                }
+                // Its estimate as one query of the batch: the device's fixed cost is its share.
+                let choice = self.auto_choice_in_batch(q, &plan, opts);
+                if choice.pick == EngineKind::Dfs {
+                    return Entry::Alone(Some(choice));
+                }
+                (EngineKind::Gpu, Some(choice))
+            }
+            kind => (kind, None),
+        };
+        let layout = match Layout::new(q, &plan, opts.semantics, self.shape) {
+            Ok(layout) => layout,
+            Err(e) => return Entry::Failed(e),
+        };
+        let key = Key {
+            engine,
+            semantics: opts.semantics,
+            refine_rounds: opts.refine_rounds,
+            auto: auto.is_some(),
+        };
+        Entry::Batch(
+            key,
+            Box::new(Planned {
+                index,
+                q,
+                opts,
+                plan,
+                layout,
+                limit,
+                auto,
+            }),
+        )
+    }
+
+    /// A query of a batch that the device failed under `auto`, answered by `dfs` instead.
+    fn count_on_cpu(&self, p: &Planned, e: &DeviceError) -> Result<MatchReport, MatchError> {
+        let cpu = MatchOptions {
+            engine: EngineKind::Dfs,
+            ..p.opts.clone()
+        };
+        let mut report = self.count(p.q, &cpu)?;
+        report.fallback = Some(format!("the GPU failed during a batch ({e})"));
+        report.auto = p.auto.clone();
+        Ok(report)
+    }
 }
 
 impl<D: Device> DeviceState<D> {
@@ -209,11 +309,16 @@ impl<D: Device> DeviceState<D> {
     fn count_batch(
         &self,
         planned: &[Planned],
-        semantics: Semantics,
-        refine_rounds: u32,
+        key: Key,
         shape: DataShape,
         start: Instant,
     ) -> Result<DeviceAnswers, MatchError> {
+        let Key {
+            engine,
+            semantics,
+            refine_rounds,
+            ..
+        } = key;
         let mut arena = self.arena.lock().unwrap_or_else(|e| e.into_inner());
         let free = self.dev.free_memory()?;
         let mut sinks: Vec<_> = planned.iter().map(|_| |_: RowBatch| true).collect();
@@ -264,12 +369,12 @@ impl<D: Device> DeviceState<D> {
                     result.unwrap_or(Err(MatchError::Plan("query not answered".into())))?;
                 let report = MatchReport {
                     fallback: None,
-                    auto: None,
+                    auto: p.auto.clone(),
                     device: Some(self.dev.describe()),
                     timed_out: false,
                     rows: 0,
                     limit_reached: false,
-                    engine: p.opts.engine,
+                    engine,
                     semantics,
                     join_plan,
                     plan: p.plan.clone(),
@@ -279,6 +384,8 @@ impl<D: Device> DeviceState<D> {
                     search: None,
                     device_report: Some(DeviceReport {
                         arena_bytes: arena.bytes(),
+                        counters,
+                        batch: planned.len() as u64,
                         ..device
                     }),
                 };
@@ -290,5 +397,89 @@ impl<D: Device> DeviceState<D> {
             })
             .collect();
         Ok((reports, counters, phases))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gpsense_graph::ingest::{ingest, IngestOptions, NoProgress};
+    use gpsense_planner::benchmark_query;
+
+    fn hprd(rel: &str) -> std::path::PathBuf {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../datasets/subgraph-matching/hprd-study")
+            .join(rel)
+    }
+
+    fn load(path: std::path::PathBuf) -> KnowledgeGraph {
+        ingest(&[path], &IngestOptions::default(), &NoProgress)
+            .expect("loads")
+            .0
+    }
+
+    /// Under `auto` with a device that fails mid-batch (the emulator's `extend_warp_batch` raising
+    /// the fault flag), every query of the batch is answered on the CPU, with dfs's counts, and the
+    /// batch and each report say why; the same device without the fault answers them itself.
+    #[test]
+    fn a_device_fault_mid_batch_under_auto_answers_the_batch_on_the_cpu() {
+        let g = load(hprd("data_graph/HPRD.graph"));
+        let engine = Engine::new(&g);
+        // Constants under which the device wins every query, so that `auto` batches them.
+        assert!(engine.set_device_costs(DeviceCosts::parse("dfs_query_us = 1e9").unwrap()));
+        let queries: Vec<QueryGraph> = ["1", "2", "3", "4"]
+            .iter()
+            .map(|n| {
+                benchmark_query(
+                    &load(hprd(&format!("query_graph/query_dense_16_{n}.graph"))),
+                    &g,
+                )
+            })
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let auto = MatchOptions {
+            engine: EngineKind::Auto,
+            semantics: Semantics::Iso,
+            ..MatchOptions::default()
+        };
+        let dfs = MatchOptions {
+            engine: EngineKind::Dfs,
+            ..auto.clone()
+        };
+        let list: Vec<_> = queries.iter().map(|q| (q, &auto)).collect();
+        let want: Vec<u128> = queries
+            .iter()
+            .map(|q| engine.count(q, &dfs).unwrap().rows)
+            .collect();
+        let device = |fault: Option<&str>| {
+            let mut dev = HostDevice::default();
+            dev.check_writes = true;
+            dev.fault_in = fault.map(str::to_owned);
+            DeviceState::new(dev, &g).unwrap()
+        };
+
+        let sound = engine.count_batch_on(&list, Some(&device(None)));
+        assert_eq!((sound.batched, sound.batches, sound.on_cpu), (4, 1, 0));
+        assert!(sound.fallback.is_none() && sound.counters.launches > 0);
+        for (r, &n) in sound.reports.iter().zip(&want) {
+            let r = r.as_ref().unwrap();
+            assert_eq!((r.rows, r.engine), (n, EngineKind::Gpu));
+            assert!(r.fallback.is_none() && r.auto.as_ref().unwrap().pick == EngineKind::Gpu);
+        }
+
+        let faulty = engine.count_batch_on(&list, Some(&device(Some("extend_warp_batch"))));
+        assert_eq!((faulty.batched, faulty.on_cpu), (4, 4));
+        let why = faulty.fallback.as_deref().unwrap();
+        assert!(
+            why.contains("extend_warp_batch raised the fault flag"),
+            "{why}"
+        );
+        for (r, &n) in faulty.reports.iter().zip(&want) {
+            let r = r.as_ref().unwrap();
+            assert_eq!((r.rows, r.engine), (n, EngineKind::Dfs));
+            let note = r.fallback.as_deref().unwrap();
+            assert!(note.starts_with("the GPU failed during a batch"), "{note}");
+            assert_eq!(r.auto.as_ref().unwrap().pick, EngineKind::Gpu);
+        }
     }
 }

@@ -514,6 +514,9 @@ pub struct DeviceReport {
     /// Chunks of a level's parents run depth first through the levels after it (a level too
     /// large for the memory budget).
     pub chunks: u64,
+    /// Queries of the batch this query was answered in (`Engine::count_batch`; 0: alone): then
+    /// `counters` are the whole batch's, shared by its queries.
+    pub batch: u64,
 }
 
 pub struct Pipeline<'a, D: Device> {

@@ -12,7 +12,7 @@ use gpsense_planner::benchmark_query;
 use gpsense_runtime::{BatchPhases, DeviceCounters, Engine, EngineKind, MatchOptions, MatchReport};
 
 use crate::graph_source;
-use crate::summary::{plural, MatchTally};
+use crate::summary::{batch_line, phases_line, plural, MatchTally};
 use gpsense::fmt::{millis, thousands};
 
 pub struct Args {
@@ -49,9 +49,9 @@ pub fn run(args: Args) -> Result<()> {
     }
     let engine = Engine::new(data);
     graph_source::announce_engine(&engine, args.options.engine, crate::out::verbose())?;
-    // `auto` batches too where a GPU is found: each query on the device or dfs by its estimate.
     let device = match args.options.engine {
         EngineKind::Gpu | EngineKind::Emulated => true,
+        // `auto` batches the queries it sends to a GPU (the others go one by one in the batch).
         EngineKind::Auto => engine.gpu().is_ok(),
         _ => false,
     };
@@ -103,9 +103,10 @@ pub fn run(args: Args) -> Result<()> {
     finish(&tally, args.expected.as_deref(), &unnamed)
 }
 
-/// `match` on a device engine, `args.batch` queries at a time, each batch one sequence of launches
-/// (`Engine::count_batch`). A query's error is reported on its own and the others are answered;
-/// the exit status is then 1. Each line's time is its batch's divided by its queries.
+/// `match` on a device engine (or `auto` with a GPU), `args.batch` queries at a time, each batch
+/// one sequence of launches (`Engine::count_batch`). A query's error is reported on its own and
+/// the others are answered; the exit status is then 1. Each line's time is its batch's divided by
+/// its queries.
 fn run_batched(
     args: &Args,
     engine: &Engine,
@@ -118,26 +119,46 @@ fn run_batched(
     let mut unnamed = Unnamed::default();
     let (mut counters, mut batches, mut errors) = (DeviceCounters::default(), 0usize, 0usize);
     let mut phases = BatchPhases::default();
+    let mut sent = 0usize;
     for chunk in files.chunks(args.batch) {
-        let queries = chunk
+        // A file that fails to load is that query's error; the batch answers the others.
+        let loaded: Vec<Result<_>> = chunk.iter().map(|f| load_query(f, data)).collect();
+        let list: Vec<_> = loaded
             .iter()
-            .map(|f| load_query(f, data))
-            .collect::<Result<Vec<_>>>()?;
-        let list: Vec<_> = queries.iter().map(|q| (q, &args.options)).collect();
+            .filter_map(|q| q.as_ref().ok())
+            .map(|q| (q, &args.options))
+            .collect();
         let start = Instant::now();
         let batch = engine.count_batch(&list);
-        let ms = start.elapsed().as_secs_f64() * 1e3 / chunk.len() as f64;
+        let ms = start.elapsed().as_secs_f64() * 1e3 / list.len().max(1) as f64;
         counters += batch.counters;
         phases += batch.phases;
-        batches += 1;
-        for (file, r) in chunk.iter().zip(batch.reports) {
-            let report = match r {
-                Ok(report) => report,
+        if let Some(why) = &batch.fallback {
+            crate::out::note!(
+                "note: the GPU failed during a batch ({why}); {} answered on the CPU (dfs engine)",
+                plural(batch.on_cpu as u64, "query was", "queries were")
+            );
+        }
+        sent += batch.batched;
+        batches += batch.batches;
+        let mut answers = batch.reports.into_iter();
+        for (file, q) in chunk.iter().zip(&loaded) {
+            let report = match q {
+                // A load error already names the file (and the line).
                 Err(e) => {
-                    eprintln!("error: {}: {e}", file.display());
+                    eprintln!("error: {e:#}");
                     errors += 1;
                     continue;
                 }
+                Ok(_) => match answers.next() {
+                    Some(Ok(report)) => report,
+                    Some(Err(e)) => {
+                        eprintln!("error: {}: {e}", file.display());
+                        errors += 1;
+                        continue;
+                    }
+                    None => bail!("{}: the batch returned no answer", file.display()),
+                },
             };
             let name = stem(file);
             let counted = Counted::new(&report, ms);
@@ -147,7 +168,7 @@ fn run_batched(
         }
     }
     crate::out::note!("{}", tally.processed(place));
-    crate::out::note!("{}", batch_line(files.len(), batches, &counters));
+    crate::out::note!("{}", batch_line(sent, batches, &counters));
     crate::out::note!("{}", phases_line(&phases));
     let status = finish(&tally, args.expected.as_deref(), &unnamed);
     // A failure outranks a mismatch and a time-out, as for `query -f`.
@@ -158,34 +179,6 @@ fn run_batched(
         );
     }
     status
-}
-
-/// `batches: 200 queries in 1 batch: 258 launches, 7 reads (1.29 launches, 0.04 reads a query)`.
-fn batch_line(queries: usize, batches: usize, c: &DeviceCounters) -> String {
-    let per = |x: u64| x as f64 / queries.max(1) as f64;
-    format!(
-        "batches: {} in {}: {} launches, {} reads ({:.2} launches, {:.3} reads a query)",
-        plural(queries as u64, "query", "queries"),
-        plural(batches as u64, "batch", "batches"),
-        thousands(c.launches),
-        thousands(c.syncs),
-        per(c.launches),
-        per(c.syncs)
-    )
-}
-
-/// `batch time: plans 1.2 ms, filtering 3.4 ms, ...`: where the batches' time went.
-fn phases_line(p: &BatchPhases) -> String {
-    let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
-    format!(
-        "batch time: plans {:.1} ms, filtering {:.1} ms, candidate space {:.1} ms, join {:.1} ms, \
-         queries gone on alone {:.1} ms",
-        ms(p.plan),
-        ms(p.filter),
-        ms(p.space),
-        ms(p.levels),
-        ms(p.alone)
-    )
 }
 
 /// One query's count, as either path reports it.

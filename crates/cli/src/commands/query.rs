@@ -3,18 +3,20 @@
 
 use std::io::{self, Write};
 use std::path::PathBuf;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use gpsense_graph::KnowledgeGraph;
 use gpsense_planner::{Dialect, Form, Prepared, Projected, QueryError};
-use gpsense_runtime::{MatchOptions, RowBatch};
+use gpsense_runtime::{
+    DeviceCounters, EngineKind, MatchError, MatchOptions, MatchReport, RowBatch,
+};
 
 use crate::explain;
 use crate::graph_source;
 use crate::input;
 use crate::rows::{cell, RowFormat, RowWriter};
-use crate::summary::{Answer, Summary};
+use crate::summary::{batch_line, plural, Answer, Summary};
 use gpsense::solutions;
 use gpsense::{Matcher, Reported};
 
@@ -27,6 +29,8 @@ pub struct Args {
     pub format: RowFormat,
     pub count: bool,
     pub explain: bool,
+    /// Queries read ahead and counted as one batch on a device engine (1: one at a time).
+    pub batch: usize,
     /// Whether `--semantics` was given (else a standard SPARQL query brings its own).
     pub semantics_given: bool,
     /// Across processes on timely dataflow (`--workers`, `--processes`).
@@ -68,31 +72,104 @@ pub fn run(args: Args) -> Result<()> {
     if !queries.more() {
         return run_one(&first, &matcher, &args, "").map_err(|e| in_file(e, line));
     }
-    run_several((line, first), queries, &matcher, &args)
+    let batch = if batching(&matcher, &args) {
+        args.batch
+    } else {
+        1
+    };
+    run_several((line, first), queries, &matcher, &args, batch)
+}
+
+/// Whether several queries are read ahead for device batches: `--device-batch` above 1 on the
+/// `gpu` or `emulated` engine, or `auto` with a GPU, on a graph that is not compressed.
+fn batching(matcher: &Matcher, args: &Args) -> bool {
+    let device = match args.options.engine {
+        EngineKind::Gpu | EngineKind::Emulated => true,
+        EngineKind::Auto => matcher.engine().gpu().is_ok(),
+        _ => false,
+    };
+    device && args.batch > 1 && matcher.compressed().is_none()
 }
 
 /// Several queries, answered as they arrive, result sets separated by a blank line; one that fails
-/// is reported and the others still run. Input that cannot be read ends the run.
+/// is reported and the others still run. Input that cannot be read ends the run. With `batch`
+/// above 1, that many queries are read before any is answered, and their counting queries are
+/// counted together first ([`count_ahead`]); the answers still go out in the input's order.
 fn run_several(
     first: (usize, String),
     mut queries: input::Queries,
     matcher: &Matcher,
     args: &Args,
+    batch: usize,
 ) -> Result<()> {
-    let (mut failed, mut timed_out, mut printed) = (0, 0, false);
-    let mut next = Some(first);
-    let mut k = 0;
-    while let Some((line, text)) = next {
-        k += 1;
-        crate::out::note!("query {k} (line {line}):");
-        // A blank line between result sets: the separator goes out with the next set.
-        let separator = if printed { "\n" } else { "" };
-        match run_one(&text, matcher, args, separator) {
+    let mut tally = Tally::default();
+    let mut batches = Batches::default();
+    let mut pending = vec![first];
+    loop {
+        let mut unread = None;
+        while pending.len() < batch {
+            match queries.next_query() {
+                Ok(Some(q)) => pending.push(q),
+                Ok(None) => break,
+                Err(e) => {
+                    unread = Some(e);
+                    break;
+                }
+            }
+        }
+        let mut ahead = if batch > 1 {
+            count_ahead(&pending, matcher, args, &mut batches)
+        } else {
+            Vec::new()
+        };
+        ahead.resize_with(pending.len(), || None);
+        for ((line, text), counted) in pending.drain(..).zip(ahead) {
+            tally.queries += 1;
+            crate::out::note!("query {} (line {line}):", tally.queries);
+            // A blank line between result sets: the separator goes out with the next set.
+            let separator = if tally.printed { "\n" } else { "" };
+            let done = match counted {
+                Some(c) => c.print(matcher, args, separator),
+                None => run_one(&text, matcher, args, separator),
+            };
+            tally.record(done, line)?;
+        }
+        if let Some(e) = unread {
+            return Err(e);
+        }
+        match queries.next_query()? {
+            Some(q) => pending.push(q),
+            None => break,
+        }
+    }
+    if args.explain && batches.batches > 0 {
+        let b = &batches;
+        crate::out::note!("{}", batch_line(b.batched, b.batches, &b.counters));
+    }
+    tally.status()
+}
+
+/// The outcomes of a run's queries so far.
+#[derive(Default)]
+struct Tally {
+    queries: usize,
+    failed: usize,
+    timed_out: usize,
+    /// Whether a result set went out (the next one is then preceded by a blank line).
+    printed: bool,
+}
+
+impl Tally {
+    /// Counts the outcome of query `self.queries` (starting on `line`), reporting its error; only
+    /// a closed pipe ends the run.
+    fn record(&mut self, done: Result<()>, line: usize) -> Result<()> {
+        let k = self.queries;
+        match done {
             Err(e) if crate::out::closed_pipe(&e) => return Err(e),
-            Err(e) if e.is::<crate::out::NoMatch>() => printed = true,
+            Err(e) if e.is::<crate::out::NoMatch>() => self.printed = true,
             Err(e) if e.is::<crate::out::TimedOut>() => {
-                printed = true;
-                timed_out += 1;
+                self.printed = true;
+                self.timed_out += 1;
             }
             Err(e) => {
                 let text = format!("{e:#}");
@@ -100,21 +177,136 @@ fn run_several(
                     Some(moved) => eprintln!("error: query {k}: {moved}"),
                     None => eprintln!("error: query {k} (line {line}): {text}"),
                 }
-                failed += 1;
+                self.failed += 1;
             }
-            Ok(()) => printed = true,
+            Ok(()) => self.printed = true,
         }
-        next = queries.next_query()?;
+        Ok(())
     }
-    // A failure outranks a time-out: its exit status says more is wrong.
-    if failed > 0 {
-        bail!("{failed} of {k} queries failed");
+
+    /// The run's exit status: a failure outranks a time-out, its exit status says more is wrong.
+    fn status(&self) -> Result<()> {
+        let k = self.queries;
+        if self.failed > 0 {
+            bail!("{} of {k} queries failed", self.failed);
+        }
+        if self.timed_out > 0 {
+            crate::out::note!("{} of {k} queries timed out", self.timed_out);
+            return Err(crate::out::TimedOut.into());
+        }
+        Ok(())
     }
-    if timed_out > 0 {
-        crate::out::note!("{timed_out} of {k} queries timed out");
-        return Err(crate::out::TimedOut.into());
+}
+
+/// The device batches of a run: their counters and how many queries they answered.
+#[derive(Default)]
+struct Batches {
+    counters: DeviceCounters,
+    batches: usize,
+    batched: usize,
+}
+
+/// How a counting query's answer is printed.
+#[derive(Clone, Copy)]
+enum Counting {
+    /// `--count`: the number alone.
+    Matches,
+    /// `SELECT (COUNT(*) AS ?n)`: one row.
+    Row,
+    /// ASK (or a query without variables, without `--count`): yes or no.
+    Ask,
+}
+
+/// Whether `p` only counts, and how its answer is printed.
+fn counting(p: &Prepared, count: bool) -> Option<Counting> {
+    match (count, &p.form) {
+        (true, _) => Some(Counting::Matches),
+        (false, Form::Ask) => Some(Counting::Ask),
+        (false, Form::Count { .. }) => Some(Counting::Row),
+        (false, Form::Select) => None,
     }
-    Ok(())
+}
+
+/// The options `p` is counted with: its semantics, and for ASK one match is enough.
+fn counting_options(p: &Prepared, args: &Args, kind: Counting) -> MatchOptions {
+    let mut opts = solutions::options_for(
+        p,
+        &args.options,
+        args.semantics_given.then_some(args.options.semantics),
+    );
+    if let Counting::Ask = kind {
+        opts.limit = Some(1);
+    }
+    opts
+}
+
+/// A counting query answered ahead, in a batch.
+struct Counted {
+    p: Prepared,
+    kind: Counting,
+    answer: Result<Reported, MatchError>,
+    /// Its share of the batch's time.
+    elapsed: Duration,
+}
+
+impl Counted {
+    fn print(self, matcher: &Matcher, args: &Args, separator: &str) -> Result<()> {
+        // The separator goes out first, as for a query answered alone (which may fail after it).
+        crate::out::print(separator)?;
+        let reported = self.answer?;
+        print_counted(matcher, &self.p, args, self.kind, reported, self.elapsed)
+    }
+}
+
+/// The counting queries among `pending` (`--count`, COUNT(*), ASK on the graph path), counted as
+/// one batch (`solutions::count_batch`), each with its own options; `None` for the others, which
+/// are answered in turn as one query alone. Each answer's time is the batch's divided by its
+/// queries.
+fn count_ahead(
+    pending: &[(usize, String)],
+    matcher: &Matcher,
+    args: &Args,
+    batches: &mut Batches,
+) -> Vec<Option<Counted>> {
+    let mut chosen = Vec::new();
+    for (i, (_, text)) in pending.iter().enumerate() {
+        // A text that does not read is answered alone, so that its error has its hints.
+        let Ok(gpsense::Reading::Graph(p)) = gpsense::read(matcher, text, args.base.as_deref())
+        else {
+            continue;
+        };
+        if let Some(kind) = counting(&p, args.count) {
+            let opts = counting_options(&p, args, kind);
+            chosen.push((i, *p, kind, opts));
+        }
+    }
+    let mut out: Vec<Option<Counted>> = pending.iter().map(|_| None).collect();
+    if chosen.is_empty() {
+        return out;
+    }
+    let list: Vec<_> = chosen.iter().map(|(_, p, _, o)| (p, o)).collect();
+    let start = Instant::now();
+    let counted = solutions::count_batch(matcher, &list);
+    let elapsed = start.elapsed() / chosen.len() as u32;
+    let b = &counted.batch;
+    batches.counters += b.counters;
+    batches.batches += b.batches;
+    batches.batched += b.batched;
+    if let Some(why) = &b.fallback {
+        crate::out::note!(
+            "note: the GPU failed during a batch ({why}); {} answered on the CPU (dfs engine)",
+            plural(b.on_cpu as u64, "query was", "queries were")
+        );
+    }
+    for ((i, p, kind, _), answer) in chosen.into_iter().zip(counted.answers) {
+        out[i] = Some(Counted {
+            p,
+            kind,
+            answer,
+            elapsed,
+        });
+    }
+    out
 }
 
 /// A query's error with its positions counted in the file's (or the argument's) lines, the query
@@ -214,43 +406,82 @@ fn run_one(text: &str, matcher: &Matcher, args: &Args, separator: &str) -> Resul
             return super::algebra::run(matcher, text, *query, &settings);
         }
     };
+    crate::out::print(separator)?;
+    let start = Instant::now();
+    if let Some(kind) = counting(&p, args.count) {
+        let opts = counting_options(&p, args, kind);
+        let reported = solutions::count(matcher, &p, &opts)?;
+        return print_counted(matcher, &p, args, kind, reported, start.elapsed());
+    }
     let opts = solutions::options_for(
         &p,
         &args.options,
         args.semantics_given.then_some(args.options.semantics),
     );
-    crate::out::print(separator)?;
-    let start = Instant::now();
     if args.explain {
         eprint!("{}", describe_form(&p));
     }
-    // No variable (`cat IsA pet`) or ASK: a yes/no question.
-    if p.form == Form::Ask && !args.count {
-        return ask(matcher, &p, &opts, start);
-    }
-    let Reported { report, expansion } = if args.count {
-        let reported = solutions::count(matcher, &p, &opts)?;
-        let r = &reported.report;
-        crate::out::print(crate::out::count_text(r.rows, r.timed_out))?;
-        reported
-    } else if let Some(column) = solutions::count_column(&p) {
-        count_row(matcher, &p, &opts, column, args.format)?
-    } else {
-        stream_rows(matcher, &p, &opts, args.format)?
-    };
-    let elapsed = start.elapsed();
+    let reported = stream_rows(matcher, &p, &opts, args.format)?;
+    let rows = reported.report.rows;
+    conclude(
+        matcher,
+        &p,
+        args,
+        &reported,
+        Answer::Rows(rows),
+        start.elapsed(),
+    )
+}
+
+/// A counting query's answer (`reported`, `elapsed` after it started): the number, the COUNT row
+/// or yes/no, then as for any query.
+fn print_counted(
+    matcher: &Matcher,
+    p: &Prepared,
+    args: &Args,
+    kind: Counting,
+    reported: Reported,
+    elapsed: Duration,
+) -> Result<()> {
     if args.explain {
-        let source = semantics_source(&p, args.semantics_given);
-        eprint!("{}", explain::report(&p.graph, graph, &report, source));
-        if let Some(x) = &expansion {
+        eprint!("{}", describe_form(p));
+    }
+    let r = &reported.report;
+    let answer = match (kind, solutions::count_column(p)) {
+        (Counting::Ask, _) => return ask(p, r, elapsed),
+        (Counting::Row, Some(column)) => {
+            count_row(column, r, args.format)?;
+            Answer::CountRow(r.rows)
+        }
+        _ => {
+            crate::out::print(crate::out::count_text(r.rows, r.timed_out))?;
+            Answer::Matches(r.rows)
+        }
+    };
+    conclude(matcher, p, args, &reported, answer, elapsed)
+}
+
+/// After a query's answer: `--explain`'s report, the summary, `-v`'s note on `auto`, and a
+/// time-out's exit status.
+fn conclude(
+    matcher: &Matcher,
+    p: &Prepared,
+    args: &Args,
+    reported: &Reported,
+    answer: Answer,
+    elapsed: Duration,
+) -> Result<()> {
+    let Reported { report, expansion } = reported;
+    if args.explain {
+        let source = semantics_source(p, args.semantics_given);
+        eprint!(
+            "{}",
+            explain::report(&p.graph, matcher.graph(), report, source)
+        );
+        if let Some(x) = expansion {
             eprint!("{}", explain::expansion(matcher, x));
         }
     }
-    let answer = match (args.count, solutions::count_column(&p)) {
-        (true, _) => Answer::Matches(report.rows),
-        (false, Some(_)) => Answer::CountRow(report.rows),
-        (false, None) => Answer::Rows(report.rows),
-    };
     let summary = Summary {
         answer,
         timed_out: report.timed_out,
@@ -314,31 +545,24 @@ pub(crate) fn describe_form(p: &Prepared) -> String {
 }
 
 /// `SELECT (COUNT(*) AS ?n)`: one row, one numeric column.
-fn count_row(
-    matcher: &Matcher,
-    p: &Prepared,
-    opts: &MatchOptions,
-    column: &str,
-    format: RowFormat,
-) -> Result<Reported> {
-    let reported = solutions::count(matcher, p, opts)?;
+fn count_row(column: &str, report: &MatchReport, format: RowFormat) -> Result<()> {
     let mut writer = RowWriter::new(io::stdout(), format, &[column.to_owned()])?.numeric(0);
-    let n = reported.report.rows.to_string();
-    let timed_out = reported.report.timed_out;
-    let written = writer.row(&[&n]).and_then(|()| writer.end(timed_out));
+    let n = report.rows.to_string();
+    let written = writer
+        .row(&[&n])
+        .and_then(|()| writer.end(report.timed_out));
     match written {
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {}
-        other => other.context("cannot write the results")?,
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
+        other => other.context("cannot write the results"),
     }
-    Ok(reported)
 }
 
-/// A yes/no question (ASK, or a query without variables): prints `yes` or `no`; `no` exits with
-/// status 1 (as `grep` does when nothing matches), so scripts can test it. When the time limit
-/// passed before a match was found the answer is unknown: `timeout`, and its own exit status.
-fn ask(matcher: &Matcher, p: &Prepared, opts: &MatchOptions, start: Instant) -> Result<()> {
-    let (yes, reported) = solutions::ask(matcher, p, opts)?;
-    let report = reported.report;
+/// A yes/no question (ASK, or a query without variables), counted with a limit of 1: prints `yes`
+/// or `no`; `no` exits with status 1 (as `grep` does when nothing matches), so scripts can test
+/// it. When the time limit passed before a match was found the answer is unknown: `timeout`, and
+/// its own exit status.
+fn ask(p: &Prepared, report: &MatchReport, elapsed: Duration) -> Result<()> {
+    let yes = report.rows > 0;
     // A match found is a true yes, time limit or not.
     let cut = !yes && report.timed_out;
     let answer = match (yes, cut) {
@@ -356,7 +580,7 @@ fn ask(matcher: &Matcher, p: &Prepared, opts: &MatchOptions, start: Instant) -> 
         answer: Answer::YesNo(format!("{answer} ({why})")),
         timed_out: report.timed_out,
         limit_reached: false,
-        elapsed: start.elapsed(),
+        elapsed,
         semantics: &report.semantics,
         engine: &report.engine,
     };

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from typing import Any, Iterator, Literal, Sequence
 
+from ._errors import GpsenseError
+
 __version__: str
 
 Semantics = Literal["iso", "hom"]
@@ -93,6 +95,22 @@ class Graph:
     ) -> int:
         """The number of matches (or of solutions, with FILTERs), counted without materialising
         them. Raises ``QueryTimeout`` (``partial``: the count so far) at the time limit."""
+
+    def count_many(
+        self,
+        texts: Sequence[str],
+        semantics: Semantics | None = None,
+        limit: int | None = None,
+        timeout: float | None = None,
+        engine: Engine = "auto",
+        batch: int = 256,
+    ) -> list[int | GpsenseError]:
+        """Each query's count as ``count`` gives it, in the order of ``texts``, or its own error as
+        an exception object (returned, not raised: ``QueryError``, ``MatchError``,
+        ``QueryTimeout`` with its ``partial`` count). On ``"gpu"`` or ``"emulated"``, or
+        ``"auto"`` where it picks a GPU, the queries counted whole (no FILTER) go ``batch`` at a
+        time to the device, each batch one sequence of launches; ``limit`` and ``timeout`` hold per
+        query (the timeout counted from its batch's start)."""
 
     def ask(
         self,

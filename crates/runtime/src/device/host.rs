@@ -32,6 +32,9 @@ pub struct HostDevice {
     pub check_writes: bool,
     /// Place the graph in "host-mapped" memory whatever its size.
     pub force_mapped: bool,
+    /// Every launch of the kernel of this name fails as a raised fault flag does on a GPU (for
+    /// tests of what a device failure mid-query or mid-batch leaves).
+    pub fault_in: Option<String>,
     counting: Counting,
     /// Seeds the block order of each launch.
     launches: AtomicU64,
@@ -41,7 +44,8 @@ impl HostDevice {
     /// The emulator as tests and the CLI use it: writes checked in debug builds or with
     /// `GPSENSE_EMULATOR_CHECK=1` (`=0`: never), the host-mapped placement with
     /// `GPSENSE_EMULATOR_MAPPED=1`, a device with only so much free memory with
-    /// `GPSENSE_EMULATOR_FREE=64M` (what a busy GPU reports).
+    /// `GPSENSE_EMULATOR_FREE=64M` (what a busy GPU reports), every launch of one kernel failing
+    /// with `GPSENSE_EMULATOR_FAULT=extend_warp_batch` (a kernel's name).
     pub fn from_env() -> Self {
         let var = |k: &str| std::env::var(k).ok();
         let on = |k: &str| var(k).is_some_and(|v| v == "1");
@@ -53,6 +57,7 @@ impl HostDevice {
             },
             force_mapped: on("GPSENSE_EMULATOR_MAPPED"),
             free_memory: var("GPSENSE_EMULATOR_FREE").and_then(|v| crate::parse_bytes(&v).ok()),
+            fault_in: var("GPSENSE_EMULATOR_FAULT").filter(|v| !v.is_empty()),
             ..Default::default()
         }
     }
@@ -170,6 +175,12 @@ impl Device for HostDevice {
 
     fn launch(&self, launch: &Launch, items: u64) -> Result<(), DeviceError> {
         self.counting.launch();
+        if self.fault_in.as_deref() == Some(launch.sig().name) {
+            return Err(DeviceError::Fault(format!(
+                "kernel {} raised the fault flag (injected: GPSENSE_EMULATOR_FAULT)",
+                launch.sig().name
+            )));
+        }
         let threads = launch.threads(items);
         if threads == 0 {
             return Ok(());
