@@ -42,9 +42,6 @@ pub struct DeviceCosts {
     /// Microseconds a device query costs whatever its shape (the query's upload, the arena, the
     /// memory check, the host's side of the pipeline).
     pub device_query_us: f64,
-    /// Microseconds a query costs inside a batch of counting queries (`Engine::count_batch`): its
-    /// share of the batch's launches and reads, and its plan, layouts and job tables.
-    pub batch_query_us: f64,
     /// Microseconds of one kernel launch as the host queues it.
     pub launch_us: f64,
     /// Microseconds of one read back from the device (a wait for everything queued before it).
@@ -119,9 +116,6 @@ impl DeviceCosts {
     ///   the space, ~6·10^5, as its leaves are counted) gives 40 ns; then the hypernym 6-chain
     ///   (29.8 ms), the WordNet triangles (43.7 ms) and the 4-cycle (5.5 ms) give 60 ns a partial
     ///   match.
-    /// - `batch_query_us`, measured later on an NVIDIA H200 (2026-11-26,
-    ///   `benches/gpu/h200-2026-11-26/batches-summary.txt`): HPRD-200 iso in one batch, 14.6 to
-    ///   16.8 ms for the 200 queries (their work is microseconds): 75 µs.
     /// - `row_ns`: `cs_*.txt`, 1,397,937 rows in ~650 ms on every engine.
     /// - `margin`: 1.25, so that ties (rows dominate, as ConceptNet's star: 325 against 293 ms)
     ///   stay on the CPU.
@@ -132,7 +126,6 @@ impl DeviceCosts {
         DeviceCosts {
             device: "the calibrated H100".into(),
             device_query_us: 1330.0,
-            batch_query_us: 75.0,
             launch_us: 5.0,
             read_us: 25.0,
             launches_per_query: 8.0,
@@ -204,7 +197,6 @@ impl DeviceCosts {
     fn field(&mut self, key: &str) -> Option<&mut f64> {
         Some(match key {
             "device_query_us" => &mut self.device_query_us,
-            "batch_query_us" => &mut self.batch_query_us,
             "launch_us" => &mut self.launch_us,
             "read_us" => &mut self.read_us,
             "launches_per_query" => &mut self.launches_per_query,
@@ -486,17 +478,6 @@ impl DeviceCosts {
         threads: usize,
     ) -> AutoChoice {
         self.choose_with(s, count_only, limit, threads, self.fixed_ms(s))
-    }
-
-    /// [`DeviceCosts::choose`] for a counting query answered in a batch: the device's fixed cost
-    /// is the query's share of the batch (`batch_query_us`).
-    pub fn choose_in_batch(
-        &self,
-        s: &QueryShape,
-        limit: Option<u64>,
-        threads: usize,
-    ) -> AutoChoice {
-        self.choose_with(s, true, limit, threads, self.batch_query_us * 1e-3)
     }
 
     fn choose_with(

@@ -278,18 +278,6 @@ impl<'g> Engine<'g> {
             .choose(&shape, count_only, opts.limit_for(q.limit), threads)
     }
 
-    /// [`Engine::auto_choice`] for a count answered in a device batch.
-    pub fn auto_choice_in_batch(
-        &self,
-        q: &QueryGraph,
-        plan: &Plan,
-        opts: &MatchOptions,
-    ) -> AutoChoice {
-        let (shape, threads) = self.auto_shape(q, plan, opts);
-        self.device_costs()
-            .choose_in_batch(&shape, opts.limit_for(q.limit), threads)
-    }
-
     fn auto_shape(&self, q: &QueryGraph, plan: &Plan, opts: &MatchOptions) -> (QueryShape, usize) {
         let moments = self.moments.get_or_init(|| DegreeMoments::new(self.graph));
         let shape = QueryShape::with_moments(q, plan, self.graph, &self.stats, moments);

@@ -364,29 +364,3 @@ fn a_bad_cost_file_is_an_error_naming_its_line() {
         "{missing}"
     );
 }
-
-/// In a batch the device's fixed cost is the query's share (`batch_query_us`), so `auto` sends the
-/// HPRD queries whose work outweighs it to the device, where alone it sends none. The H200 run
-/// (`h200-2026-11-26/batches-summary.txt`): HPRD-200 in one batch 14.6-16.8 ms, dfs 10.7-14.9 ms
-/// (iso) and 43-52 ms (hom, more partial matches).
-#[test]
-fn in_a_batch_the_device_costs_its_share_and_takes_the_heavier_hprd_queries() {
-    let data = hprd();
-    let costs = DeviceCosts::calibrated_h100();
-    let (mut alone, mut batched, mut estimate) = (0, 0, 0.0);
-    for entry in std::fs::read_dir(matching("hprd-study/query_graph")).unwrap() {
-        let q = benchmark(data, &entry.unwrap().path());
-        let shape = data.shape(&q);
-        let one = costs.choose(&shape, true, None, 16);
-        let share = costs.choose_in_batch(&shape, None, 16);
-        let fixed = one.device_ms - share.device_ms;
-        assert!((fixed - (costs.device_ms(&shape, true, None) - share.device_ms)).abs() < 1e-9);
-        assert!(fixed > 1.0, "{one} / {share}");
-        alone += (one.pick == EngineKind::Gpu) as usize;
-        batched += (share.pick == EngineKind::Gpu) as usize;
-        estimate += share.dfs_ms.min(share.device_ms);
-    }
-    println!("HPRD-200 in a batch: {batched} queries on the device, estimated {estimate:.1} ms");
-    assert_eq!(alone, 0);
-    assert!(batched > 0);
-}
