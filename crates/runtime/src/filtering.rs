@@ -59,6 +59,81 @@ pub struct NeighbourLabels {
     out: Vec<u64>,
     /// Empty when the graph is symmetric (the in-sets equal the out-sets).
     inc: Vec<u64>,
+    /// The same sets turned around, per direction (`inc_pairs` empty when symmetric), and whether
+    /// they fitted their bound.
+    out_pairs: LabelPairs,
+    inc_pairs: LabelPairs,
+    pairs: bool,
+}
+
+/// Per node label `l` and neighbour label `m`, the nodes labelled `l` with a neighbour labelled `m`,
+/// ascending: a query node's candidates that pass a neighbour-label need are one of these lists, and
+/// several needs are their intersection, so a filter starts from the shortest instead of testing
+/// every node of its label (DAF's neighbour-label test is per node). At most one entry per data edge.
+#[derive(Clone, Debug, Default)]
+struct LabelPairs {
+    /// Label `l`'s neighbour labels `m` are `keys[key_at[l]..key_at[l + 1]]`, ascending; key `k`'s
+    /// nodes are `nodes[at[k]..at[k + 1]]`.
+    key_at: Vec<u32>,
+    keys: Vec<u32>,
+    at: Vec<u32>,
+    nodes: Vec<u32>,
+}
+
+impl LabelPairs {
+    /// Entries at most (16 bytes each while building): past it the sets are tested node by node.
+    const MAX_ENTRIES: usize = 32 << 20;
+
+    /// From the neighbour-label sets `rows` (`words` per node) and each node's label (below
+    /// `labels`); `None` past [`Self::MAX_ENTRIES`].
+    fn new(rows: &[u64], words: usize, node_labels: &[u32], labels: usize) -> Option<Self> {
+        let entries: usize = rows.iter().map(|w| w.count_ones() as usize).sum();
+        if entries > Self::MAX_ENTRIES {
+            return None;
+        }
+        let mut triples: Vec<(u32, u32, u32)> = Vec::with_capacity(entries);
+        for (v, &l) in node_labels.iter().enumerate() {
+            for (w, &bits) in rows[v * words..(v + 1) * words].iter().enumerate() {
+                let mut b = bits;
+                while b != 0 {
+                    triples.push((l, w as u32 * 64 + b.trailing_zeros(), v as u32));
+                    b &= b - 1;
+                }
+            }
+        }
+        triples.sort_unstable();
+        let mut pairs = LabelPairs {
+            key_at: vec![0; labels + 1],
+            nodes: triples.iter().map(|t| t.2).collect(),
+            ..Default::default()
+        };
+        let mut last = None;
+        for (k, t) in triples.iter().enumerate() {
+            if last != Some((t.0, t.1)) {
+                last = Some((t.0, t.1));
+                pairs.key_at[t.0 as usize + 1] += 1;
+                pairs.keys.push(t.1);
+                pairs.at.push(k as u32);
+            }
+        }
+        for l in 0..labels {
+            pairs.key_at[l + 1] += pairs.key_at[l];
+        }
+        pairs.at.push(entries as u32);
+        Some(pairs)
+    }
+
+    fn nodes(&self, label: u32, neighbour: u32) -> &[u32] {
+        let l = label as usize;
+        if l + 1 >= self.key_at.len() {
+            return &[];
+        }
+        let (s, e) = (self.key_at[l] as usize, self.key_at[l + 1] as usize);
+        match self.keys[s..e].binary_search(&neighbour) {
+            Ok(k) => &self.nodes[self.at[s + k] as usize..self.at[s + k + 1] as usize],
+            Err(_) => &[],
+        }
+    }
 }
 
 /// A query node's neighbour-label needs of count one, as bit masks: `(word, bits)` per direction.
@@ -97,11 +172,39 @@ impl NeighbourLabels {
             }
             bits
         };
+        let out = sets(Dir::Out);
+        let inc = if symmetric { Vec::new() } else { sets(Dir::In) };
+        let pairs = |rows: &[u64]| LabelPairs::new(rows, words, g.node_labels, label_count);
+        let out_pairs = pairs(&out);
+        let inc_pairs = if symmetric {
+            Some(LabelPairs::default())
+        } else {
+            pairs(&inc)
+        };
+        let fitted = out_pairs.is_some() && inc_pairs.is_some();
         Some(NeighbourLabels {
             words,
-            out: sets(Dir::Out),
-            inc: if symmetric { Vec::new() } else { sets(Dir::In) },
+            out_pairs: out_pairs.unwrap_or_default(),
+            inc_pairs: inc_pairs.unwrap_or_default(),
+            pairs: fitted,
+            out,
+            inc,
         })
+    }
+
+    /// Whether [`NeighbourLabels::with_neighbour`] answers (the pairs fitted their bound).
+    pub fn has_pairs(&self) -> bool {
+        self.pairs
+    }
+
+    /// The nodes labelled `label` with a neighbour labelled `neighbour` over `dir`, ascending (empty
+    /// for a label no node has). Only when [`NeighbourLabels::has_pairs`].
+    pub fn with_neighbour(&self, dir: Dir, label: u32, neighbour: u32) -> &[u32] {
+        let pairs = match dir {
+            Dir::In if !self.inc.is_empty() => &self.inc_pairs,
+            _ => &self.out_pairs,
+        };
+        pairs.nodes(label, neighbour)
     }
 
     /// The count-one needs of `needs` as masks, into `m` (its room reused).
@@ -171,6 +274,8 @@ impl Candidates {
 pub struct FilterReport {
     pub after_filter: Vec<usize>,
     pub after_refine: Vec<usize>,
+    /// Data nodes given the node test (dfs): what generation could not rule out wholesale.
+    pub tested: u64,
     pub filter_time: Duration,
     pub refine_time: Duration,
 }

@@ -6,7 +6,7 @@
 use gpsense_kernels::filter::{Incident, Need, NodeFilter};
 use gpsense_kernels::join::{Check, MAX_CHECKS, MAX_EDGE_VARIABLES};
 use gpsense_kernels::{Dir, NONE};
-use gpsense_planner::{EdgeLabel, NodeKind, Plan, QueryGraph};
+use gpsense_planner::{EdgeLabel, NodeKind, Plan, QueryEdge, QueryGraph};
 
 use crate::{MatchError, Semantics};
 
@@ -151,10 +151,12 @@ impl Layout {
             slot_of[u] = slot as u32;
         }
         let mut scratch = SpecScratch::default();
+        let (at, of) = edges_at(q);
+        let edges = |u: usize| of[at[u]..at[u + 1]].iter().map(|&i| &q.edges[i]);
         let filters = (0..n)
-            .map(|u| filter_spec(q, u, semantics, shape, &mut scratch))
+            .map(|u| filter_spec(q, u, edges(u), semantics, shape, &mut scratch))
             .collect();
-        let incident = (0..n).map(|u| incident(q, u)).collect();
+        let incident = (0..n).map(|u| incident(u, edges(u))).collect();
         let (neighbour_steps, steps) = if joins {
             (neighbour_steps(q, &slot_of), join_steps(q, plan, &slot_of)?)
         } else {
@@ -214,6 +216,33 @@ fn check_size(q: &QueryGraph) -> Result<(), MatchError> {
     Ok(())
 }
 
+/// Per query node its edges (a self-loop once), in query order: `of[at[u]..at[u + 1]]`, so that each
+/// node's filter reads its own edges, not all of them (O(E) in all, not O(V · E)).
+fn edges_at(q: &QueryGraph) -> (Vec<usize>, Vec<usize>) {
+    let n = q.nodes.len();
+    let mut at = vec![0usize; n + 1];
+    for e in &q.edges {
+        at[e.source + 1] += 1;
+        if e.target != e.source {
+            at[e.target + 1] += 1;
+        }
+    }
+    for u in 0..n {
+        at[u + 1] += at[u];
+    }
+    let mut next = at.clone();
+    let mut of = vec![0usize; at[n]];
+    for (i, e) in q.edges.iter().enumerate() {
+        of[next[e.source]] = i;
+        next[e.source] += 1;
+        if e.target != e.source {
+            of[next[e.target]] = i;
+            next[e.target] += 1;
+        }
+    }
+    (at, of)
+}
+
 /// Room `filter_spec` reuses from node to node.
 #[derive(Default)]
 struct SpecScratch {
@@ -224,9 +253,10 @@ struct SpecScratch {
 
 /// Necessary conditions on a candidate of `u`. Under iso, distinct query neighbours need distinct data
 /// neighbours, so counts are exact lower bounds; under hom they only need to exist.
-fn filter_spec(
+fn filter_spec<'q>(
     q: &QueryGraph,
     u: usize,
+    edges: impl Iterator<Item = &'q QueryEdge> + Clone,
     semantics: Semantics,
     shape: DataShape,
     scratch: &mut SpecScratch,
@@ -271,7 +301,7 @@ fn filter_spec(
         };
         let any = &mut scratch.any;
         any.clear();
-        any.extend(q.edges.iter().filter_map(ends));
+        any.extend(edges.clone().filter_map(ends));
         any.sort_unstable();
         any.dedup();
         if !any.is_empty() {
@@ -284,8 +314,8 @@ fn filter_spec(
         let fixed = &mut scratch.fixed;
         fixed.clear();
         fixed.extend(
-            q.edges
-                .iter()
+            edges
+                .clone()
                 .filter_map(|e| Some((Layout::label_of(e.label), ends(e)?)))
                 .filter(|&(l, _)| l != NONE),
         );
@@ -316,9 +346,7 @@ fn filter_spec(
             }
         }
     }
-    spec.self_loops = q
-        .edges
-        .iter()
+    spec.self_loops = edges
         .filter(|e| e.source == u && e.target == u)
         .map(|e| Layout::label_of(e.label))
         .collect();
@@ -326,9 +354,8 @@ fn filter_spec(
 }
 
 /// The non-loop query edges at `u`, seen from `u`.
-fn incident(q: &QueryGraph, u: usize) -> Vec<Incident> {
-    q.edges
-        .iter()
+fn incident<'q>(u: usize, edges: impl Iterator<Item = &'q QueryEdge>) -> Vec<Incident> {
+    edges
         .filter(|e| e.source != e.target)
         .filter_map(|e| {
             let label = Layout::label_of(e.label);

@@ -19,8 +19,8 @@ use std::time::Instant;
 
 use gpsense_kernels::filter::{node_matches, Need, NodeFilter};
 use gpsense_kernels::space::{
-    count_expansion, count_space_edges, dedup_sorted, write_expansion, write_space_edges,
-    write_space_edges_indexed,
+    count_expansion, count_space_edges, dedup_sorted, intersect_into, write_expansion,
+    write_space_edges, write_space_edges_indexed,
 };
 use gpsense_kernels::{Dir, GraphView, NONE};
 
@@ -74,12 +74,26 @@ struct Scratch {
     next: Vec<u32>,
     counted: Vec<Need>,
     mask: LabelMask,
+    /// A pool narrowed by a neighbour-label list, and those lists' lengths and needs.
+    narrowed: Vec<u32>,
+    lists: Vec<(usize, usize)>,
     /// Candidates refinement removed, in the order it found them.
     dead: Vec<(u32, u32)>,
     /// Per data node, its index among the candidates of the edge's far end being listed, else
     /// `NONE` (all `NONE` between edges). `|V|` entries, kept with the space so that no query
     /// allocates or fills them again (not counted in `room_bytes`).
     index_of: Vec<u32>,
+}
+
+impl Scratch {
+    /// `index_of` for a graph of `nodes` nodes, all `NONE`.
+    fn index_of(&mut self, nodes: usize) -> &mut Vec<u32> {
+        if self.index_of.len() != nodes {
+            self.index_of.clear();
+            self.index_of.resize(nodes, NONE);
+        }
+        &mut self.index_of
+    }
 }
 
 impl CandidateSpace {
@@ -355,7 +369,7 @@ impl SpaceBuilder<'_> {
             if self.expired() {
                 return Ok(self.stopped(space, report));
             }
-            self.generate(u, space, done);
+            report.tested += self.generate(u, space, done);
             self.within_budget(space)?;
             done |= 1 << u;
             if space.cand_at[u].1 == 0 {
@@ -393,15 +407,15 @@ impl SpaceBuilder<'_> {
     }
 
     /// The candidates of `u`: its concept's nodes, from the cheapest earlier neighbour's adjacency,
-    /// or by a scan.
-    fn generate(&self, u: usize, space: &mut CandidateSpace, done: u64) {
+    /// or by a scan. Returns how many nodes were given the node test.
+    fn generate(&self, u: usize, space: &mut CandidateSpace, done: u64) -> u64 {
         let f = self.layout.filters[u].view();
         let g = self.g;
         if f.fixed != NONE {
             let ok = (f.fixed as usize) < g.node_count() && node_matches(&f, &g, f.fixed);
             let one = [f.fixed];
             space.push_cands(u, if ok { &one } else { &[] });
-            return;
+            return 1;
         }
         let domain = &self.layout.filters[u].domain;
         if !domain.is_empty() {
@@ -413,19 +427,39 @@ impl SpaceBuilder<'_> {
                     .copied()
                     .filter(|&v| (v as usize) < g.node_count() && node_matches(&f, &g, v)),
             );
+            let tested = domain.len() as u64;
             space.push_cands(u, &pool);
             space.scratch.pool = pool;
-            return;
+            return tested;
         }
-        let scan: &[u32] = match (f.label != NONE).then(|| self.labels.nodes(f.label)) {
+        let mut scan: &[u32] = match (f.label != NONE).then(|| self.labels.nodes(f.label)) {
             Some(Some(nodes)) => nodes,
             _ => &[],
         };
-        let scan_cost = if f.label != NONE && self.labels.nodes(f.label).is_some() {
+        let mut scan_cost = if f.label != NONE && self.labels.nodes(f.label).is_some() {
             scan.len() as u64
         } else {
             g.node_count() as u64
         };
+        // The nodes of u's label with a neighbour of a needed label: the shortest such list is a
+        // cheaper scan, and every such list narrows the pool before any node is tested.
+        let spec = &self.layout.filters[u];
+        let pairs = self
+            .neighbour_labels
+            .filter(|nl| nl.has_pairs() && f.label != NONE && !spec.neighbour_labels.is_empty());
+        let lists = &mut space.scratch.lists;
+        lists.clear();
+        if let Some(nl) = pairs {
+            for (k, need) in spec.neighbour_labels.iter().enumerate() {
+                let list = nl.with_neighbour(need.dir, f.label, need.label);
+                lists.push((list.len(), k));
+                if (list.len() as u64) < scan_cost {
+                    (scan, scan_cost) = (list, list.len() as u64);
+                }
+            }
+            // Shortest first: each intersection is at most as long as the pool it narrows.
+            lists.sort_unstable();
+        }
         // The cheapest earlier neighbour to expand from; a sum stops once it cannot win.
         let mut best: Option<(u64, usize, Dir, u32)> = None;
         for e in self.layout.incident[u]
@@ -454,9 +488,23 @@ impl SpaceBuilder<'_> {
             _ if scan_cost < g.node_count() as u64 => pool.extend_from_slice(scan),
             _ => pool.extend(0..g.node_count() as u32),
         }
-        // With neighbour-label sets, the count-one needs are a few word tests and the pass over a
-        // node's list is left to the needs of two or more.
-        let spec = &self.layout.filters[u];
+        if let Some(nl) = pairs {
+            let (narrowed, lists) = (&mut space.scratch.narrowed, &space.scratch.lists);
+            for &(_, k) in lists {
+                let need = &spec.neighbour_labels[k];
+                let list = nl.with_neighbour(need.dir, f.label, need.label);
+                if std::ptr::eq(list, scan) && pool.len() == scan.len() {
+                    continue;
+                }
+                narrowed.clear();
+                narrowed.resize(pool.len().min(list.len()), 0);
+                let n = intersect_into(&pool, list, narrowed);
+                narrowed.truncate(n);
+                std::mem::swap(&mut pool, narrowed);
+            }
+        }
+        // With neighbour-label sets, the count-one needs are a few word tests (none when the pairs
+        // above applied them) and the pass over a node's list is left to the needs of two or more.
         let s = &mut space.scratch;
         let masked = match self.neighbour_labels {
             Some(nl) if !spec.neighbour_labels.is_empty() => {
@@ -480,7 +528,9 @@ impl SpaceBuilder<'_> {
             },
             None => f,
         };
-        let pass = |v: u32| masked.is_none_or(|nl| nl.covers(v, mask)) && node_matches(&f, &g, v);
+        let covered = |v: u32| pairs.is_some() || masked.is_none_or(|nl| nl.covers(v, mask));
+        let pass = |v: u32| covered(v) && node_matches(&f, &g, v);
+        let tested = pool.len() as u64;
         if !self.ex.is_parallel_for(pool.len()) {
             pool.retain(|&v| pass(v));
         } else {
@@ -492,8 +542,42 @@ impl SpaceBuilder<'_> {
                 keep[k - 1]
             });
         }
+        // A pool expanded from a neighbour is joined to it already; refinement does the rest.
+        if best.is_none_or(|b| b.0 >= scan_cost) {
+            self.joined(u, done, space, &mut pool);
+        }
         space.push_cands(u, &pool);
         space.scratch.pool = pool;
+        tested
+    }
+
+    /// Keeps the nodes of a scanned `pool` with a neighbour among the candidates of each earlier
+    /// query neighbour of `u`, as DAF builds its candidates from all its parents: a scan is
+    /// otherwise joined to none of them, and every candidate left costs candidate-edge lists and
+    /// refinement. Linear in the pool's lists.
+    fn joined(&self, u: usize, done: u64, space: &mut CandidateSpace, pool: &mut Vec<u32>) {
+        let g = self.g;
+        for e in &self.layout.incident[u] {
+            let w = e.other as usize;
+            if done & (1 << w) == 0 || pool.is_empty() {
+                continue;
+            }
+            let index_of = space.scratch.index_of(g.node_count());
+            let (s, n) = space.cand_at[w];
+            for &c in &space.cand[s..s + n] {
+                index_of[c as usize] = 0;
+            }
+            let adj = g.adj(e.dir);
+            pool.retain(|&v| {
+                adj.by_label(v, e.label)
+                    .0
+                    .iter()
+                    .any(|&t| index_of[t as usize] != NONE)
+            });
+            for &c in &space.cand[s..s + n] {
+                index_of[c as usize] = NONE;
+            }
+        }
     }
 
     /// Appends to `out` the distinct neighbours of `from` over `dir`/`label` with node label
@@ -589,11 +673,7 @@ impl SpaceBuilder<'_> {
         let (from, to) = (&s.cand[fs..fs + fl], &s.cand[ts..ts + tl]);
         let targets = &mut s.targets;
         if !self.ex.is_parallel_for(from.len()) {
-            let index_of = &mut s.scratch.index_of;
-            if index_of.len() != g.node_count() {
-                index_of.clear();
-                index_of.resize(g.node_count(), NONE);
-            }
+            let index_of = s.scratch.index_of(g.node_count());
             for (j, &w) in to.iter().enumerate() {
                 index_of[w as usize] = j as u32;
             }
@@ -765,5 +845,125 @@ fn compact(space: &mut CandidateSpace, alive: &[bool]) {
             }
         }
         c.1 = k;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use gpsense_graph::{GraphBuilder, KnowledgeGraph};
+    use gpsense_planner::{EdgeLabel, NodeKind, Projected, QueryEdge, QueryGraph, QueryNode};
+
+    use crate::{Engine, EngineKind, MatchOptions, Semantics};
+
+    /// A labelled graph stored both ways (the suites' shape): `(node, label)` and undirected edges.
+    fn graph(nodes: &[(String, &str)], edges: &[(String, String)]) -> KnowledgeGraph {
+        let mut b = GraphBuilder::new();
+        for (name, label) in nodes {
+            let v = b.node(name).unwrap();
+            b.set_node_label(v, label).unwrap();
+        }
+        let r = b.relation("edge").unwrap();
+        for (s, t) in edges {
+            let (s, t) = (b.node(s).unwrap(), b.node(t).unwrap());
+            b.add_edge(s, r, t, 1.0);
+            b.add_edge(t, r, s, 1.0);
+        }
+        b.build().unwrap().0
+    }
+
+    /// A query of labelled variables and undirected edges over `g`'s one relation.
+    fn query(g: &KnowledgeGraph, labels: &[&str], edges: &[(usize, usize)]) -> QueryGraph {
+        let label = |name: &str| g.node_label_names().get(name).unwrap();
+        QueryGraph {
+            projection: (0..labels.len()).map(Projected::Node).collect(),
+            nodes: labels
+                .iter()
+                .enumerate()
+                .map(|(i, l)| QueryNode {
+                    name: format!("?u{i}"),
+                    kind: NodeKind::Variable,
+                    label: Some(label(l)),
+                })
+                .collect(),
+            edges: edges
+                .iter()
+                .map(|&(source, target)| QueryEdge {
+                    source,
+                    target,
+                    label: EdgeLabel::Fixed(g.relation_id("edge").unwrap()),
+                })
+                .collect(),
+            edge_variables: Vec::new(),
+            concept_sets: Vec::new(),
+            distinct: false,
+            limit: None,
+        }
+    }
+
+    fn count(g: &KnowledgeGraph, q: &QueryGraph) -> crate::MatchReport {
+        let opts = MatchOptions {
+            semantics: Semantics::Iso,
+            engine: EngineKind::Dfs,
+            single_thread: true,
+            ..MatchOptions::default()
+        };
+        Engine::new(g).count(q, &opts).unwrap()
+    }
+
+    fn n(prefix: &str, i: usize) -> String {
+        format!("{prefix}{i}")
+    }
+
+    #[test]
+    fn a_scan_starts_from_the_nodes_of_its_label_with_the_needed_neighbour_labels() {
+        // 20 A nodes, each with its own B neighbour; 40 C nodes on the B nodes; only a0 has a C
+        // neighbour. The query x:A - y:B, x:A - z:C starts at x (the highest deg/freq) by a scan:
+        // the A nodes with a C neighbour are a0 alone, so one node is tested, not 20.
+        let mut nodes = Vec::new();
+        let mut edges = Vec::new();
+        for i in 0..20 {
+            nodes.push((n("a", i), "A"));
+            nodes.push((n("b", i), "B"));
+            edges.push((n("a", i), n("b", i)));
+        }
+        for i in 0..40 {
+            nodes.push((n("c", i), "C"));
+            edges.push((n("c", i), n("b", i % 20)));
+        }
+        edges.push(("a0".into(), "c0".into()));
+        let g = graph(&nodes, &edges);
+        let q = query(&g, &["A", "B", "C"], &[(0, 1), (0, 2)]);
+        let report = count(&g, &q);
+        assert_eq!(report.rows, 1);
+        assert_eq!(report.plan.order[0], 0);
+        assert_eq!(report.filter.after_filter[0], 1);
+        // x: a0; y and z: a0's neighbours of their labels.
+        assert!(report.filter.tested <= 3, "{}", report.filter.tested);
+    }
+
+    #[test]
+    fn a_scanned_pool_keeps_only_nodes_joined_to_every_earlier_neighbour() {
+        // b0 has 50 D neighbours and a0; b1..b4 each have one A neighbour. The query y:B - x:A,
+        // y:B - d:D starts at y (only b0 has a D neighbour); x's scan of the 5 A nodes (cheaper
+        // than b0's 51 neighbours) keeps only a0, the one next to y's candidate.
+        let mut nodes = vec![("b0".to_string(), "B")];
+        let mut edges = vec![("b0".to_string(), "a0".to_string())];
+        for i in 0..5 {
+            nodes.push((n("a", i), "A"));
+        }
+        for i in 1..5 {
+            nodes.push((n("b", i), "B"));
+            edges.push((n("b", i), n("a", i)));
+        }
+        for i in 0..50 {
+            nodes.push((n("d", i), "D"));
+            edges.push(("b0".into(), n("d", i)));
+        }
+        let g = graph(&nodes, &edges);
+        let q = query(&g, &["A", "B", "D"], &[(1, 0), (1, 2)]);
+        let report = count(&g, &q);
+        assert_eq!(report.rows, 50);
+        assert_eq!(report.plan.order[..2], [1, 0]);
+        assert_eq!(report.filter.after_filter, [1, 1, 50]);
     }
 }
