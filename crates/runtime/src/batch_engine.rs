@@ -421,6 +421,28 @@ mod tests {
             .0
     }
 
+    /// HPRD's `query_dense_16_N` for each N.
+    fn dense_16(g: &KnowledgeGraph, names: &[&str]) -> Vec<QueryGraph> {
+        names
+            .iter()
+            .map(|n| {
+                benchmark_query(
+                    &load(hprd(&format!("query_graph/query_dense_16_{n}.graph"))),
+                    g,
+                )
+            })
+            .collect::<Result<_, _>>()
+            .unwrap()
+    }
+
+    fn auto_iso() -> MatchOptions {
+        MatchOptions {
+            engine: EngineKind::Auto,
+            semantics: Semantics::Iso,
+            ..MatchOptions::default()
+        }
+    }
+
     /// Under `auto` with a device that fails mid-batch (the emulator's `extend_warp_batch` raising
     /// the fault flag), every query of the batch is answered on the CPU, with dfs's counts, and the
     /// batch and each report say why; the same device without the fault answers them itself.
@@ -430,21 +452,8 @@ mod tests {
         let engine = Engine::new(&g);
         // Constants under which the device wins every query, so that `auto` batches them.
         assert!(engine.set_device_costs(DeviceCosts::parse("dfs_query_us = 1e9").unwrap()));
-        let queries: Vec<QueryGraph> = ["1", "2", "3", "4"]
-            .iter()
-            .map(|n| {
-                benchmark_query(
-                    &load(hprd(&format!("query_graph/query_dense_16_{n}.graph"))),
-                    &g,
-                )
-            })
-            .collect::<Result<_, _>>()
-            .unwrap();
-        let auto = MatchOptions {
-            engine: EngineKind::Auto,
-            semantics: Semantics::Iso,
-            ..MatchOptions::default()
-        };
+        let queries = dense_16(&g, &["1", "2", "3", "4"]);
+        let auto = auto_iso();
         let dfs = MatchOptions {
             engine: EngineKind::Dfs,
             ..auto.clone()
@@ -494,21 +503,8 @@ mod tests {
         let engine = Engine::new(&g);
         // With the calibrated constants every HPRD query picks dfs (the device's fixed cost
         // outweighs its work); the middle one is sent to the device by name.
-        let queries: Vec<QueryGraph> = ["1", "2", "3"]
-            .iter()
-            .map(|n| {
-                benchmark_query(
-                    &load(hprd(&format!("query_graph/query_dense_16_{n}.graph"))),
-                    &g,
-                )
-            })
-            .collect::<Result<_, _>>()
-            .unwrap();
-        let auto = MatchOptions {
-            engine: EngineKind::Auto,
-            semantics: Semantics::Iso,
-            ..MatchOptions::default()
-        };
+        let queries = dense_16(&g, &["1", "2", "3"]);
+        let auto = auto_iso();
         let gpu = MatchOptions {
             engine: EngineKind::Emulated,
             ..auto.clone()
