@@ -211,7 +211,8 @@ fn explain_and_trust_wait_for_a_slot_like_queries() {
         assert_eq!(busy.header("retry-after"), Some("1"));
     }
     assert_eq!(slow.join().expect("the slow request").status, 503);
-    // The slot is free again.
+    // The slot is free again once the timed-out search has wound down (its answer can reach the
+    // client first: CI once got 503 here).
+    s.wait_running(0);
     assert_eq!(explain(&s, "SELECT ?x WHERE { ?x IsA animal }").status, 200);
-    assert!(s.get("/health", "*/*").body.contains("\"running\":0"));
 }
