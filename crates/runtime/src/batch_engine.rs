@@ -217,15 +217,25 @@ impl Engine<'_> {
         opts: &MatchOptions,
         auto: Option<AutoChoice>,
     ) -> Result<MatchReport, MatchError> {
-        let Some(choice) = auto else {
-            return self.count(q, opts);
-        };
+        match auto {
+            Some(choice) => self.count_on_dfs(q, opts, Some(choice)),
+            None => self.count(q, opts),
+        }
+    }
+
+    /// `q` counted by dfs whatever `opts` names, its report carrying `auto`'s estimate.
+    fn count_on_dfs(
+        &self,
+        q: &QueryGraph,
+        opts: &MatchOptions,
+        auto: Option<AutoChoice>,
+    ) -> Result<MatchReport, MatchError> {
         let dfs = MatchOptions {
             engine: EngineKind::Dfs,
             ..opts.clone()
         };
         let mut report = self.count(q, &dfs)?;
-        report.auto = Some(choice);
+        report.auto = auto;
         Ok(report)
     }
 
@@ -296,13 +306,8 @@ impl Engine<'_> {
 
     /// A query of a batch that the device failed under `auto`, answered by `dfs` instead.
     fn count_on_cpu(&self, p: &Planned, e: &DeviceError) -> Result<MatchReport, MatchError> {
-        let cpu = MatchOptions {
-            engine: EngineKind::Dfs,
-            ..p.opts.clone()
-        };
-        let mut report = self.count(p.q, &cpu)?;
+        let mut report = self.count_on_dfs(p.q, p.opts, p.auto.clone())?;
         report.fallback = Some(format!("the GPU failed during a batch ({e})"));
-        report.auto = p.auto.clone();
         Ok(report)
     }
 }
