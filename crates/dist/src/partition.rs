@@ -277,6 +277,7 @@ impl LocalCsr {
             offsets: &self.offsets,
             targets: &self.targets,
             labels: &self.labels,
+            only_label: gpsense_kernels::NONE,
         }
     }
 

@@ -122,11 +122,13 @@ impl GraphArgs {
                     offsets: self.out_offsets.get(),
                     targets: self.out_targets.get(),
                     labels: self.out_labels.get(),
+                    only_label: crate::NONE,
                 },
                 inc: Adjacency {
                     offsets: self.in_offsets.get(),
                     targets: self.in_targets.get(),
                     labels: self.in_labels.get(),
+                    only_label: crate::NONE,
                 },
                 node_labels: self.node_labels.get(),
             }

@@ -3,7 +3,7 @@
 use std::time::{Duration, Instant};
 
 use gpsense_graph::KnowledgeGraph;
-use gpsense_kernels::{Adjacency, GraphView};
+use gpsense_kernels::{Adjacency, GraphView, NONE};
 use gpsense_planner::{
     plan_brief, plan_with, EdgeLabel, Plan, PlannerStats, Projected, QueryEdge, QueryGraph,
 };
@@ -295,10 +295,17 @@ impl<'g> Engine<'g> {
 
     /// The kernels' view of the graph's arrays.
     pub fn view(&self) -> GraphView<'g> {
+        // One relation in the graph: every edge has relation 0.
+        let only_label = if self.graph.relation_count() == 1 {
+            0
+        } else {
+            NONE
+        };
         let adj = |c: &'g gpsense_graph::Csr| Adjacency {
             offsets: c.offsets(),
             targets: c.targets(),
             labels: c.labels(),
+            only_label,
         };
         GraphView {
             out: adj(self.graph.out()),

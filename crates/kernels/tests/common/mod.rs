@@ -30,6 +30,7 @@ pub fn adjacency(c: &gpsense_graph::Csr) -> Adjacency<'_> {
         offsets: c.offsets(),
         targets: c.targets(),
         labels: c.labels(),
+        only_label: gpsense_kernels::NONE,
     }
 }
 

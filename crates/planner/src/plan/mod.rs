@@ -169,6 +169,11 @@ struct Planner<'a> {
     incident_at: Vec<usize>,
     incident: Vec<Incidence>,
     visited: Vec<bool>,
+    /// Per node, its edges to visited nodes other than itself ([`Planner::links`]), kept up to
+    /// date by [`Planner::visit`]: the frontier is read once per step, for every node.
+    linked: Vec<u32>,
+    /// `rank(u)`, filled for a component by [`Planner::ranked_order`] (a node's rank never changes).
+    rank: Vec<f64>,
     /// Estimated candidates of each visited node, given the nodes visited before it.
     estimate: Vec<f64>,
     /// Whether to write the rationale.
@@ -221,6 +226,8 @@ impl<'a> Planner<'a> {
             incident_at,
             incident: incident.into_iter().map(|x| x.1).collect(),
             visited: vec![false; n],
+            linked: vec![0; n],
+            rank: Vec::new(),
             estimate: vec![f64::INFINITY; n],
             explain,
             plan: Plan {
@@ -252,6 +259,12 @@ impl<'a> Planner<'a> {
         }
         self.estimate[u] = self.estimate_given_visited(u);
         self.visited[u] = true;
+        for k in self.incident_at[u]..self.incident_at[u + 1] {
+            let w = self.incident[k].other;
+            if w != u {
+                self.linked[w] += 1;
+            }
+        }
         self.plan.order.push(u);
     }
 
@@ -265,10 +278,7 @@ impl<'a> Planner<'a> {
 
     /// Edges from `u` to visited nodes other than `u`.
     fn links(&self, u: usize) -> usize {
-        self.incidence(u)
-            .iter()
-            .filter(|i| i.other != u && self.visited[i.other])
-            .count()
+        self.linked[u] as usize
     }
 
     /// Edges from `u` to unvisited nodes other than `u`: what visiting `u` next would cover.
@@ -422,6 +432,12 @@ impl<'a> Planner<'a> {
 
     /// Highest `deg / freq` first, then grow by the same rank among neighbours of visited nodes.
     fn ranked_order(&mut self, component: &[usize]) {
+        if self.rank.is_empty() {
+            self.rank = vec![f64::NAN; self.q.nodes.len()];
+        }
+        for &u in component {
+            self.rank[u] = self.rank_of(u);
+        }
         let start = component
             .iter()
             .copied()
@@ -455,8 +471,13 @@ impl<'a> Planner<'a> {
         })
     }
 
-    /// `rank(u) = deg(u) / freq(u)` (section 4); infinite when no data node can match.
+    /// `rank(u)` of a node of the component being ordered.
     fn rank(&self, u: usize) -> f64 {
+        self.rank[u]
+    }
+
+    /// `rank(u) = deg(u) / freq(u)` (section 4); infinite when no data node can match.
+    fn rank_of(&self, u: usize) -> f64 {
         let freq = self.frequency(u);
         if freq == 0 {
             f64::INFINITY
