@@ -465,6 +465,7 @@ pub fn run(o: &Options, log: &mut dyn FnMut(&str)) -> Result<Section> {
         })
         .collect();
     let markdown = markdown(&defs, &engines, &rows, &peer_notes, o.chunk);
+    std::fs::write(dir.join("per-query.md"), per_query(&defs, &engines, &rows))?;
     std::fs::write(
         dir.join("report.md"),
         format!("# gpsense and the exact matchers\n\n{markdown}"),
@@ -626,6 +627,89 @@ fn cell(t: &Tally, wall: bool) -> String {
     s
 }
 
+/// A query's time on `engine` when it answered with the right count.
+fn time_of(rows: &[Row], workload: &str, query: &str, engine: &str) -> Option<f64> {
+    rows.iter()
+        .find(|r| r.workload == workload && r.query == query && r.engine == engine)
+        .and_then(|r| match r.status {
+            Status::Ok { seconds, .. } if !r.wrong => Some(seconds),
+            _ => None,
+        })
+}
+
+/// Per engine, the queries of `workload` it answered fastest (right counts only; a tie goes to
+/// the engine listed first), and the queries any engine answered.
+fn wins(
+    rows: &[Row],
+    workload: &str,
+    queries: &[String],
+    engines: &[String],
+) -> (Vec<usize>, usize) {
+    let mut won = vec![0; engines.len()];
+    let mut answered = 0;
+    for q in queries {
+        let best = engines
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| Some((time_of(rows, workload, q, e)?, i)))
+            .min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        if let Some((_, i)) = best {
+            won[i] += 1;
+            answered += 1;
+        }
+    }
+    (won, answered)
+}
+
+/// `per-query.md`: every query's time on every engine, the fastest in bold.
+fn per_query(defs: &[Def], engines: &[String], rows: &[Row]) -> String {
+    let mut md = String::from(
+        "# Per query: gpsense and the exact matchers\n\nMilliseconds per query (each engine's own \
+         time, as in report.md); bold: the fastest right answer; t/o, err, wrong, skipped as there.\n",
+    );
+    for d in defs {
+        let w = &d.listed;
+        let _ = write!(md, "\n## {}\n\n| query |", w.name);
+        for e in engines {
+            let _ = write!(md, " {} |", if e == OURS { "gpsense dfs" } else { e });
+        }
+        md.push_str("\n|---|");
+        md.push_str(&"---|".repeat(engines.len()));
+        md.push('\n');
+        for q in &w.queries {
+            let times: Vec<Option<f64>> = engines
+                .iter()
+                .map(|e| time_of(rows, &w.name, &q.id, e))
+                .collect();
+            let best = times.iter().flatten().copied().min_by(f64::total_cmp);
+            let _ = write!(md, "| {} |", q.id);
+            for (e, t) in engines.iter().zip(&times) {
+                let text = match (
+                    t,
+                    rows.iter()
+                        .find(|r| r.workload == w.name && r.query == q.id && &r.engine == e),
+                ) {
+                    (Some(t), _) if Some(*t) == best => {
+                        format!("**{}**", super::report::ms(t * 1e3))
+                    }
+                    (Some(t), _) => super::report::ms(t * 1e3),
+                    (None, Some(r)) if r.wrong => "wrong".into(),
+                    (None, Some(r)) => match r.status {
+                        Status::Timeout => "t/o".into(),
+                        Status::Error(_) => "err".into(),
+                        Status::Skipped(_) => "skipped".into(),
+                        Status::Ok { .. } => "-".into(),
+                    },
+                    (None, None) => "-".into(),
+                };
+                let _ = write!(md, " {text} |");
+            }
+            md.push('\n');
+        }
+    }
+    md
+}
+
 fn markdown(
     defs: &[Def],
     engines: &[String],
@@ -687,6 +771,35 @@ fn markdown(
             md.push('\n');
         }
     }
+    md.push_str(
+        "\nQueries each engine answered fastest (right counts only; the engines' own times as above; \
+         per query: `exact-peers/per-query.md`):\n\n",
+    );
+    header(&mut md);
+    for d in defs {
+        let w = &d.listed;
+        let names: Vec<String> = w.queries.iter().map(|q| q.id.clone()).collect();
+        let (won, answered) = wins(rows, &w.name, &names, engines);
+        let _ = write!(
+            md,
+            "| {} | {} | {} | {} s |",
+            w.name,
+            w.queries.len(),
+            w.limit
+                .map(|l| format!("{l}"))
+                .unwrap_or_else(|| "all".into()),
+            d.timeout.as_secs()
+        );
+        for n in won {
+            let share = if answered == 0 {
+                0.0
+            } else {
+                100.0 * n as f64 / answered as f64
+            };
+            let _ = write!(md, " {n} ({share:.0}%) |");
+        }
+        md.push('\n');
+    }
     md.push_str("\nWorkloads:\n\n");
     for d in defs {
         let _ = writeln!(md, "- `{}`: {}.", d.listed.name, d.listed.selection);
@@ -735,13 +848,54 @@ fn markdown(
             }
         }
     }
-    md.push_str("\nPer query: `exact-peers/results.csv`.\n");
+    md.push_str("\nPer query: `exact-peers/per-query.md`, `exact-peers/results.csv`.\n");
     md
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn row(query: &str, engine: &str, status: Status, wrong: bool) -> Row {
+        Row {
+            workload: "w".into(),
+            query: query.into(),
+            engine: engine.into(),
+            status,
+            expected: None,
+            limit: None,
+            ours: None,
+            wrong,
+        }
+    }
+
+    fn ok(seconds: f64) -> Status {
+        Status::Ok {
+            count: 1,
+            seconds,
+            wall: None,
+        }
+    }
+
+    #[test]
+    fn a_query_is_won_by_the_fastest_right_answer() {
+        let engines = vec![OURS.to_owned(), "DAF".to_owned()];
+        let rows = vec![
+            row("a", OURS, ok(2.0), false),
+            row("a", "DAF", ok(1.0), false),
+            // DAF is faster but wrong: gpsense wins.
+            row("b", OURS, ok(2.0), false),
+            row("b", "DAF", ok(1.0), true),
+            // A tie goes to the engine listed first.
+            row("c", OURS, ok(1.0), false),
+            row("c", "DAF", ok(1.0), false),
+            // Nobody answered.
+            row("d", OURS, Status::Timeout, false),
+            row("d", "DAF", Status::Error("x".into()), false),
+        ];
+        let queries: Vec<String> = ["a", "b", "c", "d"].map(String::from).into();
+        assert_eq!(wins(&rows, "w", &queries, &engines), (vec![2, 1], 3));
+    }
 
     #[test]
     fn yeast_150_filters_sorts_and_shuffles_as_python() {
