@@ -413,6 +413,7 @@ mod tests {
     use super::*;
     use gpsense_graph::ingest::{ingest, IngestOptions, NoProgress};
     use gpsense_planner::benchmark_query;
+    use std::sync::atomic::{AtomicBool, Ordering};
 
     fn hprd(rel: &str) -> std::path::PathBuf {
         std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -438,6 +439,156 @@ mod tests {
             })
             .collect::<Result<_, _>>()
             .unwrap()
+    }
+
+    /// The emulator, counting the launches and work-items of the filtering kernels, that sets
+    /// `cancel` as its first `identify_nodes` launch returns: a limit passing during filtering.
+    struct CancelInFiltering {
+        inner: HostDevice,
+        cancel: Arc<AtomicBool>,
+        /// Launches and work-items of `identify_nodes`, `mark_steps` and `refine_nodes`.
+        filtering: Mutex<(u64, u64)>,
+    }
+
+    impl CancelInFiltering {
+        fn new() -> Self {
+            let mut inner = HostDevice::default();
+            inner.check_writes = true;
+            CancelInFiltering {
+                inner,
+                cancel: Arc::default(),
+                filtering: Mutex::default(),
+            }
+        }
+
+        fn filtering(&self) -> (u64, u64) {
+            *self.filtering.lock().unwrap()
+        }
+    }
+
+    impl Device for CancelInFiltering {
+        type Buffer = <HostDevice as Device>::Buffer;
+        fn describe(&self) -> String {
+            self.inner.describe()
+        }
+        fn free_memory(&self) -> Result<u64, DeviceError> {
+            self.inner.free_memory()
+        }
+        fn alloc_zeroed(&self, bytes: usize) -> Result<Self::Buffer, DeviceError> {
+            self.inner.alloc_zeroed(bytes)
+        }
+        fn map_host_bytes(&self, bytes: &[u8]) -> Result<Self::Buffer, DeviceError> {
+            self.inner.map_host_bytes(bytes)
+        }
+        fn write_bytes(
+            &self,
+            b: &Self::Buffer,
+            at: usize,
+            bytes: &[u8],
+        ) -> Result<(), DeviceError> {
+            self.inner.write_bytes(b, at, bytes)
+        }
+        fn zero_bytes(&self, b: &Self::Buffer, at: usize, len: usize) -> Result<(), DeviceError> {
+            self.inner.zero_bytes(b, at, len)
+        }
+        fn read_bytes(
+            &self,
+            b: &Self::Buffer,
+            at: usize,
+            out: &mut [u8],
+        ) -> Result<(), DeviceError> {
+            self.inner.read_bytes(b, at, out)
+        }
+        fn address(&self, b: &Self::Buffer) -> u64 {
+            self.inner.address(b)
+        }
+        fn launch(&self, launch: &crate::device::Launch, items: u64) -> Result<(), DeviceError> {
+            let name = launch.sig().name;
+            self.inner.launch(launch, items)?;
+            if matches!(name, "identify_nodes" | "mark_steps" | "refine_nodes") {
+                let mut f = self.filtering.lock().unwrap();
+                *f = (f.0 + 1, f.1 + items);
+            }
+            if name == "identify_nodes" {
+                self.cancel.store(true, Ordering::Relaxed);
+            }
+            Ok(())
+        }
+        fn counters(&self) -> DeviceCounters {
+            self.inner.counters()
+        }
+    }
+
+    /// A batch in which one query's cancel flag is set after the first filtering launch: that
+    /// query is reported timed out, the others give dfs's counts, and its jobs leave the later
+    /// filtering launches (fewer work-items than the same batch with no query stopped).
+    #[test]
+    fn a_query_stopped_during_filtering_leaves_the_batch_and_the_others_are_exact() {
+        let g = load(hprd("data_graph/HPRD.graph"));
+        let engine = Engine::new(&g);
+        assert!(engine.set_device_costs(DeviceCosts::parse("dfs_query_us = 1e9").unwrap()));
+        let queries = dense_16(&g, &["1", "2", "3", "4"]);
+        let auto = auto_iso();
+        let dfs = MatchOptions {
+            engine: EngineKind::Dfs,
+            ..auto.clone()
+        };
+        let want: Vec<u128> = queries
+            .iter()
+            .map(|q| engine.count(q, &dfs).unwrap().rows)
+            .collect();
+        let run = |stop: usize| {
+            let dev = CancelInFiltering::new();
+            let cancelled = MatchOptions {
+                cancel: Some(dev.cancel.clone()),
+                ..auto.clone()
+            };
+            let list: Vec<_> = queries
+                .iter()
+                .enumerate()
+                .map(|(k, q)| (q, if k == stop { &cancelled } else { &auto }))
+                .collect();
+            let state = DeviceState::new(dev, &g).unwrap();
+            let batch = engine.count_batch_on(&list, Some(&state));
+            assert_eq!((batch.batched, batch.batches, batch.on_cpu), (4, 1, 0));
+            (batch.reports, state.dev.filtering())
+        };
+        let (all, all_work) = run(usize::MAX);
+        let (one_off, work) = run(1);
+        for (k, (a, b)) in all.iter().zip(&one_off).enumerate() {
+            let (a, b) = (a.as_ref().unwrap(), b.as_ref().unwrap());
+            assert_eq!((a.rows, a.timed_out), (want[k], false), "query {k}");
+            if k == 1 {
+                assert_eq!((b.rows, b.timed_out), (0, true));
+                assert!(b.filter.after_refine.is_empty());
+            } else {
+                assert_eq!((b.rows, b.timed_out), (want[k], false), "query {k}");
+            }
+        }
+        assert!(work.1 < all_work.1, "{work:?} against {all_work:?}");
+    }
+
+    /// A query alone whose cancel flag is set as its first filtering launch returns: no launch
+    /// follows (no more filtering, no counts, no join), and it is reported timed out.
+    #[test]
+    fn a_query_alone_stopped_during_filtering_stops_after_that_launch() {
+        let g = load(hprd("data_graph/HPRD.graph"));
+        let engine = Engine::new(&g);
+        let q = &dense_16(&g, &["1"])[0];
+        let dev = CancelInFiltering::new();
+        let opts = MatchOptions {
+            engine: EngineKind::Emulated,
+            semantics: Semantics::Iso,
+            cancel: Some(dev.cancel.clone()),
+            ..MatchOptions::default()
+        };
+        let state = DeviceState::new(dev, &g).unwrap();
+        let report = engine
+            .execute_on(q, &opts, true, &mut |_| true, Some(&state))
+            .unwrap();
+        assert_eq!((report.rows, report.timed_out), (0, true));
+        assert_eq!(state.dev.filtering().0, 1);
+        assert_eq!(report.device_report.unwrap().counters.launches, 1);
     }
 
     fn auto_iso() -> MatchOptions {

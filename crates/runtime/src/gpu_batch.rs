@@ -8,7 +8,9 @@
 //!
 //! Each query keeps its own limits: its memory budget is checked against what its filtering and
 //! candidate space would take alone (a query over it gets its own error and leaves the batch), its
-//! levels stop on its own clock (`budget_ns`) and LIMIT (`stop_at`), and a query whose levels
+//! time limit (or cancel flag) takes it out of the filtering launches still to come (it is
+//! answered as timed out), its levels stop on its own clock (`budget_ns`) and LIMIT (`stop_at`),
+//! and a query whose levels
 //! outgrow their batch buffers runs on alone after the batch from the first level that overflowed
 //! (level by level, as [`Levels`] does), its errors its own.
 
@@ -107,7 +109,7 @@ impl<D: Device> Pipeline<'_, D> {
         let spaces = if fqs.is_empty() {
             Vec::new()
         } else {
-            self.filter_batch(&fqs, sizes, &|| outs.iter().all(|o| o.stopped()))?
+            self.filter_batch(&fqs, sizes, &|k| outs[k].stopped())?
         };
         let filter_time = start.elapsed();
         let all_counts: Vec<usize> = spaces.iter().flat_map(|s| s.counts.clone()).collect();
@@ -137,8 +139,13 @@ impl<D: Device> Pipeline<'_, D> {
         let mut joined = Vec::new();
         for ((k, &i), (plan, groups, layout)) in admitted.iter().enumerate().zip(orders) {
             let it = &mut items[i];
+            // A query stopped during filtering has no candidate sets (`filter_batch`).
             let report = FilterReport {
-                after_refine: spaces[k].counts.clone(),
+                after_refine: if it.out.stopped() {
+                    Vec::new()
+                } else {
+                    spaces[k].counts.clone()
+                },
                 filter_time,
                 ..Default::default()
             };

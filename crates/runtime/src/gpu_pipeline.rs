@@ -466,6 +466,131 @@ impl Waves {
     }
 }
 
+/// The queries of a filtering batch still filtering, and the job tables of theirs on the device.
+struct Live<'s> {
+    /// Each query's jobs per wave.
+    jobs: Vec<Vec<WaveJobs>>,
+    live: Vec<bool>,
+    stopped: &'s dyn Fn(usize) -> bool,
+    tables: Tables,
+}
+
+impl<'s> Live<'s> {
+    /// Every query live, the tables of all their jobs uploaded at `at`.
+    fn new<D: Device>(
+        dev: &D,
+        buf: &D::Buffer,
+        at: &Region,
+        jobs: Vec<Vec<WaveJobs>>,
+        stopped: &'s dyn Fn(usize) -> bool,
+    ) -> Result<Self, DeviceError> {
+        let mut live = Live {
+            live: vec![true; jobs.len()],
+            jobs,
+            stopped,
+            tables: Tables::new(&[], at),
+        };
+        live.upload(dev, buf, at)?;
+        Ok(live)
+    }
+
+    /// Waves of the batch: those of its deepest query (the tables keep them all).
+    fn waves(&self) -> usize {
+        self.jobs.iter().map(Vec::len).max().unwrap_or(0)
+    }
+
+    fn any(&self) -> bool {
+        self.live.contains(&true)
+    }
+
+    /// The live queries' jobs, wave by wave.
+    fn merged(&self) -> Vec<WaveJobs> {
+        let mut waves: Vec<WaveJobs> = (0..self.waves()).map(|_| WaveJobs::default()).collect();
+        for (q, _) in self.jobs.iter().zip(&self.live).filter(|(_, &l)| l) {
+            for (all, w) in waves.iter_mut().zip(q) {
+                all.identify.extend_from_slice(&w.identify);
+                all.mark.extend_from_slice(&w.mark);
+                all.refine.extend_from_slice(&w.refine);
+            }
+        }
+        waves
+    }
+
+    fn upload<D: Device>(
+        &mut self,
+        dev: &D,
+        buf: &D::Buffer,
+        at: &Region,
+    ) -> Result<(), DeviceError> {
+        self.tables = Tables::new(&self.merged(), at);
+        dev.write_bytes(buf, at.offset, &self.tables.bytes)
+    }
+
+    /// Drops the queries that `stopped` now reports, uploading the tables again without their
+    /// jobs (queued after the launches before, so at most once per launch). Returns whether any
+    /// query still filters.
+    fn check<D: Device>(
+        &mut self,
+        dev: &D,
+        buf: &D::Buffer,
+        at: &Region,
+    ) -> Result<bool, DeviceError> {
+        let stopped = self.stopped;
+        let mut dropped = false;
+        for (k, l) in self.live.iter_mut().enumerate() {
+            if *l && stopped(k) {
+                *l = false;
+                dropped = true;
+            }
+        }
+        if dropped && self.any() {
+            self.upload(dev, buf, at)?;
+        }
+        Ok(self.any())
+    }
+}
+
+/// Uploads the batch's params, seeded sets and directed edges; returns each query's jobs per wave.
+fn upload_queries<D: Device>(
+    dev: &D,
+    buf: &D::Buffer,
+    r: &FilterRegions,
+    queries: &[FilterQuery],
+    params_bytes: usize,
+    stride: usize,
+) -> Result<Vec<Vec<WaveJobs>>, DeviceError> {
+    let mut params = vec![0u8; params_bytes];
+    let mut all = Vec::with_capacity(queries.len());
+    let mut at = 0;
+    for fq in queries {
+        let (layout, len) = (fq.layout, fq.params.bytes.len());
+        params[at..at + len].copy_from_slice(&fq.params.bytes);
+        let region = r.params.part(1, at, at + len);
+        at += len.next_multiple_of(16);
+        // A concept set's nodes seed its set: the bits a neighbour may mark, and the ones it is
+        // identified from (in place).
+        let mut seeded = vec![false; layout.nodes];
+        for (u, spec) in layout.filters.iter().enumerate() {
+            if !spec.domain.is_empty() {
+                let mut words = vec![0u32; stride];
+                crate::filtering::seed(&mut words, &spec.domain);
+                let w = (fq.base + u) * stride;
+                dev.write_bytes(buf, r.sets.part(4, w, w).offset, as_bytes(&words))?;
+                seeded[u] = true;
+            }
+        }
+        let bases = (fq.base as u32, fq.mark_base as u32);
+        all.push(fq.waves.jobs(layout, &fq.params, &region, &seeded, bases));
+    }
+    dev.write_bytes(buf, r.params.offset, &params)?;
+    let directed: Vec<DirectedEdge> = queries
+        .iter()
+        .flat_map(|fq| fq.directed.iter().copied())
+        .collect();
+    dev.write_bytes(buf, r.edges.offset, as_bytes(&directed))?;
+    Ok(all)
+}
+
 fn dir_code(d: Dir) -> u32 {
     match d {
         Dir::Out => 0,
@@ -653,9 +778,15 @@ impl<D: Device> Pipeline<'_, D> {
         let before = self.dev.counters();
         let start = Instant::now();
         let space = self.filter(q, layout, out)?;
+        // A query its limit stopped during filtering has no candidate sets to report or join.
+        let stopped = out.stopped();
         // Filtering and refinement are one queue of launches: their time is known only together.
         let report = FilterReport {
-            after_refine: space.counts.clone(),
+            after_refine: if stopped {
+                Vec::new()
+            } else {
+                space.counts.clone()
+            },
             filter_time: start.elapsed(),
             ..Default::default()
         };
@@ -670,7 +801,7 @@ impl<D: Device> Pipeline<'_, D> {
             join_plan = gpu_leaves::reorder(q, &join_plan, &groups);
         }
         let mut device = DeviceReport::default();
-        if space.counts.iter().all(|&c| c > 0) {
+        if !stopped && space.counts.iter().all(|&c| c > 0) {
             let join = Layout::new(q, &join_plan, self.semantics, self.shape)?;
             (device.levels, device.partial_matches, device.chunks) =
                 self.join(&join, &space, out, &groups)?;
@@ -691,86 +822,62 @@ impl<D: Device> Pipeline<'_, D> {
         let mut sizes = FilterSizes::default();
         let fq = FilterQuery::new(q, layout, stride, &mut sizes);
         self.budget_check(fq.alone)?;
-        let mut spaces = self.filter_batch(&[fq], sizes, &|| out.stopped())?;
+        let mut spaces = self.filter_batch(&[fq], sizes, &|_| out.stopped())?;
         Ok(spaces.remove(0))
     }
 
     /// Steps 1-3 for a batch of queries (`sizes`: theirs together): filtering and refinement on
     /// bitsets, counts, read 1, each query's sets, marks and jobs beside the others' so that one
-    /// launch per wave serves them all. Refinement stops once `stop` says so (fewer rounds leave
-    /// more candidates, never a wrong one).
+    /// launch per wave serves them all. Before each filtering launch (identify, mark, refine),
+    /// query `k` leaves once `stopped(k)` says so: its jobs leave the later launches, the others'
+    /// work is unchanged, and its sets are cleared at the end (an unfinished forward pass leaves
+    /// no candidate sets), so its counts are 0 and its caller answers it as timed out. Once every
+    /// query has left, nothing more is launched or read.
     pub(crate) fn filter_batch(
         &mut self,
         queries: &[FilterQuery],
         sizes: FilterSizes,
-        stop: &dyn Fn() -> bool,
+        stopped: &dyn Fn(usize) -> bool,
     ) -> Result<Vec<Space>, MatchError> {
         let n = sizes.nodes;
         let stride = bits::words_for(self.graph.nodes);
-        let words = n * stride;
         let bytes = sizes.bytes(stride);
         let (dev, g, rounds) = (self.dev, self.g(), self.refine_rounds);
         let buf = self.arena.filter.ensure(dev, bytes)?;
         let r = sizes.carve(&mut Carver::new(dev.address(buf)), stride);
         dev.zero_bytes(buf, r.marks.offset, r.marks.bytes(4))?;
-        let mut params = vec![0u8; sizes.params];
-        let mut waves: Vec<WaveJobs> = Vec::new();
-        let mut at = 0;
-        for fq in queries {
-            let (layout, len) = (fq.layout, fq.params.bytes.len());
-            params[at..at + len].copy_from_slice(&fq.params.bytes);
-            let region = r.params.part(1, at, at + len);
-            at += len.next_multiple_of(16);
-            // A concept set's nodes seed its set: the bits a neighbour may mark, and the ones it
-            // is identified from (in place).
-            let mut seeded = vec![false; layout.nodes];
-            for (u, spec) in layout.filters.iter().enumerate() {
-                if !spec.domain.is_empty() {
-                    let mut words = vec![0u32; stride];
-                    crate::filtering::seed(&mut words, &spec.domain);
-                    let w = (fq.base + u) * stride;
-                    dev.write_bytes(buf, r.sets.part(4, w, w).offset, as_bytes(&words))?;
-                    seeded[u] = true;
-                }
-            }
-            let bases = (fq.base as u32, fq.mark_base as u32);
-            let jobs = fq.waves.jobs(layout, &fq.params, &region, &seeded, bases);
-            if waves.len() < jobs.len() {
-                waves.resize_with(jobs.len(), WaveJobs::default);
-            }
-            for (all, w) in waves.iter_mut().zip(jobs) {
-                all.identify.extend(w.identify);
-                all.mark.extend(w.mark);
-                all.refine.extend(w.refine);
-            }
-        }
-        dev.write_bytes(buf, r.params.offset, &params)?;
-        let t = Tables::new(&waves, &r.jobs);
-        dev.write_bytes(buf, r.jobs.offset, &t.bytes)?;
-        let directed: Vec<DirectedEdge> = queries
-            .iter()
-            .flat_map(|fq| fq.directed.iter().copied())
-            .collect();
-        dev.write_bytes(buf, r.edges.offset, as_bytes(&directed))?;
+        let jobs = upload_queries(dev, buf, &r, queries, sizes.params, stride)?;
+        let mut live = Live::new(dev, buf, &r.jobs, jobs, stopped)?;
         let (sets, marks) = (r.sets.slice, r.marks.slice);
         let stride64 = stride as u64;
+        let waves = live.waves();
         // Forward: per wave, identify its nodes within their marks, then mark from them.
-        for (nodes, steps) in t.identify.iter().zip(&t.mark) {
-            dev.launch(
-                &Launch::IdentifyNodes(IdentifyNodesArgs {
-                    graph: g,
-                    jobs: *nodes,
-                    sets,
-                    marks,
-                    stride: stride64,
-                }),
-                nodes.len * stride64,
-            )?;
+        for w in 0..waves {
+            if !live.check(dev, buf, &r.jobs)? {
+                break;
+            }
+            let nodes = live.tables.identify[w];
+            if nodes.len > 0 {
+                dev.launch(
+                    &Launch::IdentifyNodes(IdentifyNodesArgs {
+                        graph: g,
+                        jobs: nodes,
+                        sets,
+                        marks,
+                        stride: stride64,
+                    }),
+                    nodes.len * stride64,
+                )?;
+            }
+            if !live.check(dev, buf, &r.jobs)? {
+                break;
+            }
+            let steps = live.tables.mark[w];
             if steps.len > 0 {
                 dev.launch(
                     &Launch::MarkSteps(MarkStepsArgs {
                         graph: g,
-                        steps: *steps,
+                        steps,
                         sets,
                         marks,
                         stride: stride64,
@@ -781,30 +888,72 @@ impl<D: Device> Pipeline<'_, D> {
         }
         // Refinement in reversed plan order, a wave at a time: the sets a node reads are exactly
         // the ones a node-by-node pass would see.
-        for _ in 0..rounds {
-            if stop() {
-                break;
-            }
-            for jobs in t.refine.iter().rev().filter(|j| j.len > 0) {
-                dev.launch(
-                    &Launch::RefineNodes(RefineNodesArgs {
-                        graph: g,
-                        jobs: *jobs,
-                        sets,
-                        stride: stride64,
-                    }),
-                    jobs.len * stride64,
-                )?;
+        'rounds: for _ in 0..rounds {
+            for w in (0..waves).rev() {
+                if !live.check(dev, buf, &r.jobs)? {
+                    break 'rounds;
+                }
+                let jobs = live.tables.refine[w];
+                if jobs.len > 0 {
+                    dev.launch(
+                        &Launch::RefineNodes(RefineNodesArgs {
+                            graph: g,
+                            jobs,
+                            sets,
+                            stride: stride64,
+                        }),
+                        jobs.len * stride64,
+                    )?;
+                }
             }
         }
-        // Ranks: per-word counts, scanned; the node totals and the adjacency totals beside them.
+        let summary = if live.any() {
+            for (fq, _) in queries.iter().zip(&live.live).filter(|(_, &l)| !l) {
+                let w = fq.base * stride;
+                let set = r.sets.part(4, w, w + fq.layout.nodes * stride);
+                dev.zero_bytes(buf, set.offset, set.bytes(4))?;
+            }
+            self.count_sets(&r, sizes, stride)?
+        } else {
+            // Nothing left to count: no launch, no read.
+            vec![0; n + sizes.edges]
+        };
+        Ok(queries
+            .iter()
+            .map(|fq| {
+                let (b, e) = (fq.base, fq.edge_base);
+                Space {
+                    stride,
+                    base: b,
+                    filter_bytes: fq.alone,
+                    counts: summary[b..b + fq.layout.nodes]
+                        .iter()
+                        .map(|&c| c as usize)
+                        .collect(),
+                    bounds: summary[n + e..n + e + fq.directed.len()].to_vec(),
+                    filter: r.clone(),
+                }
+            })
+            .collect())
+    }
+
+    /// Ranks: per-word counts, scanned; the node totals and the adjacency totals beside them, read
+    /// back (read 1).
+    fn count_sets(
+        &self,
+        r: &FilterRegions,
+        sizes: FilterSizes,
+        stride: usize,
+    ) -> Result<Vec<u64>, MatchError> {
+        let (dev, g, n) = (self.dev, self.g(), sizes.nodes);
+        let buf = self.arena.filter.get();
         dev.zero_bytes(buf, r.offsets.offset, r.offsets.bytes(8))?;
         dev.launch(
             &Launch::CountWords(CountWordsArgs {
                 words: r.sets.slice,
                 counts: r.offsets.slice,
             }),
-            words as u64,
+            (n * stride) as u64,
         )?;
         scan(dev, r.offsets, r.sums)?;
         dev.zero_bytes(buf, r.summary.offset, r.summary.bytes(8))?;
@@ -826,24 +975,7 @@ impl<D: Device> Pipeline<'_, D> {
             }),
             (sizes.edges * stride) as u64,
         )?;
-        let summary: Vec<u64> = read(dev, buf, r.summary.offset, n + sizes.edges)?;
-        Ok(queries
-            .iter()
-            .map(|fq| {
-                let (b, e) = (fq.base, fq.edge_base);
-                Space {
-                    stride,
-                    base: b,
-                    filter_bytes: fq.alone,
-                    counts: summary[b..b + fq.layout.nodes]
-                        .iter()
-                        .map(|&c| c as usize)
-                        .collect(),
-                    bounds: summary[n + e..n + e + fq.directed.len()].to_vec(),
-                    filter: r.clone(),
-                }
-            })
-            .collect())
+        Ok(read(dev, buf, r.summary.offset, n + sizes.edges)?)
     }
 
     fn budget_check(&self, bytes: u64) -> Result<(), MatchError> {
