@@ -397,9 +397,9 @@ fn match_max_expected_keeps_the_queries_with_small_published_counts() {
 
 /// The time limit stops the GPU pipeline inside a long join level (its warps read a clock), not
 /// only between levels: a count that takes seconds ends soon after a 300 ms limit, marked
-/// incomplete. Without the clock in the kernel the last level ran on to 600-950 ms here. The
-/// filtering phase is not interrupted, so the bound is counted from its end when it ends later
-/// (it does on a loaded machine).
+/// incomplete. Without the clock in the kernel the last level ran on to 600-950 ms here. A
+/// filtering launch is not interrupted (the host looks at the clock between them), so the bound is
+/// counted from filtering's end when it ends later (it does on a loaded machine).
 #[test]
 fn the_time_limit_stops_a_long_level_of_the_device_pipeline() {
     let (_, out, err) = common::run_with(
