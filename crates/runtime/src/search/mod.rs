@@ -577,6 +577,12 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
             }
             None => self.overflow(),
         }
+        // Past a limit: hand the count over and stop now, not at the next tick (up to
+        // `check_every` search nodes later, often most of a capped query's search).
+        if n > 0 && self.wanted() == Some(0) {
+            self.flush();
+            self.stopped = true;
+        }
     }
 
     /// The count passed `u128::MAX`: the output records the error, and the search stops.
