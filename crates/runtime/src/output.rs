@@ -49,6 +49,8 @@ pub struct Output<'a> {
     /// `counted` capped at `u64::MAX`, read without the lock by [`Output::count_wanted`] (limits
     /// are `u64`).
     counted_capped: AtomicU64,
+    /// Rows handed out so far (`State::emitted`), read without the lock by [`Output::rows_wanted`].
+    emitted: AtomicU64,
     limit_reached: AtomicBool,
     stop: AtomicBool,
     /// When the caller's time limit ends the match.
@@ -78,6 +80,7 @@ impl<'a> Output<'a> {
             distinct_budget,
             counted: Mutex::new(0),
             counted_capped: AtomicU64::new(0),
+            emitted: AtomicU64::new(0),
             limit_reached: AtomicBool::new(false),
             // Even LIMIT 0 runs until a first row, to tell whether the limit cut anything.
             stop: AtomicBool::new(false),
@@ -166,6 +169,17 @@ impl<'a> Output<'a> {
             .map(|l| l.saturating_add(1).saturating_sub(counted))
     }
 
+    /// Row mode under a limit, without DISTINCT (where a row may be a repeat): the rows still to
+    /// produce before the limit is known to cut the answer (one past it).
+    pub fn rows_wanted(&self) -> Option<u64> {
+        if self.distinct || self.count_only {
+            return None;
+        }
+        let emitted = self.emitted.load(Ordering::Relaxed);
+        self.limit
+            .map(|l| l.saturating_add(1).saturating_sub(emitted))
+    }
+
     /// Count-only mode: `n` more matches. A total past `u128::MAX` is the count's overflow.
     pub fn add_count(&self, n: u128) {
         let total = {
@@ -228,6 +242,7 @@ impl<'a> Output<'a> {
             state.emitted += 1;
             n += 1;
         }
+        self.emitted.store(state.emitted, Ordering::Relaxed);
         let go_on = n == 0
             || (state.on_rows)(RowBatch {
                 data: &batch,

@@ -1,6 +1,6 @@
-//! A capped count stops as soon as the limit is passed: the dfs search hands its held-back count
-//! to the output at that moment, not at its next clock tick (`check_every` search nodes later).
-//! Counted in search nodes, never timed.
+//! A capped answer stops as soon as the limit is passed: the dfs search hands its held-back count
+//! (or rows) to the output at that moment, not at its next clock tick (`check_every` search nodes
+//! later) or once a thousand rows are held. Counted in search nodes, never timed.
 
 use gpsense_graph::{GraphBuilder, KnowledgeGraph};
 use gpsense_planner::compile;
@@ -60,4 +60,17 @@ fn a_count_exactly_at_the_limit_is_complete_and_one_past_it_is_capped() {
     assert_eq!((at.rows, at.limit_reached), (12_000, false));
     let below = e.count(&q, &opts(Semantics::Iso, Some(11_999))).unwrap();
     assert_eq!((below.rows, below.limit_reached), (11_999, true));
+}
+
+#[test]
+fn rows_under_a_limit_stop_at_the_row_that_passes_it() {
+    let g = hubs();
+    let e = Engine::new(&g);
+    let q = compile("SELECT * WHERE { ?h r ?x }", &g).unwrap();
+    let (rows, report) = e.collect(&q, &opts(Semantics::Iso, Some(5))).unwrap();
+    assert_eq!(rows.len(), 5);
+    assert!(report.limit_reached);
+    // A hub and its first six leaves, not the thousand rows a flush would hold.
+    let nodes = report.search.unwrap().nodes;
+    assert!(nodes <= 8, "{nodes} search nodes");
 }

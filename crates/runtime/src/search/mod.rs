@@ -1056,7 +1056,9 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
         let n = cx.dag.n;
         self.rows.extend_from_slice(&self.m[..n]);
         self.rows.extend_from_slice(&self.vars[..cx.vars]);
-        if self.rows.len() >= FLUSH_ROWS * (n + cx.vars) {
+        let held = self.rows.len() / (n + cx.vars);
+        // Under a limit the rows that pass it go out at once, so the search stops there.
+        if held >= FLUSH_ROWS || cx.out.rows_wanted().is_some_and(|w| held as u64 >= w) {
             self.flush();
         }
     }
