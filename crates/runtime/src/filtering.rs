@@ -64,6 +64,12 @@ pub struct NeighbourLabels {
     out_pairs: LabelPairs,
     inc_pairs: LabelPairs,
     pairs: bool,
+    /// Per direction, each node's neighbours' labels, ascending, at the node's CSR range (`inc`
+    /// empty when symmetric; both empty past [`LabelPairs::MAX_ENTRIES`]): a "two neighbours
+    /// labelled l" need is two binary searches in one short run, not a pass over the list reading
+    /// each neighbour's label from elsewhere.
+    out_sorted: Vec<u32>,
+    inc_sorted: Vec<u32>,
 }
 
 /// Per node label `l` and neighbour label `m`, the nodes labelled `l` with a neighbour labelled `m`,
@@ -182,7 +188,27 @@ impl NeighbourLabels {
             pairs(&inc)
         };
         let fitted = out_pairs.is_some() && inc_pairs.is_some();
+        let sorted = |dir: Dir| {
+            let adj = g.adj(dir);
+            if adj.targets.len() > LabelPairs::MAX_ENTRIES {
+                return Vec::new();
+            }
+            let mut labels: Vec<u32> = adj.targets.iter().map(|&w| g.node_label(w)).collect();
+            for v in 0..n as u32 {
+                let (s, e) = adj.range(v);
+                labels[s..e].sort_unstable();
+            }
+            labels
+        };
+        let out_sorted = sorted(Dir::Out);
+        let inc_sorted = if symmetric || out_sorted.is_empty() {
+            Vec::new()
+        } else {
+            sorted(Dir::In)
+        };
         Some(NeighbourLabels {
+            out_sorted,
+            inc_sorted,
             words,
             out_pairs: out_pairs.unwrap_or_default(),
             inc_pairs: inc_pairs.unwrap_or_default(),
@@ -228,6 +254,28 @@ impl NeighbourLabels {
                 None => side.push((word, 1 << (l % 64))),
             }
         }
+    }
+
+    /// Whether [`NeighbourLabels::has_counts`] answers (the sorted labels fitted their bound).
+    pub fn has_sorted(&self) -> bool {
+        !self.out_sorted.is_empty() && (self.inc.is_empty() || !self.inc_sorted.is_empty())
+    }
+
+    /// Whether `v` has, per need, at least `count` neighbours labelled `label` over `dir` (`g`:
+    /// the graph these sets were built from). Only when [`NeighbourLabels::has_sorted`].
+    pub fn has_counts(&self, g: &GraphView, v: u32, needs: &[Need]) -> bool {
+        needs.iter().all(|need| {
+            // Symmetric: the in-lists are the out-lists.
+            let (dir, sorted) = if need.dir == Dir::In && !self.inc.is_empty() {
+                (Dir::In, &self.inc_sorted)
+            } else {
+                (Dir::Out, &self.out_sorted)
+            };
+            let (s, e) = g.adj(dir).range(v);
+            let run = &sorted[s..e];
+            let first = run.partition_point(|&l| l < need.label);
+            run[first..].partition_point(|&l| l == need.label) >= need.count as usize
+        })
     }
 
     /// Whether `v` has a neighbour of every label `m` needs.
@@ -478,6 +526,67 @@ pub(crate) fn seed(set: &mut [u32], nodes: &[u32]) {
     for &v in nodes {
         if let Some(word) = set.get_mut((v >> 5) as usize) {
             *word |= 1 << (v & 31);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Engine;
+    use gpsense_graph::GraphBuilder;
+
+    /// Node `i` labelled `i % 3`, with an edge `i -> j` for a seeded half of the pairs: directed,
+    /// so in- and out-lists differ.
+    fn labelled() -> gpsense_graph::KnowledgeGraph {
+        let mut b = GraphBuilder::new();
+        let nodes: Vec<_> = (0..30)
+            .map(|i| {
+                let v = b.node(&format!("n{i}")).unwrap();
+                b.set_node_label(v, &format!("L{}", i % 3)).unwrap();
+                v
+            })
+            .collect();
+        let r = b.relation("r").unwrap();
+        let mut state = 7u64;
+        for &s in &nodes {
+            for &t in &nodes {
+                state = state.wrapping_mul(6364136223846793005).wrapping_add(1);
+                if s != t && state >> 62 == 0 {
+                    b.add_edge(s, r, t, 1.0);
+                }
+            }
+        }
+        b.build().unwrap().0
+    }
+
+    #[test]
+    fn counted_needs_by_the_sorted_labels_agree_with_a_pass_over_the_list() {
+        let g = labelled();
+        let e = Engine::new(&g);
+        let view = e.view();
+        let nl = NeighbourLabels::new(&view, g.node_label_names().len(), false).unwrap();
+        assert!(nl.has_sorted());
+        for v in 0..g.node_count() as u32 {
+            for dir in [Dir::Out, Dir::In] {
+                for label in 0..3 {
+                    let have = view
+                        .adj(dir)
+                        .list(v)
+                        .0
+                        .iter()
+                        .filter(|&&w| view.node_label(w) == label)
+                        .count() as u32;
+                    for count in 1..=have + 1 {
+                        let need = Need { dir, label, count };
+                        assert_eq!(
+                            nl.has_counts(&view, v, &[need]),
+                            have >= count,
+                            "node {v} {dir:?} label {label} count {count}"
+                        );
+                    }
+                }
+            }
         }
     }
 }

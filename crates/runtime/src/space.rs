@@ -521,15 +521,22 @@ impl SpaceBuilder<'_> {
             _ => None,
         };
         let (mask, counted) = (&s.mask, &s.counted);
-        let f = match masked {
-            Some(_) => NodeFilter {
+        // The needs of two or more: by the sorted neighbour labels where the engine has them.
+        let sorted = masked.filter(|nl| nl.has_sorted() && !counted.is_empty());
+        let f = match (masked, sorted) {
+            (_, Some(_)) => NodeFilter {
+                neighbour_labels: &[],
+                ..f
+            },
+            (Some(_), None) => NodeFilter {
                 neighbour_labels: counted,
                 ..f
             },
-            None => f,
+            (None, _) => f,
         };
         let covered = |v: u32| pairs.is_some() || masked.is_none_or(|nl| nl.covers(v, mask));
-        let pass = |v: u32| covered(v) && node_matches(&f, &g, v);
+        let counts = |v: u32| sorted.is_none_or(|nl| nl.has_counts(&g, v, counted));
+        let pass = |v: u32| covered(v) && node_matches(&f, &g, v) && counts(v);
         let tested = pool.len() as u64;
         if !self.ex.is_parallel_for(pool.len()) {
             pool.retain(|&v| pass(v));
