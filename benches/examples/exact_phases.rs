@@ -58,7 +58,9 @@ fn main() {
     let warm: usize = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(5);
     let limit: Option<u64> = args.get(3).and_then(|a| a.parse().ok());
     let g = load(Path::new(data));
+    let t = std::time::Instant::now();
     let engine = Engine::new(&g);
+    eprintln!("Engine::new: {:.2} ms", ms(t.elapsed()));
     let opts = MatchOptions {
         semantics: Semantics::Iso,
         engine: EngineKind::Dfs,
