@@ -16,6 +16,7 @@ fn adjacency(c: &Csr) -> Adjacency<'_> {
         offsets: c.offsets(),
         targets: c.targets(),
         labels: c.labels(),
+        only_label: NONE,
     }
 }
 
