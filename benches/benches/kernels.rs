@@ -12,12 +12,7 @@ use gpsense_kernels::variants::{COUNT_EDGE_CANDIDATES, FILTER_NEIGHBOURS, SCAN, 
 use gpsense_kernels::{bits, Adjacency, Dir, GraphView, NONE};
 
 fn adjacency(c: &Csr) -> Adjacency<'_> {
-    Adjacency {
-        offsets: c.offsets(),
-        targets: c.targets(),
-        labels: c.labels(),
-        only_label: NONE,
-    }
+    Adjacency::new(c.offsets(), c.targets(), c.labels())
 }
 
 fn variants(c: &mut Criterion) {

@@ -273,12 +273,7 @@ impl LocalCsr {
     }
 
     fn adjacency(&self) -> Adjacency<'_> {
-        Adjacency {
-            offsets: &self.offsets,
-            targets: &self.targets,
-            labels: &self.labels,
-            only_label: gpsense_kernels::NONE,
-        }
+        Adjacency::new(&self.offsets, &self.targets, &self.labels)
     }
 
     fn degree(&self, local: u32) -> usize {

@@ -118,18 +118,16 @@ impl GraphArgs {
     pub unsafe fn view<'a>(&self) -> GraphView<'a> {
         unsafe {
             GraphView {
-                out: Adjacency {
-                    offsets: self.out_offsets.get(),
-                    targets: self.out_targets.get(),
-                    labels: self.out_labels.get(),
-                    only_label: crate::NONE,
-                },
-                inc: Adjacency {
-                    offsets: self.in_offsets.get(),
-                    targets: self.in_targets.get(),
-                    labels: self.in_labels.get(),
-                    only_label: crate::NONE,
-                },
+                out: Adjacency::new(
+                    self.out_offsets.get(),
+                    self.out_targets.get(),
+                    self.out_labels.get(),
+                ),
+                inc: Adjacency::new(
+                    self.in_offsets.get(),
+                    self.in_targets.get(),
+                    self.in_labels.get(),
+                ),
                 node_labels: self.node_labels.get(),
             }
         }

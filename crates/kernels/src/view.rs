@@ -32,6 +32,16 @@ pub struct Adjacency<'a> {
 }
 
 impl<'a> Adjacency<'a> {
+    /// The arrays of one CSR direction, its relations not known to be one.
+    pub fn new(offsets: &'a [u32], targets: &'a [u32], labels: &'a [u16]) -> Self {
+        Adjacency {
+            offsets,
+            targets,
+            labels,
+            only_label: NONE,
+        }
+    }
+
     #[inline]
     pub fn range(&self, v: u32) -> (usize, usize) {
         (

@@ -532,12 +532,7 @@ pub fn view(g: &KnowledgeGraph) -> GraphView<'_> {
 }
 
 fn adjacency(c: &gpsense_graph::Csr) -> Adjacency<'_> {
-    Adjacency {
-        offsets: c.offsets(),
-        targets: c.targets(),
-        labels: c.labels(),
-        only_label: gpsense_kernels::NONE,
-    }
+    Adjacency::new(c.offsets(), c.targets(), c.labels())
 }
 
 /// One-shot convenience: index `graph` and search it (build a [`Trust`] to search one graph often).

@@ -26,12 +26,7 @@ impl Rng {
 }
 
 pub fn adjacency(c: &gpsense_graph::Csr) -> Adjacency<'_> {
-    Adjacency {
-        offsets: c.offsets(),
-        targets: c.targets(),
-        labels: c.labels(),
-        only_label: gpsense_kernels::NONE,
-    }
+    Adjacency::new(c.offsets(), c.targets(), c.labels())
 }
 
 pub fn view(g: &KnowledgeGraph) -> GraphView<'_> {
