@@ -411,6 +411,8 @@ impl<D: Device> DeviceState<D> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::device::host::{Hooked, LaunchHook};
+    use crate::device::Launch;
     use gpsense_graph::ingest::{ingest, IngestOptions, NoProgress};
     use gpsense_planner::benchmark_query;
     use std::sync::atomic::{AtomicBool, Ordering};
@@ -441,81 +443,41 @@ mod tests {
             .unwrap()
     }
 
-    /// The emulator, counting the launches and work-items of the filtering kernels, that sets
-    /// `cancel` as its first `identify_nodes` launch returns: a limit passing during filtering.
+    /// What the emulator of [`CancelInFiltering::new`] saw: it counts the launches and
+    /// work-items of the filtering kernels, and sets `cancel` as its first `identify_nodes`
+    /// launch returns (a limit passing during filtering).
     struct CancelInFiltering {
-        inner: HostDevice,
         cancel: Arc<AtomicBool>,
         /// Launches and work-items of `identify_nodes`, `mark_steps` and `refine_nodes`.
-        filtering: Mutex<(u64, u64)>,
+        filtering: Arc<Mutex<(u64, u64)>>,
     }
 
     impl CancelInFiltering {
-        fn new() -> Self {
+        fn new() -> (Self, Hooked<impl LaunchHook>) {
             let mut inner = HostDevice::default();
             inner.check_writes = true;
-            CancelInFiltering {
-                inner,
+            let watch = CancelInFiltering {
                 cancel: Arc::default(),
-                filtering: Mutex::default(),
-            }
+                filtering: Arc::default(),
+            };
+            let (cancel, filtering) = (watch.cancel.clone(), watch.filtering.clone());
+            let hook = move |d: &HostDevice, launch: &Launch, items: u64| {
+                let name = launch.sig().name;
+                d.launch(launch, items)?;
+                if matches!(name, "identify_nodes" | "mark_steps" | "refine_nodes") {
+                    let mut f = filtering.lock().unwrap();
+                    *f = (f.0 + 1, f.1 + items);
+                }
+                if name == "identify_nodes" {
+                    cancel.store(true, Ordering::Relaxed);
+                }
+                Ok(())
+            };
+            (watch, Hooked { inner, hook })
         }
 
         fn filtering(&self) -> (u64, u64) {
             *self.filtering.lock().unwrap()
-        }
-    }
-
-    impl Device for CancelInFiltering {
-        type Buffer = <HostDevice as Device>::Buffer;
-        fn describe(&self) -> String {
-            self.inner.describe()
-        }
-        fn free_memory(&self) -> Result<u64, DeviceError> {
-            self.inner.free_memory()
-        }
-        fn alloc_zeroed(&self, bytes: usize) -> Result<Self::Buffer, DeviceError> {
-            self.inner.alloc_zeroed(bytes)
-        }
-        fn map_host_bytes(&self, bytes: &[u8]) -> Result<Self::Buffer, DeviceError> {
-            self.inner.map_host_bytes(bytes)
-        }
-        fn write_bytes(
-            &self,
-            b: &Self::Buffer,
-            at: usize,
-            bytes: &[u8],
-        ) -> Result<(), DeviceError> {
-            self.inner.write_bytes(b, at, bytes)
-        }
-        fn zero_bytes(&self, b: &Self::Buffer, at: usize, len: usize) -> Result<(), DeviceError> {
-            self.inner.zero_bytes(b, at, len)
-        }
-        fn read_bytes(
-            &self,
-            b: &Self::Buffer,
-            at: usize,
-            out: &mut [u8],
-        ) -> Result<(), DeviceError> {
-            self.inner.read_bytes(b, at, out)
-        }
-        fn address(&self, b: &Self::Buffer) -> u64 {
-            self.inner.address(b)
-        }
-        fn launch(&self, launch: &crate::device::Launch, items: u64) -> Result<(), DeviceError> {
-            let name = launch.sig().name;
-            self.inner.launch(launch, items)?;
-            if matches!(name, "identify_nodes" | "mark_steps" | "refine_nodes") {
-                let mut f = self.filtering.lock().unwrap();
-                *f = (f.0 + 1, f.1 + items);
-            }
-            if name == "identify_nodes" {
-                self.cancel.store(true, Ordering::Relaxed);
-            }
-            Ok(())
-        }
-        fn counters(&self) -> DeviceCounters {
-            self.inner.counters()
         }
     }
 
@@ -529,18 +491,11 @@ mod tests {
         assert!(engine.set_device_costs(DeviceCosts::parse("dfs_query_us = 1e9").unwrap()));
         let queries = dense_16(&g, &["1", "2", "3", "4"]);
         let auto = auto_iso();
-        let dfs = MatchOptions {
-            engine: EngineKind::Dfs,
-            ..auto.clone()
-        };
-        let want: Vec<u128> = queries
-            .iter()
-            .map(|q| engine.count(q, &dfs).unwrap().rows)
-            .collect();
+        let want = dfs_counts(&engine, &queries);
         let run = |stop: usize| {
-            let dev = CancelInFiltering::new();
+            let (watch, dev) = CancelInFiltering::new();
             let cancelled = MatchOptions {
-                cancel: Some(dev.cancel.clone()),
+                cancel: Some(watch.cancel.clone()),
                 ..auto.clone()
             };
             let list: Vec<_> = queries
@@ -551,7 +506,7 @@ mod tests {
             let state = DeviceState::new(dev, &g).unwrap();
             let batch = engine.count_batch_on(&list, Some(&state));
             assert_eq!((batch.batched, batch.batches, batch.on_cpu), (4, 1, 0));
-            (batch.reports, state.dev.filtering())
+            (batch.reports, watch.filtering())
         };
         let (all, all_work) = run(usize::MAX);
         let (one_off, work) = run(1);
@@ -575,11 +530,11 @@ mod tests {
         let g = load(hprd("data_graph/HPRD.graph"));
         let engine = Engine::new(&g);
         let q = &dense_16(&g, &["1"])[0];
-        let dev = CancelInFiltering::new();
+        let (watch, dev) = CancelInFiltering::new();
         let opts = MatchOptions {
             engine: EngineKind::Emulated,
             semantics: Semantics::Iso,
-            cancel: Some(dev.cancel.clone()),
+            cancel: Some(watch.cancel.clone()),
             ..MatchOptions::default()
         };
         let state = DeviceState::new(dev, &g).unwrap();
@@ -587,8 +542,20 @@ mod tests {
             .execute_on(q, &opts, true, &mut |_| true, Some(&state))
             .unwrap();
         assert_eq!((report.rows, report.timed_out), (0, true));
-        assert_eq!(state.dev.filtering().0, 1);
+        assert_eq!(watch.filtering().0, 1);
         assert_eq!(report.device_report.unwrap().counters.launches, 1);
+    }
+
+    /// dfs's counts of `queries` under iso: what a batch must answer.
+    fn dfs_counts(engine: &Engine, queries: &[QueryGraph]) -> Vec<u128> {
+        let dfs = MatchOptions {
+            engine: EngineKind::Dfs,
+            ..auto_iso()
+        };
+        queries
+            .iter()
+            .map(|q| engine.count(q, &dfs).unwrap().rows)
+            .collect()
     }
 
     fn auto_iso() -> MatchOptions {
@@ -610,15 +577,8 @@ mod tests {
         assert!(engine.set_device_costs(DeviceCosts::parse("dfs_query_us = 1e9").unwrap()));
         let queries = dense_16(&g, &["1", "2", "3", "4"]);
         let auto = auto_iso();
-        let dfs = MatchOptions {
-            engine: EngineKind::Dfs,
-            ..auto.clone()
-        };
         let list: Vec<_> = queries.iter().map(|q| (q, &auto)).collect();
-        let want: Vec<u128> = queries
-            .iter()
-            .map(|q| engine.count(q, &dfs).unwrap().rows)
-            .collect();
+        let want = dfs_counts(&engine, &queries);
         let device = |fault: Option<&str>| {
             let mut dev = HostDevice::default();
             dev.check_writes = true;

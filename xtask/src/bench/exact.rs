@@ -710,6 +710,19 @@ fn per_query(defs: &[Def], engines: &[String], rows: &[Row]) -> String {
     md
 }
 
+/// A workload's first four cells: name, queries, match limit, time limit.
+fn row_head(md: &mut String, d: &Def) {
+    let w = &d.listed;
+    let limit = w.limit.map_or_else(|| "all".into(), |l| l.to_string());
+    let _ = write!(
+        md,
+        "| {} | {} | {limit} | {} s |",
+        w.name,
+        w.queries.len(),
+        d.timeout.as_secs()
+    );
+}
+
 fn markdown(
     defs: &[Def],
     engines: &[String],
@@ -749,16 +762,7 @@ fn markdown(
         header(&mut md);
         for d in defs {
             let w = &d.listed;
-            let _ = write!(
-                md,
-                "| {} | {} | {} | {} s |",
-                w.name,
-                w.queries.len(),
-                w.limit
-                    .map(|l| format!("{l}"))
-                    .unwrap_or_else(|| "all".into()),
-                d.timeout.as_secs()
-            );
+            row_head(&mut md, d);
             for e in engines {
                 let t = tally(rows, &w.name, e);
                 let c = if wall && e == OURS {
@@ -780,16 +784,7 @@ fn markdown(
         let w = &d.listed;
         let names: Vec<String> = w.queries.iter().map(|q| q.id.clone()).collect();
         let (won, answered) = wins(rows, &w.name, &names, engines);
-        let _ = write!(
-            md,
-            "| {} | {} | {} | {} s |",
-            w.name,
-            w.queries.len(),
-            w.limit
-                .map(|l| format!("{l}"))
-                .unwrap_or_else(|| "all".into()),
-            d.timeout.as_secs()
-        );
+        row_head(&mut md, d);
         for n in won {
             let share = if answered == 0 {
                 0.0

@@ -397,6 +397,59 @@ unsafe fn run_warp(launch: &Launch, warp: usize, w: &HostWarp) {
     }
 }
 
+/// Tests' emulator whose launches go through `hook` (to skip, count or follow them with an
+/// action); every other call is the emulator's.
+#[cfg(test)]
+pub(crate) struct Hooked<F> {
+    pub inner: HostDevice,
+    pub hook: F,
+}
+
+/// What a [`Hooked`] emulator does on a launch (the emulator is there to run it).
+#[cfg(test)]
+pub(crate) trait LaunchHook:
+    Fn(&HostDevice, &Launch, u64) -> Result<(), DeviceError> + Sync
+{
+}
+
+#[cfg(test)]
+impl<F: Fn(&HostDevice, &Launch, u64) -> Result<(), DeviceError> + Sync> LaunchHook for F {}
+
+#[cfg(test)]
+impl<F: LaunchHook> Device for Hooked<F> {
+    type Buffer = <HostDevice as Device>::Buffer;
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+    fn free_memory(&self) -> Result<u64, DeviceError> {
+        self.inner.free_memory()
+    }
+    fn alloc_zeroed(&self, bytes: usize) -> Result<Self::Buffer, DeviceError> {
+        self.inner.alloc_zeroed(bytes)
+    }
+    fn map_host_bytes(&self, bytes: &[u8]) -> Result<Self::Buffer, DeviceError> {
+        self.inner.map_host_bytes(bytes)
+    }
+    fn write_bytes(&self, b: &Self::Buffer, at: usize, bytes: &[u8]) -> Result<(), DeviceError> {
+        self.inner.write_bytes(b, at, bytes)
+    }
+    fn zero_bytes(&self, b: &Self::Buffer, at: usize, len: usize) -> Result<(), DeviceError> {
+        self.inner.zero_bytes(b, at, len)
+    }
+    fn read_bytes(&self, b: &Self::Buffer, at: usize, out: &mut [u8]) -> Result<(), DeviceError> {
+        self.inner.read_bytes(b, at, out)
+    }
+    fn address(&self, b: &Self::Buffer) -> u64 {
+        self.inner.address(b)
+    }
+    fn launch(&self, launch: &Launch, items: u64) -> Result<(), DeviceError> {
+        (self.hook)(&self.inner, launch, items)
+    }
+    fn counters(&self) -> DeviceCounters {
+        self.inner.counters()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
