@@ -11,7 +11,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use gpsense_graph::ingest::{ingest, IngestOptions, NoProgress};
+use gpsense_benches::suite;
 use gpsense_graph::KnowledgeGraph;
 use gpsense_planner::benchmark_query;
 use gpsense_runtime::{Engine, EngineKind, MatchOptions, MatchReport, Semantics};
@@ -20,14 +20,16 @@ use gpsense_runtime::{Engine, EngineKind, MatchOptions, MatchReport, Semantics};
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// Stops the example with `what`'s error on stderr (exit status 1).
+fn or_exit<T, E: std::fmt::Display>(r: Result<T, E>, what: &dyn std::fmt::Display) -> T {
+    r.unwrap_or_else(|e| {
+        eprintln!("error: {what}: {e}");
+        std::process::exit(1)
+    })
+}
+
 fn load(path: &Path) -> KnowledgeGraph {
-    ingest(
-        &[path.to_path_buf()],
-        &IngestOptions::default(),
-        &NoProgress,
-    )
-    .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-    .0
+    or_exit(suite::load(path), &path.display())
 }
 
 fn ms(d: Duration) -> f64 {
@@ -68,23 +70,22 @@ fn main() {
         limit,
         ..MatchOptions::default()
     };
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .expect("query folder")
+    let mut files: Vec<PathBuf> = or_exit(std::fs::read_dir(dir), &dir)
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "graph"))
         .collect();
     files.sort();
     let queries: Vec<_> = files
         .iter()
-        .map(|p| (p, benchmark_query(&load(p), &g).expect("query")))
+        .map(|p| (p, or_exit(benchmark_query(&load(p), &g), &p.display())))
         .collect();
     println!("query\tcold_ms\twarm_ms\tplan+layout\tgenerate\trefine\tsetup\tsearch\ttested\tedges\tcount\tsearch_nodes\tleaf_counts");
     let (mut cold_sums, mut sums) = ([0.0; 6], [0.0; 6]);
     for (p, q) in &queries {
-        let cold = engine.count(q, &opts).expect("count");
+        let cold = or_exit(engine.count(q, &opts), &p.display());
         let mut best = phases(&cold);
         for _ in 0..warm {
-            let r = engine.count(q, &opts).expect("count");
+            let r = or_exit(engine.count(q, &opts), &p.display());
             let ph = phases(&r);
             if ph[5] < best[5] {
                 best = ph;

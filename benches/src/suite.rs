@@ -619,7 +619,8 @@ pub fn query_graph(spec: &QuerySpec) -> QueryGraph {
     }
 }
 
-fn load(path: &Path) -> Result<KnowledgeGraph, SuiteError> {
+/// One graph file (a benchmark `.graph` file as such, others by detection).
+pub fn load(path: &Path) -> Result<KnowledgeGraph, SuiteError> {
     load_many(&[path.to_path_buf()])
 }
 
