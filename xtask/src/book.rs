@@ -689,14 +689,16 @@ mod commands {
         }
     }
 
-    /// Builds the debug `gpsense` and returns its path.
+    /// Builds the debug `gpsense` and returns its path. The workspace's tests select the same
+    /// crates and features as `cargo test --workspace`, so after the tests nothing is rebuilt;
+    /// `-p gpsense-cli` alone resolves other features and rebuilt most of the tree (2 min in CI).
     fn debug_binary(root: &Path) -> Result<PathBuf> {
         let status = Command::new(env!("CARGO"))
-            .args(["build", "--quiet", "-p", "gpsense-cli"])
+            .args(["build", "--quiet", "--workspace", "--tests"])
             .current_dir(root)
             .status()?;
         if !status.success() {
-            bail!("cargo build -p gpsense-cli failed");
+            bail!("cargo build --workspace --tests failed");
         }
         let target = std::env::var_os("CARGO_TARGET_DIR")
             .map(PathBuf::from)

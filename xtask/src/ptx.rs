@@ -59,8 +59,20 @@ pub fn run(root: &Path, opts: &Options) -> Result<()> {
     let out_dir = root.join("target/ptx");
     std::fs::create_dir_all(&out_dir)
         .with_context(|| format!("cannot create {}", out_dir.display()))?;
-    for arch in &opts.archs {
-        let ptx = build(root, arch, &env, opts.rustup)?;
+    // One build per arch, at the same time: each is mostly one thread compiling `core`.
+    let built: Vec<Result<PathBuf>> = std::thread::scope(|s| {
+        let jobs: Vec<_> = (opts.archs.iter())
+            .map(|arch| s.spawn(|| build(root, arch, &env, opts.rustup)))
+            .collect();
+        (jobs.into_iter())
+            .map(|j| {
+                j.join()
+                    .unwrap_or_else(|_| bail!("a PTX build thread panicked"))
+            })
+            .collect()
+    });
+    for (arch, ptx) in opts.archs.iter().zip(built) {
+        let ptx = ptx?;
         let dest = out_dir.join(format!("gpsense_kernels.{arch}.ptx"));
         copy_if_changed(&ptx, &dest)?;
         let text = std::fs::read_to_string(&dest)?;

@@ -39,15 +39,18 @@ enum Via {
 }
 
 pub fn run(root: &Path, args: &W3cArgs) -> Result<()> {
-    let (package, test) = match (args.reference, args.via) {
-        (true, _) => ("gpsense-sparql", "w3c_reference_evaluator"),
-        (false, Via::Library) => ("gpsense-sparql", "w3c_query_evaluation"),
-        (false, Via::Cli) => ("gpsense-cli", "w3c_via_cli"),
-        (false, Via::Endpoint) => ("gpsense-cli", "w3c_via_endpoint"),
+    let test = match (args.reference, args.via) {
+        (true, _) => "w3c_reference_evaluator",
+        (false, Via::Library) => "w3c_query_evaluation",
+        (false, Via::Cli) => "w3c_via_cli",
+        (false, Via::Endpoint) => "w3c_via_endpoint",
     };
+    // `--workspace`, not `-p`: the features then resolve as for `cargo test --workspace`, so after
+    // the tests nothing is rebuilt (`-p` rebuilt most of the tree, 2 min in CI). Both crates'
+    // `w3c` binaries run; the exact test name selects one test in one of them.
     let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     cmd.current_dir(root)
-        .args(["test", "-p", package, "--test", "w3c", "--", test])
+        .args(["test", "--workspace", "--test", "w3c", "--", test])
         .args(["--exact", "--nocapture", "--include-ignored"]);
     if args.record {
         cmd.env("GPSENSE_W3C_RECORD", "1");
