@@ -116,7 +116,7 @@ fn concurrent_counts_share_device_batches() {
             r.body
         })
         .collect();
-    let s = batching_server(&[]);
+    let mut s = batching_server(&["-v"]);
     let replies = all_at_once(s.port, &requests, &[]);
     for ((q, _), (reply, want)) in requests.iter().zip(replies.iter().zip(&expected)) {
         assert_eq!(reply.status, 200, "{q}: {}", reply.body);
@@ -131,6 +131,15 @@ fn concurrent_counts_share_device_batches() {
         "{batches} batches for {n} requests"
     );
     assert!(batching(&s, "launches") > 0 && batching(&s, "reads") > 0);
+    // Each batch logged with its counters; /explain says the query is batched.
+    let logged = s.stderr_line_containing("counting requests", Duration::from_secs(10));
+    assert!(logged.contains(" launches, "), "{logged}");
+    let explain = s.get(&format!("/explain?query={}", encode(&requests[0].0)), "*/*");
+    assert!(
+        explain.body.contains(r#""device_batch":true"#),
+        "{}",
+        explain.body
+    );
     // A SELECT of rows is answered alone, as before.
     let rows = s.query(
         &format!("{P}SELECT ?x WHERE {{ ?x r:IsA c:animal }}"),
@@ -206,6 +215,15 @@ fn the_dfs_engine_does_not_batch() {
     }
     let health = s.get("/health", "*/*").body;
     assert!(health.contains(r#""batching":{"on":false}"#), "{health}");
+    let explain = s.get(
+        &format!("/explain?query={}", encode(&counting_requests()[0].0)),
+        "*/*",
+    );
+    assert!(
+        explain.body.contains(r#""device_batch":false"#),
+        "{}",
+        explain.body
+    );
 }
 
 #[test]
