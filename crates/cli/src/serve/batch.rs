@@ -155,7 +155,7 @@ impl Batcher {
         }
         answer
             .recv()
-            .unwrap_or_else(|_| Err(Failure::Internal("a batch of counting queries failed")))
+            .unwrap_or(Err(Failure::Internal("a batch of counting queries failed")))
     }
 
     /// `/health`'s `batching` object.
