@@ -2,9 +2,9 @@
 //! GPU), the COUNT(*) and ASK requests that `solutions::count_batch` counts whole (graph path, no
 //! FILTER) go to one thread, which gathers those arriving within a short window, at most
 //! `--device-batch` of them, and counts them with one `count_batch` call: one sequence of device
-//! launches instead of one per request. Each request keeps its own time limit (counted from its
-//! arrival: the batch gets what is left of it), cancel flag, errors and format; its thread waits
-//! for its count and writes the answer as before.
+//! launches instead of one per request. Each request keeps its own time limit (counted from when
+//! its thread took it up, in its slot: the batch gets what is left of it), cancel flag, errors and
+//! format; its thread waits for its count and writes the answer as before.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};

@@ -142,7 +142,7 @@ impl Engine {
         let (result, has_limit) = match reading {
             Reading::Graph(p) => {
                 let has_limit = p.graph.limit.is_some();
-                let result = match self.batcher.as_ref().filter(|_| batchable(&p)) {
+                let result = match self.batcher.as_ref().filter(|_| self.on_device(&p, &opts)) {
                     Some(batcher) => {
                         batched = true;
                         self.batched(batcher, req, *p, opts, arrived)
@@ -187,6 +187,17 @@ impl Engine {
         Ok(answer(results::boolean(req.format, yes)))
     }
 
+    /// Whether `p` is counted in a device batch: COUNT(*) or ASK that `count_batch` counts whole,
+    /// on the device (under `auto`, where the estimate picks it: a query left to `dfs` would only
+    /// wait for the batch).
+    pub fn on_device(&self, p: &Prepared, opts: &MatchOptions) -> bool {
+        batchable(p)
+            && self
+                .matcher
+                .engine()
+                .counts_on_device(&p.graph, &ask_options(p, opts))
+    }
+
     /// COUNT(*) or ASK counted in the batcher's next batch, answered as [`Self::count`] and
     /// [`Self::ask`] answer.
     fn batched(
@@ -194,16 +205,13 @@ impl Engine {
         batcher: &Batcher,
         req: &Request,
         p: Prepared,
-        mut opts: MatchOptions,
+        opts: MatchOptions,
         arrived: Instant,
     ) -> Result<Answer, Failure> {
+        let opts = ask_options(&p, &opts);
         let variable = match &p.form {
             Form::Count { variable, .. } => Some(variable.clone()),
-            _ => {
-                // As `solutions::ask`: one match is enough.
-                opts.limit = Some(1);
-                None
-            }
+            _ => None,
         };
         let report = batcher.count(self.matcher, p, opts, arrived)?.report;
         let Some(variable) = variable else {
@@ -645,6 +653,15 @@ fn refusal(e: &MatchError, has_limit: bool) -> String {
         }
         other => other.to_string(),
     }
+}
+
+/// The options `p` is counted with: for ASK, as `solutions::ask` does, one match is enough.
+fn ask_options(p: &Prepared, opts: &MatchOptions) -> MatchOptions {
+    let mut opts = opts.clone();
+    if p.form == Form::Ask {
+        opts.limit = Some(1);
+    }
+    opts
 }
 
 fn answer(body: Vec<u8>) -> Answer {

@@ -82,7 +82,7 @@ fn graph_path(
         "semantics": r.semantics.to_string(),
         "engine": r.engine.to_string(),
         // Whether `/query` counts this query in a device batch with others (`batch`).
-        "device_batch": engine.batcher.is_some() && super::batch::batchable(p),
+        "device_batch": engine.batcher.is_some() && engine.on_device(p, &opts),
         "explain": text,
     }))
 }
