@@ -214,17 +214,23 @@ impl Engine {
             _ => None,
         };
         let report = batcher.count(self.matcher, p, opts, arrived)?.report;
-        let Some(variable) = variable else {
-            let yes = report.rows > 0;
-            if report.timed_out && !yes {
-                return Err(Failure::TimedOut(req.timeout));
+        // Under `auto`, the GPU failed during the batch: the count is the CPU's.
+        let warning = report
+            .fallback
+            .as_ref()
+            .map(|why| format!("{why}; answered on the CPU (dfs engine)"));
+        let body = match variable {
+            None if report.timed_out && report.rows == 0 => {
+                return Err(Failure::TimedOut(req.timeout))
             }
-            return Ok(answer(results::boolean(req.format, yes)));
+            None => results::boolean(req.format, report.rows > 0),
+            Some(_) if report.timed_out => return Err(Failure::TimedOut(req.timeout)),
+            Some(variable) => count_body(req.format, &variable, report.rows),
         };
-        if report.timed_out {
-            return Err(Failure::TimedOut(req.timeout));
-        }
-        Ok(answer(count_body(req.format, &variable, report.rows)))
+        Ok(Answer {
+            warning,
+            ..answer(body)
+        })
     }
 
     fn count(
