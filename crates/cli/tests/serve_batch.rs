@@ -177,6 +177,34 @@ fn a_failing_request_leaves_the_rest_of_its_batch_answered() {
 }
 
 #[test]
+fn a_device_failure_in_a_batch_fails_its_requests_and_the_server_goes_on() {
+    // Every launch of the batch's join fails: on `emulated` each query of the batch gets the
+    // device's error (under `auto` they would be counted on the CPU instead).
+    let env = [("GPSENSE_EMULATOR_FAULT", "extend_warp_batch")];
+    let base = [
+        "--engine",
+        "emulated",
+        "--max-concurrent",
+        "16",
+        "--light-slots",
+        "0",
+    ];
+    let s = Server::start_with_env(&env, &[&base[..], &["--batch-window-ms", "500"]].concat());
+    let requests = counting_requests();
+    for reply in all_at_once(s.port, &requests, &[]) {
+        assert_eq!(reply.status, 500, "{}", reply.body);
+        assert!(reply.body.contains("extend_warp_batch"), "{}", reply.body);
+    }
+    assert!(batching(&s, "batches") < requests.len() as u64);
+    // Rows are not batched: answered.
+    let rows = s.query(
+        &format!("{P}SELECT ?x WHERE {{ ?x r:IsA c:animal }}"),
+        "text/csv",
+    );
+    assert_eq!(rows.status, 200, "{}", rows.body);
+}
+
+#[test]
 fn a_client_that_leaves_is_dropped_from_its_batch() {
     let s = batching_server(&[]);
     let (q, accept) = &counting_requests()[0];
