@@ -101,6 +101,21 @@ impl Engine<'_> {
         self.count_batch_on(queries, None::<&DeviceState<HostDevice>>)
     }
 
+    /// Whether [`Engine::count_batch`] would count `q` on the device: on `gpu` and `emulated`,
+    /// and under `auto` where a GPU is present and the estimate for `q` alone picks it. A front
+    /// end that gathers queries into batches asks first, so that a query `auto` leaves to `dfs`
+    /// does not wait for a batch.
+    pub fn counts_on_device(&self, q: &QueryGraph, opts: &MatchOptions) -> bool {
+        match opts.engine {
+            EngineKind::Gpu | EngineKind::Emulated => true,
+            EngineKind::Auto if self.gpu().is_ok() => {
+                let plan = plan_brief(q, self.graph, &self.stats);
+                self.auto_choice(q, &plan, opts, true).pick != EngineKind::Dfs
+            }
+            _ => false,
+        }
+    }
+
     /// [`Engine::count_batch`], with `device` standing in for the GPU that `auto` would take (the
     /// tests' emulator with a failing kernel).
     fn count_batch_on<D: Device>(

@@ -187,3 +187,16 @@ fn limits_and_budgets_hold_per_query_in_a_batch() {
     // Two reads are the batch's own: each more is a level of a query that went on alone.
     assert!(report.counters.syncs > 2, "no batched query went on alone");
 }
+
+#[test]
+fn counts_on_device_follows_the_engine_and_autos_pick() {
+    let engine = Engine::new(hprd());
+    let q = &cases()[0].1;
+    assert!(engine.counts_on_device(q, &options(EngineKind::Emulated)));
+    assert!(!engine.counts_on_device(q, &options(EngineKind::Dfs)));
+    assert!(!engine.counts_on_device(q, &options(EngineKind::Kernels)));
+    // Without a GPU, `auto` counts on the CPU: a front end has no batch to gather it into.
+    if engine.gpu().is_err() {
+        assert!(!engine.counts_on_device(q, &options(EngineKind::Auto)));
+    }
+}

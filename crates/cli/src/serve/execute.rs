@@ -4,7 +4,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
 use axum::http::{HeaderMap, HeaderValue};
@@ -15,6 +15,7 @@ use gpsense_graph::KnowledgeGraph;
 use gpsense_planner::{Form, Prepared, Projected};
 use gpsense_runtime::{MatchError, MatchOptions, RowBatch};
 
+use super::batch::{batchable, Batcher};
 use super::limits::Lane;
 use super::results::{self, Format, SolutionsWriter, Term, XSD_INTEGER};
 use super::stream::{Piece, CHUNK, HELD};
@@ -34,6 +35,8 @@ pub struct Engine {
     pub kinds: TermKinds,
     /// Engine kind and memory budget; semantics, time limit and row cap are set per query.
     pub options: MatchOptions,
+    /// On a device engine: where COUNT(*) and ASK requests are counted together.
+    pub batcher: Option<Batcher>,
 }
 
 /// One query to answer.
@@ -91,6 +94,8 @@ pub enum Failure {
     Starved,
     /// The engine refused or failed (a budget, a device).
     Engine(MatchError),
+    /// The server failed (a 500).
+    Internal(&'static str),
 }
 
 impl From<MatchError> for Failure {
@@ -117,6 +122,7 @@ impl Engine {
     }
 
     fn answer(&self, req: &Request, out: &mut Out) -> Result<Answer, Failure> {
+        let arrived = Instant::now();
         let reading = match gpsense::read(self.matcher, &req.text, None) {
             Ok(r) => r,
             Err(e) => return Err(Failure::BadQuery(e.to_string())),
@@ -132,19 +138,29 @@ impl Engine {
         // work would be ahead of it.
         opts.single_thread |= req.lane == Lane::Light;
         let cpu_at_start = thread_cpu_time();
+        let mut batched = false;
         let (result, has_limit) = match reading {
             Reading::Graph(p) => {
-                let result = match &p.form {
-                    Form::Ask => self.ask(req, &p, &opts),
-                    Form::Count { variable, .. } => self.count(req, &p, &opts, variable),
-                    Form::Select => self.select(req, &p, opts, out),
+                let has_limit = p.graph.limit.is_some();
+                let result = match self.batcher.as_ref().filter(|_| self.on_device(&p, &opts)) {
+                    Some(batcher) => {
+                        batched = true;
+                        self.batched(batcher, req, *p, opts, arrived)
+                    }
+                    None => match &p.form {
+                        Form::Ask => self.ask(req, &p, &opts),
+                        Form::Count { variable, .. } => self.count(req, &p, &opts, variable),
+                        Form::Select => self.select(req, &p, opts, out),
+                    },
                 };
-                (result, p.graph.limit.is_some())
+                (result, has_limit)
             }
             Reading::Algebra(query) => (self.algebra(req, *query, opts, out), false),
         };
         match result {
             _ if req.cancel.load(Relaxed) => Err(Failure::Cancelled),
+            // Its thread only waited: the light limit passed in the batch, so it is heavy.
+            Err(Failure::TimedOut(_)) if light && batched => Err(Failure::Heavy),
             // Heavy if it had a fair share of a core (a quarter: beside two heavy queries on
             // two cores, a light thread gets a third); with less, only unlucky.
             Err(Failure::TimedOut(_)) if light => {
@@ -169,6 +185,52 @@ impl Engine {
             return Err(Failure::TimedOut(req.timeout));
         }
         Ok(answer(results::boolean(req.format, yes)))
+    }
+
+    /// Whether `p` is counted in a device batch: COUNT(*) or ASK that `count_batch` counts whole,
+    /// on the device (under `auto`, where the estimate picks it: a query left to `dfs` would only
+    /// wait for the batch).
+    pub fn on_device(&self, p: &Prepared, opts: &MatchOptions) -> bool {
+        batchable(p)
+            && self
+                .matcher
+                .engine()
+                .counts_on_device(&p.graph, &ask_options(p, opts))
+    }
+
+    /// COUNT(*) or ASK counted in the batcher's next batch, answered as [`Self::count`] and
+    /// [`Self::ask`] answer.
+    fn batched(
+        &self,
+        batcher: &Batcher,
+        req: &Request,
+        p: Prepared,
+        opts: MatchOptions,
+        arrived: Instant,
+    ) -> Result<Answer, Failure> {
+        let opts = ask_options(&p, &opts);
+        let variable = match &p.form {
+            Form::Count { variable, .. } => Some(variable.clone()),
+            _ => None,
+        };
+        let report = batcher.count(self.matcher, p, opts, arrived)?.report;
+        // Under `auto`, the GPU failed during the batch: the count is the CPU's.
+        let warning = report
+            .fallback
+            .as_ref()
+            .map(|why| format!("{why}; answered on the CPU (dfs engine)"));
+        let body = match variable {
+            None if report.timed_out && report.rows == 0 => {
+                return Err(Failure::TimedOut(req.timeout))
+            }
+            None => results::boolean(req.format, report.rows > 0),
+            Some(_) if report.timed_out => return Err(Failure::TimedOut(req.timeout)),
+            Some(variable) => count_body(req.format, &variable, report.rows),
+        };
+        Ok(Answer {
+            warning,
+            ..answer(body)
+        })
     }
 
     fn count(
@@ -558,6 +620,7 @@ impl std::fmt::Display for Failure {
             Failure::Heavy => f.write_str("the query outgrew a light slot"),
             Failure::Starved => f.write_str("the query had too little time on a core"),
             Failure::Engine(e) => write!(f, "{e}"),
+            Failure::Internal(m) => f.write_str(m),
         }
     }
 }
@@ -596,6 +659,15 @@ fn refusal(e: &MatchError, has_limit: bool) -> String {
         }
         other => other.to_string(),
     }
+}
+
+/// The options `p` is counted with: for ASK, as `solutions::ask` does, one match is enough.
+fn ask_options(p: &Prepared, opts: &MatchOptions) -> MatchOptions {
+    let mut opts = opts.clone();
+    if p.form == Form::Ask {
+        opts.limit = Some(1);
+    }
+    opts
 }
 
 fn answer(body: Vec<u8>) -> Answer {

@@ -12,6 +12,9 @@
 //! the query's slot held until the body is sent or dropped. A client that goes away stops its
 //! query in whatever phase it is (the engine's cancel flag).
 //!
+//! On a device engine, COUNT(*) and ASK requests are counted together (`batch`): their threads
+//! hand them to one batching thread and wait for their counts.
+//!
 //! The query workbench: `/` for a browser (`page`, the files in `ui/`), which calls `/query` and
 //! three JSON endpoints: `/examples` (from the graph, at start: `examples`), `/explain` (the
 //! query's graph, plan and figures: `explain`) and `/trust` (TruST: `trust`); the last two take a
@@ -23,6 +26,7 @@
 //! (with `Retry-After`) or the query ran past its time limit (without it: retrying the same query
 //! would not help); 500 if the engine failed.
 
+mod batch;
 mod conn;
 mod examples;
 mod execute;
@@ -131,6 +135,17 @@ pub struct ServeArgs {
     /// concurrent queries, at least 64 MiB each.
     #[arg(long, value_parser = parse_bytes, help_heading = crate::help::LIMITS)]
     memory_budget: Option<u64>,
+    /// On `--engine gpu`, `emulated` or `auto` with a GPU: COUNT(*) and ASK requests arriving
+    /// within this window of the first are counted together, as one batch of device launches
+    /// (default: 2).
+    #[arg(long, value_name = "MS", help_heading = crate::help::ENGINE,
+          value_parser = clap::value_parser!(u64).range(1..=batch::MAX_WINDOW_MS))]
+    batch_window_ms: Option<u64>,
+    /// The most requests one such batch holds (1: each request counted alone). A batch never
+    /// holds more than the queries running at once (--max-concurrent plus --light-slots).
+    #[arg(long, value_name = "N", default_value_t = 256, help_heading = crate::help::ENGINE,
+          value_parser = clap::value_parser!(u64).range(1..=65_536))]
+    device_batch: u64,
 }
 
 /// What `run` needs.
@@ -143,6 +158,8 @@ struct Args {
     connections_given: bool,
     /// Engine kind and memory budget per query.
     options: MatchOptions,
+    /// How counting requests are gathered into device batches.
+    batching: batch::Settings,
 }
 
 /// A size option with an upper bound.
@@ -157,7 +174,8 @@ fn bytes_up_to(max: u64) -> impl Fn(&str) -> Result<u64, String> + Clone {
 }
 
 impl ServeArgs {
-    fn resolve(self) -> Args {
+    fn resolve(self) -> Result<Args> {
+        self.check_window()?;
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let max_concurrent = self.max_concurrent.map_or(cores, |n| n as usize);
         let shared = default_memory_budget() / max_concurrent as u64;
@@ -165,7 +183,7 @@ impl ServeArgs {
             .memory_budget
             .unwrap_or_else(|| shared.max(64 << 20).min(default_memory_budget()));
         let ms = Duration::from_millis;
-        Args {
+        Ok(Args {
             graph: self.graph,
             bind: self.bind,
             limits: Limits {
@@ -194,7 +212,35 @@ impl ServeArgs {
                 memory_budget,
                 ..MatchOptions::default()
             },
+            batching: batch::Settings {
+                window: ms(self.batch_window_ms.unwrap_or(batch::DEFAULT_WINDOW_MS)),
+                max: self.device_batch as usize,
+            },
+        })
+    }
+}
+
+impl ServeArgs {
+    /// A window as long as a time limit would spend a request's time waiting for its batch.
+    fn check_window(&self) -> Result<()> {
+        let Some(window) = self.batch_window_ms else {
+            return Ok(());
+        };
+        if window >= self.timeout_ms {
+            anyhow::bail!(
+                "--batch-window-ms {window} must be shorter than --timeout-ms {}: a request may \
+                 wait that long for its batch",
+                self.timeout_ms
+            );
         }
+        if self.light_slots > 0 && window >= self.light_ms {
+            anyhow::bail!(
+                "--batch-window-ms {window} must be shorter than --light-ms {}: a query in a light \
+                 slot may wait that long for its batch (or use --light-slots 0)",
+                self.light_ms
+            );
+        }
+        Ok(())
     }
 }
 
@@ -241,7 +287,7 @@ struct Server {
 }
 
 pub fn run(args: ServeArgs) -> Result<()> {
-    let mut args = args.resolve();
+    let mut args = args.resolve()?;
     fit_connections(&mut args)?;
     let server = Arc::new(load(&args)?);
     // HTTP needs little: two threads; queries run on blocking threads, at most one per slot (the
@@ -281,12 +327,25 @@ fn load(args: &Args) -> Result<Server> {
     );
     let kinds = terms::TermKinds::new(g);
     let examples = examples::examples(g).to_string();
+    let batcher = if batch::applies(matcher, args.options.engine, &args.batching) {
+        let settings = args.batching;
+        crate::out::note!(
+            "batching: COUNT(*) and ASK requests within {} ms of each other counted together, at \
+             most {} a batch",
+            settings.window.as_millis(),
+            settings.max
+        );
+        Some(batch::Batcher::start(matcher, settings).context("cannot start the batching thread")?)
+    } else {
+        None
+    };
     Ok(Server {
         engine: Engine {
             matcher,
             sparql: gpsense::sparql::Sparql::new(matcher),
             kinds,
             options: args.options.clone(),
+            batcher,
         },
         admission: Admission::new(&args.limits),
         body_timeout: args.conn.header_timeout,
@@ -649,6 +708,10 @@ fn failure_response(failure: Failure) -> Response {
         }
         // The query needs more than the server allows (a budget, a product of components).
         Failure::Engine(e) => text(StatusCode::BAD_REQUEST, &e.to_string()),
+        Failure::Internal(m) => {
+            eprintln!("error: {m}");
+            text(StatusCode::INTERNAL_SERVER_ERROR, m)
+        }
     }
 }
 
@@ -690,9 +753,14 @@ async fn health(State(s): State<Arc<Server>>) -> Response {
     let g = s.engine.matcher.graph();
     let mut origin = String::new();
     results::json_string(&mut origin, &s.origin);
+    let batching = s
+        .engine
+        .batcher
+        .as_ref()
+        .map_or_else(|| serde_json::json!({"on": false}), batch::Batcher::health);
     let body = format!(
         "{{\"status\":\"ok\",\"graph\":{origin},\"nodes\":{},\"edges\":{},\"relations\":{},\
-         \"running\":{},\"waiting\":{},\"max_concurrent\":{}}}\n",
+         \"running\":{},\"waiting\":{},\"max_concurrent\":{},\"batching\":{batching}}}\n",
         g.node_count(),
         g.edge_count(),
         g.relation_count(),

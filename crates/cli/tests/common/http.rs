@@ -22,15 +22,20 @@ impl Server {
     /// `gpsense serve` on any free loopback port, quiet unless `extra` asks `-v` (then its
     /// standard error is captured).
     pub fn start(extra: &[&str]) -> Server {
-        Server::spawn(extra, None)
+        Server::spawn(extra, None, &[])
     }
 
     /// The same, under a limit of `fds` open descriptors (soft and hard).
     pub fn start_with_fd_limit(fds: u64, extra: &[&str]) -> Server {
-        Server::spawn(extra, Some(fds))
+        Server::spawn(extra, Some(fds), &[])
     }
 
-    fn spawn(extra: &[&str], fds: Option<u64>) -> Server {
+    /// The same, with `env` set (the emulator's fault injection).
+    pub fn start_with_env(env: &[(&str, &str)], extra: &[&str]) -> Server {
+        Server::spawn(extra, None, env)
+    }
+
+    fn spawn(extra: &[&str], fds: Option<u64>, env: &[(&str, &str)]) -> Server {
         // Another build may stand in (to check a test against an older server).
         let bin = std::env::var("GPSENSE_SERVE_BIN")
             .unwrap_or_else(|_| env!("CARGO_BIN_EXE_gpsense").to_owned());
@@ -48,6 +53,7 @@ impl Server {
             cmd.arg("-q");
         }
         let mut child = cmd
+            .envs(env.iter().copied())
             .args(extra)
             .stdout(Stdio::piped())
             .stderr(if verbose {

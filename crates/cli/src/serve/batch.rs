@@ -1,0 +1,282 @@
+//! Counting requests answered together. On a device engine (`gpu`, `emulated`, or `auto` with a
+//! GPU), the COUNT(*) and ASK requests that `solutions::count_batch` counts whole (graph path, no
+//! FILTER) go to one thread, which gathers those arriving within a short window, at most
+//! `--device-batch` of them, and counts them with one `count_batch` call: one sequence of device
+//! launches instead of one per request. Each request keeps its own time limit (counted from when
+//! its thread took it up, in its slot: the batch gets what is left of it), cancel flag, errors and
+//! format; its thread waits for its count and writes the answer as before.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use gpsense::solutions;
+use gpsense::{Matcher, Reported};
+use gpsense_planner::{Form, Prepared};
+use gpsense_runtime::{BatchReport, EngineKind, MatchOptions};
+use serde_json::{json, Value};
+
+use super::execute::Failure;
+
+/// `--batch-window-ms`: its default and its most.
+pub const DEFAULT_WINDOW_MS: u64 = 2;
+pub const MAX_WINDOW_MS: u64 = 1_000;
+/// How often a gathering batch looks for requests whose clients left.
+const POLL: Duration = Duration::from_millis(10);
+
+/// How requests are gathered.
+#[derive(Clone, Copy, Debug)]
+pub struct Settings {
+    /// How long the first request of a batch waits for others.
+    pub window: Duration,
+    /// Requests per batch at most.
+    pub max: usize,
+}
+
+/// Whether `engine` batches at all: a device engine, or `auto` where a GPU was found, on a graph
+/// that is not compressed, with batches of more than one.
+pub fn applies(matcher: &Matcher, engine: EngineKind, settings: &Settings) -> bool {
+    let device = match engine {
+        EngineKind::Gpu | EngineKind::Emulated => true,
+        EngineKind::Auto => matcher.engine().gpu().is_ok(),
+        _ => false,
+    };
+    device && settings.max > 1 && matcher.compressed().is_none()
+}
+
+/// Whether `p` goes to the batcher: COUNT(*) or ASK on the graph path without FILTER (the ones
+/// `count_batch` counts whole; the others it would count one by one anyway).
+pub fn batchable(p: &Prepared) -> bool {
+    matches!(p.form, Form::Ask | Form::Count { .. }) && p.filters.is_empty()
+}
+
+/// One request waiting for its batch.
+struct Job {
+    prepared: Prepared,
+    /// Its options, `timeout` its whole time limit.
+    opts: MatchOptions,
+    arrived: Instant,
+    cancel: Arc<AtomicBool>,
+    reply: mpsc::SyncSender<Result<Reported, Failure>>,
+}
+
+impl Job {
+    fn gone(&self) -> bool {
+        self.cancel.load(Relaxed)
+    }
+}
+
+/// The endpoint's batching figures since start, for `/health`.
+#[derive(Default)]
+pub struct Stats {
+    /// Requests handed to the batcher.
+    requests: AtomicU64,
+    /// Of them, waiting for their batch now.
+    waiting: AtomicUsize,
+    /// Dropped before their batch ran: the client went away.
+    dropped: AtomicU64,
+    /// Answered as timed out before their batch ran (their time was up).
+    expired: AtomicU64,
+    /// `count_batch` calls.
+    rounds: AtomicU64,
+    /// Device batches run and queries answered in them (the engine's `BatchReport`).
+    batches: AtomicU64,
+    batched: AtomicU64,
+    launches: AtomicU64,
+    reads: AtomicU64,
+    /// Queries answered on the CPU after the GPU failed during a batch (`auto`).
+    on_cpu: AtomicU64,
+}
+
+impl Stats {
+    fn add(&self, b: &BatchReport) {
+        self.rounds.fetch_add(1, Relaxed);
+        self.batches.fetch_add(b.batches as u64, Relaxed);
+        self.batched.fetch_add(b.batched as u64, Relaxed);
+        self.launches.fetch_add(b.counters.launches, Relaxed);
+        self.reads.fetch_add(b.counters.syncs, Relaxed);
+        self.on_cpu.fetch_add(b.on_cpu as u64, Relaxed);
+    }
+}
+
+/// The batching thread's door.
+pub struct Batcher {
+    jobs: mpsc::Sender<Job>,
+    settings: Settings,
+    stats: Arc<Stats>,
+}
+
+impl Batcher {
+    /// Starts the thread that gathers and counts requests over `matcher`.
+    pub fn start(
+        matcher: &'static Matcher<'static>,
+        settings: Settings,
+    ) -> std::io::Result<Batcher> {
+        let (jobs, rx) = mpsc::channel();
+        let stats = Arc::new(Stats::default());
+        let shared = stats.clone();
+        std::thread::Builder::new()
+            .name("gpsense-batch".into())
+            .spawn(move || gather_loop(matcher, &rx, settings, &shared))?;
+        Ok(Batcher {
+            jobs,
+            settings,
+            stats,
+        })
+    }
+
+    /// Counts `p` in the next batch, waiting for it; `opts.timeout` is the request's whole time
+    /// limit, counted from `arrived`. Answered alone if the batching thread is gone.
+    pub fn count(
+        &self,
+        matcher: &Matcher,
+        p: Prepared,
+        opts: MatchOptions,
+        arrived: Instant,
+    ) -> Result<Reported, Failure> {
+        let (reply, answer) = mpsc::sync_channel(1);
+        let Some(cancel) = opts.cancel.clone() else {
+            return Ok(solutions::count(matcher, &p, &opts)?);
+        };
+        let job = Job {
+            prepared: p,
+            opts,
+            arrived,
+            cancel,
+            reply,
+        };
+        self.stats.requests.fetch_add(1, Relaxed);
+        self.stats.waiting.fetch_add(1, Relaxed);
+        if let Err(mpsc::SendError(job)) = self.jobs.send(job) {
+            self.stats.waiting.fetch_sub(1, Relaxed);
+            return Ok(solutions::count(matcher, &job.prepared, &job.opts)?);
+        }
+        answer
+            .recv()
+            .unwrap_or(Err(Failure::Internal("a batch of counting queries failed")))
+    }
+
+    /// `/health`'s `batching` object.
+    pub fn health(&self) -> Value {
+        let s = &self.stats;
+        json!({
+            "on": true,
+            "window_ms": self.settings.window.as_millis() as u64,
+            "max": self.settings.max,
+            "requests": s.requests.load(Relaxed),
+            "waiting": s.waiting.load(Relaxed),
+            "dropped": s.dropped.load(Relaxed),
+            "expired": s.expired.load(Relaxed),
+            "rounds": s.rounds.load(Relaxed),
+            "batches": s.batches.load(Relaxed),
+            "batched": s.batched.load(Relaxed),
+            "launches": s.launches.load(Relaxed),
+            "reads": s.reads.load(Relaxed),
+            "on_cpu": s.on_cpu.load(Relaxed),
+        })
+    }
+}
+
+/// The batching thread: a first request opens a window; those arriving within it (at most
+/// `max` in all) join; requests whose clients left are dropped as they are seen. Ends when the
+/// server drops the door.
+fn gather_loop(
+    matcher: &'static Matcher<'static>,
+    rx: &mpsc::Receiver<Job>,
+    settings: Settings,
+    stats: &Stats,
+) {
+    while let Ok(first) = rx.recv() {
+        let until = Instant::now() + settings.window;
+        let mut pending = vec![first];
+        while pending.len() < settings.max {
+            let now = Instant::now();
+            if now >= until {
+                break;
+            }
+            match rx.recv_timeout((until - now).min(POLL)) {
+                Ok(job) => pending.push(job),
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+            drop_gone(&mut pending, stats);
+        }
+        drop_gone(&mut pending, stats);
+        if !pending.is_empty() {
+            run_batch(matcher, pending, stats);
+        }
+    }
+}
+
+/// Answers and forgets the requests whose clients went away.
+fn drop_gone(pending: &mut Vec<Job>, stats: &Stats) {
+    pending.retain(|job| {
+        if !job.gone() {
+            return true;
+        }
+        stats.waiting.fetch_sub(1, Relaxed);
+        stats.dropped.fetch_add(1, Relaxed);
+        let _ = job.reply.try_send(Err(Failure::Cancelled));
+        false
+    });
+}
+
+/// Counts `pending` with one `count_batch` call, each with what is left of its time limit.
+fn run_batch(matcher: &Matcher, pending: Vec<Job>, stats: &Stats) {
+    let started = Instant::now();
+    stats.waiting.fetch_sub(pending.len(), Relaxed);
+    let mut jobs = Vec::with_capacity(pending.len());
+    for mut job in pending {
+        let limit = job.opts.timeout.unwrap_or(Duration::MAX);
+        let left = limit.saturating_sub(job.arrived.elapsed());
+        if left.is_zero() {
+            stats.expired.fetch_add(1, Relaxed);
+            let _ = job.reply.try_send(Err(Failure::TimedOut(limit)));
+            continue;
+        }
+        job.opts.timeout = Some(left);
+        jobs.push(job);
+    }
+    if jobs.is_empty() {
+        return;
+    }
+    let list: Vec<_> = jobs.iter().map(|j| (&j.prepared, &j.opts)).collect();
+    // A panic in the engine answers this batch's requests with an error and keeps the thread.
+    let counted =
+        std::panic::catch_unwind(AssertUnwindSafe(|| solutions::count_batch(matcher, &list)));
+    let Ok(counted) = counted else {
+        eprintln!("error: a batch of {} counting queries failed", jobs.len());
+        return;
+    };
+    let b = &counted.batch;
+    stats.add(b);
+    log_batch(jobs.len(), b, started.elapsed());
+    for (job, answer) in jobs.into_iter().zip(counted.answers) {
+        let _ = job.reply.try_send(answer.map_err(Failure::from));
+    }
+}
+
+/// The batch on stderr: always when the GPU failed during it (as `query` says so), with `-v`
+/// its size and counters.
+fn log_batch(requests: usize, b: &BatchReport, took: Duration) {
+    if let Some(why) = &b.fallback {
+        eprintln!(
+            "note: the GPU failed during a batch ({why}); {} of its {requests} queries were \
+             answered on the CPU (dfs engine)",
+            b.on_cpu
+        );
+    }
+    if crate::out::verbose() {
+        eprintln!(
+            "batch: {requests} counting requests, {} in {} device batches: {} launches, {} \
+             reads, {:.1} ms",
+            b.batched,
+            b.batches,
+            b.counters.launches,
+            b.counters.syncs,
+            took.as_secs_f64() * 1000.0
+        );
+    }
+}

@@ -1,0 +1,284 @@
+//! `gpsense serve` counting concurrent COUNT(*) and ASK requests as device batches (`--engine
+//! emulated`, the embedded ConceptNet-100K): answers as one at a time, fewer batches than
+//! requests (the `/health` counters), and each request's own failure and cancellation.
+
+mod common;
+
+use std::io::Write;
+use std::net::TcpStream;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use common::gpsense;
+use common::http::{encode, request, Reply, Server};
+
+const P: &str = "PREFIX c: <http://conceptnet.io/c/en/>\nPREFIX r: <http://conceptnet.io/r/>\n";
+
+/// Counting requests of several forms and formats: (query, Accept).
+fn counting_requests() -> Vec<(String, &'static str)> {
+    let tsv = "text/tab-separated-values";
+    let json = "application/sparql-results+json";
+    vec![
+        (
+            format!("{P}SELECT (COUNT(*) AS ?n) WHERE {{ ?x r:IsA c:animal }}"),
+            tsv,
+        ),
+        (
+            format!("{P}SELECT (COUNT(*) AS ?n) WHERE {{ ?x r:AtLocation c:home }}"),
+            json,
+        ),
+        (format!("{P}ASK {{ c:cat r:IsA ?y }}"), json),
+        (format!("{P}ASK {{ c:cat r:IsA c:cat }}"), "text/csv"),
+        (
+            format!(
+                "{P}SELECT (COUNT(*) AS ?n) WHERE {{ ?x r:IsA c:animal ; r:AtLocation c:home }}"
+            ),
+            tsv,
+        ),
+        (
+            format!("{P}SELECT (COUNT(*) AS ?n) WHERE {{ ?x r:IsA c:animal . ?y r:IsA ?x }}"),
+            tsv,
+        ),
+        (
+            format!("{P}SELECT (COUNT(*) AS ?m) WHERE {{ ?x r:PartOf ?y . ?y r:IsA c:animal }}"),
+            json,
+        ),
+        (
+            format!("{P}ASK {{ ?x r:IsA c:animal ; r:CapableOf c:fly }}"),
+            tsv,
+        ),
+    ]
+}
+
+/// Sends every request at once, each on its own connection (`params` after the query); the
+/// replies in order.
+fn all_at_once(port: u16, requests: &[(String, &'static str)], params: &[&str]) -> Vec<Reply> {
+    let threads: Vec<_> = requests
+        .iter()
+        .cloned()
+        .zip(params.iter().copied().chain(std::iter::repeat("")))
+        .map(|((q, accept), params)| {
+            let path = format!("/query?query={}{params}", encode(&q));
+            thread::spawn(move || request(port, "GET", &path, &[("Accept", accept)], b""))
+        })
+        .collect();
+    threads
+        .into_iter()
+        .map(|t| t.join().expect("a request"))
+        .collect()
+}
+
+/// A number in `/health`'s `batching` object.
+fn batching(s: &Server, key: &str) -> u64 {
+    let body = s.get("/health", "*/*").body;
+    let v: serde_json::Value = serde_json::from_str(&body).expect("health is JSON");
+    v["batching"][key]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no batching.{key} in {body}"))
+}
+
+/// Waits until `/health`'s `batching.key` is `want`.
+fn wait_batching(s: &Server, key: &str, want: u64) {
+    let start = Instant::now();
+    while batching(s, key) != want {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "never batching.{key} = {want}"
+        );
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Slots for every request at once, no light lane, a window long enough for all to arrive.
+fn batching_server(extra: &[&str]) -> Server {
+    let base = [
+        "--engine",
+        "emulated",
+        "--max-concurrent",
+        "16",
+        "--light-slots",
+        "0",
+        "--batch-window-ms",
+        "1000",
+    ];
+    Server::start(&[&base[..], extra].concat())
+}
+
+#[test]
+fn concurrent_counts_share_device_batches() {
+    let requests = counting_requests();
+    let dfs = Server::start(&["--engine", "dfs"]);
+    let expected: Vec<String> = requests
+        .iter()
+        .map(|(q, accept)| {
+            let r = dfs.query(q, accept);
+            assert_eq!(r.status, 200, "{q}: {}", r.body);
+            r.body
+        })
+        .collect();
+    let mut s = batching_server(&["-v"]);
+    let replies = all_at_once(s.port, &requests, &[]);
+    for ((q, _), (reply, want)) in requests.iter().zip(replies.iter().zip(&expected)) {
+        assert_eq!(reply.status, 200, "{q}: {}", reply.body);
+        assert_eq!(&reply.body, want, "{q}");
+    }
+    let n = requests.len() as u64;
+    assert_eq!(batching(&s, "requests"), n);
+    assert_eq!(batching(&s, "batched"), n);
+    let batches = batching(&s, "batches");
+    assert!(
+        (1..n).contains(&batches),
+        "{batches} batches for {n} requests"
+    );
+    assert!(batching(&s, "launches") > 0 && batching(&s, "reads") > 0);
+    // Each batch logged with its counters; /explain says the query is batched.
+    let logged = s.stderr_line_containing("counting requests", Duration::from_secs(10));
+    assert!(logged.contains(" launches, "), "{logged}");
+    let explain = s.get(&format!("/explain?query={}", encode(&requests[0].0)), "*/*");
+    assert!(
+        explain.body.contains(r#""device_batch":true"#),
+        "{}",
+        explain.body
+    );
+    // A SELECT of rows is answered alone, as before.
+    let rows = s.query(
+        &format!("{P}SELECT ?x WHERE {{ ?x r:IsA c:animal }}"),
+        "text/csv",
+    );
+    assert_eq!(rows.status, 200);
+    assert_eq!(batching(&s, "requests"), n);
+}
+
+#[test]
+fn a_failing_request_leaves_the_rest_of_its_batch_answered() {
+    // Every path of three edges, counted: more than the emulator does in its time limit, which
+    // passes while the batch runs (the others have the server's 10 s).
+    let heavy = "SELECT (COUNT(*) AS ?n) WHERE { ?a ?r ?b . ?b ?s ?c . ?c ?t ?d }";
+    let mut requests = vec![(heavy.to_owned(), "text/csv")];
+    let fast = counting_requests();
+    let dfs = Server::start(&["--engine", "dfs"]);
+    let expected: Vec<String> = fast.iter().map(|(q, a)| dfs.query(q, a).body).collect();
+    requests.extend(fast);
+    let s = batching_server(&[]);
+    let replies = all_at_once(s.port, &requests, &["&timeout=1500"]);
+    let (timed_out, answered) = replies.split_first().expect("replies");
+    assert_eq!(timed_out.status, 503, "{}", timed_out.body);
+    assert_eq!(timed_out.header("x-gpsense-timed-out"), Some("true"));
+    assert!(
+        timed_out.body.contains("time limit of 1500 ms"),
+        "{}",
+        timed_out.body
+    );
+    for (reply, want) in answered.iter().zip(&expected) {
+        assert_eq!((reply.status, &reply.body), (200, want));
+    }
+    assert_eq!(batching(&s, "requests"), requests.len() as u64);
+    assert!(batching(&s, "batches") < requests.len() as u64);
+}
+
+#[test]
+fn a_device_failure_in_a_batch_fails_its_requests_and_the_server_goes_on() {
+    // Every launch of the batch's join fails: on `emulated` each query of the batch gets the
+    // device's error (under `auto` they would be counted on the CPU instead).
+    let env = [("GPSENSE_EMULATOR_FAULT", "extend_warp_batch")];
+    let base = [
+        "--engine",
+        "emulated",
+        "--max-concurrent",
+        "16",
+        "--light-slots",
+        "0",
+    ];
+    let s = Server::start_with_env(&env, &[&base[..], &["--batch-window-ms", "500"]].concat());
+    let requests = counting_requests();
+    for reply in all_at_once(s.port, &requests, &[]) {
+        assert_eq!(reply.status, 500, "{}", reply.body);
+        assert!(reply.body.contains("extend_warp_batch"), "{}", reply.body);
+    }
+    assert!(batching(&s, "batches") < requests.len() as u64);
+    // Rows are not batched: answered.
+    let rows = s.query(
+        &format!("{P}SELECT ?x WHERE {{ ?x r:IsA c:animal }}"),
+        "text/csv",
+    );
+    assert_eq!(rows.status, 200, "{}", rows.body);
+}
+
+#[test]
+fn a_client_that_leaves_is_dropped_from_its_batch() {
+    let s = batching_server(&[]);
+    let (q, accept) = &counting_requests()[0];
+    // A request whose client leaves while it waits for its batch.
+    let mut gone = TcpStream::connect(("127.0.0.1", s.port)).expect("connect");
+    let head = format!(
+        "GET /query?query={} HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: {accept}\r\n\r\n",
+        encode(q)
+    );
+    gone.write_all(head.as_bytes()).expect("send");
+    wait_batching(&s, "waiting", 1);
+    drop(gone);
+    wait_batching(&s, "dropped", 1);
+    // The next request is answered, in a batch of its own.
+    let answered = s.query(q, accept);
+    assert_eq!(answered.status, 200, "{}", answered.body);
+    let dfs = Server::start(&["--engine", "dfs"]);
+    assert_eq!(answered.body, dfs.query(q, accept).body);
+    assert_eq!(batching(&s, "requests"), 2);
+    assert_eq!(batching(&s, "batched"), 1);
+    assert_eq!(batching(&s, "waiting"), 0);
+}
+
+#[test]
+fn the_dfs_engine_does_not_batch() {
+    let s = Server::start(&[
+        "--engine",
+        "dfs",
+        "--max-concurrent",
+        "16",
+        "--batch-window-ms",
+        "50",
+    ]);
+    for reply in all_at_once(s.port, &counting_requests(), &[]) {
+        assert_eq!(reply.status, 200, "{}", reply.body);
+    }
+    let health = s.get("/health", "*/*").body;
+    assert!(health.contains(r#""batching":{"on":false}"#), "{health}");
+    let explain = s.get(
+        &format!("/explain?query={}", encode(&counting_requests()[0].0)),
+        "*/*",
+    );
+    assert!(
+        explain.body.contains(r#""device_batch":false"#),
+        "{}",
+        explain.body
+    );
+}
+
+#[test]
+fn batch_flags_have_bounds() {
+    for (flags, says) in [
+        (&["--batch-window-ms", "0"][..], "0 is not in 1..=1000"),
+        (
+            &["--batch-window-ms", "100000"],
+            "100000 is not in 1..=1000",
+        ),
+        (&["--device-batch", "0"], "0 is not in 1..=65536"),
+        (
+            &["--device-batch", "1000000"],
+            "1000000 is not in 1..=65536",
+        ),
+        (
+            &["--batch-window-ms", "500", "--timeout-ms", "400"],
+            "--batch-window-ms 500 must be shorter than --timeout-ms 400",
+        ),
+        (
+            &["--batch-window-ms", "500"],
+            "--batch-window-ms 500 must be shorter than --light-ms 250",
+        ),
+    ] {
+        let out = gpsense(&[&["serve", "--bind", "127.0.0.1:0"][..], flags].concat());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{flags:?}");
+        assert!(stderr.contains(says), "{flags:?}: {stderr}");
+    }
+}
