@@ -337,6 +337,12 @@ impl SpacePool {
     }
 }
 
+/// How many times a node read in an expansion a scanned node costs, in the choice between them:
+/// a scanned node pays its node tests and the join check against each earlier neighbour (several
+/// cache lines), an expanded one a read in a neighbour list. Measured with `exact_phases` on HPRD
+/// and yeast's 32-vertex queries: weights 2-8 cut candidate generation by 10-20% against 1.
+const SCAN_WEIGHT: u64 = 4;
+
 /// Builds a [`CandidateSpace`] for a layout (its filters and plan order) over a graph.
 pub struct SpaceBuilder<'a> {
     pub layout: &'a Layout,
@@ -461,12 +467,13 @@ impl SpaceBuilder<'_> {
             lists.sort_unstable();
         }
         // The cheapest earlier neighbour to expand from; a sum stops once it cannot win.
+        let scan_weight = scan_cost.saturating_mul(SCAN_WEIGHT);
         let mut best: Option<(u64, usize, Dir, u32)> = None;
         for e in self.layout.incident[u]
             .iter()
             .filter(|e| done & (1 << e.other) != 0)
         {
-            let bound = best.map_or(scan_cost, |b| b.0.min(scan_cost));
+            let bound = best.map_or(scan_weight, |b| b.0.min(scan_weight));
             let dir = e.dir.reverse();
             let mut cost = 0u64;
             for &w in space.cands(e.other as usize) {
@@ -482,7 +489,7 @@ impl SpaceBuilder<'_> {
         let mut pool = std::mem::take(&mut space.scratch.pool);
         pool.clear();
         match best {
-            Some((cost, w, dir, label)) if cost < scan_cost => {
+            Some((cost, w, dir, label)) if cost < scan_weight => {
                 self.expand(space.cands(w), dir, label, f.label, &mut pool)
             }
             _ if scan_cost < g.node_count() as u64 => pool.extend_from_slice(scan),
@@ -550,7 +557,7 @@ impl SpaceBuilder<'_> {
             });
         }
         // A pool expanded from a neighbour is joined to it already; refinement does the rest.
-        if best.is_none_or(|b| b.0 >= scan_cost) {
+        if best.is_none_or(|b| b.0 >= scan_weight) {
             self.joined(u, done, space, &mut pool);
         }
         space.push_cands(u, &pool);
