@@ -201,6 +201,7 @@ impl<'g> Engine<'g> {
             graph.node_label_names().len(),
             engine.shape.symmetric,
         );
+        engine.warm_up();
         engine
     }
 

@@ -28,6 +28,7 @@ mod order;
 mod output;
 mod search;
 mod space;
+mod warm;
 
 pub use compressed::{CompressedEngine, CompressedReport, ExpansionStats};
 pub use cost::{AutoChoice, CostFileError, DeviceCosts};
