@@ -68,8 +68,9 @@ struct Job {
     opts: MatchOptions,
     arrived: Instant,
     cancel: Arc<AtomicBool>,
-    /// Whether it wants rows (a SELECT) rather than a count.
-    rows: bool,
+    /// For a SELECT, the row values it may hold (beyond, its byte cap would cut the answer
+    /// anyway); `None`: it is counted.
+    rows: Option<usize>,
     reply: mpsc::SyncSender<Result<Batched, Failure>>,
 }
 
@@ -138,16 +139,16 @@ impl Batcher {
         })
     }
 
-    /// Answers `p` in the next batch, waiting for it: its count, or with `rows` its rows (at most
-    /// `opts.limit`); `opts.timeout` is the request's whole time limit, counted from `arrived`.
-    /// Answered alone if the batching thread is gone.
+    /// Answers `p` in the next batch, waiting for it: its count, or given `rows` its rows (at most
+    /// `opts.limit` of them and about `rows` values); `opts.timeout` is the request's whole time
+    /// limit, counted from `arrived`. Answered alone if the batching thread is gone.
     pub fn answer(
         &self,
         matcher: &Matcher,
         p: Prepared,
         opts: MatchOptions,
         arrived: Instant,
-        rows: bool,
+        rows: Option<usize>,
     ) -> Result<Batched, Failure> {
         let (reply, answer) = mpsc::sync_channel(1);
         let Some(cancel) = opts.cancel.clone() else {
@@ -198,17 +199,26 @@ fn alone(
     matcher: &Matcher,
     p: &Prepared,
     opts: &MatchOptions,
-    rows: bool,
+    rows: Option<usize>,
 ) -> Result<Batched, Failure> {
-    if !rows {
+    let Some(most) = rows else {
         return Ok((solutions::count(matcher, p, opts)?, Vec::new()));
-    }
+    };
     let mut held = Vec::new();
-    let reported = solutions::select(matcher, p, opts, &mut |b: RowBatch| {
-        held.extend_from_slice(&b.data[..b.rows * b.width]);
-        true
-    })?;
+    let reported = solutions::select(matcher, p, opts, &mut |b| hold(&mut held, b, most))?;
     Ok((reported, held))
+}
+
+/// Adds `b`'s rows to `held` up to `most` values (whole rows, at least one past `most`); returns
+/// whether to go on.
+fn hold(held: &mut Vec<u32>, b: RowBatch, most: usize) -> bool {
+    for row in b.iter() {
+        if held.len() >= most {
+            return false;
+        }
+        held.extend_from_slice(row);
+    }
+    held.len() < most
 }
 
 /// The batching thread: a first request opens a window; those arriving within it (at most
@@ -278,11 +288,10 @@ fn run_batch(matcher: &Matcher, pending: Vec<Job>, stats: &Stats) {
     let mut held: Vec<Vec<u32>> = jobs.iter().map(|_| Vec::new()).collect();
     let mut sinks: Vec<_> = held
         .iter_mut()
-        .map(|h| {
-            move |b: RowBatch| {
-                h.extend_from_slice(&b.data[..b.rows * b.width]);
-                true
-            }
+        .zip(&jobs)
+        .map(|(h, j)| {
+            let most = j.rows.unwrap_or(0);
+            move |b: RowBatch| hold(h, b, most)
         })
         .collect();
     let asked: Vec<Asked> = jobs
@@ -290,7 +299,7 @@ fn run_batch(matcher: &Matcher, pending: Vec<Job>, stats: &Stats) {
         .zip(sinks.iter_mut())
         .map(|(j, sink)| {
             let rows: Option<&mut (dyn FnMut(RowBatch) -> bool + Send)> =
-                if j.rows { Some(sink) } else { None };
+                if j.rows.is_some() { Some(sink) } else { None };
             Asked {
                 p: &j.prepared,
                 opts: &j.opts,
@@ -308,7 +317,7 @@ fn run_batch(matcher: &Matcher, pending: Vec<Job>, stats: &Stats) {
     };
     let b = &answered.batch;
     stats.add(b);
-    let selects = jobs.iter().filter(|j| j.rows).count();
+    let selects = jobs.iter().filter(|j| j.rows.is_some()).count();
     log_batch(jobs.len(), selects, b, started.elapsed());
     for ((job, answer), rows) in jobs.into_iter().zip(answered.answers).zip(held) {
         let _ = job
@@ -337,5 +346,29 @@ fn log_batch(requests: usize, selects: usize, b: &BatchReport, took: Duration) {
             b.counters.syncs,
             took.as_secs_f64() * 1000.0
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A SELECT's held rows stop at the first whole row at or past its bound, and say so.
+    #[test]
+    fn held_rows_stop_at_their_bound() {
+        let data = [1u32, 2, 3, 4, 5, 6];
+        let b = RowBatch {
+            data: &data,
+            width: 2,
+            rows: 3,
+        };
+        let mut held = Vec::new();
+        assert!(hold(&mut held, b, 8));
+        assert_eq!(held, data);
+        assert!(!hold(&mut held, b, 8));
+        assert_eq!(held.len(), 8);
+        let mut held = Vec::new();
+        assert!(!hold(&mut held, b, 3));
+        assert_eq!(held, [1, 2, 3, 4]);
     }
 }

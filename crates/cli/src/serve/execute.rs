@@ -219,7 +219,7 @@ impl Engine {
             _ => None,
         };
         let report = batcher
-            .answer(self.matcher, p, opts, arrived, false)?
+            .answer(self.matcher, p, opts, arrived, None)?
             .0
             .report;
         let warning = on_cpu(&report);
@@ -269,7 +269,12 @@ impl Engine {
         opts.limit = Some(req.max_rows.saturating_add(1));
         let mut rows = Rows::new(self, req, &p);
         let width = p.graph.projection.len();
-        let (reported, values) = batcher.answer(self.matcher, p, opts, arrived, true)?;
+        // A value takes at least a byte written (its separator): held past the byte cap, the cap
+        // cuts the answer anyway. (The row cap, `opts.limit`, usually holds it to far fewer.)
+        let most = usize::try_from(req.max_bytes)
+            .unwrap_or(usize::MAX)
+            .saturating_add(width);
+        let (reported, values) = batcher.answer(self.matcher, p, opts, arrived, Some(most))?;
         for row in values.chunks_exact(width.max(1)).take_while(|_| width > 0) {
             if let Err(cut) = rows.write(row) {
                 rows.cut = Some(cut);
