@@ -699,14 +699,9 @@ fn counting_queries_of_a_file_are_answered_in_a_device_batch() {
         assert!(err.contains("error: query 5: line 5") && err.contains("1 of 9 queries failed"));
         assert_eq!(result_sets(&batched), result_sets(&alone), "{count:?}");
         assert_eq!(result_sets(&batched), result_sets(&dfs), "{count:?}");
-        // Without --count: COUNT(*), ASK and the query without variables (the others want
-        // rows); one batch per semantics (standard SPARQL's hom, the short dialect's iso).
-        let expected = if count.is_empty() {
-            "batches: 5 queries in 2 batches"
-        } else {
-            "batches: 8 queries in 2 batches"
-        };
-        assert!(err.contains(expected), "{err}");
+        // Every query that reads (the SELECTs' rows too); one batch per semantics (standard
+        // SPARQL's hom, the short dialect's iso).
+        assert!(err.contains("batches: 8 queries in 2 batches"), "{err}");
         assert!(!err_alone.contains("batches: "), "{err_alone}");
         let (b, a) = (launches(&err), launches(&err_alone));
         assert!(b > 0 && b < a, "{b} launches batched, {a} one at a time");
@@ -724,6 +719,76 @@ fn counting_queries_of_a_file_are_answered_in_a_device_batch() {
         ("2", "0", "3", "5"),
         "{out}"
     );
+}
+
+/// `query -f` on the emulated device answers the file's SELECT queries in one batch: each query's
+/// rows (sorted) as dfs gives them, in the file's order, as with one query at a time; a query that
+/// does not read is its own error, a LIMIT is kept to its query.
+#[test]
+fn select_queries_of_a_file_are_answered_in_a_device_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = [
+        ANIMALS_AT_HOME,
+        "SELECT ?x ?y WHERE { ?x IsA ?y . ?x AtLocation home }",
+        "SELECT ?x ?r WHERE { ?x ?r animal }",
+        "SELECT ?x WHERE { ?x IsA nosuchthingzz }",
+        "SELECT DISTINCT ?y WHERE { ?x IsA ?y . ?y IsA animal }",
+        "SELECT * WHERE { ?x IsA ?y . ?y IsA animal } LIMIT 4",
+    ]
+    .join("\n");
+    let f = dir.path().join("rows.rq").display().to_string();
+    std::fs::write(&f, text).unwrap();
+    // Each result set's lines sorted; the LIMIT's set (the last) by its number of lines.
+    let sets = |out: &str| -> Vec<Vec<String>> {
+        let mut sets: Vec<Vec<String>> = out
+            .split("\n\n")
+            .map(|set| {
+                // JSON's rows end with a comma but the last: the device's order is its own.
+                let mut lines: Vec<String> = set
+                    .lines()
+                    .map(|l| l.trim_end_matches(',').to_owned())
+                    .collect();
+                lines.sort();
+                lines
+            })
+            .collect();
+        if let Some(last) = sets.last_mut() {
+            *last = vec![format!("{} lines", last.len())];
+        }
+        sets
+    };
+    for format in ["tsv", "json"] {
+        let run = |extra: &[&str]| {
+            let args = [
+                &["query", "--explain", "--format", format, "-f", &f][..],
+                extra,
+            ]
+            .concat();
+            common::run_with(&[], &args, Stdio::piped())
+        };
+        let (code, batched, err) = run(&["--engine", "emulated"]);
+        let (code_alone, alone, err_alone) = run(&["--engine", "emulated", "--device-batch", "1"]);
+        let (code_dfs, dfs, _) = run(&["--engine", "dfs"]);
+        assert_eq!(
+            (code, code_alone, code_dfs),
+            (Some(1), Some(1), Some(1)),
+            "{err}"
+        );
+        assert!(err.contains("error: query 4: line 4") && err.contains("1 of 6 queries failed"));
+        assert!(err.contains("batches: 5 queries in 1 batch:"), "{err}");
+        assert!(!err_alone.contains("batches: "), "{err_alone}");
+        let got = sets(&batched);
+        assert_eq!(got.len(), 5, "{batched}");
+        assert!(got[..4].iter().all(|s| s.len() > 1), "{batched}");
+        assert_ne!(got[4], ["0 lines"], "{batched}");
+        assert_eq!(got, sets(&dfs), "{format}");
+        assert_eq!(got, sets(&alone), "{format}");
+        let (b, a) = (launches(&err), launches(&err_alone));
+        assert!(
+            b > 0 && 2 * b < a,
+            "{b} launches batched, {a} one at a time"
+        );
+    }
 }
 
 /// In a `query -f` device batch, a query over its memory budget fails alone: the smaller queries

@@ -1,6 +1,6 @@
-//! `gpsense serve` counting concurrent COUNT(*) and ASK requests as device batches (`--engine
-//! emulated`, the embedded ConceptNet-100K): answers as one at a time, fewer batches than
-//! requests (the `/health` counters), and each request's own failure and cancellation.
+//! `gpsense serve` answering concurrent COUNT(*), ASK and SELECT requests as device batches
+//! (`--engine emulated`, the embedded ConceptNet-100K): answers as one at a time, fewer batches
+//! than requests (the `/health` counters), and each request's own failure and cancellation.
 
 mod common;
 
@@ -132,7 +132,7 @@ fn concurrent_counts_share_device_batches() {
     );
     assert!(batching(&s, "launches") > 0 && batching(&s, "reads") > 0);
     // Each batch logged with its counters; /explain says the query is batched.
-    let logged = s.stderr_line_containing("counting requests", Duration::from_secs(10));
+    let logged = s.stderr_line_containing("batch: 8 requests", Duration::from_secs(10));
     assert!(logged.contains(" launches, "), "{logged}");
     let explain = s.get(&format!("/explain?query={}", encode(&requests[0].0)), "*/*");
     assert!(
@@ -140,13 +140,84 @@ fn concurrent_counts_share_device_batches() {
         "{}",
         explain.body
     );
-    // A SELECT of rows is answered alone, as before.
-    let rows = s.query(
-        &format!("{P}SELECT ?x WHERE {{ ?x r:IsA c:animal }}"),
+    // A SELECT of rows goes to the batcher too; one with ORDER BY is answered alone.
+    for (q, batched) in [
+        (format!("{P}SELECT ?x WHERE {{ ?x r:IsA c:animal }}"), n + 1),
+        (
+            format!("{P}SELECT ?x WHERE {{ ?x r:IsA c:animal }} ORDER BY ?x"),
+            n + 1,
+        ),
+    ] {
+        let rows = s.query(&q, "text/csv");
+        assert_eq!(rows.status, 200);
+        let want = dfs.query(&q, "text/csv").body;
+        assert_eq!(sorted_rows(&rows.body), sorted_rows(&want));
+        assert_eq!(batching(&s, "requests"), batched);
+    }
+}
+
+/// SELECT requests of several forms and formats (query, Accept): a join, an edge variable,
+/// DISTINCT, a LIMIT (its rows up to the engine).
+fn select_requests() -> Vec<(String, &'static str)> {
+    let tsv = "text/tab-separated-values";
+    vec![
+        (
+            format!("{P}SELECT ?x WHERE {{ ?x r:IsA c:animal ; r:AtLocation c:home }}"),
+            tsv,
+        ),
+        (
+            format!("{P}SELECT ?x ?y WHERE {{ ?x r:IsA ?y . ?y r:IsA c:animal }}"),
+            "text/csv",
+        ),
+        (format!("{P}SELECT ?x ?r WHERE {{ ?x ?r c:animal }}"), tsv),
+        (
+            format!("{P}SELECT DISTINCT ?y WHERE {{ ?x r:IsA ?y . ?y r:IsA c:animal }}"),
+            "text/csv",
+        ),
+        (
+            format!("{P}SELECT ?x ?y WHERE {{ ?x r:AtLocation ?y }} LIMIT 5"),
+            tsv,
+        ),
+    ]
+}
+
+/// A body's header line, then its rows sorted (the device's order is its own).
+fn sorted_rows(body: &str) -> Vec<&str> {
+    let mut lines: Vec<&str> = body.lines().collect();
+    if lines.len() > 1 {
+        lines[1..].sort_unstable();
+    }
+    lines
+}
+
+#[test]
+fn concurrent_selects_share_device_batches_with_dfs_rows() {
+    let requests = select_requests();
+    let dfs = Server::start(&["--engine", "dfs"]);
+    let s = batching_server(&[]);
+    let replies = all_at_once(s.port, &requests, &[]);
+    for ((q, accept), reply) in requests.iter().zip(&replies) {
+        assert_eq!(reply.status, 200, "{q}: {}", reply.body);
+        let want = dfs.query(q, accept);
+        if q.contains("LIMIT 5") {
+            assert_eq!(reply.body.lines().count(), 6, "{}", reply.body);
+            assert_eq!(reply.body.lines().next(), want.body.lines().next());
+        } else {
+            assert!(want.body.lines().count() > 2, "{q}: {}", want.body);
+            assert_eq!(sorted_rows(&reply.body), sorted_rows(&want.body), "{q}");
+        }
+    }
+    let n = requests.len() as u64;
+    assert_eq!((batching(&s, "requests"), batching(&s, "batched")), (n, n));
+    assert!(batching(&s, "batches") < n);
+    // The server's row cap holds for a batched SELECT: cut, and said so.
+    let capped = s.get(
+        &format!("/query?query={}&max-rows=3", encode(&requests[1].0)),
         "text/csv",
     );
-    assert_eq!(rows.status, 200);
-    assert_eq!(batching(&s, "requests"), n);
+    assert_eq!(capped.status, 200, "{}", capped.body);
+    assert_eq!(capped.body.lines().count(), 4, "{}", capped.body);
+    assert_eq!(batching(&s, "requests"), n + 1);
 }
 
 #[test]
@@ -196,12 +267,17 @@ fn a_device_failure_in_a_batch_fails_its_requests_and_the_server_goes_on() {
         assert!(reply.body.contains("extend_warp_batch"), "{}", reply.body);
     }
     assert!(batching(&s, "batches") < requests.len() as u64);
-    // Rows are not batched: answered.
+    // A batched SELECT gets the device's error too; one answered alone (ORDER BY) is answered.
     let rows = s.query(
         &format!("{P}SELECT ?x WHERE {{ ?x r:IsA c:animal }}"),
         "text/csv",
     );
-    assert_eq!(rows.status, 200, "{}", rows.body);
+    assert_eq!(rows.status, 500, "{}", rows.body);
+    let sorted = s.query(
+        &format!("{P}SELECT ?x WHERE {{ ?x r:IsA c:animal }} ORDER BY ?x"),
+        "text/csv",
+    );
+    assert_eq!(sorted.status, 200, "{}", sorted.body);
 }
 
 #[test]

@@ -9,7 +9,7 @@ use std::cmp::Ordering;
 use gpsense_graph::KnowledgeGraph;
 use gpsense_graph::rdf::TermKind;
 use gpsense_planner::{Form, OrderKey, Prepared, Projected, QueryGraph};
-use gpsense_runtime::{BatchReport, MatchError, MatchOptions, RowBatch, Semantics};
+use gpsense_runtime::{BatchQuery, BatchReport, MatchError, MatchOptions, RowBatch, Semantics};
 use hashbrown::HashSet;
 
 use crate::matcher::{Matcher, Reported};
@@ -128,11 +128,12 @@ fn count_filtered(m: &Matcher, p: &Prepared, opts: &MatchOptions) -> Result<Repo
     Ok(reported)
 }
 
-/// What [`count_batch`] did: each query's answer as [`count`] gives it, or its own error, in the
-/// order given, and how the engine batched them (`batch.reports` is left empty: the answers are
-/// `answers`).
+/// What [`count_batch`] (or [`match_batch`]) did: each query's answer as [`count`] (or [`select`])
+/// gives it, or its own error, in the order given, and how the engine batched them
+/// (`batch.reports` is left empty: the answers are `answers`).
 pub struct BatchCounts {
-    /// Each query's count (`report.rows`) and report, or its own error.
+    /// Each query's count (`report.rows`; for a query with rows, the rows handed out) and report,
+    /// or its own error.
     pub answers: Vec<Result<Reported, MatchError>>,
     /// The device's counters over the batches, how many queries were batched, and under `auto`
     /// the device failure after which a batch was answered on the CPU.
@@ -161,15 +162,89 @@ pub struct BatchCounts {
 /// # Ok::<(), gpsense::Error>(())
 /// ```
 pub fn count_batch(m: &Matcher, queries: &[(&Prepared, &MatchOptions)]) -> BatchCounts {
+    let asked = queries
+        .iter()
+        .map(|&(p, opts)| Asked {
+            p,
+            opts,
+            rows: None,
+        })
+        .collect();
+    match_batch(m, asked)
+}
+
+/// One query of [`match_batch`]: counted as [`count`] counts it, or, given `rows`, its rows handed
+/// there as [`select`] hands them (`rows` returns false to stop).
+pub struct Asked<'q, 'o> {
+    /// The query.
+    pub p: &'q Prepared,
+    /// Its own options (engine, semantics, limits).
+    pub opts: &'q MatchOptions,
+    /// Where its rows go; `None`: it is counted.
+    pub rows: Option<&'o mut (dyn FnMut(RowBatch) -> bool + Send)>,
+}
+
+/// A query sent to the engine's batch: its place, the query, its options, the OFFSET to take off
+/// its count, and its row sink.
+type Sent<'q, 'o> = (
+    usize,
+    Cow<'q, QueryGraph>,
+    Cow<'q, MatchOptions>,
+    u64,
+    Option<&'o mut (dyn FnMut(RowBatch) -> bool + Send)>,
+);
+
+/// [`count_batch`] for queries that may want rows: a SELECT the engine answers whole (no FILTER,
+/// OFFSET or ORDER BY, not on a compressed graph) has its rows found in the same batches
+/// ([`gpsense_runtime::Engine::match_batch`]) and handed to its `rows` after its batch, within its
+/// own LIMIT and time limit; the others are answered one by one ([`select`]).
+///
+/// ```
+/// # let loaded = gpsense::Loaded::embedded()?;
+/// # let m = gpsense::Matcher::new(&loaded)?;
+/// use gpsense::{Dialect, EngineKind, MatchOptions};
+/// use gpsense::solutions::Asked;
+/// let a = m.prepare("SELECT ?x WHERE { ?x IsA animal }", Dialect::Short)?;
+/// let b = m.prepare("SELECT ?x WHERE { ?x IsA animal . ?x AtLocation home }", Dialect::Short)?;
+/// let opts = MatchOptions { engine: EngineKind::Emulated, ..Default::default() };
+/// let mut rows = 0;
+/// let mut sink = |batch: gpsense::RowBatch| {
+///     rows += batch.rows;
+///     true
+/// };
+/// let asked = vec![
+///     Asked { p: &a, opts: &opts, rows: None },
+///     Asked { p: &b, opts: &opts, rows: Some(&mut sink) },
+/// ];
+/// let answered = gpsense::solutions::match_batch(&m, asked);
+/// assert_eq!((answered.batch.batched, answered.batch.batches), (2, 1));
+/// let listed = answered.answers[1].as_ref().unwrap().report.rows;
+/// assert_eq!(listed, gpsense::solutions::count(&m, &b, &opts)?.report.rows);
+/// assert_eq!(rows as u128, listed);
+/// # Ok::<(), gpsense::Error>(())
+/// ```
+pub fn match_batch(m: &Matcher, queries: Vec<Asked>) -> BatchCounts {
     let mut answers: Vec<Option<Result<Reported, MatchError>>> =
         queries.iter().map(|_| None).collect();
-    // What goes to the engine's batch: the query, its options and the OFFSET to take off.
-    let mut sent: Vec<(usize, Cow<QueryGraph>, Cow<MatchOptions>, u64)> = Vec::new();
-    for (i, &(p, opts)) in queries.iter().enumerate() {
-        if !p.filters.is_empty() || matches!(m, Matcher::Compressed(_)) {
+    let compressed = matches!(m, Matcher::Compressed(_));
+    let mut sent: Vec<Sent> = Vec::new();
+    for (i, Asked { p, opts, rows }) in queries.into_iter().enumerate() {
+        if let Some(sink) = rows {
+            if needs_stage(p) || compressed {
+                answers[i] = Some(select(m, p, opts, sink));
+            } else {
+                sent.push((
+                    i,
+                    Cow::Borrowed(&p.graph),
+                    Cow::Borrowed(opts),
+                    0,
+                    Some(sink),
+                ));
+            }
+        } else if !p.filters.is_empty() || compressed {
             answers[i] = Some(count(m, p, opts));
         } else if p.offset == 0 {
-            sent.push((i, Cow::Borrowed(&p.graph), Cow::Borrowed(opts), 0));
+            sent.push((i, Cow::Borrowed(&p.graph), Cow::Borrowed(opts), 0, None));
         } else {
             // As in `count`: the limits apply after the offset.
             let mut q = p.graph.clone();
@@ -178,13 +253,19 @@ pub fn count_batch(m: &Matcher, queries: &[(&Prepared, &MatchOptions)]) -> Batch
                 limit: opts.limit.map(|l| l.saturating_add(p.offset)),
                 ..opts.clone()
             };
-            sent.push((i, Cow::Owned(q), Cow::Owned(o), p.offset));
+            sent.push((i, Cow::Owned(q), Cow::Owned(o), p.offset, None));
         }
     }
-    let list: Vec<(&QueryGraph, &MatchOptions)> =
-        sent.iter().map(|(_, q, o, _)| (&**q, &**o)).collect();
-    let mut batch = m.engine().count_batch(&list);
-    for ((i, _, _, offset), r) in sent.iter().zip(std::mem::take(&mut batch.reports)) {
+    let list: Vec<BatchQuery> = sent
+        .iter_mut()
+        .map(|(_, q, o, _, rows)| BatchQuery {
+            q,
+            opts: o,
+            rows: rows.take(),
+        })
+        .collect();
+    let mut batch = m.engine().match_batch(list);
+    for ((i, _, _, offset, _), r) in sent.iter().zip(std::mem::take(&mut batch.reports)) {
         answers[*i] = Some(r.map(|mut report| {
             report.rows = report.rows.saturating_sub(u128::from(*offset));
             Reported {

@@ -1,5 +1,6 @@
-//! [`Engine::count_batch`]: many counting queries, those on a device engine answered as one batch
-//! (`gpu_batch`), each with its own answer, error and limits.
+//! [`Engine::match_batch`] (and [`Engine::count_batch`], its counting case): many queries, those on
+//! a device engine answered as one batch (`gpu_batch`), each with its own count or rows, error and
+//! limits.
 
 use rayon::prelude::*;
 
@@ -7,7 +8,30 @@ use super::*;
 use crate::device::DeviceCounters;
 use crate::gpu_pipeline::BatchItem;
 
-/// What [`Engine::count_batch`] did: each query's report or its own error, in order, and the
+/// One query of [`Engine::match_batch`]: counted when `rows` is `None`, else its projected rows
+/// handed to `rows` in batches, as [`Engine::run`] hands them (`rows` returns false to stop).
+pub struct BatchQuery<'q, 'o> {
+    pub q: &'q QueryGraph,
+    pub opts: &'q MatchOptions,
+    pub rows: Option<OnRows<'o>>,
+}
+
+/// `queries` as a batch of counts.
+fn counting<'q>(queries: &[(&'q QueryGraph, &'q MatchOptions)]) -> Vec<BatchQuery<'q, 'static>> {
+    queries
+        .iter()
+        .map(|&(q, opts)| BatchQuery {
+            q,
+            opts,
+            rows: None,
+        })
+        .collect()
+}
+
+/// A query's row sink, if it wants rows, in the order of the batch.
+type Sinks<'o> = Vec<Option<OnRows<'o>>>;
+
+/// What [`Engine::match_batch`] did: each query's report or its own error, in order, and the
 /// device calls of the batched queries together.
 #[derive(Debug, Default)]
 pub struct BatchReport {
@@ -65,9 +89,10 @@ struct Planned<'q> {
     auto: Option<AutoChoice>,
 }
 
-/// Each batched query's report (or error), the device's calls, where the time went.
+/// Each batched query's report (or error) and whether it handed out rows before it, the device's
+/// calls, where the time went.
 type DeviceAnswers = (
-    Vec<Result<MatchReport, MatchError>>,
+    Vec<(Result<MatchReport, MatchError>, bool)>,
     DeviceCounters,
     BatchPhases,
 );
@@ -82,7 +107,10 @@ struct Key {
     auto: bool,
 }
 
-/// Where a query of [`Engine::count_batch`] goes.
+/// A batched query's join plan, filter report and device work, or its own error.
+type BatchResult = Result<(Plan, FilterReport, DeviceReport), MatchError>;
+
+/// Where a query of [`Engine::match_batch`] goes.
 enum Entry<'q> {
     Batch(Key, Box<Planned<'q>>),
     /// On its own engine, or on dfs where `auto`'s estimate (kept for its report) picked it.
@@ -98,7 +126,16 @@ impl Engine<'_> {
     /// own entry in the report. Under `auto`, a device failure during a batch drops the device
     /// state and answers the batch's queries on the CPU (`BatchReport::fallback`).
     pub fn count_batch(&self, queries: &[(&QueryGraph, &MatchOptions)]) -> BatchReport {
-        self.count_batch_on(queries, None::<&DeviceState<HostDevice>>)
+        self.match_batch(counting(queries))
+    }
+
+    /// [`Engine::count_batch`] for queries that may want rows: a query with a row sink has its
+    /// rows found in the batch too (no leaves counted; its last level read back with the others')
+    /// and handed to its sink after the batch, within its own LIMIT, DISTINCT and time limit; a
+    /// query whose level outgrows its batch room goes on alone after the batch. Each report's
+    /// `rows` is the rows handed out (or the count).
+    pub fn match_batch(&self, queries: Vec<BatchQuery>) -> BatchReport {
+        self.match_batch_on(queries, None::<&DeviceState<HostDevice>>)
     }
 
     /// Whether [`Engine::count_batch`] would count `q` on the device: on `gpu` and `emulated`,
@@ -116,14 +153,26 @@ impl Engine<'_> {
         }
     }
 
-    /// [`Engine::count_batch`], with `device` standing in for the GPU that `auto` would take (the
-    /// tests' emulator with a failing kernel).
+    /// [`Engine::count_batch`] on `device` (see [`Engine::match_batch_on`]).
+    #[cfg(test)]
     fn count_batch_on<D: Device>(
         &self,
         queries: &[(&QueryGraph, &MatchOptions)],
         device: Option<&DeviceState<D>>,
     ) -> BatchReport {
+        self.match_batch_on(counting(queries), device)
+    }
+
+    /// [`Engine::match_batch`], with `device` standing in for the GPU that `auto` would take (the
+    /// tests' emulator with a failing kernel).
+    fn match_batch_on<D: Device>(
+        &self,
+        queries: Vec<BatchQuery>,
+        device: Option<&DeviceState<D>>,
+    ) -> BatchReport {
         let start = Instant::now();
+        let (queries, sinks): (Vec<_>, Sinks) =
+            queries.into_iter().map(|b| ((b.q, b.opts), b.rows)).unzip();
         let mut reports: Vec<Option<Result<MatchReport, MatchError>>> =
             queries.iter().map(|_| None).collect();
         // Plans, estimates and layouts are the host's share of a batch: every core takes part
@@ -136,29 +185,32 @@ impl Engine<'_> {
             .collect();
         let mut batch = BatchReport::default();
         batch.phases.plan = start.elapsed();
-        let mut groups: Vec<(Key, Vec<Planned>)> = Vec::new();
+        let mut groups: Vec<(Key, Vec<Planned>, Sinks)> = Vec::new();
         let mut alone = Vec::new();
-        for (index, entry) in entries.into_iter().enumerate() {
+        for (index, (entry, sink)) in entries.into_iter().zip(sinks).enumerate() {
             match entry {
-                Entry::Batch(key, p) => match groups.iter_mut().find(|(k, _)| *k == key) {
-                    Some((_, group)) => group.push(*p),
-                    None => groups.push((key, vec![*p])),
+                Entry::Batch(key, p) => match groups.iter_mut().find(|(k, ..)| *k == key) {
+                    Some((_, group, sinks)) => {
+                        group.push(*p);
+                        sinks.push(sink);
+                    }
+                    None => groups.push((key, vec![*p], vec![sink])),
                 },
-                Entry::Alone(auto) => alone.push((index, auto)),
+                Entry::Alone(auto) => alone.push((index, auto, sink)),
                 Entry::Failed(e) => reports[index] = Some(Err(e)),
             }
         }
         // The queries on the CPU run beside the batches, whose host thread mostly waits on the
         // device; after them, they would eat the batched queries' time limits.
         let (answers, on_cpu) = rayon::join(
-            || self.run_groups(&groups, device, start, &mut batch),
+            || self.run_groups(&mut groups, device, start, &mut batch),
             || {
                 alone
-                    .par_iter()
+                    .into_par_iter()
                     .with_max_len(1)
-                    .map(|(index, auto)| {
-                        let (q, opts) = queries[*index];
-                        (*index, self.count_alone(q, opts, auto.clone()))
+                    .map(|(index, auto, sink)| {
+                        let (q, opts) = queries[index];
+                        (index, self.answer_alone(q, opts, auto, sink))
                     })
                     .collect::<Vec<_>>()
             },
@@ -177,25 +229,26 @@ impl Engine<'_> {
     /// group's unanswered queries to the CPU. Returns each query's index and answer.
     fn run_groups<D: Device>(
         &self,
-        groups: &[(Key, Vec<Planned>)],
+        groups: &mut [(Key, Vec<Planned>, Sinks)],
         device: Option<&DeviceState<D>>,
         start: Instant,
         batch: &mut BatchReport,
     ) -> Vec<(usize, Result<MatchReport, MatchError>)> {
         let mut out = Vec::new();
-        for (key, planned) in groups {
+        for (key, planned, sinks) in groups {
             batch.batched += planned.len();
             batch.batches += 1;
+            let shape = self.shape;
             let done = match (key.engine, device) {
                 (EngineKind::Emulated, _) => self
                     .emulator()
                     .map_err(MatchError::from)
-                    .and_then(|d| d.count_batch(planned, *key, self.shape, start)),
-                (_, Some(d)) if key.auto => d.count_batch(planned, *key, self.shape, start),
+                    .and_then(|d| d.match_batch(planned, sinks, *key, shape, start)),
+                (_, Some(d)) if key.auto => d.match_batch(planned, sinks, *key, shape, start),
                 _ => self
                     .gpu()
                     .map_err(MatchError::from)
-                    .and_then(|d| d.count_batch(planned, *key, self.shape, start)),
+                    .and_then(|d| d.match_batch(planned, sinks, *key, shape, start)),
             };
             let answers = match done {
                 Ok((answers, c, phases)) => {
@@ -206,15 +259,21 @@ impl Engine<'_> {
                     };
                     answers
                 }
-                Err(e) => planned.iter().map(|_| Err(e.clone())).collect(),
+                Err(e) => planned.iter().map(|_| (Err(e.clone()), false)).collect(),
             };
-            for (p, a) in planned.iter().zip(answers) {
+            for ((p, sink), (a, handed_out)) in planned.iter().zip(sinks.iter_mut()).zip(answers) {
+                // A query that handed out rows before the failure keeps its error: on the CPU
+                // they would be handed out again.
                 let a = match a {
-                    Err(MatchError::Device(e)) if key.auto => {
+                    Err(MatchError::Device(e)) if key.auto && !handed_out => {
                         batch.fallback.get_or_insert_with(|| e.to_string());
                         batch.on_cpu += 1;
                         self.forget_gpu();
-                        self.count_on_cpu(p, &e)
+                        let sink: Option<OnRows> = match sink {
+                            Some(s) => Some(&mut **s),
+                            None => None,
+                        };
+                        self.answer_on_cpu(p, sink, &e)
                     }
                     a => a,
                 };
@@ -224,32 +283,39 @@ impl Engine<'_> {
         out
     }
 
-    /// A query outside the batches: on its own engine, or on dfs where `auto`'s estimate in a
-    /// batch picked it (its report then carries that estimate).
-    fn count_alone(
+    /// A query outside the batches, counted or its rows to `sink`: on its own engine, or on dfs
+    /// where `auto`'s estimate in a batch picked it (its report then carries that estimate).
+    fn answer_alone(
         &self,
         q: &QueryGraph,
         opts: &MatchOptions,
         auto: Option<AutoChoice>,
+        sink: Option<OnRows>,
     ) -> Result<MatchReport, MatchError> {
-        match auto {
-            Some(choice) => self.count_on_dfs(q, opts, Some(choice)),
-            None => self.count(q, opts),
+        match (auto, sink) {
+            (Some(choice), sink) => self.answer_on_dfs(q, opts, Some(choice), sink),
+            (None, Some(sink)) => self.run(q, opts, sink),
+            (None, None) => self.count(q, opts),
         }
     }
 
-    /// `q` counted by dfs whatever `opts` names, its report carrying `auto`'s estimate.
-    fn count_on_dfs(
+    /// `q` counted (or its rows to `sink`) by dfs whatever `opts` names, its report carrying
+    /// `auto`'s estimate.
+    fn answer_on_dfs(
         &self,
         q: &QueryGraph,
         opts: &MatchOptions,
         auto: Option<AutoChoice>,
+        sink: Option<OnRows>,
     ) -> Result<MatchReport, MatchError> {
         let dfs = MatchOptions {
             engine: EngineKind::Dfs,
             ..opts.clone()
         };
-        let mut report = self.count(q, &dfs)?;
+        let mut report = match sink {
+            Some(sink) => self.run(q, &dfs, sink)?,
+            None => self.count(q, &dfs)?,
+        };
         report.auto = auto;
         Ok(report)
     }
@@ -320,18 +386,25 @@ impl Engine<'_> {
     }
 
     /// A query of a batch that the device failed under `auto`, answered by `dfs` instead.
-    fn count_on_cpu(&self, p: &Planned, e: &DeviceError) -> Result<MatchReport, MatchError> {
-        let mut report = self.count_on_dfs(p.q, p.opts, p.auto.clone())?;
+    fn answer_on_cpu(
+        &self,
+        p: &Planned,
+        sink: Option<OnRows>,
+        e: &DeviceError,
+    ) -> Result<MatchReport, MatchError> {
+        let mut report = self.answer_on_dfs(p.q, p.opts, p.auto.clone(), sink)?;
         report.fallback = Some(format!("the GPU failed during a batch ({e})"));
         Ok(report)
     }
 }
 
 impl<D: Device> DeviceState<D> {
-    /// The batch on this device: each query's report (or error) and the device calls it made.
-    fn count_batch(
+    /// The batch on this device: each query's report (or error) and the device calls it made; a
+    /// query with a sink in `sinks` has its rows handed to it.
+    fn match_batch(
         &self,
         planned: &[Planned],
+        sinks: &mut [Option<OnRows>],
         key: Key,
         shape: DataShape,
         start: Instant,
@@ -344,11 +417,27 @@ impl<D: Device> DeviceState<D> {
         } = key;
         let mut arena = self.arena.lock().unwrap_or_else(|e| e.into_inner());
         let free = self.dev.free_memory()?;
-        let mut sinks: Vec<_> = planned.iter().map(|_| |_: RowBatch| true).collect();
+        let mut uncounted: Vec<_> = planned.iter().map(|_| |_: RowBatch| true).collect();
         let outs: Vec<Output> = planned
             .iter()
             .zip(sinks.iter_mut())
-            .map(|(p, sink)| output(p.q, by_node(p.q), p.opts, p.limit, true, sink, start))
+            .zip(uncounted.iter_mut())
+            .map(|((p, sink), none)| {
+                let count_only = sink.is_none();
+                let on_rows: OnRows = match sink {
+                    Some(s) => &mut **s,
+                    None => none,
+                };
+                output(
+                    p.q,
+                    by_node(p.q),
+                    p.opts,
+                    p.limit,
+                    count_only,
+                    on_rows,
+                    start,
+                )
+            })
             .collect();
         let held = arena.bytes();
         let mut items: Vec<BatchItem> = planned
@@ -383,40 +472,45 @@ impl<D: Device> DeviceState<D> {
         .run_batch(&mut items)?;
         let counters = self.dev.counters() - before;
         let results: Vec<_> = items.into_iter().map(|it| it.result).collect();
+        let arena_bytes = arena.bytes();
+        let report_of = |p: &Planned, out: Output, result: Option<BatchResult>| {
+            let (join_plan, filter, device) =
+                result.unwrap_or(Err(MatchError::Plan("query not answered".into())))?;
+            let report = MatchReport {
+                fallback: None,
+                auto: p.auto.clone(),
+                device: Some(self.dev.describe()),
+                timed_out: false,
+                rows: 0,
+                limit_reached: false,
+                engine,
+                semantics,
+                join_plan,
+                plan: p.plan.clone(),
+                times: Timings::default(),
+                filter,
+                edge_candidates: None,
+                search: None,
+                device_report: Some(DeviceReport {
+                    arena_bytes,
+                    counters,
+                    batch: planned.len() as u64,
+                    ..device
+                }),
+            };
+            let times = Timings {
+                filter: report.filter.filter_time,
+                ..Default::default()
+            };
+            finish(out, report, times, start)
+        };
         let reports = planned
             .iter()
             .zip(outs)
             .zip(results)
             .map(|((p, out), result)| {
-                let (join_plan, filter, device) =
-                    result.unwrap_or(Err(MatchError::Plan("query not answered".into())))?;
-                let report = MatchReport {
-                    fallback: None,
-                    auto: p.auto.clone(),
-                    device: Some(self.dev.describe()),
-                    timed_out: false,
-                    rows: 0,
-                    limit_reached: false,
-                    engine,
-                    semantics,
-                    join_plan,
-                    plan: p.plan.clone(),
-                    times: Timings::default(),
-                    filter,
-                    edge_candidates: None,
-                    search: None,
-                    device_report: Some(DeviceReport {
-                        arena_bytes: arena.bytes(),
-                        counters,
-                        batch: planned.len() as u64,
-                        ..device
-                    }),
-                };
-                let times = Timings {
-                    filter: report.filter.filter_time,
-                    ..Default::default()
-                };
-                finish(out, report, times, start)
+                let handed_out = out.handed_out() > 0;
+                (report_of(p, out, result), handed_out)
             })
             .collect();
         Ok((reports, counters, phases))
@@ -623,6 +717,57 @@ mod tests {
             let note = r.fallback.as_deref().unwrap();
             assert!(note.starts_with("the GPU failed during a batch"), "{note}");
             assert_eq!(r.auto.as_ref().unwrap().pick, EngineKind::Gpu);
+        }
+    }
+
+    /// Under `auto` with a device that fails mid-batch, queries that want rows get dfs's rows,
+    /// each once (none was handed out before the failure), and say they ran on the CPU.
+    #[test]
+    fn a_device_fault_mid_batch_under_auto_gives_the_rows_on_the_cpu() {
+        let g = load(hprd("data_graph/HPRD.graph"));
+        let engine = Engine::new(&g);
+        assert!(engine.set_device_costs(DeviceCosts::parse("dfs_query_us = 1e9").unwrap()));
+        let queries = dense_16(&g, &["1", "2", "3", "4"]);
+        let auto = auto_iso();
+        let dfs = MatchOptions {
+            engine: EngineKind::Dfs,
+            ..auto.clone()
+        };
+        let mut dev = HostDevice::default();
+        dev.fault_in = Some("extend_warp_batch".to_owned());
+        let state = DeviceState::new(dev, &g).unwrap();
+        let mut rows: Vec<Vec<Vec<u32>>> = queries.iter().map(|_| Vec::new()).collect();
+        let mut sinks: Vec<_> = rows
+            .iter_mut()
+            .map(|r| {
+                move |b: RowBatch| {
+                    r.extend(b.iter().map(<[u32]>::to_vec));
+                    true
+                }
+            })
+            .collect();
+        let list = queries
+            .iter()
+            .zip(sinks.iter_mut())
+            .map(|(q, sink)| BatchQuery {
+                q,
+                opts: &auto,
+                rows: Some(sink),
+            })
+            .collect();
+        let batch = engine.match_batch_on(list, Some(&state));
+        drop(sinks);
+        assert_eq!((batch.batched, batch.on_cpu), (4, 4));
+        for ((q, r), mut got) in queries.iter().zip(&batch.reports).zip(rows) {
+            let r = r.as_ref().unwrap();
+            assert_eq!(r.engine, EngineKind::Dfs);
+            assert!(r.fallback.is_some());
+            let mut want = engine.collect(q, &dfs).unwrap().0;
+            got.sort();
+            want.sort();
+            assert!(!want.is_empty());
+            assert_eq!(got, want);
+            assert_eq!(r.rows, want.len() as u128);
         }
     }
 

@@ -26,7 +26,7 @@ use crate::{EngineKind, MatchError, MatchOptions, Semantics};
 
 #[path = "batch_engine.rs"]
 mod batch;
-pub use batch::{BatchPhases, BatchReport};
+pub use batch::{BatchPhases, BatchQuery, BatchReport};
 
 /// A graph prepared for matching: planner statistics and the node-label index, computed once.
 pub struct Engine<'g> {

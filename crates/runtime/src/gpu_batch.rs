@@ -1,10 +1,12 @@
-//! Many counting queries answered by one sequence of launches (a *batch*): the queries' candidate
+//! Many queries answered by one sequence of launches (a *batch*): the queries' candidate
 //! bitsets, marks, job tables, candidate arrays and candidate-edge lists lie side by side, so that
 //! each filtering launch (a wave), the candidate arrays, and the count and write of the
 //! candidate-edge lists serve every query at once; the join's level `d` of every query is one
 //! `extend_warp_batch` launch over a table of the queries' [`ExtendWarpArgs`], the depths queued
-//! back to back; then one read of every query's counters. Two reads in all for a batch whose
-//! levels fit their buffers.
+//! back to back; then one read of every query's counters. Two reads in all for a batch of counts
+//! whose levels fit their buffers. A query that wants rows (its output is not count-only) counts
+//! no leaves: every node is enumerated, and its last level's rows land in the batch's row buffer,
+//! read for every such query at once (a third read) and handed to its own output.
 //!
 //! Each query keeps its own limits: its memory budget is checked against what its filtering and
 //! candidate space would take alone (a query over it gets its own error and leaves the batch), its
@@ -23,8 +25,8 @@ use gpsense_kernels::bits;
 use gpsense_planner::{Plan, QueryGraph};
 
 use super::{
-    rows_part, Carver, DeviceReport, FilterQuery, FilterSizes, JoinQuery, Levels, Pipeline,
-    QuerySpace, Slab, LEAF_THREADS, QUEUED_WARPS,
+    by_node, rows_part, Carver, DeviceReport, FilterQuery, FilterSizes, JoinQuery, Levels,
+    Pipeline, QuerySpace, Slab, LEAF_THREADS, QUEUED_WARPS,
 };
 use crate::device::{as_bytes, read, Device, Launch};
 use crate::engine::BatchPhases;
@@ -49,7 +51,7 @@ pub(crate) struct BatchItem<'b, 'o> {
     pub plan: &'b Plan,
     /// The filtering layout (`Layout::new` over `plan`).
     pub layout: &'b Layout,
-    /// A count-only output: the count, LIMIT and time limit of this query.
+    /// The query's output: its count or its rows, its LIMIT and time limit.
     pub out: &'b Output<'o>,
     pub memory_budget: u64,
     pub limit: Option<u64>,
@@ -74,7 +76,7 @@ struct Room {
 }
 
 impl<D: Device> Pipeline<'_, D> {
-    /// Answers the counting queries of `items` as one batch; each item's `result` is set. An
+    /// Answers the queries of `items` as one batch; each item's `result` is set. An
     /// error returned is the device's and concerns every query still unanswered.
     pub(crate) fn run_batch(&mut self, items: &mut [BatchItem]) -> Result<BatchPhases, MatchError> {
         let start = Instant::now();
@@ -125,7 +127,12 @@ impl<D: Device> Pipeline<'_, D> {
                 .map(|(&i, space)| {
                     let it = &items[i];
                     let mut plan = crate::order::join_order(it.q, it.plan, &space.counts);
-                    let groups = gpu_leaves::choose(it.q, &plan, it.layout, semantics);
+                    // Leaves are counted, not enumerated: a query that wants rows has none.
+                    let groups = if it.out.count_only() {
+                        gpu_leaves::choose(it.q, &plan, it.layout, semantics)
+                    } else {
+                        Vec::new()
+                    };
                     if !groups.is_empty() {
                         plan = gpu_leaves::reorder(it.q, &plan, &groups);
                     }
@@ -329,22 +336,112 @@ impl<D: Device> Pipeline<'_, D> {
         }
         let space = self.arena.space.get();
         let all: Vec<u64> = read(dev, space, first.offset, claimed_bytes / 8)?;
+        let counters: Vec<&[u64]> = qs
+            .iter()
+            .map(|q| &all[(q.claimed.offset - first.offset) / 8..][..q.claimed.slice.len as usize])
+            .collect();
+        let overs: Vec<Option<usize>> = joined
+            .iter()
+            .zip(qs)
+            .enumerate()
+            .map(|(j, (jq, q))| self.first_over(&items[jq.item], jq, q, &rooms[j], counters[j]))
+            .collect();
+        let rows = self.read_rows(items, joined, &rooms, &counters, &overs)?;
         let batch_time = start.elapsed();
         let levels = began.elapsed();
         for (j, (jq, q)) in joined.iter().zip(qs).enumerate() {
-            let c = &all[(q.claimed.offset - first.offset) / 8..][..q.claimed.slice.len as usize];
             let it = &mut items[jq.item];
             charge_share(it.out, start, batch_time, joined.len());
-            if let Err(e) = self.finish_query(it, jq, q, &rooms[j], c) {
+            let done = Done {
+                c: counters[j],
+                over: overs[j],
+                rows: rows[j].as_deref(),
+            };
+            if let Err(e) = self.finish_query(it, jq, q, &rooms[j], done) {
                 it.result = Some(Err(e));
             }
         }
         Ok((levels, began.elapsed() - levels))
     }
 
+    /// The first level of a query that outgrew its room (its counters `c`), unless its time
+    /// limit stopped it (the kernels' clock, seen here, is recorded in its output).
+    fn first_over(
+        &mut self,
+        it: &BatchItem,
+        jq: &Joined,
+        q: &QuerySpace,
+        rooms: &[Room],
+        c: &[u64],
+    ) -> Option<usize> {
+        let l = q.levels.len();
+        self.limit = it.limit;
+        let run = Levels::new(self, &jq.layout, q, it.out, jq.bytes);
+        if l == 0 {
+            return None;
+        }
+        if c[3 * l + 1] != 0 {
+            run.out.time_out();
+        }
+        let total = |d: usize| c[3 * d];
+        // A last level of rows stopped by LIMIT fits only when its room holds the rows wanted.
+        let stop = run.last_stop();
+        (0..l)
+            .find(|&d| {
+                let last = d + 1 == l;
+                let fits = total(d) <= rooms[d].capacity
+                    || (last
+                        && (run.counts_last() || (total(d) >= stop && rooms[d].capacity >= stop)));
+                !fits
+            })
+            .filter(|_| !run.out.stopped())
+    }
+
+    /// The rows of every query that wants them and whose levels fit: one read over the batch's
+    /// row buffer, each query's rows (slot order) cut out of it.
+    fn read_rows(
+        &self,
+        items: &[BatchItem],
+        joined: &[Joined],
+        rooms: &[Vec<Room>],
+        counters: &[&[u64]],
+        overs: &[Option<usize>],
+    ) -> Result<Vec<Option<Vec<u32>>>, MatchError> {
+        // Each wanted query's rows: where they start in the buffer (in u32s) and how many u32s.
+        let spans: Vec<Option<(usize, usize)>> = joined
+            .iter()
+            .enumerate()
+            .map(|(j, jq)| {
+                let out = items[jq.item].out;
+                let l = rooms[j].len();
+                if out.count_only() || out.stopped() || overs[j].is_some() || l == 0 {
+                    return None;
+                }
+                let room = rooms[j][l - 1];
+                let n = counters[j][3 * (l - 1)].min(room.capacity);
+                (n > 0).then_some((room.rows.ptr, n * jq.layout.width as u64))
+            })
+            .map(|span| {
+                let (ptr, len) = span?;
+                let base = self.dev.address(self.arena.batch_rows.get());
+                Some((((ptr - base) / 4) as usize, len as usize))
+            })
+            .collect();
+        let Some(end) = spans.iter().flatten().map(|&(at, len)| at + len).max() else {
+            return Ok(joined.iter().map(|_| None).collect());
+        };
+        let from = spans.iter().flatten().map(|&(at, _)| at).min().unwrap_or(0);
+        let data: Vec<u32> = read(self.dev, self.arena.batch_rows.get(), from * 4, end - from)?;
+        Ok(spans
+            .iter()
+            .map(|span| span.map(|(at, len)| data[at - from..][..len].to_vec()))
+            .collect())
+    }
+
     /// Each joined query's room per level in the batch's level buffers: at most what its level
     /// can produce (its parents' room times its candidates), BATCH_ROWS and its share of
-    /// BATCH_LEVEL_BYTES, within its own budget; none for a last level that only counts.
+    /// BATCH_LEVEL_BYTES, within its own budget; none for a last level that only counts. The last
+    /// level of a query that wants rows lies in the batch's row buffer.
     fn batch_rooms(
         &mut self,
         items: &[BatchItem],
@@ -352,13 +449,15 @@ impl<D: Device> Pipeline<'_, D> {
         qs: &[QuerySpace],
     ) -> Result<Vec<Vec<Room>>, MatchError> {
         let levels: u64 = qs.iter().map(|q| q.levels.len() as u64).sum();
-        let mut caps: Vec<Vec<u64>> = Vec::with_capacity(qs.len());
+        let mut caps: Vec<(bool, Vec<u64>)> = Vec::with_capacity(qs.len());
         let depth = qs.iter().map(|q| q.levels.len()).max().unwrap_or(0);
         let mut bytes = vec![0usize; depth];
+        let mut rows_bytes = 0usize;
         for (jq, q) in joined.iter().zip(qs) {
             let it = &items[jq.item];
             let row_bytes = jq.layout.width as u64 * 4;
-            let counts_last = jq.groups.is_empty();
+            let counts_last = jq.groups.is_empty() && it.out.count_only();
+            let wants_rows = !it.out.count_only();
             let share = (BATCH_LEVEL_BYTES / levels.max(1) / row_bytes).max(1);
             let own = it.memory_budget.saturating_sub(jq.bytes)
                 / q.levels.len().max(1) as u64
@@ -375,11 +474,15 @@ impl<D: Device> Pipeline<'_, D> {
                         .min(share)
                         .min(own)
                 };
-                bytes[d] += (cap * row_bytes) as usize;
+                if wants_rows && d + 1 == q.levels.len() {
+                    rows_bytes += (cap * row_bytes) as usize;
+                } else {
+                    bytes[d] += (cap * row_bytes) as usize;
+                }
                 parents = cap;
                 row.push(cap);
             }
-            caps.push(row);
+            caps.push((wants_rows, row));
         }
         while self.arena.batch_levels.len() < depth {
             self.arena.batch_levels.push(Slab::default());
@@ -390,22 +493,35 @@ impl<D: Device> Pipeline<'_, D> {
             let slab = self.arena.batch_levels[d].ensure(self.dev, b)?;
             base.push(self.dev.address(slab));
         }
+        let rows_base = if rows_bytes > 0 {
+            self.dev
+                .address(self.arena.batch_rows.ensure(self.dev, rows_bytes)?)
+        } else {
+            0
+        };
+        let mut rows_at = 0u64;
         Ok(joined
             .iter()
             .zip(caps)
-            .map(|(jq, row)| {
+            .map(|(jq, (wants_rows, row))| {
                 let width = jq.layout.width as u64;
+                let l = row.len();
                 row.iter()
                     .enumerate()
                     .map(|(d, &cap)| {
+                        let (base, at) = if wants_rows && d + 1 == l {
+                            (rows_base, &mut rows_at)
+                        } else {
+                            (base[d], &mut at[d])
+                        };
                         let r = Room {
                             rows: DevSlice {
-                                ptr: base[d] + at[d],
+                                ptr: base + *at,
                                 len: cap * width,
                             },
                             capacity: cap,
                         };
-                        at[d] += cap * width * 4;
+                        *at += cap * width * 4;
                         r
                     })
                     .collect()
@@ -413,15 +529,15 @@ impl<D: Device> Pipeline<'_, D> {
             .collect())
     }
 
-    /// A query's answer from its counters `c` (as `Levels::queued` reads them), or its levels run
-    /// on alone from the first one that outgrew its room.
+    /// A query's answer from its counters and rows (`done`), or its levels run on alone from the
+    /// first one that outgrew its room.
     fn finish_query(
         &mut self,
         it: &mut BatchItem,
         jq: &Joined,
         q: &QuerySpace,
         rooms: &[Room],
-        c: &[u64],
+        done: Done,
     ) -> Result<(), MatchError> {
         let l = q.levels.len();
         if l == 0 {
@@ -430,18 +546,10 @@ impl<D: Device> Pipeline<'_, D> {
         self.limit = it.limit;
         self.memory_budget = it.memory_budget;
         let mut run = Levels::new(self, &jq.layout, q, it.out, jq.bytes);
-        if c[3 * l + 1] != 0 {
-            run.out.time_out();
-        }
+        let c = done.c;
         let total = |d: usize| c[3 * d];
-        let over = (0..l).find(|&d| {
-            let last = d + 1 == l;
-            let fits = total(d) <= rooms[d].capacity
-                || (last && (run.counts_last() || total(d) >= run.last_stop()));
-            !fits
-        });
-        match over {
-            Some(d) if !run.out.stopped() => {
+        match done.over {
+            Some(d) => {
                 // The levels before `d` are complete; `d` and those after it run again alone.
                 run.runs += d as u64;
                 run.partials += (0..d).map(total).sum::<u64>();
@@ -458,8 +566,12 @@ impl<D: Device> Pipeline<'_, D> {
                 run.partials += (0..l).map(total).sum::<u64>();
                 if run.leaves.is_some() {
                     run.add_leaves(&c[3 * l + 2..]);
-                } else {
+                } else if run.out.count_only() {
                     run.out.add_count(u128::from(total(l - 1)));
+                } else if let Some(rows) = done.rows {
+                    let width = jq.layout.width;
+                    run.emitted += (rows.len() / width) as u64;
+                    run.out.rows(&by_node(rows, &jq.layout), width);
                 }
             }
         }
@@ -467,6 +579,14 @@ impl<D: Device> Pipeline<'_, D> {
         set_levels(it, Ok(done));
         Ok(())
     }
+}
+
+/// What the batch's reads say of one query: its counters (as `Levels::queued` reads them), the
+/// first level that outgrew its room, and its last level's rows when it wants them and they fit.
+struct Done<'c> {
+    c: &'c [u64],
+    over: Option<usize>,
+    rows: Option<&'c [u32]>,
 }
 
 /// Charges a query only its share (`batch_time / queries`) of the batch's time so far: its

@@ -159,6 +159,8 @@ pub struct Arena<D: Device> {
     /// of per-query level arguments.
     batch_levels: Vec<Slab<D>>,
     batch_jobs: Slab<D>,
+    /// The last levels of a batch's queries that want rows, side by side: one read for all.
+    batch_rows: Slab<D>,
 }
 
 impl<D: Device> Default for Arena<D> {
@@ -170,6 +172,7 @@ impl<D: Device> Default for Arena<D> {
             scratch: Slab::default(),
             batch_levels: Vec::new(),
             batch_jobs: Slab::default(),
+            batch_rows: Slab::default(),
         }
     }
 }
@@ -177,6 +180,7 @@ impl<D: Device> Default for Arena<D> {
 impl<D: Device> Arena<D> {
     pub(crate) fn bytes(&self) -> u64 {
         (self.filter.cap + self.space.cap + self.scratch.cap + self.batch_jobs.cap) as u64
+            + self.batch_rows.cap as u64
             + self.levels.iter().map(|s| s.cap as u64).sum::<u64>()
             + self.batch_levels.iter().map(|s| s.cap as u64).sum::<u64>()
     }

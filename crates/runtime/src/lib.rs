@@ -34,8 +34,8 @@ pub use compressed::{CompressedEngine, CompressedReport, ExpansionStats};
 pub use cost::{AutoChoice, CostFileError, DeviceCosts};
 pub use device::DeviceCounters;
 pub use engine::{
-    component_query, count_product, counts_multiply, self_check, BatchPhases, BatchReport, Engine,
-    MatchReport, SearchSummary, Timings,
+    component_query, count_product, counts_multiply, self_check, BatchPhases, BatchQuery,
+    BatchReport, Engine, MatchReport, SearchSummary, Timings,
 };
 pub use error::MatchError;
 pub use filtering::FilterReport;

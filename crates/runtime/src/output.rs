@@ -180,6 +180,11 @@ impl<'a> Output<'a> {
             .map(|l| l.saturating_add(1).saturating_sub(emitted))
     }
 
+    /// Rows handed to the callback so far.
+    pub(crate) fn handed_out(&self) -> u64 {
+        self.emitted.load(Ordering::Relaxed)
+    }
+
     /// Count-only mode: `n` more matches. A total past `u128::MAX` is the count's overflow.
     pub fn add_count(&self, n: u128) {
         let total = {

@@ -1,6 +1,6 @@
-//! Many queries answered as one batch on the emulated device (`Engine::count_batch`): the same
-//! counts as one by one and as `dfs`, the batch's launches and reads per query, and each query's
-//! own errors and limits.
+//! Many queries answered as one batch on the emulated device (`Engine::count_batch`, and
+//! `Engine::match_batch` for rows): the same counts and rows as one by one and as `dfs`, the
+//! batch's launches and reads per query, and each query's own errors and limits.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -9,7 +9,9 @@ use std::time::Duration;
 use gpsense_graph::ingest::{ingest, IngestOptions, NoProgress};
 use gpsense_graph::KnowledgeGraph;
 use gpsense_planner::{benchmark_query, QueryGraph};
-use gpsense_runtime::{Engine, EngineKind, MatchError, MatchOptions, Semantics};
+use gpsense_runtime::{
+    BatchQuery, Engine, EngineKind, MatchError, MatchOptions, RowBatch, Semantics,
+};
 
 fn dataset(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -199,4 +201,212 @@ fn counts_on_device_follows_the_engine_and_autos_pick() {
     if engine.gpu().is_err() {
         assert!(!engine.counts_on_device(q, &options(EngineKind::Auto)));
     }
+}
+
+fn conceptnet() -> &'static KnowledgeGraph {
+    static G: OnceLock<KnowledgeGraph> = OnceLock::new();
+    G.get_or_init(|| {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../datasets/conceptnet-100k/train.txt.gz");
+        ingest(&[path], &IngestOptions::default(), &NoProgress)
+            .expect("ConceptNet-100K loads")
+            .0
+    })
+}
+
+/// ConceptNet-100K queries with variables: a join, a path, an edge variable, DISTINCT, a cycle.
+const ROW_QUERIES: &[&str] = &[
+    "SELECT ?x WHERE { ?x IsA animal . ?x AtLocation home }",
+    "SELECT ?x ?y WHERE { ?x IsA ?y . ?y IsA animal }",
+    "SELECT ?x ?r WHERE { ?x ?r animal }",
+    "SELECT DISTINCT ?r WHERE { ?x ?r animal }",
+    "SELECT * WHERE { ?a IsA ?b . ?b IsA ?c . ?c IsA animal }",
+    "SELECT * WHERE { ?x AtLocation ?y . ?y AtLocation ?x }",
+    "SELECT ?y WHERE { dog ?r ?x . ?x IsA ?y }",
+];
+
+fn compiled(text: &str) -> QueryGraph {
+    let g = conceptnet();
+    gpsense_planner::compile(text, g).unwrap_or_else(|e| panic!("{}", e.render(text)))
+}
+
+/// Each query's rows (sorted) and report from one `match_batch` call.
+type Answered = Vec<Result<(Vec<Vec<u32>>, gpsense_runtime::MatchReport), MatchError>>;
+
+fn rows_in_batch(
+    engine: &Engine,
+    queries: &[(&QueryGraph, &MatchOptions)],
+) -> (Answered, gpsense_runtime::BatchReport) {
+    let mut rows: Vec<Vec<Vec<u32>>> = queries.iter().map(|_| Vec::new()).collect();
+    let mut sinks: Vec<_> = rows
+        .iter_mut()
+        .map(|r| {
+            move |b: RowBatch| {
+                r.extend(b.iter().map(<[u32]>::to_vec));
+                true
+            }
+        })
+        .collect();
+    let list: Vec<BatchQuery> = queries
+        .iter()
+        .zip(sinks.iter_mut())
+        .map(|(&(q, opts), sink)| BatchQuery {
+            q,
+            opts,
+            rows: Some(sink),
+        })
+        .collect();
+    let mut batch = engine.match_batch(list);
+    drop(sinks);
+    let answered = std::mem::take(&mut batch.reports)
+        .into_iter()
+        .zip(rows)
+        .map(|(r, mut rows)| {
+            rows.sort();
+            r.map(|r| (rows, r))
+        })
+        .collect();
+    (answered, batch)
+}
+
+/// dfs's rows of `q` (sorted).
+fn dfs_rows(engine: &Engine, q: &QueryGraph, semantics: Semantics) -> Vec<Vec<u32>> {
+    let dfs = MatchOptions {
+        semantics,
+        ..options(EngineKind::Dfs)
+    };
+    let mut rows = engine.collect(q, &dfs).unwrap().0;
+    rows.sort();
+    rows
+}
+
+/// Row queries in one batch give dfs's rows (the same multiset), under iso and hom, in far fewer
+/// launches and reads than the same queries one by one; a LIMIT query gives LIMIT rows of dfs's.
+#[test]
+fn row_queries_in_a_batch_give_dfs_rows_in_few_launches() {
+    let engine = Engine::new(conceptnet());
+    let queries: Vec<QueryGraph> = ROW_QUERIES.iter().map(|t| compiled(t)).collect();
+    let limited = compiled("SELECT * WHERE { ?x AtLocation ?y . ?y IsA ?z } LIMIT 7");
+    for semantics in [Semantics::Iso, Semantics::Hom] {
+        let opts = MatchOptions {
+            semantics,
+            ..options(EngineKind::Emulated)
+        };
+        let mut list: Vec<_> = queries.iter().map(|q| (q, &opts)).collect();
+        list.push((&limited, &opts));
+        let (answered, batch) = rows_in_batch(&engine, &list);
+        assert_eq!((batch.batched, batch.batches), (list.len(), 1));
+        for (k, (text, a)) in ROW_QUERIES.iter().zip(&answered).enumerate() {
+            let (rows, report) = a.as_ref().unwrap_or_else(|e| panic!("{text}: {e}"));
+            let want = dfs_rows(&engine, &queries[k], semantics);
+            assert!(!want.is_empty(), "{text}: no rows to compare");
+            assert_eq!(rows, &want, "{text} ({semantics:?})");
+            assert_eq!(report.rows, want.len() as u128, "{text}");
+            assert_eq!(report.engine, EngineKind::Emulated);
+        }
+        let (rows, report) = answered.last().unwrap().as_ref().unwrap();
+        let unlimited = QueryGraph {
+            limit: None,
+            ..limited.clone()
+        };
+        let all = dfs_rows(&engine, &unlimited, semantics);
+        assert!(all.len() > 7);
+        assert_eq!((rows.len(), report.limit_reached), (7, true));
+        assert!(
+            rows.iter().all(|r| all.binary_search(r).is_ok()),
+            "{rows:?}"
+        );
+        assert!(rows.windows(2).all(|w| w[0] != w[1]));
+    }
+}
+
+/// 16 row queries whose levels all fit their batch rooms: three reads in all (candidate counts,
+/// counters, every query's rows), and a fraction of the launches and reads of the same queries
+/// one by one.
+#[test]
+fn row_queries_in_a_batch_take_a_fraction_of_the_launches_alone() {
+    let engine = Engine::new(conceptnet());
+    let opts = options(EngineKind::Emulated);
+    let concepts = [
+        "animal", "food", "plant", "person", "tool", "fruit", "bird", "vehicle",
+    ];
+    let queries: Vec<QueryGraph> = concepts
+        .iter()
+        .flat_map(|c| {
+            [
+                compiled(&format!("SELECT ?x ?y WHERE {{ ?x IsA ?y . ?y IsA {c} }}")),
+                compiled(&format!(
+                    "SELECT ?x WHERE {{ ?x IsA {c} . ?x AtLocation home }}"
+                )),
+            ]
+        })
+        .collect();
+    let list: Vec<_> = queries.iter().map(|q| (q, &opts)).collect();
+    // Warm: the second batch's counters.
+    rows_in_batch(&engine, &list);
+    let (answered, batch) = rows_in_batch(&engine, &list);
+    let mut rows = 0;
+    let mut alone = gpsense_runtime::DeviceCounters::default();
+    for (&(q, o), a) in list.iter().zip(&answered) {
+        let (got, _) = a.as_ref().unwrap();
+        assert_eq!(got, &dfs_rows(&engine, q, Semantics::Iso));
+        rows += got.len();
+        let r = engine.run(q, o, &mut |_| true).unwrap();
+        alone += r.device_report.unwrap().counters;
+    }
+    assert!(rows > 100, "{rows} rows");
+    let c = batch.counters;
+    println!(
+        "{} ConceptNet row queries, {rows} rows: batch {} launches, {} reads; alone {} \
+         launches, {} reads",
+        list.len(),
+        c.launches,
+        c.syncs,
+        alone.launches,
+        alone.syncs
+    );
+    assert_eq!(c.syncs, 3, "{c:?}");
+    assert!(c.launches * 4 < alone.launches, "{c:?} against {alone:?}");
+}
+
+/// A row query whose last level outgrows its batch room (thousands of IsA edges) goes on alone
+/// after the batch with dfs's rows; a query over its memory budget fails alone; a query timed
+/// out before it starts is reported so; the others' rows are dfs's.
+#[test]
+fn row_queries_that_overflow_or_fail_leave_the_others_rows_right() {
+    let engine = Engine::new(conceptnet());
+    let opts = options(EngineKind::Emulated);
+    let tiny = MatchOptions {
+        memory_budget: 4 << 10,
+        ..opts.clone()
+    };
+    let late = MatchOptions {
+        timeout: Some(Duration::ZERO),
+        ..opts.clone()
+    };
+    let big = compiled("SELECT * WHERE { ?x IsA ?y }");
+    let queries: Vec<QueryGraph> = ROW_QUERIES.iter().map(|t| compiled(t)).collect();
+    let mut list: Vec<(&QueryGraph, &MatchOptions)> = queries.iter().map(|q| (q, &opts)).collect();
+    list.insert(1, (&big, &opts));
+    list.insert(3, (&queries[0], &tiny));
+    list.insert(5, (&queries[1], &late));
+    let (answered, batch) = rows_in_batch(&engine, &list);
+    assert_eq!(batch.batched, list.len());
+    for (k, (&(q, _), a)) in list.iter().zip(&answered).enumerate() {
+        match k {
+            3 => assert!(
+                matches!(a, Err(MatchError::DeviceBudget { .. })),
+                "{:?}",
+                a.as_ref().map(|r| &r.1)
+            ),
+            5 => assert!(a.as_ref().unwrap().1.timed_out),
+            _ => {
+                let (rows, report) = a.as_ref().unwrap_or_else(|e| panic!("query {k}: {e}"));
+                assert_eq!(rows, &dfs_rows(&engine, q, Semantics::Iso), "query {k}");
+                assert!(!report.timed_out, "query {k}");
+            }
+        }
+    }
+    let big_rows = answered[1].as_ref().unwrap().0.len();
+    assert!(big_rows > 4096, "{big_rows} rows fit a batch room");
 }

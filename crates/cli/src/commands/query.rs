@@ -3,11 +3,12 @@
 
 use std::io::{self, Write};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use gpsense_graph::KnowledgeGraph;
-use gpsense_planner::{Dialect, Form, Prepared, Projected, QueryError};
+use gpsense_planner::{Dialect, Form, Prepared, Projected, QueryError, QueryGraph};
 use gpsense_runtime::{
     DeviceCounters, EngineKind, MatchError, MatchOptions, MatchReport, RowBatch,
 };
@@ -17,7 +18,7 @@ use crate::graph_source;
 use crate::input;
 use crate::rows::{cell, RowFormat, RowWriter};
 use crate::summary::{batch_line, plural, Answer, Summary};
-use gpsense::solutions;
+use gpsense::solutions::{self, Asked};
 use gpsense::{Matcher, Reported};
 
 pub struct Args {
@@ -93,8 +94,8 @@ fn batching(matcher: &Matcher, args: &Args) -> bool {
 
 /// Several queries, answered as they arrive, result sets separated by a blank line; one that fails
 /// is reported and the others still run. Input that cannot be read ends the run. With `batch`
-/// above 1, that many queries are read before any is answered, and their counting queries are
-/// counted together first ([`count_ahead`]); the answers still go out in the input's order.
+/// above 1, that many queries are read before any is answered, and those the engine answers whole
+/// are answered together first ([`answer_ahead`]); the answers still go out in the input's order.
 fn run_several(
     first: (usize, String),
     mut queries: input::Queries,
@@ -118,7 +119,7 @@ fn run_several(
             }
         }
         let mut ahead = if batch > 1 {
-            count_ahead(&pending, matcher, args, &mut batches)
+            answer_ahead(&pending, matcher, args, &mut batches)
         } else {
             Vec::new()
         };
@@ -240,6 +241,80 @@ fn counting_options(p: &Prepared, args: &Args, kind: Counting) -> MatchOptions {
     opts
 }
 
+/// A query answered ahead, in a batch: counted, or its rows held until its turn.
+enum Ahead {
+    Counted(Counted),
+    Listed(Listed),
+}
+
+impl Ahead {
+    fn print(self, matcher: &Matcher, args: &Args, separator: &str) -> Result<()> {
+        match self {
+            Ahead::Counted(c) => c.print(matcher, args, separator),
+            Ahead::Listed(l) => l.print(matcher, args, separator),
+        }
+    }
+}
+
+/// Row values (cells) the SELECT queries of one read-ahead hold at most until their turn to print;
+/// a query whose rows would pass it stops and is answered again alone when its turn comes,
+/// streaming.
+const HELD_VALUES: usize = 1 << 24;
+
+/// A SELECT answered ahead, in a batch: its projected rows, held.
+struct Listed {
+    p: Prepared,
+    answer: Result<Reported, MatchError>,
+    values: Vec<u32>,
+    /// Its share of the batch's time.
+    elapsed: Duration,
+}
+
+impl Listed {
+    fn print(self, matcher: &Matcher, args: &Args, separator: &str) -> Result<()> {
+        crate::out::print(separator)?;
+        let reported = self.answer?;
+        if args.explain {
+            eprint!("{}", describe_form(&self.p));
+        }
+        let r = &reported.report;
+        write_held(
+            matcher.graph(),
+            &self.p,
+            args.format,
+            &self.values,
+            r.timed_out,
+        )?;
+        let answer = Answer::Rows(r.rows);
+        conclude(matcher, &self.p, args, &reported, answer, self.elapsed)
+    }
+}
+
+/// A SELECT's rows as they arrive from the batch, within the read-ahead's share of HELD_VALUES
+/// (`held`, the values all its queries hold).
+#[derive(Default)]
+struct Held {
+    values: Vec<u32>,
+    /// Its rows passed the bound: it is answered again alone.
+    spilled: bool,
+}
+
+impl Held {
+    /// Holds `b` unless the read-ahead's values (`held`) would pass `bound`; then lets go of
+    /// its rows and stops.
+    fn take(&mut self, b: RowBatch, held: &AtomicUsize, bound: usize) -> bool {
+        let n = b.rows * b.width;
+        if held.fetch_add(n, Ordering::Relaxed) + n > bound {
+            held.fetch_sub(n + self.values.len(), Ordering::Relaxed);
+            self.values = Vec::new();
+            self.spilled = true;
+            return false;
+        }
+        self.values.extend_from_slice(&b.data[..n]);
+        true
+    }
+}
+
 /// A counting query answered ahead, in a batch.
 struct Counted {
     p: Prepared,
@@ -258,16 +333,17 @@ impl Counted {
     }
 }
 
-/// The counting queries among `pending` (`--count`, COUNT(*), ASK on the graph path), counted as
-/// one batch (`solutions::count_batch`), each with its own options; `None` for the others, which
-/// are answered in turn as one query alone. Each answer's time is the batch's divided by its
-/// queries.
-fn count_ahead(
+/// The queries among `pending` on the graph path that the engine answers whole: the counting
+/// ones (`--count`, COUNT(*), ASK) and SELECTs without FILTER, OFFSET or ORDER BY, answered as one
+/// batch (`solutions::match_batch`), each with its own options, a SELECT's rows held for its turn;
+/// `None` for the others, which are answered in turn as one query alone. Each answer's time is the
+/// batch's divided by its queries.
+fn answer_ahead(
     pending: &[(usize, String)],
     matcher: &Matcher,
     args: &Args,
     batches: &mut Batches,
-) -> Vec<Option<Counted>> {
+) -> Vec<Option<Ahead>> {
     let mut chosen = Vec::new();
     for (i, (_, text)) in pending.iter().enumerate() {
         // A text that does not read is answered alone, so that its error has its hints.
@@ -275,18 +351,46 @@ fn count_ahead(
         else {
             continue;
         };
-        if let Some(kind) = counting(&p, args.count) {
-            let opts = counting_options(&p, args, kind);
-            chosen.push((i, *p, kind, opts));
+        match counting(&p, args.count) {
+            Some(kind) => {
+                let opts = counting_options(&p, args, kind);
+                chosen.push((i, *p, Some(kind), opts));
+            }
+            None if !solutions::needs_stage(&p) => {
+                let given = args.semantics_given.then_some(args.options.semantics);
+                let opts = solutions::options_for(&p, &args.options, given);
+                chosen.push((i, *p, None, opts));
+            }
+            None => {}
         }
     }
-    let mut out: Vec<Option<Counted>> = pending.iter().map(|_| None).collect();
+    let mut out: Vec<Option<Ahead>> = pending.iter().map(|_| None).collect();
     if chosen.is_empty() {
         return out;
     }
-    let list: Vec<_> = chosen.iter().map(|(_, p, _, o)| (p, o)).collect();
+    let held_values = AtomicUsize::new(0);
+    let mut held: Vec<Held> = chosen.iter().map(|_| Held::default()).collect();
+    let mut sinks: Vec<_> = held
+        .iter_mut()
+        .map(|h| {
+            let held_values = &held_values;
+            move |b: RowBatch| h.take(b, held_values, HELD_VALUES)
+        })
+        .collect();
+    let asked: Vec<Asked> = chosen
+        .iter()
+        .zip(sinks.iter_mut())
+        .map(|((_, p, kind, opts), sink)| {
+            let rows: Option<&mut (dyn FnMut(RowBatch) -> bool + Send)> = match kind {
+                Some(_) => None,
+                None => Some(sink),
+            };
+            Asked { p, opts, rows }
+        })
+        .collect();
     let start = Instant::now();
-    let counted = solutions::count_batch(matcher, &list);
+    let counted = solutions::match_batch(matcher, asked);
+    drop(sinks);
     let elapsed = start.elapsed() / chosen.len() as u32;
     let b = &counted.batch;
     batches.counters += b.counters;
@@ -298,13 +402,22 @@ fn count_ahead(
             plural(b.on_cpu as u64, "query was", "queries were")
         );
     }
-    for ((i, p, kind, _), answer) in chosen.into_iter().zip(counted.answers) {
-        out[i] = Some(Counted {
-            p,
-            kind,
-            answer,
-            elapsed,
-        });
+    for (((i, p, kind, _), answer), held) in chosen.into_iter().zip(counted.answers).zip(held) {
+        out[i] = match kind {
+            Some(kind) => Some(Ahead::Counted(Counted {
+                p,
+                kind,
+                answer,
+                elapsed,
+            })),
+            None if held.spilled => None,
+            None => Some(Ahead::Listed(Listed {
+                p,
+                answer,
+                values: held.values,
+                elapsed,
+            })),
+        };
     }
     out
 }
@@ -605,11 +718,7 @@ fn stream_rows(
     let stdout = io::stdout();
     let mut writer = RowWriter::new(stdout, format, &header)?;
     let mut failure: Option<io::Error> = None;
-    let kinds: Vec<bool> = q
-        .projection
-        .iter()
-        .map(|p| matches!(p, Projected::Edge(_)))
-        .collect();
+    let kinds = edge_columns(q);
     let bare = format != RowFormat::Json;
     let report = solutions::select(engine, p, opts, &mut |batch: RowBatch| match write_batch(
         &mut writer,
@@ -636,6 +745,39 @@ fn stream_rows(
     Ok(report)
 }
 
+/// Which projected columns are edge variables (named as relations).
+fn edge_columns(q: &QueryGraph) -> Vec<bool> {
+    q.projection
+        .iter()
+        .map(|p| matches!(p, Projected::Edge(_)))
+        .collect()
+}
+
+/// Projected rows held in memory (`values`), written as [`stream_rows`] writes them.
+fn write_held(
+    g: &KnowledgeGraph,
+    p: &Prepared,
+    format: RowFormat,
+    values: &[u32],
+    timed_out: bool,
+) -> Result<()> {
+    let q = &p.graph;
+    let mut writer = RowWriter::new(io::stdout(), format, &solutions::column_names(q))?;
+    let width = q.projection.len();
+    let batch = RowBatch {
+        data: values,
+        width,
+        rows: values.len().checked_div(width).unwrap_or(0),
+    };
+    let bare = format != RowFormat::Json;
+    let written = write_batch(&mut writer, g, &edge_columns(q), bare, batch)
+        .and_then(|()| writer.end(timed_out));
+    match written {
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
+        other => other.context("cannot write the results"),
+    }
+}
+
 /// `bare`: numbers as cells (TSV, CSV); JSON keeps names.
 fn write_batch<W: Write>(
     writer: &mut RowWriter<W>,
@@ -660,4 +802,33 @@ fn write_batch<W: Write>(
         writer.row(&refs)?;
     }
     writer.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Rows past the read-ahead's bound are let go, and the query is marked to run again alone;
+    /// the values it held are given back to the others.
+    #[test]
+    fn held_rows_stop_at_the_bound_and_spill() {
+        let held = AtomicUsize::new(0);
+        let data = [1u32, 2, 3, 4, 5, 6];
+        let batch = |rows| RowBatch {
+            data: &data,
+            width: 2,
+            rows,
+        };
+        let (mut a, mut b) = (Held::default(), Held::default());
+        assert!(a.take(batch(2), &held, 8));
+        assert!(b.take(batch(1), &held, 8));
+        assert_eq!(
+            (a.values.as_slice(), b.values.as_slice()),
+            (&data[..4], &data[..2])
+        );
+        assert!(!a.take(batch(2), &held, 8));
+        assert!(a.spilled && a.values.is_empty() && !b.spilled);
+        assert_eq!(held.load(Ordering::Relaxed), 2);
+        assert!(b.take(batch(3), &held, 8));
+    }
 }

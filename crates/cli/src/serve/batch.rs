@@ -1,10 +1,11 @@
-//! Counting requests answered together. On a device engine (`gpu`, `emulated`, or `auto` with a
-//! GPU), the COUNT(*) and ASK requests that `solutions::count_batch` counts whole (graph path, no
-//! FILTER) go to one thread, which gathers those arriving within a short window, at most
-//! `--device-batch` of them, and counts them with one `count_batch` call: one sequence of device
-//! launches instead of one per request. Each request keeps its own time limit (counted from when
-//! its thread took it up, in its slot: the batch gets what is left of it), cancel flag, errors and
-//! format; its thread waits for its count and writes the answer as before.
+//! Requests answered together. On a device engine (`gpu`, `emulated`, or `auto` with a GPU), the
+//! COUNT(*), ASK and SELECT requests that `solutions::match_batch` answers whole (graph path, no
+//! FILTER; a SELECT without OFFSET or ORDER BY) go to one thread, which gathers those arriving
+//! within a short window, at most `--device-batch` of them, and answers them with one
+//! `match_batch` call: one sequence of device launches instead of one per request. Each request
+//! keeps its own time limit (counted from when its thread took it up, in its slot: the batch gets
+//! what is left of it), cancel flag, LIMIT, errors and format; its thread waits for its count or
+//! its rows (held by the batch, at most its LIMIT's) and writes the answer as before.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
@@ -12,10 +13,10 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use gpsense::solutions;
+use gpsense::solutions::{self, Asked};
 use gpsense::{Matcher, Reported};
 use gpsense_planner::{Form, Prepared};
-use gpsense_runtime::{BatchReport, EngineKind, MatchOptions};
+use gpsense_runtime::{BatchReport, EngineKind, MatchOptions, RowBatch};
 use serde_json::{json, Value};
 
 use super::execute::Failure;
@@ -46,20 +47,31 @@ pub fn applies(matcher: &Matcher, engine: EngineKind, settings: &Settings) -> bo
     device && settings.max > 1 && matcher.compressed().is_none()
 }
 
-/// Whether `p` goes to the batcher: COUNT(*) or ASK on the graph path without FILTER (the ones
-/// `count_batch` counts whole; the others it would count one by one anyway).
+/// Whether `p` goes to the batcher: COUNT(*) or ASK on the graph path without FILTER, or a
+/// SELECT without FILTER, OFFSET or ORDER BY (the ones `match_batch` answers whole; the others it
+/// would answer one by one anyway).
 pub fn batchable(p: &Prepared) -> bool {
-    matches!(p.form, Form::Ask | Form::Count { .. }) && p.filters.is_empty()
+    match p.form {
+        Form::Ask | Form::Count { .. } => p.filters.is_empty(),
+        Form::Select => !solutions::needs_stage(p),
+    }
 }
+
+/// A request's answer from its batch: its report, and for a SELECT its projected rows (row after
+/// row, as many values each as it has columns).
+pub type Batched = (Reported, Vec<u32>);
 
 /// One request waiting for its batch.
 struct Job {
     prepared: Prepared,
-    /// Its options, `timeout` its whole time limit.
+    /// Its options, `timeout` its whole time limit (a SELECT's `limit`: the rows it may take).
     opts: MatchOptions,
     arrived: Instant,
     cancel: Arc<AtomicBool>,
-    reply: mpsc::SyncSender<Result<Reported, Failure>>,
+    /// For a SELECT, the row values it may hold (beyond, its byte cap would cut the answer
+    /// anyway); `None`: it is counted.
+    rows: Option<usize>,
+    reply: mpsc::SyncSender<Result<Batched, Failure>>,
 }
 
 impl Job {
@@ -79,7 +91,7 @@ pub struct Stats {
     dropped: AtomicU64,
     /// Answered as timed out before their batch ran (their time was up).
     expired: AtomicU64,
-    /// `count_batch` calls.
+    /// `match_batch` calls.
     rounds: AtomicU64,
     /// Device batches run and queries answered in them (the engine's `BatchReport`).
     batches: AtomicU64,
@@ -109,7 +121,7 @@ pub struct Batcher {
 }
 
 impl Batcher {
-    /// Starts the thread that gathers and counts requests over `matcher`.
+    /// Starts the thread that gathers and answers requests over `matcher`.
     pub fn start(
         matcher: &'static Matcher<'static>,
         settings: Settings,
@@ -127,35 +139,38 @@ impl Batcher {
         })
     }
 
-    /// Counts `p` in the next batch, waiting for it; `opts.timeout` is the request's whole time
+    /// Answers `p` in the next batch, waiting for it: its count, or given `rows` its rows (at most
+    /// `opts.limit` of them and about `rows` values); `opts.timeout` is the request's whole time
     /// limit, counted from `arrived`. Answered alone if the batching thread is gone.
-    pub fn count(
+    pub fn answer(
         &self,
         matcher: &Matcher,
         p: Prepared,
         opts: MatchOptions,
         arrived: Instant,
-    ) -> Result<Reported, Failure> {
+        rows: Option<usize>,
+    ) -> Result<Batched, Failure> {
         let (reply, answer) = mpsc::sync_channel(1);
         let Some(cancel) = opts.cancel.clone() else {
-            return Ok(solutions::count(matcher, &p, &opts)?);
+            return alone(matcher, &p, &opts, rows);
         };
         let job = Job {
             prepared: p,
             opts,
             arrived,
             cancel,
+            rows,
             reply,
         };
         self.stats.requests.fetch_add(1, Relaxed);
         self.stats.waiting.fetch_add(1, Relaxed);
         if let Err(mpsc::SendError(job)) = self.jobs.send(job) {
             self.stats.waiting.fetch_sub(1, Relaxed);
-            return Ok(solutions::count(matcher, &job.prepared, &job.opts)?);
+            return alone(matcher, &job.prepared, &job.opts, rows);
         }
         answer
             .recv()
-            .unwrap_or(Err(Failure::Internal("a batch of counting queries failed")))
+            .unwrap_or(Err(Failure::Internal("a batch of queries failed")))
     }
 
     /// `/health`'s `batching` object.
@@ -177,6 +192,33 @@ impl Batcher {
             "on_cpu": s.on_cpu.load(Relaxed),
         })
     }
+}
+
+/// `p` answered alone: counted, or its rows held.
+fn alone(
+    matcher: &Matcher,
+    p: &Prepared,
+    opts: &MatchOptions,
+    rows: Option<usize>,
+) -> Result<Batched, Failure> {
+    let Some(most) = rows else {
+        return Ok((solutions::count(matcher, p, opts)?, Vec::new()));
+    };
+    let mut held = Vec::new();
+    let reported = solutions::select(matcher, p, opts, &mut |b| hold(&mut held, b, most))?;
+    Ok((reported, held))
+}
+
+/// Adds `b`'s rows to `held` up to `most` values (whole rows, at least one past `most`); returns
+/// whether to go on.
+fn hold(held: &mut Vec<u32>, b: RowBatch, most: usize) -> bool {
+    for row in b.iter() {
+        if held.len() >= most {
+            return false;
+        }
+        held.extend_from_slice(row);
+    }
+    held.len() < most
 }
 
 /// The batching thread: a first request opens a window; those arriving within it (at most
@@ -223,7 +265,8 @@ fn drop_gone(pending: &mut Vec<Job>, stats: &Stats) {
     });
 }
 
-/// Counts `pending` with one `count_batch` call, each with what is left of its time limit.
+/// Answers `pending` with one `match_batch` call, each with what is left of its time limit, a
+/// SELECT's rows held for its thread.
 fn run_batch(matcher: &Matcher, pending: Vec<Job>, stats: &Stats) {
     let started = Instant::now();
     stats.waiting.fetch_sub(pending.len(), Relaxed);
@@ -242,25 +285,50 @@ fn run_batch(matcher: &Matcher, pending: Vec<Job>, stats: &Stats) {
     if jobs.is_empty() {
         return;
     }
-    let list: Vec<_> = jobs.iter().map(|j| (&j.prepared, &j.opts)).collect();
+    let mut held: Vec<Vec<u32>> = jobs.iter().map(|_| Vec::new()).collect();
+    let mut sinks: Vec<_> = held
+        .iter_mut()
+        .zip(&jobs)
+        .map(|(h, j)| {
+            let most = j.rows.unwrap_or(0);
+            move |b: RowBatch| hold(h, b, most)
+        })
+        .collect();
+    let asked: Vec<Asked> = jobs
+        .iter()
+        .zip(sinks.iter_mut())
+        .map(|(j, sink)| {
+            let rows: Option<&mut (dyn FnMut(RowBatch) -> bool + Send)> =
+                if j.rows.is_some() { Some(sink) } else { None };
+            Asked {
+                p: &j.prepared,
+                opts: &j.opts,
+                rows,
+            }
+        })
+        .collect();
     // A panic in the engine answers this batch's requests with an error and keeps the thread.
-    let counted =
-        std::panic::catch_unwind(AssertUnwindSafe(|| solutions::count_batch(matcher, &list)));
-    let Ok(counted) = counted else {
-        eprintln!("error: a batch of {} counting queries failed", jobs.len());
+    let answered =
+        std::panic::catch_unwind(AssertUnwindSafe(|| solutions::match_batch(matcher, asked)));
+    drop(sinks);
+    let Ok(answered) = answered else {
+        eprintln!("error: a batch of {} queries failed", jobs.len());
         return;
     };
-    let b = &counted.batch;
+    let b = &answered.batch;
     stats.add(b);
-    log_batch(jobs.len(), b, started.elapsed());
-    for (job, answer) in jobs.into_iter().zip(counted.answers) {
-        let _ = job.reply.try_send(answer.map_err(Failure::from));
+    let selects = jobs.iter().filter(|j| j.rows.is_some()).count();
+    log_batch(jobs.len(), selects, b, started.elapsed());
+    for ((job, answer), rows) in jobs.into_iter().zip(answered.answers).zip(held) {
+        let _ = job
+            .reply
+            .try_send(answer.map(|r| (r, rows)).map_err(Failure::from));
     }
 }
 
 /// The batch on stderr: always when the GPU failed during it (as `query` says so), with `-v`
 /// its size and counters.
-fn log_batch(requests: usize, b: &BatchReport, took: Duration) {
+fn log_batch(requests: usize, selects: usize, b: &BatchReport, took: Duration) {
     if let Some(why) = &b.fallback {
         eprintln!(
             "note: the GPU failed during a batch ({why}); {} of its {requests} queries were \
@@ -270,13 +338,37 @@ fn log_batch(requests: usize, b: &BatchReport, took: Duration) {
     }
     if crate::out::verbose() {
         eprintln!(
-            "batch: {requests} counting requests, {} in {} device batches: {} launches, {} \
-             reads, {:.1} ms",
+            "batch: {requests} requests ({selects} SELECT), {} in {} device batches: {} launches, \
+             {} reads, {:.1} ms",
             b.batched,
             b.batches,
             b.counters.launches,
             b.counters.syncs,
             took.as_secs_f64() * 1000.0
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A SELECT's held rows stop at the first whole row at or past its bound, and say so.
+    #[test]
+    fn held_rows_stop_at_their_bound() {
+        let data = [1u32, 2, 3, 4, 5, 6];
+        let b = RowBatch {
+            data: &data,
+            width: 2,
+            rows: 3,
+        };
+        let mut held = Vec::new();
+        assert!(hold(&mut held, b, 8));
+        assert_eq!(held, data);
+        assert!(!hold(&mut held, b, 8));
+        assert_eq!(held.len(), 8);
+        let mut held = Vec::new();
+        assert!(!hold(&mut held, b, 3));
+        assert_eq!(held, [1, 2, 3, 4]);
     }
 }

@@ -13,7 +13,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use gpsense_graph::KnowledgeGraph;
 use gpsense_planner::{Form, Prepared, Projected};
-use gpsense_runtime::{MatchError, MatchOptions, RowBatch};
+use gpsense_runtime::{MatchError, MatchOptions, MatchReport, RowBatch};
 
 use super::batch::{batchable, Batcher};
 use super::limits::Lane;
@@ -24,7 +24,7 @@ use super::terms::TermKinds;
 use gpsense::solutions;
 use gpsense::solutions::{column_names, options_for};
 use gpsense::sparql::{self, Sparql};
-use gpsense::{Matcher, Reading};
+use gpsense::{Matcher, Reading, Reported};
 use gpsense_graph::rdf::{term_kind, term_name};
 
 /// What every query shares: the engine over the graph loaded once, and the base options.
@@ -35,7 +35,7 @@ pub struct Engine {
     pub kinds: TermKinds,
     /// Engine kind and memory budget; semantics, time limit and row cap are set per query.
     pub options: MatchOptions,
-    /// On a device engine: where COUNT(*) and ASK requests are counted together.
+    /// On a device engine: where COUNT(*), ASK and SELECT requests are answered together.
     pub batcher: Option<Batcher>,
 }
 
@@ -145,7 +145,12 @@ impl Engine {
                 let result = match self.batcher.as_ref().filter(|_| self.on_device(&p, &opts)) {
                     Some(batcher) => {
                         batched = true;
-                        self.batched(batcher, req, *p, opts, arrived)
+                        match p.form {
+                            Form::Select => {
+                                self.batched_select(batcher, req, *p, opts, arrived, out)
+                            }
+                            _ => self.batched(batcher, req, *p, opts, arrived),
+                        }
                     }
                     None => match &p.form {
                         Form::Ask => self.ask(req, &p, &opts),
@@ -187,9 +192,9 @@ impl Engine {
         Ok(answer(results::boolean(req.format, yes)))
     }
 
-    /// Whether `p` is counted in a device batch: COUNT(*) or ASK that `count_batch` counts whole,
-    /// on the device (under `auto`, where the estimate picks it: a query left to `dfs` would only
-    /// wait for the batch).
+    /// Whether `p` is answered in a device batch: COUNT(*), ASK or SELECT that `match_batch`
+    /// answers whole, on the device (under `auto`, where the estimate picks it: a query left to
+    /// `dfs` would only wait for the batch).
     pub fn on_device(&self, p: &Prepared, opts: &MatchOptions) -> bool {
         batchable(p)
             && self
@@ -213,12 +218,11 @@ impl Engine {
             Form::Count { variable, .. } => Some(variable.clone()),
             _ => None,
         };
-        let report = batcher.count(self.matcher, p, opts, arrived)?.report;
-        // Under `auto`, the GPU failed during the batch: the count is the CPU's.
-        let warning = report
-            .fallback
-            .as_ref()
-            .map(|why| format!("{why}; answered on the CPU (dfs engine)"));
+        let report = batcher
+            .answer(self.matcher, p, opts, arrived, None)?
+            .0
+            .report;
+        let warning = on_cpu(&report);
         let body = match variable {
             None if report.timed_out && report.rows == 0 => {
                 return Err(Failure::TimedOut(req.timeout))
@@ -249,6 +253,41 @@ impl Engine {
             variable,
             reported.report.rows,
         )))
+    }
+
+    /// A SELECT answered in the batcher's next batch, its rows written as [`Self::select`] writes
+    /// them, after the batch.
+    fn batched_select(
+        &self,
+        batcher: &Batcher,
+        req: &Request,
+        p: Prepared,
+        mut opts: MatchOptions,
+        arrived: Instant,
+        out: &mut Out,
+    ) -> Result<Answer, Failure> {
+        opts.limit = Some(req.max_rows.saturating_add(1));
+        let mut rows = Rows::new(self, req, &p);
+        let width = p.graph.projection.len();
+        // A value takes at least a byte written (its separator): held past the byte cap, the cap
+        // cuts the answer anyway. (The row cap, `opts.limit`, usually holds it to far fewer.)
+        let most = usize::try_from(req.max_bytes)
+            .unwrap_or(usize::MAX)
+            .saturating_add(width);
+        let (reported, values) = batcher.answer(self.matcher, p, opts, arrived, Some(most))?;
+        for row in values.chunks_exact(width.max(1)).take_while(|_| width > 0) {
+            if let Err(cut) = rows.write(row) {
+                rows.cut = Some(cut);
+                break;
+            }
+            rows.flush(out)?;
+        }
+        let mut answer = rows.answer(req, &reported)?;
+        answer.warning = match (on_cpu(&reported.report), answer.warning) {
+            (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+            (a, b) => a.or(b),
+        };
+        Ok(answer)
     }
 
     /// The rows, at most `max_rows` of them and `max_bytes` of body (one more row is asked for, to
@@ -286,22 +325,7 @@ impl Engine {
         if let Some(failure) = stop {
             return Err(failure);
         }
-        if reported.report.timed_out {
-            return Err(Failure::TimedOut(req.timeout));
-        }
-        let warning = (rows.cut == Some(Cut::Bytes)).then(|| {
-            format!(
-                "the answer was cut after {} rows: the next row would pass this server's limit of \
-                 {} bytes",
-                rows.written, req.max_bytes
-            )
-        });
-        Ok(Answer {
-            truncated: rows.cut.is_some(),
-            body: rows.writer.finish(),
-            warning,
-            content_type: None,
-        })
+        rows.answer(req, &reported)
     }
 
     /// Standard SPARQL beyond what the graph path answers: the full evaluator (`gpsense-sparql`),
@@ -507,6 +531,27 @@ impl<'a> Rows<'a> {
         Ok(())
     }
 
+    /// The answer once the rows are written: a time-out's failure, or the body and whether a cap
+    /// cut it.
+    fn answer(self, req: &Request, reported: &Reported) -> Result<Answer, Failure> {
+        if reported.report.timed_out {
+            return Err(Failure::TimedOut(req.timeout));
+        }
+        let warning = (self.cut == Some(Cut::Bytes)).then(|| {
+            format!(
+                "the answer was cut after {} rows: the next row would pass this server's limit of \
+                 {} bytes",
+                self.written, req.max_bytes
+            )
+        });
+        Ok(Answer {
+            truncated: self.cut.is_some(),
+            body: self.writer.finish(),
+            warning,
+            content_type: None,
+        })
+    }
+
     /// Streams what is written once there is enough of it (starting the stream past [`HELD`]).
     fn flush(&mut self, out: &mut Out) -> Result<(), Failure> {
         let enough = if out.streaming() { CHUNK } else { HELD };
@@ -662,6 +707,14 @@ fn refusal(e: &MatchError, has_limit: bool) -> String {
 }
 
 /// The options `p` is counted with: for ASK, as `solutions::ask` does, one match is enough.
+/// Under `auto`, the GPU failed during the batch: the answer is the CPU's, and says so.
+fn on_cpu(report: &MatchReport) -> Option<String> {
+    report
+        .fallback
+        .as_ref()
+        .map(|why| format!("{why}; answered on the CPU (dfs engine)"))
+}
+
 fn ask_options(p: &Prepared, opts: &MatchOptions) -> MatchOptions {
     let mut opts = opts.clone();
     if p.form == Form::Ask {

@@ -81,7 +81,7 @@ fn graph_path(
         "limit_reached": r.limit_reached,
         "semantics": r.semantics.to_string(),
         "engine": r.engine.to_string(),
-        // Whether `/query` counts this query in a device batch with others (`batch`).
+        // Whether `/query` answers this query in a device batch with others (`batch`).
         "device_batch": engine.batcher.is_some() && engine.on_device(p, &opts),
         "explain": text,
     }))

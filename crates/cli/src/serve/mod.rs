@@ -12,8 +12,8 @@
 //! the query's slot held until the body is sent or dropped. A client that goes away stops its
 //! query in whatever phase it is (the engine's cancel flag).
 //!
-//! On a device engine, COUNT(*) and ASK requests are counted together (`batch`): their threads
-//! hand them to one batching thread and wait for their counts.
+//! On a device engine, COUNT(*), ASK and plain SELECT requests are answered together (`batch`):
+//! their threads hand them to one batching thread and wait for their counts or rows.
 //!
 //! The query workbench: `/` for a browser (`page`, the files in `ui/`), which calls `/query` and
 //! three JSON endpoints: `/examples` (from the graph, at start: `examples`), `/explain` (the
@@ -135,9 +135,9 @@ pub struct ServeArgs {
     /// concurrent queries, at least 64 MiB each.
     #[arg(long, value_parser = parse_bytes, help_heading = crate::help::LIMITS)]
     memory_budget: Option<u64>,
-    /// On `--engine gpu`, `emulated` or `auto` with a GPU: COUNT(*) and ASK requests arriving
-    /// within this window of the first are counted together, as one batch of device launches
-    /// (default: 2).
+    /// On `--engine gpu`, `emulated` or `auto` with a GPU: COUNT(*), ASK and SELECT requests (no
+    /// FILTER; a SELECT without OFFSET or ORDER BY) arriving within this window of the first are
+    /// answered together, as one batch of device launches (default: 2).
     #[arg(long, value_name = "MS", help_heading = crate::help::ENGINE,
           value_parser = clap::value_parser!(u64).range(1..=batch::MAX_WINDOW_MS))]
     batch_window_ms: Option<u64>,
@@ -330,8 +330,8 @@ fn load(args: &Args) -> Result<Server> {
     let batcher = if batch::applies(matcher, args.options.engine, &args.batching) {
         let settings = args.batching;
         crate::out::note!(
-            "batching: COUNT(*) and ASK requests within {} ms of each other counted together, at \
-             most {} a batch",
+            "batching: COUNT(*), ASK and SELECT requests within {} ms of each other answered \
+             together, at most {} a batch",
             settings.window.as_millis(),
             settings.max
         );
