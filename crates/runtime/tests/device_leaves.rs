@@ -78,3 +78,26 @@ fn a_limit_stops_a_leaf_count_and_rows_are_unchanged() {
     let (rows, report) = engine.collect(&q, &opts).unwrap();
     assert_eq!((rows.len(), report.rows), (10, 10));
 }
+
+/// A LIMIT above the rows the last level's first buffer holds (16,384) still gives every row it
+/// asks for: the level is run again with room for them, not cut at its buffer.
+#[test]
+fn rows_under_a_limit_past_the_first_buffer_are_all_given() {
+    let engine = Engine::new(wordnet());
+    for text in [
+        STARS[0],
+        "SELECT * WHERE { ?a hyponym ?b . ?b hyponym ?c }",
+        "SELECT * WHERE { ?a ?r ?b . ?b hypernym ?c }",
+        "SELECT * WHERE { ?a hypernym ?b }",
+    ] {
+        let mut q = compiled(text);
+        q.limit = Some(20_000);
+        for semantics in [Semantics::Iso, Semantics::Hom] {
+            let (rows, report) = engine
+                .collect(&q, &options(EngineKind::Emulated, semantics))
+                .unwrap();
+            assert_eq!(rows.len(), 20_000, "{semantics}: {text}");
+            assert!(report.limit_reached, "{semantics}: {text}");
+        }
+    }
+}
