@@ -35,7 +35,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use anyhow::{ensure, Context, Result};
+use anyhow::{bail, ensure, Context, Result};
 use clap::Args;
 use sha2::{Digest, Sha256};
 
@@ -786,9 +786,13 @@ fn bundle(dir: &Path, bin: &Path, datasets: &Path, egsm_source: Option<&Path>) -
     copy(bin, &dir.join("gpsense"))?;
     let me = std::env::current_exe().context("cannot find the xtask binary")?;
     copy(&me, &dir.join("xtask"))?;
+    // Written anew: a `datasets` left there as a link to the workspace's own would have each file
+    // copied onto itself, which empties it.
+    let bundled = dir.join("datasets");
+    remove_any(&bundled)?;
     for suite in ["hprd-study", "yeast"] {
         let from = datasets.join("subgraph-matching").join(suite);
-        copy_dir(&from, &dir.join("datasets/subgraph-matching").join(suite))?;
+        copy_dir(&from, &bundled.join("subgraph-matching").join(suite))?;
     }
     write_script(&dir.join("run.sh"), RUN_SH)?;
     // A bundle written before with EGSM must not keep a stale copy.
@@ -831,7 +835,25 @@ fn write_script(path: &Path, text: &str) -> Result<()> {
         .with_context(|| format!("cannot make {} executable", path.display()))
 }
 
+/// Removes a file, a link (not what it points to) or a directory tree; nothing there is fine.
+fn remove_any(path: &Path) -> Result<()> {
+    let Ok(meta) = fs::symlink_metadata(path) else {
+        return Ok(());
+    };
+    let removed = if meta.is_dir() {
+        fs::remove_dir_all(path)
+    } else {
+        fs::remove_file(path)
+    };
+    removed.with_context(|| format!("cannot remove {}", path.display()))
+}
+
 fn copy(from: &Path, to: &Path) -> Result<()> {
+    if let (Ok(a), Ok(b)) = (fs::canonicalize(from), fs::canonicalize(to)) {
+        if a == b {
+            bail!("will not copy {} onto itself", from.display());
+        }
+    }
     fs::copy(from, to)
         .map(drop)
         .with_context(|| format!("cannot copy {} to {}", from.display(), to.display()))

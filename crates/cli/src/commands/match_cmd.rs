@@ -139,6 +139,12 @@ fn run_batched(
                 plural(batch.on_cpu as u64, "query was", "queries were")
             );
         }
+        if batch.again > 0 {
+            crate::out::note!(
+                "note: {} out of half the time limit beside the others and counted again alone",
+                plural(batch.again as u64, "query ran", "queries ran")
+            );
+        }
         sent += batch.batched;
         batches += batch.batches;
         let mut answers = batch.reports.into_iter();

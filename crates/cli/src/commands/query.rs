@@ -402,6 +402,12 @@ fn answer_ahead(
             plural(b.on_cpu as u64, "query was", "queries were")
         );
     }
+    if b.again > 0 {
+        crate::out::note!(
+            "note: {} out of half the time limit beside the others and counted again alone",
+            plural(b.again as u64, "query ran", "queries ran")
+        );
+    }
     for (((i, p, kind, _), answer), held) in chosen.into_iter().zip(counted.answers).zip(held) {
         out[i] = match kind {
             Some(kind) => Some(Ahead::Counted(Counted {

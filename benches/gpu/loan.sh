@@ -1,0 +1,36 @@
+#!/bin/bash
+# One call of a short GPU loan (about four minutes of the machine): the session's measurements
+# (session.sh: gpu-check with EGSM, WordNet and ConceptNet in both placements and through a .gpsc,
+# HPRD-200 batched and alone, ncu; the GPU's own heavy yeast run left out unless HEAVY_GPU=1), the
+# suites side by side (batches.sh, two rounds, the heavy tail on dfs and auto), and the endpoint
+# on the device: answers under concurrent requests against dfs's, then throughput.
+#
+#   benches/gpu/loan.sh BUNDLE OUT
+set -u
+bundle=$(cd "$1" && pwd)
+out=$2
+here=$(cd "$(dirname "$0")" && pwd)
+G=$bundle/gpsense
+mkdir -p "$out"
+SECONDS=0
+log() { echo "== ${SECONDS}s $*" | tee -a "$out/loan.txt"; }
+
+log "session.sh"
+GPSENSE_SESSION_HEAVY=${HEAVY_GPU:-0} "$here/session.sh" "$bundle" "$out/session" 60 > "$out/session.log" 2>&1
+log "batches.sh"
+GPSENSE=$G OUT=$out/batches ROUNDS=2 HEAVY="dfs auto" "$here/batches.sh" > "$out/batches.log" 2>&1
+rm -rf "$out/batches/yeast-heavy"
+for e in gpu auto; do
+  log "serve --engine $e against dfs, concurrent"
+  timeout 120 python3 "$here/serve_compare.py" --gpsense "$G" -- --engine "$e" \
+    > "$out/serve_compare_$e.txt" 2>&1
+  echo "exit $?" >> "$out/serve_compare_$e.txt"
+done
+loader=$here/../../crates/cli/tests/sparql_clients/load.py
+for e in gpu dfs; do
+  log "serve --engine $e, 32 clients, 10 s"
+  timeout 60 python3 "$loader" --gpsense "$G" --clients 32 --duration 10 -- --engine "$e" \
+    > "$out/load_$e.txt" 2>&1
+  echo "exit $?" >> "$out/load_$e.txt"
+done
+log "done"
