@@ -423,3 +423,26 @@ fn a_bundle_carries_egsms_source_inputs_and_a_build_script_that_patches_at_build
     assert!(!s.path("bundle/egsm").exists());
     assert!(stderr(&out).contains("no EGSM in the bundle"));
 }
+
+/// A bundle whose `datasets` is a link to the datasets it is written from (a hand-made bundle
+/// that saves space) gets a copy of its own: the files it was written from keep their contents.
+#[test]
+fn a_bundle_never_copies_the_datasets_onto_themselves() {
+    let s = Setup::new();
+    let dir = s.path("bundle");
+    fs::create_dir_all(&dir).expect("mkdir");
+    std::os::unix::fs::symlink(s.path("datasets"), dir.join("datasets")).expect("link");
+    let out = s.run(
+        0,
+        &arg("--bundle", &dir)
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let data = "datasets/subgraph-matching/hprd-study/data_graph/HPRD.graph";
+    assert_eq!(s.read(data), DATA);
+    assert_eq!(s.read(&format!("bundle/{data}")), DATA);
+    let link = fs::symlink_metadata(dir.join("datasets")).expect("there");
+    assert!(link.is_dir() && !link.file_type().is_symlink());
+}
