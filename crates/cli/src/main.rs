@@ -473,6 +473,13 @@ fn main() -> ExitCode {
             .num_threads(n.max(1))
             .build_global();
     }
+    if matches!(
+        cli.command,
+        Command::Query { .. } | Command::Match { .. } | Command::Serve { .. }
+    ) {
+        // While the graph loads: the GPU driver's search, the thread count.
+        gpsense_runtime::look_ahead();
+    }
     let result = match cli.command {
         Command::Info {
             graph,

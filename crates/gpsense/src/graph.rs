@@ -50,6 +50,7 @@ impl Graph {
     /// # Ok::<(), gpsense::Error>(())
     /// ```
     pub fn embedded() -> Result<Graph, Error> {
+        gpsense_runtime::look_ahead();
         Graph::from_loaded(Loaded::embedded()?)
     }
 
@@ -79,6 +80,7 @@ impl Graph {
     /// # Ok::<(), gpsense::Error>(())
     /// ```
     pub fn open_with(path: impl AsRef<Path>, progress: &dyn Progress) -> Result<Graph, Error> {
+        gpsense_runtime::look_ahead();
         Graph::from_loaded(Loaded::open(Some(path.as_ref()), progress)?)
     }
 

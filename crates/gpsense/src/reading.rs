@@ -38,16 +38,16 @@ pub enum Reading {
 /// # Ok::<(), gpsense::Error>(())
 /// ```
 pub fn read(m: &Matcher, text: &str, base: Option<&str>) -> Result<Reading, Error> {
-    let query = match Sparql::<Matcher>::parse(text, base) {
-        Ok(q) => q,
-        Err(e) if base.is_some() => return Err(Error::Sparql(e)),
+    let parsed = match base {
+        Some(_) => Some(Sparql::<Matcher>::parse(text, base).map_err(Error::Sparql)?),
+        None => Sparql::<Matcher>::try_parse(text),
+    };
+    let Some(query) = parsed else {
         // Not standard SPARQL: the short dialect (its errors, or standard's for a text that
         // looks standard, as `prepare` decides).
-        Err(_) => {
-            return prepare(text, m.graph(), Dialect::Short)
-                .map(|p| Reading::Graph(Box::new(p)))
-                .map_err(|e| Error::query(e, text));
-        }
+        return prepare(text, m.graph(), Dialect::Short)
+            .map(|p| Reading::Graph(Box::new(p)))
+            .map_err(|e| Error::query(e, text));
     };
     if base.is_none() && matches!(query, Query::Select { .. } | Query::Ask { .. }) {
         match prepare(text, m.graph(), Dialect::Sparql) {

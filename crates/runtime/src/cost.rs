@@ -331,7 +331,63 @@ pub struct AutoChoice {
     /// `Dfs` or `Gpu`: what the estimates pick (with a device present).
     pub pick: EngineKind,
     /// Why, in one line (`-v`).
-    pub reason: String,
+    pub reason: Reason,
+}
+
+/// Why `auto` picked as it did: the figures only, written out when shown (a query under `auto`
+/// must not pay for formatting floats nobody reads).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Reason {
+    /// The device picked: about `partials` partial matches outweigh its fixed cost.
+    Throughput { partials: f64, fixed_ms: f64 },
+    /// `dfs` picked: the device's fixed cost alone is more than `dfs`'s estimate.
+    FixedCost {
+        launches: f64,
+        reads: f64,
+        fixed_ms: f64,
+        threads: usize,
+    },
+    /// `dfs` picked on the partial matches each grows (`leaves` counted as products by `dfs`).
+    Growth {
+        dfs_partials: f64,
+        leaves: usize,
+        device_partials: f64,
+    },
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Reason::Throughput { partials, fixed_ms } => write!(
+                f,
+                "about {} partial matches to grow: the device's throughput outweighs its fixed {}",
+                approx(partials),
+                millis(fixed_ms)
+            ),
+            Reason::FixedCost {
+                launches,
+                reads,
+                fixed_ms,
+                threads,
+            } => write!(
+                f,
+                "the device's fixed cost ({launches:.0} launches, {reads:.0} reads: {}) is more than \
+                 dfs's on {threads} threads",
+                millis(fixed_ms)
+            ),
+            Reason::Growth {
+                dfs_partials,
+                leaves,
+                device_partials,
+            } => {
+                write!(f, "dfs grows about {} partial matches", approx(dfs_partials))?;
+                if leaves > 0 {
+                    write!(f, " (its {leaves} leaves counted as products)")?;
+                }
+                write!(f, ", the device about {}", approx(device_partials))
+            }
+        }
+    }
 }
 
 impl fmt::Display for AutoChoice {
@@ -493,30 +549,24 @@ impl DeviceCosts {
         let gpu = device_ms * self.margin < dfs_ms;
         let (launches, reads) = self.launches_and_reads(s);
         let reason = if gpu {
-            format!(
-                "about {} partial matches to grow: the device's throughput outweighs its fixed {}",
-                approx({
-                    let (grown, last) = s.device_partials(count_only);
-                    grown + last
-                }),
-                millis(fixed)
-            )
+            let (grown, last) = s.device_partials(count_only);
+            Reason::Throughput {
+                partials: grown + last,
+                fixed_ms: fixed,
+            }
         } else if fixed * self.margin >= dfs_ms {
-            format!(
-                "the device's fixed cost ({launches:.0} launches, {reads:.0} reads: {}) is more than dfs's on {threads} threads",
-                millis(fixed)
-            )
+            Reason::FixedCost {
+                launches,
+                reads,
+                fixed_ms: fixed,
+                threads,
+            }
         } else {
-            format!(
-                "dfs grows about {} partial matches{}, the device about {}",
-                approx(s.dfs_partials(count_only)),
-                if count_only && s.leaves > 0 {
-                    format!(" (its {} leaves counted as products)", s.leaves)
-                } else {
-                    String::new()
-                },
-                approx(s.levels.iter().sum())
-            )
+            Reason::Growth {
+                dfs_partials: s.dfs_partials(count_only),
+                leaves: if count_only { s.leaves } else { 0 },
+                device_partials: s.levels.iter().sum(),
+            }
         };
         AutoChoice {
             dfs_ms,

@@ -82,23 +82,44 @@ impl From<&SearchStats> for SearchSummary {
 /// dozen file names: milliseconds that a first query choosing the GPU would pay).
 fn driver_present() -> bool {
     static PRESENT: OnceLock<bool> = OnceLock::new();
+    #[cfg(all(feature = "cuda", target_os = "linux"))]
+    let look = linux_driver_present;
     // SAFETY: loading the driver library runs its initialisers, as opening the device does.
-    #[cfg(feature = "cuda")]
+    #[cfg(all(feature = "cuda", not(target_os = "linux")))]
     let look = || unsafe { cudarc::driver::sys::is_culib_present() };
     #[cfg(not(feature = "cuda"))]
     let look = || true;
     *PRESENT.get_or_init(look)
 }
 
-/// Starts [`driver_present`]'s search on a thread of its own, once per process, so that it is done
-/// by the first query (one that needs it before then waits for it).
-fn look_for_driver() {
+/// The NVIDIA driver installs `libcuda.so.1` on Linux (`libcuda.so` is the toolkit's link to
+/// it). cudarc's own search tries 34 names, about 2 ms on a machine without the driver, which a
+/// first query under `auto` would wait for; these two take about 0.1 ms.
+#[cfg(all(feature = "cuda", target_os = "linux"))]
+fn linux_driver_present() -> bool {
+    ["libcuda.so.1", "libcuda.so"].into_iter().any(|name| {
+        // SAFETY: loading the driver library runs its initialisers, as opening the device does.
+        unsafe { libloading::Library::new(name) }.is_ok()
+    })
+}
+
+/// Starts the search for the GPU driver (and the count of threads a parallel search gets) on a
+/// thread of its own, once per process, so that both are done by the first query; one that needs
+/// them before then waits. [`Engine::new`] calls it; a front end calls it first thing, so that
+/// both run while the graph loads.
+pub fn look_ahead() {
     static STARTED: std::sync::Once = std::sync::Once::new();
     STARTED.call_once(|| {
         // Without a thread the search runs on the first query that asks.
+        // The thread count first: `available_parallelism` reads the cgroup's quota files, about
+        // half of what a first query cost beyond a warm one.
         let _ = std::thread::Builder::new()
             .name("gpsense-driver-probe".into())
-            .spawn(driver_present);
+            .spawn(|| {
+                pool_threads();
+                driver_present();
+                crate::warm::map_own_code();
+            });
     });
 }
 
@@ -194,7 +215,7 @@ impl<'g> Engine<'g> {
             moments: OnceLock::from(DegreeMoments::new(graph)),
             costs: OnceLock::new(),
         };
-        look_for_driver();
+        look_ahead();
         engine.shape = DataShape::of(&engine.view());
         engine.neighbour_labels = NeighbourLabels::new(
             &engine.view(),

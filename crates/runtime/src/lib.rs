@@ -31,11 +31,11 @@ mod space;
 mod warm;
 
 pub use compressed::{CompressedEngine, CompressedReport, ExpansionStats};
-pub use cost::{AutoChoice, CostFileError, DeviceCosts};
+pub use cost::{AutoChoice, CostFileError, DeviceCosts, Reason};
 pub use device::DeviceCounters;
 pub use engine::{
-    component_query, count_product, counts_multiply, self_check, BatchPhases, BatchQuery,
-    BatchReport, Engine, MatchReport, SearchSummary, Timings,
+    component_query, count_product, counts_multiply, look_ahead, self_check, BatchPhases,
+    BatchQuery, BatchReport, Engine, MatchReport, SearchSummary, Timings,
 };
 pub use error::MatchError;
 pub use filtering::FilterReport;

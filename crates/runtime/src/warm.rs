@@ -24,6 +24,9 @@ impl Engine<'_> {
     /// Answers the warm-up query (nothing when the graph has no node with two out-edges). Its
     /// answer is dropped; its time is bounded by a 5 ms limit and 64 matches.
     pub(crate) fn warm_up(&self) {
+        // This thread's hash keys (a `getrandom` call at its first hash map, which the parsers'
+        // maps would otherwise pay in the first query).
+        let _ = std::collections::hash_map::RandomState::new();
         let Some(q) = warm_query(self.graph()) else {
             return;
         };
@@ -102,6 +105,61 @@ fn shape(g: &KnowledgeGraph, nodes: [NodeId; 3], edges: &[(usize, usize, LabelId
     }
 }
 
+/// Bytes between two touches of the code: a page (the kernel maps a few around each fault).
+const PAGE: usize = 4096;
+
+/// Maps this library's code (the executable's, or the Python extension's) into the process's
+/// page table, on [`crate::look_ahead`]'s thread while the graph loads: a first query otherwise
+/// faults in every page of code it runs for the first time (about 0.1 ms of a first reading
+/// and matching on ConceptNet-100K that the warm-up, which runs other code, does not cover).
+/// Linux only; elsewhere, and when `/proc/self/maps` cannot be read, nothing.
+pub(crate) fn map_own_code() {
+    #[cfg(target_os = "linux")]
+    {
+        let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
+            return;
+        };
+        for (start, end) in own_code(&maps, map_own_code as fn() as usize) {
+            for page in (start..end).step_by(PAGE) {
+                // SAFETY: `page` lies in a readable mapping of the file holding this function's
+                // code, which stays mapped as long as this code can run.
+                unsafe { std::ptr::read_volatile(page as *const u8) };
+            }
+        }
+    }
+}
+
+/// The executable (`r-x`) ranges of `/proc/self/maps` (`maps`) that belong to the file whose
+/// code holds the address `here`.
+fn own_code(maps: &str, here: usize) -> Vec<(usize, usize)> {
+    let code: Vec<(usize, usize, &str)> = maps
+        .lines()
+        .filter_map(|line| {
+            let mut fields = line.split_whitespace();
+            let (start, end) = fields.next()?.split_once('-')?;
+            let perms = fields.next()?;
+            // Offset, device and inode, then the path (which may hold spaces).
+            let path = line
+                .splitn(6, char::is_whitespace)
+                .nth(5)
+                .map(str::trim)
+                .unwrap_or("");
+            let range = (
+                usize::from_str_radix(start, 16).ok()?,
+                usize::from_str_radix(end, 16).ok()?,
+            );
+            (perms.starts_with("r-x") && !path.is_empty()).then_some((range.0, range.1, path))
+        })
+        .collect();
+    let Some(&(_, _, own)) = code.iter().find(|&&(s, e, _)| (s..e).contains(&here)) else {
+        return Vec::new();
+    };
+    code.iter()
+        .filter(|&&(_, _, path)| path == own)
+        .map(|&(s, e, _)| (s, e))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -144,5 +202,46 @@ mod tests {
         assert_eq!(warm_query(&star).map(|q| q.edges.len()), Some(2));
         let path = graph(&[("a", "r", "b"), ("b", "r", "c")]);
         assert!(warm_query(&path).is_none());
+    }
+
+    const MAPS: &str = "\
+5581a0000000-5581a0200000 r--p 00000000 08:01 1234                       /opt/my bin/gpsense
+5581a0200000-5581a0900000 r-xp 00200000 08:01 1234                       /opt/my bin/gpsense
+5581a0900000-5581a0a00000 r--p 00900000 08:01 1234                       /opt/my bin/gpsense
+5581a0b00000-5581a0b80000 r-xp 00b00000 08:01 1234                       /opt/my bin/gpsense
+7f0000000000-7f0000100000 r-xp 00028000 08:01 99                         /usr/lib/libc.so.6
+7f0000200000-7f0000300000 rw-p 00000000 00:00 0 
+7ffd00000000-7ffd00002000 r-xp 00000000 00:00 0                          [vdso]
+";
+
+    #[test]
+    fn own_code_is_every_executable_range_of_the_file_holding_the_address() {
+        let here = 0x5581a0300000;
+        assert_eq!(
+            own_code(MAPS, here),
+            [
+                (0x5581a0200000, 0x5581a0900000),
+                (0x5581a0b00000, 0x5581a0b80000)
+            ]
+        );
+        assert_eq!(
+            own_code(MAPS, 0x7f0000000010),
+            [(0x7f0000000000, 0x7f0000100000)]
+        );
+        // An address in no executable file mapping (or unreadable maps): nothing to touch.
+        assert!(own_code(MAPS, 0x7f0000200010).is_empty());
+        assert!(own_code("garbage\n\n", here).is_empty());
+    }
+
+    #[test]
+    fn this_process_finds_its_own_code() {
+        if cfg!(target_os = "linux") {
+            let maps = std::fs::read_to_string("/proc/self/maps").expect("linux has it");
+            let ranges = own_code(&maps, map_own_code as fn() as usize);
+            assert!(ranges
+                .iter()
+                .any(|&(s, e)| (s..e).contains(&(map_own_code as fn() as usize))));
+            map_own_code();
+        }
     }
 }

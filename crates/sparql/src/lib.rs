@@ -240,6 +240,16 @@ impl<'g, M: Matching + ?Sized> Sparql<'g, M> {
             .map_err(|e| SparqlError::Syntax(format!("SPARQL syntax: {e}")))
     }
 
+    /// [`Sparql::parse`] without a base IRI, for a caller that tries the short dialect when this
+    /// fails: `None` instead of an error message nobody reads (formatting the parser's expected
+    /// tokens costs about as much as parsing a short query).
+    pub fn try_parse(text: &str) -> Option<Query> {
+        if nesting_depth(text) > MAX_NESTING {
+            return None;
+        }
+        SparqlParser::new().parse_query(text).ok()
+    }
+
     /// Whether the native evaluator plans `query` (else spareval answers it; a planned query
     /// still goes to spareval if the matcher declines one of its patterns as it runs).
     pub fn plans_natively(&self, query: &Query) -> bool {
