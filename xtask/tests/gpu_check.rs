@@ -98,6 +98,12 @@ impl Setup {
             .expect("run xtask")
     }
 
+    /// [`Setup::run`] with one more option, a path.
+    fn run_with(&self, name: &str, value: &Path) -> Output {
+        let extra = arg(name, value);
+        self.run(0, &extra.iter().map(String::as_str).collect::<Vec<_>>())
+    }
+
     fn report(&self) -> PathBuf {
         self.path("out/report.md")
     }
@@ -189,13 +195,7 @@ fn a_differing_engine_fails_with_both_counts_listed() {
 fn a_later_option_wins_as_run_sh_needs() {
     let s = Setup::new();
     let other = s.path("elsewhere.md");
-    let out = s.run(
-        0,
-        &arg("--out", &other)
-            .iter()
-            .map(String::as_str)
-            .collect::<Vec<_>>(),
-    );
+    let out = s.run_with("--out", &other);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(other.is_file() && !s.report().exists());
 }
@@ -412,13 +412,7 @@ fn a_bundle_carries_egsms_source_inputs_and_a_build_script_that_patches_at_build
     assert!(String::from_utf8_lossy(&again.stdout).contains("EGSM already built for sm_90"));
 
     // Bundled again without a source: no stale EGSM left behind.
-    let out = s.run(
-        0,
-        &arg("--bundle", &dir)
-            .iter()
-            .map(String::as_str)
-            .collect::<Vec<_>>(),
-    );
+    let out = s.run_with("--bundle", &dir);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(!s.path("bundle/egsm").exists());
     assert!(stderr(&out).contains("no EGSM in the bundle"));
@@ -432,13 +426,7 @@ fn a_bundle_never_copies_the_datasets_onto_themselves() {
     let dir = s.path("bundle");
     fs::create_dir_all(&dir).expect("mkdir");
     std::os::unix::fs::symlink(s.path("datasets"), dir.join("datasets")).expect("link");
-    let out = s.run(
-        0,
-        &arg("--bundle", &dir)
-            .iter()
-            .map(String::as_str)
-            .collect::<Vec<_>>(),
-    );
+    let out = s.run_with("--bundle", &dir);
     assert!(out.status.success(), "{}", stderr(&out));
     let data = "datasets/subgraph-matching/hprd-study/data_graph/HPRD.graph";
     assert_eq!(s.read(data), DATA);
