@@ -346,8 +346,10 @@ fn clients_that_never_read_hold_bounded_memory_and_are_dropped() {
     assert_eq!(light_within(&s, Duration::from_secs(10)).status, 200);
     thread::sleep(Duration::from_millis(1_000));
     let peak = rss_kb(&s);
+    // All 20 answers held would be about 300 MB; the slots bound it to the running queries' and
+    // the queue's (125 MB seen once on a loaded 2-core machine, where more are mid-write).
     assert!(
-        peak.saturating_sub(before) < 120_000,
+        peak.saturating_sub(before) < 160_000,
         "{} KB more with 20 stalled readers",
         peak.saturating_sub(before)
     );
