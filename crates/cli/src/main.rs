@@ -477,7 +477,7 @@ fn main() -> ExitCode {
         cli.command,
         Command::Query { .. } | Command::Match { .. } | Command::Serve { .. }
     ) {
-        // While the graph loads: the GPU driver's search, the thread count.
+        // While the graph loads: the thread count, the GPU driver's search, the code mapped.
         gpsense_runtime::look_ahead();
     }
     let result = match cli.command {

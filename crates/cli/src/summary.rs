@@ -138,6 +138,23 @@ pub fn phases_line(p: &gpsense_runtime::BatchPhases) -> String {
     )
 }
 
+/// The notes a batch leaves on stderr: a GPU failure whose queries were answered on the CPU, and
+/// counts that ran out of half their time limit beside the others and were counted again alone.
+pub fn note_batch(b: &gpsense::BatchReport) {
+    if let Some(why) = &b.fallback {
+        crate::out::note!(
+            "note: the GPU failed during a batch ({why}); {} answered on the CPU (dfs engine)",
+            plural(b.on_cpu as u64, "query was", "queries were")
+        );
+    }
+    if b.again > 0 {
+        crate::out::note!(
+            "note: {} out of half the time limit beside the others and counted again alone",
+            plural(b.again as u64, "query ran", "queries ran")
+        );
+    }
+}
+
 /// `batches: 200 queries in 1 batch: 258 launches, 7 reads (1.29 launches, 0.04 reads a query)`.
 pub fn batch_line(queries: usize, batches: usize, c: &gpsense::DeviceCounters) -> String {
     let per = |x: u64| x as f64 / queries.max(1) as f64;

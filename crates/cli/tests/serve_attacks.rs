@@ -282,7 +282,6 @@ fn heavy_clients_do_not_starve_a_light_one() {
     );
 }
 
-/// Server's resident memory in KB.
 /// The server's anonymous resident memory (what it allocates), without the pages of its binary
 /// that its start-up maps in the background while a test runs.
 fn rss_kb(s: &Server) -> u64 {

@@ -103,18 +103,19 @@ fn linux_driver_present() -> bool {
     })
 }
 
-/// Starts the search for the GPU driver (and the count of threads a parallel search gets) on a
-/// thread of its own, once per process, so that both are done by the first query; one that needs
-/// them before then waits. [`Engine::new`] calls it; a front end calls it first thing, so that
-/// both run while the graph loads.
+/// Starts, on a thread of its own, once per process: the count of threads a parallel search
+/// gets, the search for the GPU driver and the mapping of this library's code
+/// (`warm::map_own_code`), so that they are done by the first query; one that needs the first
+/// two before then waits. [`Engine::new`] calls it; a front end calls it first thing, so that
+/// they run while the graph loads.
 pub fn look_ahead() {
     static STARTED: std::sync::Once = std::sync::Once::new();
     STARTED.call_once(|| {
-        // Without a thread the search runs on the first query that asks.
-        // The thread count first: `available_parallelism` reads the cgroup's quota files, about
-        // half of what a first query cost beyond a warm one.
+        // Without a thread each runs on the first query that asks. The thread count first:
+        // `available_parallelism` reads the cgroup's quota files, about half of what a first
+        // query cost beyond a warm one.
         let _ = std::thread::Builder::new()
-            .name("gpsense-driver-probe".into())
+            .name("gpsense-look-ahead".into())
             .spawn(|| {
                 pool_threads();
                 driver_present();

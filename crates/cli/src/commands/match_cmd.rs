@@ -133,18 +133,7 @@ fn run_batched(
         let ms = start.elapsed().as_secs_f64() * 1e3 / list.len().max(1) as f64;
         counters += batch.counters;
         phases += batch.phases;
-        if let Some(why) = &batch.fallback {
-            crate::out::note!(
-                "note: the GPU failed during a batch ({why}); {} answered on the CPU (dfs engine)",
-                plural(batch.on_cpu as u64, "query was", "queries were")
-            );
-        }
-        if batch.again > 0 {
-            crate::out::note!(
-                "note: {} out of half the time limit beside the others and counted again alone",
-                plural(batch.again as u64, "query ran", "queries ran")
-            );
-        }
+        crate::summary::note_batch(&batch);
         sent += batch.batched;
         batches += batch.batches;
         let mut answers = batch.reports.into_iter();

@@ -17,7 +17,7 @@ use crate::explain;
 use crate::graph_source;
 use crate::input;
 use crate::rows::{cell, RowFormat, RowWriter};
-use crate::summary::{batch_line, plural, Answer, Summary};
+use crate::summary::{batch_line, Answer, Summary};
 use gpsense::solutions::{self, Asked};
 use gpsense::{Matcher, Reported};
 
@@ -396,18 +396,7 @@ fn answer_ahead(
     batches.counters += b.counters;
     batches.batches += b.batches;
     batches.batched += b.batched;
-    if let Some(why) = &b.fallback {
-        crate::out::note!(
-            "note: the GPU failed during a batch ({why}); {} answered on the CPU (dfs engine)",
-            plural(b.on_cpu as u64, "query was", "queries were")
-        );
-    }
-    if b.again > 0 {
-        crate::out::note!(
-            "note: {} out of half the time limit beside the others and counted again alone",
-            plural(b.again as u64, "query ran", "queries ran")
-        );
-    }
+    crate::summary::note_batch(b);
     for (((i, p, kind, _), answer), held) in chosen.into_iter().zip(counted.answers).zip(held) {
         out[i] = match kind {
             Some(kind) => Some(Ahead::Counted(Counted {
