@@ -285,12 +285,12 @@ fn timed_out_status(timed_out: usize, queries: usize) -> Result<()> {
         return Ok(());
     }
     crate::out::note!(
-        "{timed_out} of {} timed out: {} lower bounds",
+        "{timed_out} of {} timed out: {}",
         plural(queries as u64, "query", "queries"),
         if timed_out == 1 {
-            "its count is a"
+            "its count is a lower bound"
         } else {
-            "their counts are"
+            "their counts are lower bounds"
         }
     );
     Err(crate::out::TimedOut.into())
