@@ -162,6 +162,7 @@ fn run(args: &[String]) -> Result<()> {
                 let q = suite::query_graph(spec);
                 let mut seconds = Vec::new();
                 let mut result = Ok(0);
+                let before = Usage::now();
                 while seconds.len() < repeat {
                     let t = Instant::now();
                     result = engine.count(&q, &opts).map(|r| r.rows);
@@ -170,16 +171,60 @@ fn run(args: &[String]) -> Result<()> {
                         break;
                     }
                 }
+                let usage = Usage::now().since(&before);
                 match result {
-                    Ok(count) => {
-                        emit(json!({"i": i, "status": "ok", "count": count, "seconds": seconds}))
-                    }
+                    Ok(count) => emit(json!({"i": i, "status": "ok", "count": count,
+                        "seconds": seconds, "usage": usage})),
                     Err(e) => emit(json!({"i": i, "status": "error", "message": e.to_string()})),
                 }
             }
         }
     }
     Ok(())
+}
+
+/// What a query's runs cost the process beyond time (`getrusage`, this thread, summed over the
+/// runs): page faults and context switches, to find the cause of a run that is slower than the
+/// others (issue 30's spikes).
+#[derive(serde::Serialize, Default)]
+struct Usage {
+    /// Faults served without I/O (first touch of an allocation, a shared page mapped in).
+    minor_faults: i64,
+    major_faults: i64,
+    /// Gave up the core (waited) / was taken off it (another thread ran).
+    voluntary_switches: i64,
+    involuntary_switches: i64,
+}
+
+impl Usage {
+    #[cfg(target_os = "linux")]
+    fn now() -> Self {
+        // SAFETY: `getrusage` fills the zeroed struct it is given.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) } != 0 {
+            return Usage::default();
+        }
+        Usage {
+            minor_faults: ru.ru_minflt,
+            major_faults: ru.ru_majflt,
+            voluntary_switches: ru.ru_nvcsw,
+            involuntary_switches: ru.ru_nivcsw,
+        }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn now() -> Self {
+        Usage::default()
+    }
+
+    fn since(&self, before: &Usage) -> Usage {
+        Usage {
+            minor_faults: self.minor_faults - before.minor_faults,
+            major_faults: self.major_faults - before.major_faults,
+            voluntary_switches: self.voluntary_switches - before.voluntary_switches,
+            involuntary_switches: self.involuntary_switches - before.involuntary_switches,
+        }
+    }
 }
 
 /// Above this many non-induced matches, the induced reference for petgraph is not computed.
