@@ -79,7 +79,7 @@ fn main() {
         .iter()
         .map(|p| (p, or_exit(benchmark_query(&load(p), &g), &p.display())))
         .collect();
-    println!("query\tcold_ms\twarm_ms\tplan+layout\tgenerate\trefine\tsetup\tsearch\ttested\tedges\tcount\tsearch_nodes\tleaf_counts");
+    println!("query\tcold_ms\twarm_ms\tplan+layout\tgenerate\trefine\tsetup\tsearch\ttested\tgenerated\trefined\tedges\tcount\tsearch_nodes\tleaf_counts");
     let (mut cold_sums, mut sums) = ([0.0; 6], [0.0; 6]);
     for (p, q) in &queries {
         let cold = or_exit(engine.count(q, &opts), &p.display());
@@ -98,7 +98,7 @@ fn main() {
             *s += v;
         }
         println!(
-            "{}\t{:.4}\t{:.4}\t{:.4}\t{:.4}\t{:.4}\t{:.4}\t{:.4}\t{}\t{}\t{}\t{}\t{}",
+            "{}\t{:.4}\t{:.4}\t{:.4}\t{:.4}\t{:.4}\t{:.4}\t{:.4}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
             p.file_stem().unwrap_or_default().to_string_lossy(),
             ms(cold.times.total),
             best[5],
@@ -108,6 +108,8 @@ fn main() {
             best[3],
             best[4],
             cold.filter.tested,
+            cold.filter.after_filter.iter().sum::<usize>(),
+            cold.filter.after_refine.iter().sum::<usize>(),
             cold.edge_candidates.unwrap_or(0),
             cold.rows,
             cold.search.as_ref().map_or(0, |s| s.nodes),

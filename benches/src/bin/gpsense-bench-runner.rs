@@ -9,8 +9,9 @@
 //!   graph, prints `{"ready":true,"load_seconds":..}`, then one JSON line per query from index `START`
 //!   (to `END`, exclusive, where given; a workload's `limit` caps each count):
 //!   `{"i":..,"status":"ok","count":..,"seconds":[..]}` (or `"status":"error","message":..`).
-//!   ENGINE is `gpsense-dfs`, `gpsense-kernels`, `gpsense-emulated` or `petgraph-vf2`. The parent
-//!   enforces the time limit by killing this process and starting it again after the query.
+//!   ENGINE is `gpsense-dfs`, `gpsense-dfs-2t` (dfs free to use a pool of two threads),
+//!   `gpsense-kernels`, `gpsense-emulated` or `petgraph-vf2`. The parent enforces the time limit by
+//!   killing this process and starting it again after the query.
 //!
 //! A query is repeated (up to REPEAT times in all) while the runs so far took under a second; the
 //! parent reports the median.
@@ -128,7 +129,7 @@ fn run(args: &[String]) -> Result<()> {
         }
         _ => {
             let kind = match engine_name {
-                "gpsense-dfs" => EngineKind::Dfs,
+                "gpsense-dfs" | "gpsense-dfs-2t" => EngineKind::Dfs,
                 "gpsense-kernels" => EngineKind::Kernels,
                 "gpsense-emulated" => EngineKind::Emulated,
                 other => return Err(format!("unknown engine {other:?}").into()),
@@ -137,10 +138,14 @@ fn run(args: &[String]) -> Result<()> {
             let opts = MatchOptions {
                 semantics,
                 engine: kind,
-                single_thread: true,
+                single_thread: engine_name != "gpsense-dfs-2t",
                 limit: workload.limit,
                 ..MatchOptions::default()
             };
+            // Two threads, as `gpsense match --threads 2` has them: a pool of its own.
+            let pool = (!opts.single_thread)
+                .then(|| rayon::ThreadPoolBuilder::new().num_threads(2).build())
+                .transpose()?;
             if kind == EngineKind::Emulated {
                 // The emulator copies the graph to its "device" on first use: do it before timing.
                 if let Some(q) = workload.queries.first() {
@@ -152,31 +157,39 @@ fn run(args: &[String]) -> Result<()> {
                 }
             }
             emit(json!({"ready": true, "load_seconds": t.elapsed().as_secs_f64()}));
-            for (i, spec) in workload
-                .queries
-                .iter()
-                .enumerate()
-                .skip(start_at)
-                .take(take)
-            {
-                let q = suite::query_graph(spec);
-                let mut seconds = Vec::new();
-                let mut result = Ok(0);
-                let before = Usage::now();
-                while seconds.len() < repeat {
-                    let t = Instant::now();
-                    result = engine.count(&q, &opts).map(|r| r.rows);
-                    seconds.push(t.elapsed().as_secs_f64());
-                    if result.is_err() || seconds.iter().sum::<f64>() > 1.0 {
-                        break;
+            let queries = || {
+                for (i, spec) in workload
+                    .queries
+                    .iter()
+                    .enumerate()
+                    .skip(start_at)
+                    .take(take)
+                {
+                    let q = suite::query_graph(spec);
+                    let mut seconds = Vec::new();
+                    let mut result = Ok(0);
+                    let before = Usage::now();
+                    while seconds.len() < repeat {
+                        let t = Instant::now();
+                        result = engine.count(&q, &opts).map(|r| r.rows);
+                        seconds.push(t.elapsed().as_secs_f64());
+                        if result.is_err() || seconds.iter().sum::<f64>() > 1.0 {
+                            break;
+                        }
+                    }
+                    let usage = Usage::now().since(&before);
+                    match result {
+                        Ok(count) => emit(json!({"i": i, "status": "ok", "count": count,
+                        "seconds": seconds, "usage": usage})),
+                        Err(e) => {
+                            emit(json!({"i": i, "status": "error", "message": e.to_string()}))
+                        }
                     }
                 }
-                let usage = Usage::now().since(&before);
-                match result {
-                    Ok(count) => emit(json!({"i": i, "status": "ok", "count": count,
-                        "seconds": seconds, "usage": usage})),
-                    Err(e) => emit(json!({"i": i, "status": "error", "message": e.to_string()})),
-                }
+            };
+            match &pool {
+                Some(p) => p.install(queries),
+                None => queries(),
             }
         }
     }

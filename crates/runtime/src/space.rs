@@ -17,10 +17,10 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Instant;
 
-use gpsense_kernels::filter::{node_matches, Need, NodeFilter};
+use gpsense_kernels::filter::{node_matches, Incident, Need, NodeFilter};
 use gpsense_kernels::space::{
-    count_expansion, count_space_edges, dedup_sorted, intersect_into, write_expansion,
-    write_space_edges, write_space_edges_indexed,
+    count_expansion, count_space_edges, dedup_sorted, write_expansion, write_space_edges,
+    write_space_edges_indexed,
 };
 use gpsense_kernels::{Dir, GraphView, NONE};
 
@@ -62,6 +62,9 @@ pub struct CandidateSpace {
     from_edges: Vec<u32>,
     /// `0, 1, 2, ...` as long as the longest candidate array: a root's list of candidate indices.
     identity: Vec<u32>,
+    /// Per candidate slot, whether no other query node has that data node among its candidates
+    /// (what an injective twin needs; [`CandidateSpace::twins_of`]).
+    alone: Vec<bool>,
     scratch: Scratch,
 }
 
@@ -74,9 +77,6 @@ struct Scratch {
     next: Vec<u32>,
     counted: Vec<Need>,
     mask: LabelMask,
-    /// A pool narrowed by a neighbour-label list, and those lists' lengths and needs.
-    narrowed: Vec<u32>,
-    lists: Vec<(usize, usize)>,
     /// Candidates refinement removed, in the order it found them.
     dead: Vec<(u32, u32)>,
     /// Per data node, its index among the candidates of the edge's far end being listed, else
@@ -120,6 +120,7 @@ impl CandidateSpace {
             + self.offsets.capacity()
             + self.targets.capacity()
             + self.identity.capacity()
+            + self.alone.capacity() / 4
             + s.pool.capacity()
             + s.renumber.capacity()
             + s.next.capacity())
@@ -197,11 +198,7 @@ impl CandidateSpace {
         out[..count].fill(NONE);
         keyed.clear();
         for i in 0..count as u32 {
-            let v = self.cand[start + i as usize];
-            let alone = !exclusive
-                || (0..self.cand_at.len())
-                    .all(|w| w == u || self.cands(w).binary_search(&v).is_err());
-            if alone {
+            if !exclusive || self.alone[start + i as usize] {
                 keyed.push((self.signature(u, i), i));
             }
         }
@@ -277,6 +274,32 @@ impl CandidateSpace {
             at,
             base,
         });
+    }
+
+    /// Fills `alone`: counts each data node's query nodes in `index_of` (all `NONE` again after).
+    /// Linear in the candidates; it was a binary search in every other node's candidates per
+    /// candidate, most of the twin search's time on 32-node queries.
+    fn mark_alone(&mut self, nodes: usize) {
+        let index_of = self.scratch.index_of(nodes);
+        let live = |&(s, n): &(usize, usize)| s..s + n;
+        for r in self.cand_at.iter().map(live) {
+            for &v in &self.cand[r] {
+                index_of[v as usize] = index_of[v as usize].wrapping_add(1);
+            }
+        }
+        self.alone.clear();
+        self.alone.resize(self.cand.len(), false);
+        for r in self.cand_at.iter().map(live) {
+            for i in r {
+                // From `NONE`, one owner wraps to 0.
+                self.alone[i] = index_of[self.cand[i] as usize] == 0;
+            }
+        }
+        for r in self.cand_at.iter().map(live) {
+            for &v in &self.cand[r] {
+                index_of[v as usize] = NONE;
+            }
+        }
     }
 
     /// Builds `from_at`/`from_edges` (a counting sort of the edges by their start).
@@ -382,6 +405,9 @@ impl SpaceBuilder<'_> {
                 break;
             }
         }
+        if !space.any_empty() {
+            self.prune_backward(space);
+        }
         report.after_filter = space.cand_at.iter().map(|c| c.1).collect();
         if !space.any_empty() && !self.collect_edges(space)? {
             return Ok(self.stopped(space, report));
@@ -394,6 +420,7 @@ impl SpaceBuilder<'_> {
         }
         report.refine_time = start.elapsed();
         report.after_refine = space.cand_at.iter().map(|c| c.1).collect();
+        space.mark_alone(self.g.node_count());
         let longest = space.cand_at.iter().map(|c| c.1).max().unwrap_or(0);
         if space.identity.len() < longest {
             space.identity = (0..longest as u32).collect();
@@ -448,23 +475,20 @@ impl SpaceBuilder<'_> {
             g.node_count() as u64
         };
         // The nodes of u's label with a neighbour of a needed label: the shortest such list is a
-        // cheaper scan, and every such list narrows the pool before any node is tested.
+        // cheaper scan. The other needs are left to the word tests below: intersecting with their
+        // lists cost their whole length, mostly longer than the pool (yeast's 32-node queries: 8%
+        // of generation).
         let spec = &self.layout.filters[u];
-        let pairs = self
+        if let Some(nl) = self
             .neighbour_labels
-            .filter(|nl| nl.has_pairs() && f.label != NONE && !spec.neighbour_labels.is_empty());
-        let lists = &mut space.scratch.lists;
-        lists.clear();
-        if let Some(nl) = pairs {
-            for (k, need) in spec.neighbour_labels.iter().enumerate() {
+            .filter(|nl| nl.has_pairs() && f.label != NONE)
+        {
+            for need in &spec.neighbour_labels {
                 let list = nl.with_neighbour(need.dir, f.label, need.label);
-                lists.push((list.len(), k));
                 if (list.len() as u64) < scan_cost {
                     (scan, scan_cost) = (list, list.len() as u64);
                 }
             }
-            // Shortest first: each intersection is at most as long as the pool it narrows.
-            lists.sort_unstable();
         }
         // The cheapest earlier neighbour to expand from; a sum stops once it cannot win.
         let scan_weight = scan_cost.saturating_mul(SCAN_WEIGHT);
@@ -495,23 +519,8 @@ impl SpaceBuilder<'_> {
             _ if scan_cost < g.node_count() as u64 => pool.extend_from_slice(scan),
             _ => pool.extend(0..g.node_count() as u32),
         }
-        if let Some(nl) = pairs {
-            let (narrowed, lists) = (&mut space.scratch.narrowed, &space.scratch.lists);
-            for &(_, k) in lists {
-                let need = &spec.neighbour_labels[k];
-                let list = nl.with_neighbour(need.dir, f.label, need.label);
-                if std::ptr::eq(list, scan) && pool.len() == scan.len() {
-                    continue;
-                }
-                narrowed.clear();
-                narrowed.resize(pool.len().min(list.len()), 0);
-                let n = intersect_into(&pool, list, narrowed);
-                narrowed.truncate(n);
-                std::mem::swap(&mut pool, narrowed);
-            }
-        }
-        // With neighbour-label sets, the count-one needs are a few word tests (none when the pairs
-        // above applied them) and the pass over a node's list is left to the needs of two or more.
+        // With neighbour-label sets, the count-one needs are a few word tests and the pass over a
+        // node's list is left to the needs of two or more.
         let s = &mut space.scratch;
         let masked = match self.neighbour_labels {
             Some(nl) if !spec.neighbour_labels.is_empty() => {
@@ -541,7 +550,7 @@ impl SpaceBuilder<'_> {
             },
             (None, _) => f,
         };
-        let covered = |v: u32| pairs.is_some() || masked.is_none_or(|nl| nl.covers(v, mask));
+        let covered = |v: u32| masked.is_none_or(|nl| nl.covers(v, mask));
         let counts = |v: u32| sorted.is_none_or(|nl| nl.has_counts(&g, v, counted));
         let pass = |v: u32| covered(v) && node_matches(&f, &g, v) && counts(v);
         let tested = pool.len() as u64;
@@ -556,44 +565,91 @@ impl SpaceBuilder<'_> {
                 keep[k - 1]
             });
         }
-        // A pool expanded from a neighbour is joined to it already; refinement does the rest.
-        if best.is_none_or(|b| b.0 >= scan_weight) {
-            self.joined(u, done, space, &mut pool);
-        }
+        // A pool expanded from a neighbour is joined to it already; the other earlier neighbours
+        // are checked here, the later ones by `prune_backward`, and refinement does the rest.
+        let from = best
+            .filter(|b| b.0 < scan_weight)
+            .map(|(_, w, dir, label)| Incident {
+                dir: dir.reverse(),
+                label,
+                other: w as u32,
+            });
+        self.joined(u, done, from, space, &mut pool);
         space.push_cands(u, &pool);
         space.scratch.pool = pool;
         tested
     }
 
-    /// Keeps the nodes of a scanned `pool` with a neighbour among the candidates of each earlier
-    /// query neighbour of `u`, as DAF builds its candidates from all its parents: a scan is
-    /// otherwise joined to none of them, and every candidate left costs candidate-edge lists and
-    /// refinement. Linear in the pool's lists.
-    fn joined(&self, u: usize, done: u64, space: &mut CandidateSpace, pool: &mut Vec<u32>) {
-        let g = self.g;
+    /// Keeps the nodes of `pool` with a neighbour among the candidates of each earlier query
+    /// neighbour of `u` (but the edge `from` it was expanded over, which holds already), as DAF
+    /// builds its candidates from all its parents: every candidate left costs candidate-edge lists
+    /// and refinement. Linear in the pool's lists.
+    fn joined(
+        &self,
+        u: usize,
+        done: u64,
+        from: Option<Incident>,
+        space: &mut CandidateSpace,
+        pool: &mut Vec<u32>,
+    ) {
         for e in &self.layout.incident[u] {
-            let w = e.other as usize;
-            if done & (1 << w) == 0 || pool.is_empty() {
+            if done & (1 << e.other) == 0 || from == Some(*e) || pool.is_empty() {
                 continue;
             }
-            let index_of = space.scratch.index_of(g.node_count());
-            let (s, n) = space.cand_at[w];
-            for &c in &space.cand[s..s + n] {
-                index_of[c as usize] = 0;
-            }
-            let adj = g.adj(e.dir);
-            pool.retain(|&v| {
-                adj.by_label(v, e.label)
-                    .0
-                    .iter()
-                    .any(|&t| index_of[t as usize] != NONE)
-            });
-            for &c in &space.cand[s..s + n] {
-                index_of[c as usize] = NONE;
-            }
+            keep_joined(self.g, space, e, pool);
         }
     }
 
+    /// DAF's bottom-up pass, before any list is built: in reverse plan order, each node keeps the
+    /// candidates with a neighbour among the (already pruned) candidates of each later query
+    /// neighbour. Generation joined every node to its earlier neighbours; this joins it to the
+    /// later ones, so that the lists are built for the few candidates refinement would keep
+    /// (yeast's 32-node queries: 41% of the generated candidates died in refinement, after their
+    /// lists were built and before they were compacted away).
+    fn prune_backward(&self, space: &mut CandidateSpace) {
+        let mut pool = std::mem::take(&mut space.scratch.pool);
+        let mut later = 0u64;
+        for &u in self.layout.order.iter().rev() {
+            let (s, n) = space.cand_at[u];
+            pool.clear();
+            pool.extend_from_slice(&space.cand[s..s + n]);
+            for e in &self.layout.incident[u] {
+                if later & (1 << e.other) != 0 && !pool.is_empty() {
+                    keep_joined(self.g, space, e, &mut pool);
+                }
+            }
+            space.cand[s..s + pool.len()].copy_from_slice(&pool);
+            space.cand_at[u].1 = pool.len();
+            if pool.is_empty() {
+                break;
+            }
+            later |= 1 << u;
+        }
+        space.scratch.pool = pool;
+    }
+}
+
+/// Keeps the nodes of `pool` with a neighbour over `e` among the candidates of `e.other`.
+fn keep_joined(g: GraphView, space: &mut CandidateSpace, e: &Incident, pool: &mut Vec<u32>) {
+    let w = e.other as usize;
+    let index_of = space.scratch.index_of(g.node_count());
+    let (s, n) = space.cand_at[w];
+    for &c in &space.cand[s..s + n] {
+        index_of[c as usize] = 0;
+    }
+    let adj = g.adj(e.dir);
+    pool.retain(|&v| {
+        adj.by_label(v, e.label)
+            .0
+            .iter()
+            .any(|&t| index_of[t as usize] != NONE)
+    });
+    for &c in &space.cand[s..s + n] {
+        index_of[c as usize] = NONE;
+    }
+}
+
+impl SpaceBuilder<'_> {
     /// Appends to `out` the distinct neighbours of `from` over `dir`/`label` with node label
     /// `node_label`, ascending (two-step output, then sort).
     fn expand(&self, from: &[u32], dir: Dir, label: u32, node_label: u32, out: &mut Vec<u32>) {
