@@ -18,14 +18,24 @@ const HPRD: &str = "subgraph-matching/hprd-study/data_graph/HPRD.graph";
 
 /// A hostfile of `p` free loopback ports.
 fn hostfile(dir: &Path, p: usize) -> PathBuf {
+    // Ports this test binary has handed out: the clusters of tests running at once must not share
+    // one (the system may hand a freed port out again before its process binds it, and a process
+    // of one test then met another test's: "every process needs the same").
+    static HANDED_OUT: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut handed_out = HANDED_OUT.lock().unwrap_or_else(|e| e.into_inner());
     // All listeners held until every port is known: one dropped at once could be handed out again.
-    let listeners: Vec<TcpListener> = (0..p)
-        .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
-        .collect();
+    let mut listeners: Vec<TcpListener> = Vec::new();
+    while listeners.len() < p {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        if !handed_out.contains(&l.local_addr().unwrap().port()) {
+            listeners.push(l);
+        }
+    }
     let ports: Vec<u16> = listeners
         .iter()
         .map(|l| l.local_addr().unwrap().port())
         .collect();
+    handed_out.extend(&ports);
     drop(listeners);
     let path = dir.join(format!("hosts-{}", ports[0]));
     let text: String = ports.iter().map(|p| format!("127.0.0.1:{p}\n")).collect();

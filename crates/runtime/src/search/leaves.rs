@@ -84,7 +84,15 @@ pub fn count_injective(groups: &[Group], c: &mut Counter) -> Result<u128, Uncoun
         return Err(Uncounted::TooManySteps);
     }
     let stride = &c.stride;
-    let digit = |s: u64, g: usize| (s / stride[g]) % (groups[g].leaves as u64 + 1);
+    // Groups of one leaf each (the usual case) make the states bit sets: no division per digit.
+    let binary = groups.iter().all(|g| g.leaves == 1);
+    let digit = |s: u64, g: usize| {
+        if binary {
+            (s >> g) & 1
+        } else {
+            (s / stride[g]) % (groups[g].leaves as u64 + 1)
+        }
+    };
     let ways = &mut c.ways;
     ways.clear();
     ways.resize(states as usize, 0);
@@ -304,6 +312,18 @@ mod tests {
                     l.sort_unstable();
                     l.dedup();
                     (l, 1 + next(3) as u32)
+                })
+                .collect();
+            cases.push(groups);
+        }
+        // Single leaves only, three groups and more: the bit-set states.
+        for _ in 0..200 {
+            let groups = (0..3 + next(4))
+                .map(|_| {
+                    let mut l: Vec<u32> = (0..next(6)).map(|_| next(8) as u32).collect();
+                    l.sort_unstable();
+                    l.dedup();
+                    (l, 1)
                 })
                 .collect();
             cases.push(groups);
