@@ -1036,4 +1036,31 @@ mod tests {
         assert_eq!(report.plan.order[..2], [1, 0]);
         assert_eq!(report.filter.after_filter, [1, 1, 50]);
     }
+
+    #[test]
+    fn candidates_without_a_neighbour_among_a_later_nodes_go_before_the_lists() {
+        // Ten paths a_i - b_i - c_i; only c0 has a D neighbour (d0; 50 more D nodes have none).
+        // The query x:A - y:B - z:C - w:D starts at y (all ten b_i have A and C neighbours); z is
+        // c0 alone (the one C with a D neighbour). Generation joins each node to its earlier
+        // neighbours only, so y would keep all ten; the bottom-up pass keeps b0, the one next to
+        // z's candidate, before any list is built. (x, generated from y's ten and after it in the
+        // plan, is left to refinement: DAF's third pass, top-down, cost more than it saved.)
+        let mut nodes = Vec::new();
+        let mut edges = vec![("c0".to_string(), "d0".to_string())];
+        for i in 0..10 {
+            nodes.extend([(n("a", i), "A"), (n("b", i), "B"), (n("c", i), "C")]);
+            edges.push((n("a", i), n("b", i)));
+            edges.push((n("b", i), n("c", i)));
+        }
+        for i in 0..51 {
+            nodes.push((n("d", i), "D"));
+        }
+        let g = graph(&nodes, &edges);
+        let q = query(&g, &["A", "B", "C", "D"], &[(0, 1), (1, 2), (2, 3)]);
+        let report = count(&g, &q);
+        assert_eq!(report.rows, 1);
+        assert_eq!(report.plan.order, [1, 2, 0, 3]);
+        assert_eq!(report.filter.after_filter, [10, 1, 1, 1]);
+        assert_eq!(report.filter.after_refine, [1, 1, 1, 1]);
+    }
 }
