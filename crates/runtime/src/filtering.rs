@@ -278,6 +278,18 @@ impl NeighbourLabels {
         })
     }
 
+    /// Asks the cache for `v`'s neighbour-label sets (both directions) ahead of [`Self::covers`].
+    #[inline]
+    pub fn prefetch(&self, v: u32) {
+        let at = v as usize * self.words;
+        if let Some(w) = self.out.get(at) {
+            crate::prefetch::read(w);
+        }
+        if let Some(w) = self.inc.get(at) {
+            crate::prefetch::read(w);
+        }
+    }
+
     /// Whether `v` has a neighbour of every label `m` needs.
     #[inline]
     pub fn covers(&self, v: u32, m: &LabelMask) -> bool {

@@ -26,6 +26,7 @@ pub mod layout;
 mod options;
 mod order;
 mod output;
+mod prefetch;
 mod search;
 mod space;
 mod warm;

@@ -27,6 +27,7 @@ use gpsense_kernels::{Dir, GraphView, NONE};
 use crate::executor::{offsets_of, Executor};
 use crate::filtering::{FilterReport, LabelIndex, LabelMask, NeighbourLabels};
 use crate::layout::{Layout, MAX_QUERY_NODES};
+use crate::prefetch;
 use crate::MatchError;
 
 /// One query edge seen from one endpoint: for candidate `i` of `from`, the indices of its data
@@ -555,7 +556,21 @@ impl SpaceBuilder<'_> {
         let pass = |v: u32| covered(v) && node_matches(&f, &g, v) && counts(v);
         let tested = pool.len() as u64;
         if !self.ex.is_parallel_for(pool.len()) {
-            pool.retain(|&v| pass(v));
+            let mut kept = 0;
+            for i in 0..pool.len() {
+                if let Some(&ahead) = pool.get(i + prefetch::AHEAD) {
+                    prefetch::node(&g, ahead);
+                    if let Some(nl) = masked {
+                        nl.prefetch(ahead);
+                    }
+                }
+                let v = pool[i];
+                if pass(v) {
+                    pool[kept] = v;
+                    kept += 1;
+                }
+            }
+            pool.truncate(kept);
         } else {
             let mut keep = vec![false; pool.len()];
             self.ex.map(&mut keep, |i| pass(pool[i]));
@@ -638,12 +653,26 @@ fn keep_joined(g: GraphView, space: &mut CandidateSpace, e: &Incident, pool: &mu
         index_of[c as usize] = 0;
     }
     let adj = g.adj(e.dir);
-    pool.retain(|&v| {
-        adj.by_label(v, e.label)
+    let mut kept = 0;
+    for i in 0..pool.len() {
+        if let Some(o) = pool
+            .get(i + prefetch::AHEAD)
+            .and_then(|&a| adj.offsets.get(a as usize))
+        {
+            prefetch::read(o);
+        }
+        let v = pool[i];
+        let joined = adj
+            .by_label(v, e.label)
             .0
             .iter()
-            .any(|&t| index_of[t as usize] != NONE)
-    });
+            .any(|&t| index_of[t as usize] != NONE);
+        if joined {
+            pool[kept] = v;
+            kept += 1;
+        }
+    }
+    pool.truncate(kept);
     for &c in &space.cand[s..s + n] {
         index_of[c as usize] = NONE;
     }
