@@ -35,3 +35,20 @@ pub fn node(g: &gpsense_kernels::GraphView, v: u32) {
         read(o);
     }
 }
+
+/// `pool.retain(keep)`, asking for node `i + AHEAD`'s lines (`ask`) while node `i` is judged.
+#[inline]
+pub fn retain(pool: &mut Vec<u32>, ask: impl Fn(u32), mut keep: impl FnMut(u32) -> bool) {
+    let mut kept = 0;
+    for i in 0..pool.len() {
+        if let Some(&ahead) = pool.get(i + AHEAD) {
+            ask(ahead);
+        }
+        let v = pool[i];
+        if keep(v) {
+            pool[kept] = v;
+            kept += 1;
+        }
+    }
+    pool.truncate(kept);
+}

@@ -556,21 +556,13 @@ impl SpaceBuilder<'_> {
         let pass = |v: u32| covered(v) && node_matches(&f, &g, v) && counts(v);
         let tested = pool.len() as u64;
         if !self.ex.is_parallel_for(pool.len()) {
-            let mut kept = 0;
-            for i in 0..pool.len() {
-                if let Some(&ahead) = pool.get(i + prefetch::AHEAD) {
-                    prefetch::node(&g, ahead);
-                    if let Some(nl) = masked {
-                        nl.prefetch(ahead);
-                    }
+            let ask = |v: u32| {
+                prefetch::node(&g, v);
+                if let Some(nl) = masked {
+                    nl.prefetch(v);
                 }
-                let v = pool[i];
-                if pass(v) {
-                    pool[kept] = v;
-                    kept += 1;
-                }
-            }
-            pool.truncate(kept);
+            };
+            prefetch::retain(&mut pool, ask, pass);
         } else {
             let mut keep = vec![false; pool.len()];
             self.ex.map(&mut keep, |i| pass(pool[i]));
@@ -653,26 +645,17 @@ fn keep_joined(g: GraphView, space: &mut CandidateSpace, e: &Incident, pool: &mu
         index_of[c as usize] = 0;
     }
     let adj = g.adj(e.dir);
-    let mut kept = 0;
-    for i in 0..pool.len() {
-        if let Some(o) = pool
-            .get(i + prefetch::AHEAD)
-            .and_then(|&a| adj.offsets.get(a as usize))
-        {
+    let ask = |v: u32| {
+        if let Some(o) = adj.offsets.get(v as usize) {
             prefetch::read(o);
         }
-        let v = pool[i];
-        let joined = adj
-            .by_label(v, e.label)
+    };
+    prefetch::retain(pool, ask, |v| {
+        adj.by_label(v, e.label)
             .0
             .iter()
-            .any(|&t| index_of[t as usize] != NONE);
-        if joined {
-            pool[kept] = v;
-            kept += 1;
-        }
-    }
-    pool.truncate(kept);
+            .any(|&t| index_of[t as usize] != NONE)
+    });
     for &c in &space.cand[s..s + n] {
         index_of[c as usize] = NONE;
     }

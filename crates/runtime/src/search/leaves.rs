@@ -305,28 +305,29 @@ mod tests {
             seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
             (seed >> 33) % m
         };
-        for _ in 0..300 {
-            let groups = (0..1 + next(4))
+        // `least + next(4)` groups of up to `len - 1` nodes below `values`, each of `1 + next(leaves)`
+        // leaves (1: one leaf each).
+        let mut random_case = |least: u64, len: u64, values: u64, leaves: u64| {
+            (0..least + next(4))
                 .map(|_| {
-                    let mut l: Vec<u32> = (0..next(7)).map(|_| next(9) as u32).collect();
+                    let mut l: Vec<u32> = (0..next(len)).map(|_| next(values) as u32).collect();
                     l.sort_unstable();
                     l.dedup();
-                    (l, 1 + next(3) as u32)
+                    let k = if leaves > 1 {
+                        1 + next(leaves) as u32
+                    } else {
+                        1
+                    };
+                    (l, k)
                 })
-                .collect();
-            cases.push(groups);
+                .collect::<Vec<_>>()
+        };
+        for _ in 0..300 {
+            cases.push(random_case(1, 7, 9, 3));
         }
         // Single leaves only, three groups and more: the bit-set states.
         for _ in 0..200 {
-            let groups = (0..3 + next(4))
-                .map(|_| {
-                    let mut l: Vec<u32> = (0..next(6)).map(|_| next(8) as u32).collect();
-                    l.sort_unstable();
-                    l.dedup();
-                    (l, 1)
-                })
-                .collect();
-            cases.push(groups);
+            cases.push(random_case(3, 6, 8, 1));
         }
         for groups in cases {
             let gs: Vec<Group> = groups
