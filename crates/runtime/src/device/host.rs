@@ -119,8 +119,9 @@ impl Device for HostDevice {
         self.counting.alloc();
         let layout = Layout::from_size_align(bytes.max(16).next_multiple_of(16), 16)
             .map_err(|e| DeviceError::Memory(format!("{bytes} bytes: {e}")))?;
-        // Sound: the layout has a non-zero size.
-        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+        // Sound: the layout has a non-zero size. `black_box`: an optimised build may otherwise drop
+        // an allocation freed unused (as a failed request in a test is) and take it as granted.
+        let ptr = std::hint::black_box(unsafe { std::alloc::alloc_zeroed(layout) });
         if ptr.is_null() {
             return Err(DeviceError::Memory(format!(
                 "cannot allocate {bytes} bytes for the emulated device"

@@ -40,11 +40,20 @@ pub struct Counter {
     owners: Vec<(u32, u8)>,
     private: Vec<u64>,
     shared: Vec<u64>,
+    /// Per group its digit's place value (groups of the component being counted only).
     stride: Vec<u64>,
     ways: Vec<u128>,
+    /// Bit sets of groups linked by shared nodes.
+    components: Vec<u64>,
 }
 
 /// The injective assignments of `groups`, exact in `u128`.
+///
+/// Groups linked (directly or through others) by shared nodes form a component; components are
+/// independent, so the count is the product of theirs and of the falling factorials of the groups
+/// with private nodes only. The programme then runs per component: on yeast's 32-node queries ten
+/// single-leaf groups had one to four shared nodes between two to five of them, and 1,024 states
+/// over all ten cost 25 µs a count where the few linked groups need a handful.
 pub fn count_injective(groups: &[Group], c: &mut Counter) -> Result<u128, Uncounted> {
     if groups.len() > 64 {
         return Err(Uncounted::TooManySteps);
@@ -71,24 +80,75 @@ pub fn count_injective(groups: &[Group], c: &mut Counter) -> Result<u128, Uncoun
                 .push(run.iter().fold(0u64, |m, &(_, g)| m | 1 << g)),
         }
     }
+    c.components.clear();
+    for &mask in &c.shared {
+        let mut joined = mask;
+        c.components.retain(|&k| {
+            let meets = k & joined != 0;
+            if meets {
+                joined |= k;
+            }
+            !meets
+        });
+        c.components.push(joined);
+    }
+    let linked = c.components.iter().fold(0u64, |all, &k| all | k);
+    let mut total = product(
+        groups
+            .iter()
+            .enumerate()
+            .filter(|&(g, _)| linked & 1 << g == 0)
+            .map(|(g, group)| falling(c.private[g], group.leaves as u64)),
+    );
+    if total == Some(0) {
+        return Ok(0);
+    }
+    // A component with no assignment makes the count 0, whatever the others would have said.
+    let mut uncounted = None;
+    for k in 0..c.components.len() {
+        match count_component(groups, c.components[k], c) {
+            Ok(0) => return Ok(0),
+            Ok(n) => total = product([total, Some(n)]),
+            // A component left uncounted may hold none: enumeration decides, not an overflow.
+            Err(why) if uncounted != Some(Uncounted::TooManySteps) => uncounted = Some(why),
+            Err(_) => {}
+        }
+    }
+    match uncounted {
+        Some(why) => Err(why),
+        None => total.ok_or(Uncounted::Overflow),
+    }
+}
+
+/// The assignments of the groups of `component` (a bit set of groups) to their own private nodes
+/// and the shared nodes within it: a dynamic programme over those shared nodes, its state the
+/// vector of how many of them each group uses.
+fn count_component(groups: &[Group], component: u64, c: &mut Counter) -> Result<u128, Uncounted> {
     // Mixed-radix states: digit g is the number of shared nodes group g uses (0..=k).
     c.stride.clear();
+    c.stride.resize(groups.len(), 0);
     let mut states: u64 = 1;
-    for g in groups {
-        c.stride.push(states);
+    // Groups of one leaf each (the usual case): every stride a power of two, a digit one bit.
+    let mut binary = true;
+    let mut members = component;
+    while members != 0 {
+        let g = members.trailing_zeros() as usize;
+        members &= members - 1;
+        c.stride[g] = states;
+        binary &= groups[g].leaves == 1;
         states = states
-            .checked_mul(g.leaves as u64 + 1)
+            .checked_mul(groups[g].leaves as u64 + 1)
             .ok_or(Uncounted::TooManySteps)?;
     }
-    if !c.shared.is_empty() && states.saturating_mul(c.shared.len() as u64) > MAX_STEPS {
+    let within = |mask: &&u64| **mask & !component == 0;
+    let steps = c.shared.iter().filter(within).count() as u64;
+    if states.saturating_mul(steps) > MAX_STEPS {
         return Err(Uncounted::TooManySteps);
     }
     let stride = &c.stride;
-    // Groups of one leaf each (the usual case) make the states bit sets: no division per digit.
-    let binary = groups.iter().all(|g| g.leaves == 1);
     let digit = |s: u64, g: usize| {
         if binary {
-            (s >> g) & 1
+            u64::from(s & stride[g] != 0)
         } else {
             (s / stride[g]) % (groups[g].leaves as u64 + 1)
         }
@@ -97,7 +157,7 @@ pub fn count_injective(groups: &[Group], c: &mut Counter) -> Result<u128, Uncoun
     ways.clear();
     ways.resize(states as usize, 0);
     ways[0] = 1;
-    for &mask in &c.shared {
+    for &mask in c.shared.iter().filter(within) {
         // In place, highest state first: a transition only raises the state, so each state is read
         // before anything this node contributes reaches it (0/1 knapsack order); the node may also
         // stay unused, which keeps `ways[s]`.
@@ -125,10 +185,15 @@ pub fn count_injective(groups: &[Group], c: &mut Counter) -> Result<u128, Uncoun
         if w == 0 {
             continue;
         }
-        let arrangements = product(groups.iter().enumerate().flat_map(|(g, group)| {
-            let used = digit(s, g);
-            let k = group.leaves as u64;
-            [falling(c.private[g], k - used), falling(k, used)]
+        let mut members = component;
+        let arrangements = product(std::iter::from_fn(|| {
+            (members != 0).then(|| {
+                let g = members.trailing_zeros() as usize;
+                members &= members - 1;
+                let used = digit(s, g);
+                let k = groups[g].leaves as u64;
+                product([falling(c.private[g], k - used), falling(k, used)])
+            })
         }));
         let ways_here = product([Some(w), arrangements]).ok_or(Uncounted::Overflow)?;
         if w == u128::MAX && ways_here > 0 {
@@ -298,6 +363,16 @@ mod tests {
                 (vec![2, 4, 6], 2),
                 (vec![1, 6, 7], 1),
             ],
+            // Two components ({1,2},{2,3}: 3 ways; {10,11},{11,12}: 3) and a private group: 9.
+            vec![
+                (vec![1, 2], 1),
+                (vec![10, 11], 1),
+                (vec![2, 3], 1),
+                (vec![20], 1),
+                (vec![11, 12], 1),
+            ],
+            // One component with no assignment beside others: 0.
+            vec![(vec![1], 1), (vec![1], 1), (vec![5, 6], 1), (vec![6, 7], 2)],
         ];
         // And seeded random ones.
         let mut seed = 7u64;
@@ -328,6 +403,13 @@ mod tests {
         // Single leaves only, three groups and more: the bit-set states.
         for _ in 0..200 {
             cases.push(random_case(3, 6, 8, 1));
+        }
+        // Many groups over a wider range, few nodes shared: several components.
+        for _ in 0..200 {
+            cases.push(random_case(6, 4, 30, 1));
+        }
+        for _ in 0..100 {
+            cases.push(random_case(4, 4, 20, 3));
         }
         for groups in cases {
             let gs: Vec<Group> = groups
