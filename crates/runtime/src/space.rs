@@ -84,9 +84,23 @@ struct Scratch {
     /// `NONE` (all `NONE` between edges). `|V|` entries, kept with the space so that no query
     /// allocates or fills them again (not counted in `room_bytes`).
     index_of: Vec<u32>,
+    /// Per data node a bit, clear between uses: the far end's candidates when only membership
+    /// counts (joins), 1/32 of `index_of`'s room, so it stays in the core's first cache beside
+    /// the adjacency it is tested against (HPRD: 1.2 KB against 38 KB).
+    members: Vec<u64>,
 }
 
 impl Scratch {
+    /// `members` for a graph of `nodes` nodes, all clear.
+    fn members(&mut self, nodes: usize) -> &mut Vec<u64> {
+        let words = nodes.div_ceil(64);
+        if self.members.len() != words {
+            self.members.clear();
+            self.members.resize(words, 0);
+        }
+        &mut self.members
+    }
+
     /// `index_of` for a graph of `nodes` nodes, all `NONE`.
     fn index_of(&mut self, nodes: usize) -> &mut Vec<u32> {
         if self.index_of.len() != nodes {
@@ -639,10 +653,10 @@ impl SpaceBuilder<'_> {
 /// Keeps the nodes of `pool` with a neighbour over `e` among the candidates of `e.other`.
 fn keep_joined(g: GraphView, space: &mut CandidateSpace, e: &Incident, pool: &mut Vec<u32>) {
     let w = e.other as usize;
-    let index_of = space.scratch.index_of(g.node_count());
+    let members = space.scratch.members(g.node_count());
     let (s, n) = space.cand_at[w];
     for &c in &space.cand[s..s + n] {
-        index_of[c as usize] = 0;
+        members[c as usize / 64] |= 1 << (c % 64);
     }
     let adj = g.adj(e.dir);
     let ask = |v: u32| {
@@ -654,10 +668,10 @@ fn keep_joined(g: GraphView, space: &mut CandidateSpace, e: &Incident, pool: &mu
         adj.by_label(v, e.label)
             .0
             .iter()
-            .any(|&t| index_of[t as usize] != NONE)
+            .any(|&t| members[t as usize / 64] & 1 << (t % 64) != 0)
     });
     for &c in &space.cand[s..s + n] {
-        index_of[c as usize] = NONE;
+        members[c as usize / 64] = 0;
     }
 }
 
