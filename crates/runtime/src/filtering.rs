@@ -273,8 +273,9 @@ impl NeighbourLabels {
             };
             let (s, e) = g.adj(dir).range(v);
             let run = &sorted[s..e];
+            // Sorted: `count` of them exactly when the `count`-th from the first is one.
             let first = run.partition_point(|&l| l < need.label);
-            run[first..].partition_point(|&l| l == need.label) >= need.count as usize
+            need.count == 0 || run.get(first + need.count as usize - 1) == Some(&need.label)
         })
     }
 
