@@ -257,6 +257,8 @@ pub fn intersect_indices(a: &[u32], b: &[u32], out: &mut [u32]) -> usize {
 /// `min(a.len(), b.len())`); returns how many. The search's step: a node's extendable candidates are
 /// the intersection of its matched neighbours' candidate-space lists.
 pub fn intersect_into(a: &[u32], b: &[u32], out: &mut [u32]) -> usize {
+    // (A merge without branches on the values, writing every value and keeping it on a match,
+    // made yeast-32's searches 18% slower on this EPYC: the branches predict well enough.)
     let mut n = 0;
     intersect_with(a, b, |_, j| {
         out[n] = b[j];
@@ -312,7 +314,9 @@ mod tests {
             let n = intersect_indices(&a[..la], &b[..lb], &mut got);
             assert_eq!(&got[..n], &want[..wn]);
             assert_eq!(intersect_count(&a[..la], &b[..lb]), wn);
-            let n = intersect_into(&a[..la], &b[..lb], &mut got);
+            // With exactly the room the contract names.
+            let n = intersect_into(&a[..la], &b[..lb], &mut got[..la.min(lb)]);
+            assert_eq!(n, wn);
             for k in 0..n {
                 assert_eq!(got[k], b[want[k] as usize]);
             }
