@@ -611,7 +611,7 @@ impl<'g> Engine<'g> {
         };
         report.filter = filter;
         report.edge_candidates = Some(space.edge_count());
-        let dag = Dag::new(q, &space);
+        let dag = Dag::new(q, &space, self.graph().has_node_labels());
         report.join_plan = dag.describe(q, &space, opts.explain);
         let out = output(q, by_node(q), opts, limit, count_only, on_rows, started);
         // A build the deadline stopped is a timed-out answer (this records it).

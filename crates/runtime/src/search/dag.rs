@@ -2,7 +2,7 @@
 //! it), breadth-first order from it (DAF's query DAG, shown by `--explain`), each node's neighbours
 //! with their candidate-space lists, its variable edges, and the leaves matched last.
 
-use gpsense_planner::{EdgeLabel, Plan, QueryGraph};
+use gpsense_planner::{EdgeLabel, NodeKind, Plan, QueryGraph};
 
 use crate::space::CandidateSpace;
 
@@ -62,6 +62,11 @@ pub struct Dag {
     /// Nodes with one fixed-relation edge and nothing else, not a root: matched last, and counted
     /// combinatorially when only a count is wanted.
     pub leaves: u64,
+    /// Per node, the other nodes whose candidates may share a data node with its own: all but
+    /// another fixed concept, and on a graph with node labels (elsewhere the filters ignore them)
+    /// a variable of another label. A leaf apart from every other leaf
+    /// being counted is counted alone, by its free candidates (no group, no shared nodes).
+    pub may_share: Vec<u64>,
 }
 
 /// `at` as offsets of groups sorted by key: `at[k]..at[k + 1]` is group `k`'s range.
@@ -95,7 +100,7 @@ impl Dag {
 
     /// Roots at the node with the fewest candidates per incident edge (DAF's choice), then breadth
     /// first, neighbours with fewer candidates first.
-    pub fn new(q: &QueryGraph, space: &CandidateSpace) -> Dag {
+    pub fn new(q: &QueryGraph, space: &CandidateSpace, labelled: bool) -> Dag {
         let n = q.nodes.len();
         let mut incidence = vec![0usize; n];
         let mut pairs: Vec<(usize, usize)> = Vec::with_capacity(2 * q.edges.len());
@@ -205,7 +210,26 @@ impl Dag {
             adjacent[u] |= bit(w);
         }
         let with_vars = vars.iter().fold(0, |set, v| set | bit(v.0));
+        // Two concepts apart, or two labelled variables of a labelled graph; a concept's label
+        // is not known here, so a concept and a variable may share.
+        let apart = |u: usize, w: usize| match (q.nodes[u].kind, q.nodes[w].kind) {
+            (NodeKind::Concept(a), NodeKind::Concept(b)) => a != b,
+            (NodeKind::Variable, NodeKind::Variable) => {
+                labelled
+                    && matches!((q.nodes[u].label, q.nodes[w].label),
+                        (Some(a), Some(b)) if a != b)
+            }
+            _ => false,
+        };
+        let may_share = (0..n)
+            .map(|u| {
+                (0..n)
+                    .filter(|&w| w != u && !apart(u, w))
+                    .fold(0, |set, w| set | bit(w))
+            })
+            .collect();
         Dag {
+            may_share,
             n,
             roots,
             order,

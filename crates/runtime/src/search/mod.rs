@@ -903,21 +903,27 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
 
     /// The last unmatched node, counted: its free extendable candidates.
     fn count_last(&self, u: usize) -> Next {
+        let (n, fail) = self.count_free(u);
+        Next::Counted(n, fail)
+    }
+
+    /// How many of `u`'s extendable candidates no node uses (all of them without injectivity), and
+    /// the failing set should there be none: `u`'s ancestors and those of the users.
+    fn count_free(&self, u: usize) -> (u128, u64) {
         let cx = self.cx;
         if !cx.injective {
-            return Next::Counted(self.ext(u).len() as u128, self.ancestors(u));
+            return (self.ext(u).len() as u128, self.ancestors(u));
         }
+        let cands = cx.space.cands(u);
         let mut n = 0u128;
         let mut fail = self.ancestors(u);
         for &i in self.ext(u) {
-            let o = self.owner[cx.space.cands(u)[i as usize] as usize];
-            if o == 0 {
-                n += 1;
-            } else {
-                fail |= self.ancestors(o as usize - 1);
+            match self.owner[cands[i as usize] as usize] {
+                0 => n += 1,
+                o => fail |= self.ancestors(o as usize - 1),
             }
         }
-        Next::Counted(n, fail)
+        (n, fail)
     }
 
     /// The unmatched nodes, all leaves with their parent matched (or, more generally, no two of them
@@ -930,6 +936,39 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
             let n = leaves::product(bits_of(leaves).map(|u| Some(self.ext(u).len() as u128)));
             return self.count_or_overflow(n, ALL);
         }
+        // A leaf whose candidates no other leaf here can have (another label: yeast's small
+        // queries, mostly) multiplies in its free candidates, counted without being listed.
+        let alone = bits_of(leaves)
+            .filter(|&u| cx.dag.may_share[u] & leaves == 0)
+            .fold(0, |set, u| set | bit(u));
+        let mut n = Some(1u128);
+        let mut fail = 0u64;
+        for u in bits_of(alone) {
+            let (free, conflicts) = self.count_free(u);
+            if free == 0 {
+                return Next::Counted(0, conflicts);
+            }
+            fail |= conflicts;
+            n = n.and_then(|n| n.checked_mul(free));
+        }
+        let rest = leaves & !alone;
+        if rest == 0 {
+            return self.count_or_overflow(n, fail);
+        }
+        match self.count_groups(rest) {
+            // (An overflow in the groups is recorded there and counts 0.)
+            Next::Counted(0, rest_fail) => Next::Counted(0, rest_fail),
+            Next::Counted(m, rest_fail) => {
+                self.count_or_overflow(n.and_then(|n| n.checked_mul(m)), fail | rest_fail)
+            }
+            other => other,
+        }
+    }
+
+    /// [`Self::count_leaves`] under injectivity for leaves whose candidates may meet: free data
+    /// nodes per leaf, grouped where leaves have the very same ones, counted by
+    /// [`leaves::count_injective`].
+    fn count_groups(&mut self, leaves: u64) -> Next {
         // Free data nodes per leaf, grouped where leaves have the very same ones.
         let mut groups = std::mem::take(&mut self.groups);
         let mut used = 0;
