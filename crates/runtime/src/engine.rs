@@ -34,7 +34,7 @@ pub struct Engine<'g> {
     stats: PlannerStats,
     /// Node labels; whether every edge has its reverse (O(E) to find out, once).
     shape: DataShape,
-    labels: LabelIndex,
+    pub(crate) labels: LabelIndex,
     neighbour_labels: Option<NeighbourLabels>,
     /// Scratch arrays of the dfs search and candidate spaces, reused across queries.
     owners: OwnerPool,
