@@ -11,6 +11,8 @@
 
 use gpsense_kernels::space::intersect_count;
 
+use super::bits_of;
+
 /// Leaves with the very same free candidates.
 #[derive(Clone, Debug, Default)]
 pub struct Group {
@@ -130,10 +132,7 @@ fn count_component(groups: &[Group], component: u64, c: &mut Counter) -> Result<
     let mut states: u64 = 1;
     // Groups of one leaf each (the usual case): every stride a power of two, a digit one bit.
     let mut binary = true;
-    let mut members = component;
-    while members != 0 {
-        let g = members.trailing_zeros() as usize;
-        members &= members - 1;
+    for g in bits_of(component) {
         c.stride[g] = states;
         binary &= groups[g].leaves == 1;
         states = states
@@ -185,15 +184,10 @@ fn count_component(groups: &[Group], component: u64, c: &mut Counter) -> Result<
         if w == 0 {
             continue;
         }
-        let mut members = component;
-        let arrangements = product(std::iter::from_fn(|| {
-            (members != 0).then(|| {
-                let g = members.trailing_zeros() as usize;
-                members &= members - 1;
-                let used = digit(s, g);
-                let k = groups[g].leaves as u64;
-                product([falling(c.private[g], k - used), falling(k, used)])
-            })
+        let arrangements = product(bits_of(component).map(|g| {
+            let used = digit(s, g);
+            let k = groups[g].leaves as u64;
+            product([falling(c.private[g], k - used), falling(k, used)])
         }));
         let ways_here = product([Some(w), arrangements]).ok_or(Uncounted::Overflow)?;
         if w == u128::MAX && ways_here > 0 {

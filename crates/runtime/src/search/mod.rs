@@ -969,7 +969,6 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
     /// nodes per leaf, grouped where leaves have the very same ones, counted by
     /// [`leaves::count_injective`].
     fn count_groups(&mut self, leaves: u64) -> Next {
-        // Free data nodes per leaf, grouped where leaves have the very same ones.
         let mut groups = std::mem::take(&mut self.groups);
         let mut used = 0;
         let mut fail = 0u64;
