@@ -58,6 +58,9 @@ pub struct Options<'a> {
     pub clone: bool,
     pub peers: Vec<&'static Peer>,
     pub chunk: usize,
+    /// Times every engine answers every query, each time in fresh processes; the report takes
+    /// each query's median (see [`median_of_rounds`]).
+    pub rounds: usize,
 }
 
 /// The section's outcome.
@@ -254,6 +257,8 @@ struct Row {
     /// gpsense-dfs's count, for the peers.
     ours: Option<u64>,
     wrong: bool,
+    /// Each round's time (`Status::Ok`'s is their median).
+    rounds: Vec<f64>,
 }
 
 /// Whether `count` differs from a reference, counts capped at the limit (a peer stopped by it may
@@ -327,116 +332,145 @@ pub fn run(o: &Options, log: &mut dyn FnMut(&str)) -> Result<Section> {
     // Runs, interleaved per chunk.
     let mut engines: Vec<String> = vec![OURS.to_owned(), OURS_2T.to_owned()];
     engines.extend(o.peers.iter().map(|p| p.engine.to_owned()));
-    let mut rows: Vec<Row> = Vec::new();
-    let total: usize = defs.iter().map(|d| d.listed.queries.len()).sum();
+    let rounds = o.rounds.max(1);
+    let mut by_round: Vec<Vec<Row>> = Vec::new();
+    let total: usize = rounds * defs.iter().map(|d| d.listed.queries.len()).sum::<usize>();
     let mut done = 0usize;
-    for d in &defs {
-        let w = &d.listed;
-        let limits = Limits {
-            timeout: d.timeout,
-            load_timeout: Duration::from_secs(600),
-            max_timeouts: usize::MAX,
-        };
-        let chunk = o.chunk.max(1);
-        for (c, start) in (0..w.queries.len()).step_by(chunk).enumerate() {
-            let end = (start + chunk).min(w.queries.len());
-            let qs = &w.queries[start..end];
-            // Rotate who goes first from chunk to chunk.
-            let n_eng = engines.len();
-            for k in 0..n_eng {
-                let engine = &engines[(c + k) % n_eng];
-                let row = |q: &ListedQuery, status: Status| Row {
-                    workload: w.name.clone(),
-                    query: q.id.clone(),
-                    engine: engine.clone(),
-                    status,
-                    expected: q.expected,
-                    limit: w.limit,
-                    ours: None,
-                    wrong: false,
-                };
-                if engine == OURS || engine == OURS_2T {
-                    let groups: Vec<String> = qs.iter().map(|q| q.group.clone()).collect();
-                    let command = |s: usize| {
-                        let mut cmd = Command::new(o.runner);
-                        cmd.arg("run")
-                            .arg(&work)
-                            .arg(&w.name)
-                            .arg(engine)
-                            .arg("iso")
-                            .arg((start + s).to_string())
-                            .arg("1")
-                            .arg(end.to_string());
-                        cmd
+    for round in 0..rounds {
+        // A query an engine did not answer in the first round (time limit, crash) is not run again:
+        // its first outcome stands, and a 60 s time-out is paid once.
+        let failed: std::collections::HashSet<(String, String, String)> = by_round
+            .first()
+            .map(|first| {
+                first
+                    .iter()
+                    .filter(|r| !matches!(r.status, Status::Ok { .. }))
+                    .map(|r| (r.workload.clone(), r.query.clone(), r.engine.clone()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut rows: Vec<Row> = Vec::new();
+        for d in &defs {
+            let w = &d.listed;
+            let limits = Limits {
+                timeout: d.timeout,
+                load_timeout: Duration::from_secs(600),
+                max_timeouts: usize::MAX,
+            };
+            let chunk = o.chunk.max(1);
+            for (c, start) in (0..w.queries.len()).step_by(chunk).enumerate() {
+                let end = (start + chunk).min(w.queries.len());
+                let qs = &w.queries[start..end];
+                // Rotate who goes first from chunk to chunk, and from round to round.
+                let n_eng = engines.len();
+                for k in 0..n_eng {
+                    let engine = &engines[(c + k + round) % n_eng];
+                    let failed_before = |q: &ListedQuery| {
+                        failed.contains(&(w.name.clone(), q.id.clone(), engine.clone()))
                     };
-                    let (outcomes, _) =
-                        exec::run_job_from(&command, &groups, start, limits, &mut || {});
-                    for (q, out) in qs.iter().zip(outcomes) {
-                        let status = match out {
-                            Outcome::Ok { count, seconds, .. } => Status::Ok {
-                                count,
-                                seconds: seconds.first().copied().unwrap_or(0.0),
-                                wall: None,
-                            },
-                            Outcome::Timeout(_) => Status::Timeout,
-                            Outcome::Error(m) | Outcome::Unsupported(m) => Status::Error(m),
-                            Outcome::Skipped(m) => Status::Skipped(m),
+                    let row = |q: &ListedQuery, status: Status| Row {
+                        workload: w.name.clone(),
+                        query: q.id.clone(),
+                        engine: engine.clone(),
+                        status,
+                        expected: q.expected,
+                        limit: w.limit,
+                        ours: None,
+                        wrong: false,
+                        rounds: Vec::new(),
+                    };
+                    if engine == OURS || engine == OURS_2T {
+                        if qs.iter().any(failed_before) {
+                            // One process answers the chunk: rerun none of it (the merge keeps
+                            // the first round's outcomes).
+                            continue;
+                        }
+                        let groups: Vec<String> = qs.iter().map(|q| q.group.clone()).collect();
+                        let command = |s: usize| {
+                            let mut cmd = Command::new(o.runner);
+                            cmd.arg("run")
+                                .arg(&work)
+                                .arg(&w.name)
+                                .arg(engine)
+                                .arg("iso")
+                                .arg((start + s).to_string())
+                                .arg("1")
+                                .arg(end.to_string());
+                            cmd
+                        };
+                        let (outcomes, _) =
+                            exec::run_job_from(&command, &groups, start, limits, &mut || {});
+                        for (q, out) in qs.iter().zip(outcomes) {
+                            let status = match out {
+                                Outcome::Ok { count, seconds, .. } => Status::Ok {
+                                    count,
+                                    seconds: seconds.first().copied().unwrap_or(0.0),
+                                    wall: None,
+                                },
+                                Outcome::Timeout(_) => Status::Timeout,
+                                Outcome::Error(m) | Outcome::Unsupported(m) => Status::Error(m),
+                                Outcome::Skipped(m) => Status::Skipped(m),
+                            };
+                            rows.push(row(q, status));
+                        }
+                        continue;
+                    }
+                    let (peer, b) = built
+                        .iter()
+                        .find(|(p, _)| p.engine == engine)
+                        .expect("a built entry per peer");
+                    for q in qs.iter().filter(|q| !failed_before(q)) {
+                        let status = match b {
+                            Err(e) => Status::Skipped(e.clone()),
+                            Ok(b) => {
+                                let data = &data_files[&w.graph];
+                                let qf = &query_files[&(w.graph.clone(), q.id.clone())];
+                                let cmd = native::command(peer, b, data, qf, w.limit, d.timeout);
+                                match native::run_limited(cmd, d.timeout + Duration::from_secs(2)) {
+                                    Ran::Exited {
+                                        ok,
+                                        stdout,
+                                        stderr,
+                                        wall,
+                                    } => match native::parse_output(peer.engine, &stdout) {
+                                        Ok(p) if p.seconds >= d.timeout.as_secs_f64() => {
+                                            Status::Timeout
+                                        }
+                                        Ok(p) if ok => Status::Ok {
+                                            count: p.count,
+                                            seconds: p.seconds,
+                                            wall: Some(wall),
+                                        },
+                                        Ok(_) => Status::Error(format!(
+                                            "exit status not 0: {}",
+                                            tail(&stderr)
+                                        )),
+                                        Err(e) => Status::Error(if stderr.trim().is_empty() {
+                                            e
+                                        } else {
+                                            format!("{e}; stderr: {}", tail(&stderr))
+                                        }),
+                                    },
+                                    Ran::TimedOut => Status::Timeout,
+                                    Ran::Failed(e) => Status::Error(e),
+                                }
+                            }
                         };
                         rows.push(row(q, status));
                     }
-                    continue;
                 }
-                let (peer, b) = built
-                    .iter()
-                    .find(|(p, _)| p.engine == engine)
-                    .expect("a built entry per peer");
-                for q in qs {
-                    let status = match b {
-                        Err(e) => Status::Skipped(e.clone()),
-                        Ok(b) => {
-                            let data = &data_files[&w.graph];
-                            let qf = &query_files[&(w.graph.clone(), q.id.clone())];
-                            let cmd = native::command(peer, b, data, qf, w.limit, d.timeout);
-                            match native::run_limited(cmd, d.timeout + Duration::from_secs(2)) {
-                                Ran::Exited {
-                                    ok,
-                                    stdout,
-                                    stderr,
-                                    wall,
-                                } => match native::parse_output(peer.engine, &stdout) {
-                                    Ok(p) if p.seconds >= d.timeout.as_secs_f64() => {
-                                        Status::Timeout
-                                    }
-                                    Ok(p) if ok => Status::Ok {
-                                        count: p.count,
-                                        seconds: p.seconds,
-                                        wall: Some(wall),
-                                    },
-                                    Ok(_) => Status::Error(format!(
-                                        "exit status not 0: {}",
-                                        tail(&stderr)
-                                    )),
-                                    Err(e) => Status::Error(if stderr.trim().is_empty() {
-                                        e
-                                    } else {
-                                        format!("{e}; stderr: {}", tail(&stderr))
-                                    }),
-                                },
-                                Ran::TimedOut => Status::Timeout,
-                                Ran::Failed(e) => Status::Error(e),
-                            }
-                        }
-                    };
-                    rows.push(row(q, status));
-                }
+                done += qs.len();
+                log(&format!(
+                    "{} queries of {total} done (round {} of {rounds}: {} {start}..{end})",
+                    done,
+                    round + 1,
+                    w.name
+                ));
             }
-            done += qs.len();
-            log(&format!(
-                "{} queries of {total} done ({} {start}..{end})",
-                done, w.name
-            ));
         }
+        by_round.push(rows);
     }
+    let mut rows = median_of_rounds(by_round);
 
     // Checks.
     let ours: HashMap<(String, String), u64> = rows
@@ -479,7 +513,7 @@ pub fn run(o: &Options, log: &mut dyn FnMut(&str)) -> Result<Section> {
             ),
         })
         .collect();
-    let markdown = markdown(&defs, &engines, &rows, &peer_notes, o.chunk);
+    let markdown = markdown(&defs, &engines, &rows, &peer_notes, o.chunk, rounds);
     std::fs::write(dir.join("per-query.md"), per_query(&defs, &engines, &rows))?;
     std::fs::write(
         dir.join("report.md"),
@@ -495,13 +529,83 @@ pub fn run(o: &Options, log: &mut dyn FnMut(&str)) -> Result<Section> {
     })
 }
 
+/// One row per (workload, query, engine), in the first round's order: answered in every round with
+/// the same count, the median time (and wall time) of the rounds; otherwise the first round's
+/// outcome that was not an answer, or an error naming counts that changed between rounds.
+fn median_of_rounds(by_round: Vec<Vec<Row>>) -> Vec<Row> {
+    let mut rounds = by_round.into_iter();
+    let Some(first) = rounds.next() else {
+        return Vec::new();
+    };
+    let key = |r: &Row| (r.workload.clone(), r.query.clone(), r.engine.clone());
+    let mut later: HashMap<(String, String, String), Vec<Status>> = HashMap::new();
+    for r in rounds.flatten() {
+        later.entry(key(&r)).or_default().push(r.status);
+    }
+    first
+        .into_iter()
+        .map(|mut r| {
+            let mut statuses = vec![r.status.clone()];
+            statuses.extend(later.remove(&key(&r)).unwrap_or_default());
+            r.status = merge(&statuses);
+            r.rounds = statuses
+                .iter()
+                .filter_map(|s| match s {
+                    Status::Ok { seconds, .. } => Some(*seconds),
+                    _ => None,
+                })
+                .collect();
+            r
+        })
+        .collect()
+}
+
+fn merge(statuses: &[Status]) -> Status {
+    let mut secs = Vec::new();
+    let mut walls = Vec::new();
+    let mut counts = Vec::new();
+    for s in statuses {
+        match s {
+            Status::Ok {
+                count,
+                seconds,
+                wall,
+            } => {
+                counts.push(*count);
+                secs.push(*seconds);
+                walls.extend(*wall);
+            }
+            other => return other.clone(),
+        }
+    }
+    if counts.iter().any(|&c| c != counts[0]) {
+        return Status::Error(format!("counts differ between rounds: {counts:?}"));
+    }
+    Status::Ok {
+        count: counts[0],
+        seconds: median(&mut secs),
+        wall: (!walls.is_empty()).then(|| median(&mut walls)),
+    }
+}
+
+/// The middle value (the mean of the two middle ones for an even count); `xs` is not empty.
+fn median(xs: &mut [f64]) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    let m = xs.len() / 2;
+    if xs.len() % 2 == 1 {
+        xs[m]
+    } else {
+        (xs[m - 1] + xs[m]) / 2.0
+    }
+}
+
 fn tail(s: &str) -> String {
     let lines: Vec<&str> = s.lines().filter(|l| !l.trim().is_empty()).collect();
     lines[lines.len().saturating_sub(2)..].join(" | ")
 }
 
 fn csv(rows: &[Row]) -> String {
-    let mut out = String::from("workload,query,engine,status,count,expected,gpsense_count,limit,WRONG,seconds,wall_seconds,note\n");
+    let mut out = String::from("workload,query,engine,status,count,expected,gpsense_count,limit,WRONG,seconds,wall_seconds,round_seconds,note\n");
     for r in rows {
         let (status, count, secs, wall, note) = match &r.status {
             Status::Ok {
@@ -543,9 +647,11 @@ fn csv(rows: &[Row]) -> String {
         } else {
             note
         };
+        let each: Vec<String> = r.rounds.iter().map(|t| format!("{t:.9}")).collect();
+        let each = each.join(";");
         let _ = writeln!(
             out,
-            "{},{},{},{status},{count},{},{},{},{},{secs},{wall},{note}",
+            "{},{},{},{status},{count},{},{},{},{},{secs},{wall},{each},{note}",
             r.workload,
             r.query,
             r.engine,
@@ -788,6 +894,7 @@ fn markdown(
     rows: &[Row],
     peers: &[String],
     chunk: usize,
+    rounds: usize,
 ) -> String {
     let mut md = String::new();
     let _ = writeln!(
@@ -800,6 +907,14 @@ fn markdown(
          (DAF `Total time`, VEQ `Processing Time`, GuP `search_sec`, RapidMatch `Query time`). Engines take turns \
          per chunk of {chunk} queries. Non-induced subgraph isomorphism on vertex-labelled graphs (gpsense's `iso`).\n"
     );
+    if rounds > 1 {
+        let _ = writeln!(
+            md,
+            "Each engine answered each query {rounds} times (rounds: the whole suite, then again, who goes first \
+             rotated, every time in fresh processes); a query's time is the median of its rounds (all rounds' \
+             times: `round_seconds` in results.csv). A query not answered in the first round is not run again.\n"
+        );
+    }
     let header = |md: &mut String, engines: &[String]| {
         let _ = write!(md, "| workload | queries | limit | time limit |");
         for e in engines {
@@ -925,6 +1040,7 @@ mod tests {
             limit: None,
             ours: None,
             wrong,
+            rounds: Vec::new(),
         }
     }
 
@@ -954,6 +1070,65 @@ mod tests {
         ];
         let queries: Vec<String> = ["a", "b", "c", "d"].map(String::from).into();
         assert_eq!(wins(&rows, "w", &queries, &engines), (vec![2, 1], 3));
+    }
+
+    #[test]
+    fn rounds_merge_into_the_median_or_the_first_failure() {
+        let wall = |seconds: f64, wall: f64| Status::Ok {
+            count: 1,
+            seconds,
+            wall: Some(wall),
+        };
+        let rounds = vec![
+            vec![
+                row("a", OURS, ok(3.0), false),
+                row("b", OURS, ok(1.0), false),
+                row("c", "DAF", wall(1.0, 9.0), false),
+                row("d", "DAF", Status::Timeout, false),
+            ],
+            // A later round may come in another order, and without what failed in the first.
+            vec![
+                row("c", "DAF", wall(4.0, 7.0), false),
+                row("b", OURS, Status::Error("crashed".into()), false),
+                row("a", OURS, ok(1.0), false),
+            ],
+            vec![
+                row("a", OURS, ok(2.5), false),
+                row("b", OURS, ok(1.0), false),
+                row("c", "DAF", wall(2.0, 8.0), false),
+            ],
+        ];
+        let merged = median_of_rounds(rounds);
+        let got: Vec<(&str, String)> = merged
+            .iter()
+            .map(|r| (r.query.as_str(), format!("{:?}", r.status)))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("a", format!("{:?}", ok(2.5))),
+                ("b", format!("{:?}", Status::Error("crashed".into()))),
+                ("c", format!("{:?}", wall(2.0, 8.0))),
+                ("d", format!("{:?}", Status::Timeout)),
+            ]
+        );
+        assert_eq!(merged[0].rounds, [3.0, 1.0, 2.5]);
+        // An even number of rounds: the mean of the middle two; counts that change are an error.
+        let two = median_of_rounds(vec![
+            vec![row("a", OURS, ok(1.0), false)],
+            vec![row("a", OURS, ok(2.0), false)],
+        ]);
+        assert_eq!(format!("{:?}", two[0].status), format!("{:?}", ok(1.5)));
+        let other_count = Status::Ok {
+            count: 2,
+            seconds: 1.0,
+            wall: None,
+        };
+        let changed = median_of_rounds(vec![
+            vec![row("a", OURS, ok(1.0), false)],
+            vec![row("a", OURS, other_count, false)],
+        ]);
+        assert!(matches!(&changed[0].status, Status::Error(m) if m.contains("[1, 2]")));
     }
 
     #[test]

@@ -71,6 +71,11 @@ pub struct BenchArgs {
     /// Queries per turn when the exact-peer engines take turns.
     #[arg(long, default_value_t = 10, value_name = "N")]
     pub chunk: usize,
+    /// Times the exact-peer engines answer each query, each time in fresh processes; the report
+    /// shows each query's median [default: 3; 1 with --quick]. One process's time can be half again
+    /// another's on a virtual machine (a core that has been idle runs slowly for its first ~0.1 s).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=99))]
+    pub rounds: Option<u32>,
     /// No peers at all: gpsense's engines only.
     #[arg(long, conflicts_with = "peers")]
     pub no_peers: bool,
@@ -185,6 +190,9 @@ pub fn run(root: &Path, args: &BenchArgs) -> Result<()> {
                 .collect()
         },
         chunk: args.chunk,
+        rounds: args
+            .rounds
+            .map_or(if args.quick { 1 } else { 3 }, |r| r as usize),
     };
     if args.only.as_deref() == Some("exact-peers") {
         step("exact matchers: gpsense-dfs, DAF, VEQ, GuP, RapidMatch");
