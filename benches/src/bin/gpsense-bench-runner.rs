@@ -96,6 +96,18 @@ fn run(args: &[String]) -> Result<()> {
         .graph(&workload.graph)
         .ok_or_else(|| format!("no graph {:?}", workload.graph))?;
 
+    // Two threads, as `gpsense match --threads 2` has them: the global pool sized to two before the
+    // graph loads (its workers have gone to sleep by the first query), queries on the calling
+    // thread, which asks the pool for help only when a search proves big. (Running the queries
+    // inside a pool of their own put every query on a worker thread whose allocator heap the
+    // warm-up had not touched: HPRD's first query of a chunk cost 0.07-0.09 ms against 0.05-0.08
+    // on the main thread; a pool started after the warm-up still had its workers looking for work
+    // during the first query: 1.1-1.2x the one-thread time there.)
+    if engine_name == "gpsense-dfs-2t" {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build_global()?;
+    }
     let t = Instant::now();
     let g = KnowledgeGraph::load(&dir.join("graphs").join(format!("{}.gps", meta.key)))?;
     match engine_name {
@@ -142,16 +154,6 @@ fn run(args: &[String]) -> Result<()> {
                 limit: workload.limit,
                 ..MatchOptions::default()
             };
-            // Two threads, as `gpsense match --threads 2` has them: the global pool sized to two,
-            // queries on the calling thread, which asks the pool for help only when a search
-            // proves big. (Running the queries inside a pool of its own put every query on a
-            // worker thread whose allocator heap the warm-up had not touched: HPRD's first query
-            // of a chunk cost 0.07-0.09 ms against 0.05-0.08 on the main thread.)
-            if !opts.single_thread {
-                rayon::ThreadPoolBuilder::new()
-                    .num_threads(2)
-                    .build_global()?;
-            }
             if kind == EngineKind::Emulated {
                 // The emulator copies the graph to its "device" on first use: do it before timing.
                 if let Some(q) = workload.queries.first() {
