@@ -20,7 +20,7 @@ use crate::gpu_pipeline::{Arena, DeviceGraph, DeviceReport, Pipeline};
 use crate::kernel_join::KernelJoin;
 use crate::layout::{DataShape, Layout};
 use crate::output::{OnRows, Output, RowBatch};
-use crate::search::{Context, Dag, OwnerPool, SearchStats};
+use crate::search::{Context, Dag, OwnerPool, RoomPool, SearchStats};
 use crate::space::{SpaceBuilder, SpacePool};
 use crate::{EngineKind, MatchError, MatchOptions, Semantics};
 
@@ -38,6 +38,7 @@ pub struct Engine<'g> {
     neighbour_labels: Option<NeighbourLabels>,
     /// Scratch arrays of the dfs search and candidate spaces, reused across queries.
     owners: OwnerPool,
+    rooms: RoomPool,
     spaces: SpacePool,
     /// The GPU and the graph on it, opened and uploaded on first use, then reused.
     gpu: Mutex<Option<Result<Arc<DeviceState<CudaDevice>>, DeviceError>>>,
@@ -210,6 +211,7 @@ impl<'g> Engine<'g> {
             labels,
             neighbour_labels: None,
             owners: OwnerPool::prepared(graph.node_count()),
+            rooms: RoomPool::default(),
             spaces: SpacePool::prepared(graph.node_count()),
             gpu: Mutex::new(None),
             emulator: OnceLock::new(),
@@ -629,6 +631,7 @@ impl<'g> Engine<'g> {
                 stats: &stats,
                 check_every: opts.check_every,
                 owners: &self.owners,
+                rooms: &self.rooms,
                 twins: out.count_only() && q.edge_variables.is_empty(),
             };
             crate::search::run(&cx, parallel);

@@ -69,6 +69,8 @@ pub struct Context<'a, 'o> {
     /// Zeroed `owner` arrays kept between searches (allocating `|V|` bytes per query would make an
     /// anchored query's time grow with the graph).
     pub owners: &'a OwnerPool,
+    /// Workers' arrays kept between searches.
+    pub rooms: &'a RoomPool,
     /// Whether twin candidates stand for each other ([`CandidateSpace::twins_of`]): when counting,
     /// without edge variables.
     pub twins: bool,
@@ -97,6 +99,46 @@ impl OwnerPool {
         // One per thread that may search at once is plenty.
         if spare.len() < 64 {
             spare.push(v);
+        }
+    }
+}
+
+/// A worker's arrays, kept between searches: a small query's search allocated them afresh, and
+/// each level's buffer again as it first filled, which was a third of its search time (HPRD, warm).
+#[derive(Default)]
+pub struct Room {
+    buf: Vec<Vec<u32>>,
+    len: Vec<u32>,
+    owned: Vec<bool>,
+    anc: Vec<u64>,
+    frames: Vec<Frame>,
+    prefix: Vec<(usize, u32)>,
+    scratch: Vec<u32>,
+    rows: Vec<u32>,
+    groups: Vec<leaves::Group>,
+    group_scratch: Vec<u32>,
+    group_order: Vec<usize>,
+    counter: leaves::Counter,
+    twins: Vec<u32>,
+    twin_keys: Vec<(u64, u32)>,
+    memo: Vec<(u64, u64, u64)>,
+}
+
+/// Spare [`Room`]s of an engine's workers.
+#[derive(Default)]
+pub struct RoomPool(std::sync::Mutex<Vec<Room>>);
+
+impl RoomPool {
+    fn take(&self) -> Room {
+        let spare = self.0.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        spare.unwrap_or_default()
+    }
+
+    fn give(&self, room: Room) {
+        let mut spare = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        // One per thread that may search at once is plenty.
+        if spare.len() < 64 {
+            spare.push(room);
         }
     }
 }
@@ -211,10 +253,31 @@ pub struct Worker<'c, 'a, 'o> {
 impl Drop for Worker<'_, '_, '_> {
     /// Gives the owner array back, all zero again.
     fn drop(&mut self) {
-        if self.cx.injective && !std::thread::panicking() {
+        if std::thread::panicking() {
+            return;
+        }
+        if self.cx.injective {
             self.release();
             self.cx.owners.give(std::mem::take(&mut self.owner));
         }
+        let room = Room {
+            buf: std::mem::take(&mut self.buf),
+            len: std::mem::take(&mut self.len),
+            owned: std::mem::take(&mut self.owned),
+            anc: std::mem::take(&mut self.anc),
+            frames: std::mem::take(&mut self.frames),
+            prefix: std::mem::take(&mut self.prefix),
+            scratch: std::mem::take(&mut self.scratch),
+            rows: std::mem::take(&mut self.rows),
+            groups: std::mem::take(&mut self.groups),
+            group_scratch: std::mem::take(&mut self.group_scratch),
+            group_order: std::mem::take(&mut self.group_order),
+            counter: std::mem::take(&mut self.counter),
+            twins: std::mem::take(&mut self.twins),
+            twin_keys: std::mem::take(&mut self.twin_keys),
+            memo: std::mem::take(&mut self.memo),
+        };
+        self.cx.rooms.give(room);
     }
 }
 
@@ -250,6 +313,19 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
         // One level per neighbour, and one for a task's share of a node's candidates.
         let stride = cx.dag.max_neighbours + 1;
         let levels = n * stride;
+        let mut room = cx.rooms.take();
+        // Every level's contents are written before they are read (`len` says how much of a
+        // buffer is in use); the twins and their results are per search.
+        room.buf.resize(levels, Vec::new());
+        room.len.clear();
+        room.len.resize(levels, 0);
+        room.owned.clear();
+        room.owned.resize(levels, false);
+        room.anc.clear();
+        room.anc.resize(levels, 0);
+        room.rows.clear();
+        room.twins.clear();
+        room.memo.clear();
         let mut w = Worker {
             cx,
             m: [NONE; MAX_QUERY_NODES],
@@ -261,29 +337,29 @@ impl<'c, 'a, 'o> Worker<'c, 'a, 'o> {
             depth: [0; MAX_QUERY_NODES],
             stride,
             borrowed: vec![&[]; levels],
-            buf: vec![Vec::new(); levels],
-            len: vec![0; levels],
-            owned: vec![false; levels],
-            anc: vec![0; levels],
+            buf: room.buf,
+            len: room.len,
+            owned: room.owned,
+            anc: room.anc,
             owner,
-            frames: Vec::new(),
+            frames: room.frames,
             top: 0,
-            prefix: Vec::new(),
-            scratch: Vec::new(),
-            rows: Vec::new(),
+            prefix: room.prefix,
+            scratch: room.scratch,
+            rows: room.rows,
             counted: 0,
             until_check: cx.check_every.max(1),
             stopped: false,
             paused: false,
             stats: Local::default(),
-            groups: Vec::new(),
-            group_scratch: Vec::new(),
-            group_order: Vec::new(),
-            counter: leaves::Counter::default(),
-            twins: Vec::new(),
+            groups: room.groups,
+            group_scratch: room.group_scratch,
+            group_order: room.group_order,
+            counter: room.counter,
+            twins: room.twins,
             twins_known: 0,
-            twin_keys: Vec::new(),
-            memo: Vec::new(),
+            twin_keys: room.twin_keys,
+            memo: room.memo,
             epoch: 0,
             total: 0,
             gave: 0,
