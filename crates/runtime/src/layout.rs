@@ -199,21 +199,26 @@ fn check_size(q: &QueryGraph) -> Result<(), MatchError> {
             limit: MAX_EDGE_VARIABLES,
         });
     }
-    for u in 0..q.nodes.len() {
-        let degree = q
-            .edges
-            .iter()
-            .filter(|e| e.source == u || e.target == u)
-            .count();
-        if degree > MAX_CHECKS {
-            return Err(MatchError::QueryTooLarge {
-                what: "edges at one node",
-                found: degree,
-                limit: MAX_CHECKS,
-            });
+    // One pass over the edges (a pass per node was a tenth of a 16-node query's layout).
+    let mut degree = [0usize; MAX_QUERY_NODES];
+    for e in &q.edges {
+        if let Some(d) = degree.get_mut(e.source) {
+            *d += 1;
+        }
+        if e.target != e.source {
+            if let Some(d) = degree.get_mut(e.target) {
+                *d += 1;
+            }
         }
     }
-    Ok(())
+    match degree.iter().copied().max() {
+        Some(found) if found > MAX_CHECKS => Err(MatchError::QueryTooLarge {
+            what: "edges at one node",
+            found,
+            limit: MAX_CHECKS,
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// Per query node its edges (a self-loop once), in query order: `of[at[u]..at[u + 1]]`, so that each

@@ -101,8 +101,21 @@ fn queries_beyond_the_kernel_state_are_refused() {
             .collect::<Vec<_>>(),
         vars + 1,
     );
+    // Parallel edges: a node may have more edges than the query has nodes.
+    let checks = gpsense_kernels::join::MAX_CHECKS;
+    let too_many_edges_at_a_node = query(2, &vec![(0, 1, r); checks + 1], 0);
+    let most_edges_at_a_node = query(2, &vec![(0, 1, r); checks], 0);
     for engine_kind in ENGINES {
         let o = opts(engine_kind, Semantics::Iso);
+        assert!(
+            matches!(
+                engine.count(&too_many_edges_at_a_node, &o),
+                Err(MatchError::QueryTooLarge { what: "edges at one node", found, .. })
+                    if found == checks + 1
+            ),
+            "{too_many_edges_at_a_node}"
+        );
+        assert!(engine.count(&most_edges_at_a_node, &o).is_ok());
         for q in [&too_many_nodes, &too_many_variables] {
             assert!(
                 matches!(engine.count(q, &o), Err(MatchError::QueryTooLarge { .. })),
