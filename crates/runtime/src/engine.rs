@@ -39,6 +39,7 @@ pub struct Engine<'g> {
     /// Scratch arrays of the dfs search and candidate spaces, reused across queries.
     owners: OwnerPool,
     rooms: RoomPool,
+    layouts: LayoutPool,
     spaces: SpacePool,
     /// The GPU and the graph on it, opened and uploaded on first use, then reused.
     gpu: Mutex<Option<Result<Arc<DeviceState<CudaDevice>>, DeviceError>>>,
@@ -48,6 +49,44 @@ pub struct Engine<'g> {
     /// query does not pay for them) and the device's constants (the calibrated H100's unless set).
     moments: OnceLock<DegreeMoments>,
     costs: OnceLock<DeviceCosts>,
+}
+
+/// Spare layouts of the dfs engine's queries, refilled by [`Layout::refill_filters`].
+#[derive(Default)]
+struct LayoutPool(Mutex<Vec<Layout>>);
+
+impl LayoutPool {
+    fn lend(&self) -> Lent<'_> {
+        let spare = self.0.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        Lent {
+            pool: Some(self),
+            layout: spare.unwrap_or_default(),
+        }
+    }
+}
+
+/// A query's layout: lent by the engine's pool (and given back when dropped) or the query's own.
+struct Lent<'p> {
+    pool: Option<&'p LayoutPool>,
+    layout: Layout,
+}
+
+impl std::ops::Deref for Lent<'_> {
+    type Target = Layout;
+    fn deref(&self) -> &Layout {
+        &self.layout
+    }
+}
+
+impl Drop for Lent<'_> {
+    fn drop(&mut self) {
+        let Some(pool) = self.pool else { return };
+        let mut spare = pool.0.lock().unwrap_or_else(|p| p.into_inner());
+        // One per thread that may query at once is plenty.
+        if spare.len() < 64 {
+            spare.push(std::mem::take(&mut self.layout));
+        }
+    }
 }
 
 /// What the dfs search did: partial matches grown, sibling loops cut by failing sets, leaf groups
@@ -212,6 +251,7 @@ impl<'g> Engine<'g> {
             neighbour_labels: None,
             owners: OwnerPool::prepared(graph.node_count()),
             rooms: RoomPool::default(),
+            layouts: LayoutPool::default(),
             spaces: SpacePool::prepared(graph.node_count()),
             gpu: Mutex::new(None),
             emulator: OnceLock::new(),
@@ -442,9 +482,15 @@ impl<'g> Engine<'g> {
             None => self.resolve(opts.engine, auto.as_ref()),
         };
         let layout = if matches!(engine, EngineKind::Dfs | EngineKind::Auto) {
-            Layout::filters(q, &plan, opts.semantics, self.shape)?
+            let mut lent = self.layouts.lend();
+            lent.layout
+                .refill_filters(q, &plan, opts.semantics, self.shape)?;
+            lent
         } else {
-            Layout::new(q, &plan, opts.semantics, self.shape)?
+            Lent {
+                pool: None,
+                layout: Layout::new(q, &plan, opts.semantics, self.shape)?,
+            }
         };
         let mut times = Timings {
             plan: start.elapsed(),
