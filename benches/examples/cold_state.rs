@@ -13,21 +13,13 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use gpsense_benches::suite;
+use gpsense_benches::{or_exit, suite};
 use gpsense_planner::{benchmark_query, QueryGraph};
 use gpsense_runtime::{Engine, EngineKind, MatchOptions, Semantics};
 
 // The allocator the CLI and the bench runner use.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-/// Stops the example with `what`'s error on stderr (exit status 1).
-fn or_exit<T, E: std::fmt::Display>(r: Result<T, E>, what: &dyn std::fmt::Display) -> T {
-    r.unwrap_or_else(|e| {
-        eprintln!("error: {what}: {e}");
-        std::process::exit(1)
-    })
-}
 
 /// Writes one byte per cache line of `buf[..len]`, so that the line is fetched and owned.
 fn walk(buf: &mut [u8], len: usize, salt: u8) {

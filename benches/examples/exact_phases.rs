@@ -11,7 +11,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use gpsense_benches::suite;
+use gpsense_benches::{or_exit, suite};
 use gpsense_graph::KnowledgeGraph;
 use gpsense_planner::benchmark_query;
 use gpsense_runtime::{Engine, EngineKind, MatchOptions, MatchReport, Semantics};
@@ -19,14 +19,6 @@ use gpsense_runtime::{Engine, EngineKind, MatchOptions, MatchReport, Semantics};
 // The allocator the CLI and the bench runner use.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-/// Stops the example with `what`'s error on stderr (exit status 1).
-fn or_exit<T, E: std::fmt::Display>(r: Result<T, E>, what: &dyn std::fmt::Display) -> T {
-    r.unwrap_or_else(|e| {
-        eprintln!("error: {what}: {e}");
-        std::process::exit(1)
-    })
-}
 
 fn load(path: &Path) -> KnowledgeGraph {
     or_exit(suite::load(path), &path.display())

@@ -9,3 +9,12 @@ pub mod sparql_set;
 pub mod suite;
 pub mod synth;
 pub mod trust_trials;
+
+/// Stops an example with `what`'s error on stderr (exit status 1): the examples' one way out on
+/// bad input.
+pub fn or_exit<T, E: std::fmt::Display>(r: Result<T, E>, what: &dyn std::fmt::Display) -> T {
+    r.unwrap_or_else(|e| {
+        eprintln!("error: {what}: {e}");
+        std::process::exit(1)
+    })
+}
