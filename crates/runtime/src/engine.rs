@@ -52,18 +52,7 @@ pub struct Engine<'g> {
 }
 
 /// Spare layouts of the dfs engine's queries, refilled by [`Layout::refill_filters`].
-#[derive(Default)]
-struct LayoutPool(Mutex<Vec<Layout>>);
-
-impl LayoutPool {
-    fn lend(&self) -> Lent<'_> {
-        let spare = self.0.lock().unwrap_or_else(|p| p.into_inner()).pop();
-        Lent {
-            pool: Some(self),
-            layout: spare.unwrap_or_default(),
-        }
-    }
-}
+type LayoutPool = crate::spares::Spares<Layout>;
 
 /// A query's layout: lent by the engine's pool (and given back when dropped) or the query's own.
 struct Lent<'p> {
@@ -80,11 +69,8 @@ impl std::ops::Deref for Lent<'_> {
 
 impl Drop for Lent<'_> {
     fn drop(&mut self) {
-        let Some(pool) = self.pool else { return };
-        let mut spare = pool.0.lock().unwrap_or_else(|p| p.into_inner());
-        // One per thread that may query at once is plenty.
-        if spare.len() < 64 {
-            spare.push(std::mem::take(&mut self.layout));
+        if let Some(pool) = self.pool {
+            pool.give(std::mem::take(&mut self.layout));
         }
     }
 }
@@ -482,7 +468,10 @@ impl<'g> Engine<'g> {
             None => self.resolve(opts.engine, auto.as_ref()),
         };
         let layout = if matches!(engine, EngineKind::Dfs | EngineKind::Auto) {
-            let mut lent = self.layouts.lend();
+            let mut lent = Lent {
+                pool: Some(&self.layouts),
+                layout: self.layouts.take(),
+            };
             lent.layout
                 .refill_filters(q, &plan, opts.semantics, self.shape)?;
             lent

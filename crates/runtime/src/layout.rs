@@ -85,6 +85,24 @@ pub struct Layout {
     pub edge_count: usize,
 }
 
+impl crate::spares::Room for Layout {
+    fn room_bytes(&self) -> usize {
+        use crate::spares::bytes_of;
+        let specs: usize = self
+            .filters
+            .iter()
+            .map(|f| {
+                bytes_of(&f.domain)
+                    + bytes_of(&f.degrees)
+                    + bytes_of(&f.neighbour_labels)
+                    + bytes_of(&f.self_loops)
+            })
+            .sum();
+        let incident: usize = self.incident.iter().map(bytes_of).sum();
+        specs + incident + bytes_of(&self.filters) + bytes_of(&self.incident)
+    }
+}
+
 /// What the data graph's shape lets the filters assume.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DataShape {

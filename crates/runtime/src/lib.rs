@@ -29,6 +29,7 @@ mod output;
 mod prefetch;
 mod search;
 mod space;
+mod spares;
 mod warm;
 
 pub use compressed::{CompressedEngine, CompressedReport, ExpansionStats};

@@ -124,24 +124,26 @@ pub struct Room {
     memo: Vec<(u64, u64, u64)>,
 }
 
-/// Spare [`Room`]s of an engine's workers.
-#[derive(Default)]
-pub struct RoomPool(std::sync::Mutex<Vec<Room>>);
-
-impl RoomPool {
-    fn take(&self) -> Room {
-        let spare = self.0.lock().unwrap_or_else(|p| p.into_inner()).pop();
-        spare.unwrap_or_default()
-    }
-
-    fn give(&self, room: Room) {
-        let mut spare = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        // One per thread that may search at once is plenty.
-        if spare.len() < 64 {
-            spare.push(room);
-        }
+impl crate::spares::Room for Room {
+    fn room_bytes(&self) -> usize {
+        use crate::spares::bytes_of;
+        let levels: usize = self.buf.iter().map(bytes_of).sum();
+        levels
+            + bytes_of(&self.buf)
+            + bytes_of(&self.len)
+            + bytes_of(&self.owned)
+            + bytes_of(&self.anc)
+            + bytes_of(&self.scratch)
+            + bytes_of(&self.rows)
+            + bytes_of(&self.group_scratch)
+            + bytes_of(&self.twins)
+            + bytes_of(&self.twin_keys)
+            + bytes_of(&self.memo)
     }
 }
+
+/// Spare [`Room`]s of an engine's workers.
+pub type RoomPool = crate::spares::Spares<Room>;
 
 /// One open level of the depth-first search: node `u` tries `ext[u][pos..end]`.
 #[derive(Clone, Debug, Default)]
