@@ -659,12 +659,21 @@ fn keep_joined(g: GraphView, space: &mut CandidateSpace, e: &Incident, pool: &mu
         members[c as usize / 64] |= 1 << (c % 64);
     }
     let adj = g.adj(e.dir);
-    let ask = |v: u32| {
+    let offsets = |v: u32| {
         if let Some(o) = adj.offsets.get(v as usize) {
             prefetch::read(o);
         }
     };
-    prefetch::retain(pool, ask, |v| {
+    let list = |v: u32| {
+        if let Some(t) = adj
+            .offsets
+            .get(v as usize)
+            .and_then(|&o| adj.targets.get(o as usize))
+        {
+            prefetch::read(t);
+        }
+    };
+    prefetch::retain_staged(pool, offsets, list, |v| {
         adj.by_label(v, e.label)
             .0
             .iter()

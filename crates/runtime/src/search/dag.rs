@@ -81,6 +81,120 @@ fn offsets(keys: impl Iterator<Item = usize>, n: usize) -> Vec<u32> {
     at
 }
 
+/// Per node its neighbours, ascending (`nbs[nb_at[u]..nb_at[u + 1]]`), and the candidate-space
+/// edges toward each, in edge order (`nb_edges`).
+fn neighbours(adjacent: &[u64], space: &CandidateSpace) -> (Vec<u32>, Vec<Neighbour>, Vec<u32>) {
+    let n = adjacent.len();
+    let mut nb_at = Vec::with_capacity(n + 1);
+    nb_at.push(0u32);
+    let total: u32 = adjacent.iter().map(|a| a.count_ones()).sum();
+    let mut nbs = Vec::with_capacity(total as usize);
+    let mut nb_edges = Vec::with_capacity(space.edges.len());
+    let mut toward: Vec<(usize, u32)> = Vec::new();
+    for (u, &set) in adjacent.iter().enumerate() {
+        // This node's edges by far end, each end's in edge order (a space whose filter emptied a
+        // node has no edges: every neighbour gets an empty list).
+        toward.clear();
+        toward.extend(
+            space
+                .from(u)
+                .iter()
+                .map(|&k| (space.edges[k as usize].to, k)),
+        );
+        toward.sort_unstable();
+        let mut i = 0;
+        let mut rest = set;
+        while rest != 0 {
+            let w = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            let start = nb_edges.len() as u32;
+            while i < toward.len() && toward[i].0 < w {
+                i += 1;
+            }
+            while i < toward.len() && toward[i].0 == w {
+                nb_edges.push(toward[i].1);
+                i += 1;
+            }
+            nbs.push(Neighbour {
+                node: w,
+                start,
+                end: nb_edges.len() as u32,
+            });
+        }
+        nb_at.push(nbs.len() as u32);
+    }
+    (nb_at, nbs, nb_edges)
+}
+
+/// Roots at the node with the fewest candidates per incident edge (DAF's choice), then breadth
+/// first, neighbours with fewer candidates first; a root per connected component.
+fn breadth_first(n: usize, adjacent: &[u64], space: &CandidateSpace) -> (Vec<usize>, Vec<usize>) {
+    let degree = |u: usize| adjacent[u].count_ones() as usize;
+    let size = |u: usize| space.cand_count(u) as f64;
+    let mut seen = 0u64;
+    let mut order = Vec::with_capacity(n);
+    let mut roots = Vec::new();
+    let mut next = Vec::new();
+    while order.len() < n {
+        let root = (0..n)
+            .filter(|&u| seen & bit(u) == 0)
+            .min_by(|&a, &b| {
+                let ka = size(a) / degree(a).max(1) as f64;
+                let kb = size(b) / degree(b).max(1) as f64;
+                ka.total_cmp(&kb)
+            })
+            .unwrap_or(0);
+        roots.push(root);
+        seen |= bit(root);
+        order.push(root);
+        let mut head = order.len() - 1;
+        while head < order.len() {
+            let u = order[head];
+            head += 1;
+            next.clear();
+            let mut rest = adjacent[u] & !seen;
+            while rest != 0 {
+                next.push(rest.trailing_zeros() as usize);
+                rest &= rest - 1;
+            }
+            next.sort_by_key(|&w| (space.cand_count(w), w));
+            for &w in &next {
+                seen |= bit(w);
+                order.push(w);
+            }
+        }
+    }
+    (roots, order)
+}
+
+/// Per node, the other nodes whose candidates may share a data node with its own: all but another
+/// fixed concept, and on a graph with node labels a variable of another label (a concept's label
+/// is not known here, so a concept and a variable may share).
+fn may_share(q: &QueryGraph, labelled: bool) -> Vec<u64> {
+    let n = q.nodes.len();
+    let all = if n == 64 { ALL } else { bit(n) - 1 };
+    // Each node's class: nodes of two different classes of one kind are apart.
+    let class = |u: usize| match (q.nodes[u].kind, q.nodes[u].label) {
+        (NodeKind::Concept(a), _) => Some((0, a)),
+        (NodeKind::Variable, Some(l)) if labelled => Some((1, l)),
+        _ => None,
+    };
+    let classes: Vec<Option<(u8, u32)>> = (0..n).map(class).collect();
+    (0..n)
+        .map(|u| {
+            let apart = match classes[u] {
+                None => 0,
+                Some((kind, c)) => classes
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, o)| matches!(o, Some((k, d)) if *k == kind && *d != c))
+                    .fold(0, |set, (w, _)| set | bit(w)),
+            };
+            all & !apart & !bit(u)
+        })
+        .collect()
+}
+
 impl Dag {
     #[inline]
     pub fn neighbours(&self, u: usize) -> &[Neighbour] {
@@ -101,74 +215,23 @@ impl Dag {
     /// Roots at the node with the fewest candidates per incident edge (DAF's choice), then breadth
     /// first, neighbours with fewer candidates first.
     pub fn new(q: &QueryGraph, space: &CandidateSpace, labelled: bool) -> Dag {
+        // Linear in the query and its candidate-space edges, on bit sets and flat arrays: it runs
+        // once per query, and HPRD's 16-node queries take a few microseconds in all (sorting edge
+        // pairs and a pass over all edges per node were a sixth of their instructions).
         let n = q.nodes.len();
-        let mut incidence = vec![0usize; n];
-        let mut pairs: Vec<(usize, usize)> = Vec::with_capacity(2 * q.edges.len());
+        let mut incidence = vec![0u32; n];
+        let mut adjacent = vec![0u64; n];
         for e in &q.edges {
             incidence[e.source] += 1;
             if e.source != e.target {
                 incidence[e.target] += 1;
-                pairs.push((e.source, e.target));
-                pairs.push((e.target, e.source));
+                adjacent[e.source] |= bit(e.target);
+                adjacent[e.target] |= bit(e.source);
             }
         }
-        pairs.sort_unstable();
-        pairs.dedup();
-        let nb_at = offsets(pairs.iter().map(|p| p.0), n);
-        let mut nb_edges = Vec::with_capacity(space.edges.len());
-        let nbs: Vec<Neighbour> = pairs
-            .iter()
-            .map(|&(u, w)| {
-                let start = nb_edges.len() as u32;
-                nb_edges.extend(
-                    space
-                        .from(u)
-                        .iter()
-                        .filter(|&&k| space.edges[k as usize].to == w),
-                );
-                Neighbour {
-                    node: w,
-                    start,
-                    end: nb_edges.len() as u32,
-                }
-            })
-            .collect();
-        let degree = |u: usize| (nb_at[u + 1] - nb_at[u]) as usize;
-        let size = |u: usize| space.cand_count(u) as f64;
-        let mut position = vec![usize::MAX; n];
-        let mut order = Vec::with_capacity(n);
-        let mut roots = Vec::new();
-        let mut next = Vec::new();
-        while order.len() < n {
-            let root = (0..n)
-                .filter(|&u| position[u] == usize::MAX)
-                .min_by(|&a, &b| {
-                    let ka = size(a) / degree(a).max(1) as f64;
-                    let kb = size(b) / degree(b).max(1) as f64;
-                    ka.total_cmp(&kb)
-                })
-                .unwrap_or(0);
-            roots.push(root);
-            position[root] = order.len();
-            order.push(root);
-            let mut head = order.len() - 1;
-            while head < order.len() {
-                let u = order[head];
-                head += 1;
-                next.clear();
-                next.extend(
-                    nbs[nb_at[u] as usize..nb_at[u + 1] as usize]
-                        .iter()
-                        .map(|nb| nb.node)
-                        .filter(|&w| position[w] == usize::MAX),
-                );
-                next.sort_by_key(|&w| (space.cand_count(w), w));
-                for &w in &next {
-                    position[w] = order.len();
-                    order.push(w);
-                }
-            }
-        }
+        let (nb_at, nbs, nb_edges) = neighbours(&adjacent, space);
+        let degree = |u: usize| adjacent[u].count_ones() as usize;
+        let (roots, order) = breadth_first(n, &adjacent, space);
         let mut vars: Vec<(usize, VarEdge)> = Vec::new();
         for e in &q.edges {
             if let EdgeLabel::Variable(var) = e.label {
@@ -196,46 +259,22 @@ impl Dag {
         // Stable: each node's variable edges keep the query's edge order.
         vars.sort_by_key(|v| v.0);
         let var_at = offsets(vars.iter().map(|v| v.0), n);
-        let mut leaves = 0u64;
-        for (u, &edges) in incidence.iter().enumerate() {
-            let fixed = q.edges.iter().all(|e| {
-                (e.source != u && e.target != u) || matches!(e.label, EdgeLabel::Fixed(_))
-            });
-            if edges == 1 && degree(u) == 1 && fixed && !roots.contains(&u) {
-                leaves |= bit(u);
-            }
-        }
-        let mut adjacent = vec![0u64; n];
-        for &(u, w) in &pairs {
-            adjacent[u] |= bit(w);
-        }
         let with_vars = vars.iter().fold(0, |set, v| set | bit(v.0));
-        // Two concepts apart, or two labelled variables of a labelled graph; a concept's label
-        // is not known here, so a concept and a variable may share.
-        let apart = |u: usize, w: usize| match (q.nodes[u].kind, q.nodes[w].kind) {
-            (NodeKind::Concept(a), NodeKind::Concept(b)) => a != b,
-            (NodeKind::Variable, NodeKind::Variable) => {
-                labelled
-                    && matches!((q.nodes[u].label, q.nodes[w].label),
-                        (Some(a), Some(b)) if a != b)
-            }
-            _ => false,
-        };
-        let may_share = (0..n)
-            .map(|u| {
-                (0..n)
-                    .filter(|&w| w != u && !apart(u, w))
-                    .fold(0, |set, w| set | bit(w))
+        let root_set = roots.iter().fold(0, |set, &r| set | bit(r));
+        let leaves = (0..n)
+            .filter(|&u| {
+                incidence[u] == 1 && degree(u) == 1 && (with_vars | root_set) & bit(u) == 0
             })
-            .collect();
+            .fold(0, |set, u| set | bit(u));
+        let max_neighbours = (0..n).map(degree).max().unwrap_or(0);
         Dag {
-            may_share,
+            may_share: may_share(q, labelled),
             n,
             roots,
             order,
             adjacent,
             with_vars,
-            max_neighbours: (0..n).map(degree).max().unwrap_or(0),
+            max_neighbours,
             nb_at,
             nbs,
             nb_edges,
