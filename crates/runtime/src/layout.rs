@@ -297,8 +297,8 @@ fn edges_at(q: &QueryGraph) -> (Vec<usize>, Vec<usize>) {
 /// Room `filter_spec` reuses from node to node.
 #[derive(Default)]
 struct SpecScratch {
-    any: Vec<usize>,
-    fixed: Vec<(u32, usize)>,
+    /// Per fixed relation, the neighbours over it as a bit set.
+    fixed: Vec<(u32, u64)>,
     labels: Vec<u32>,
 }
 
@@ -350,43 +350,49 @@ fn filter_spec<'q>(
             Dir::Out => (e.source == u).then_some(e.target),
             Dir::In => (e.target == u).then_some(e.source),
         };
-        let any = &mut scratch.any;
-        any.clear();
-        any.extend(edges.clone().filter_map(ends));
-        any.sort_unstable();
-        any.dedup();
-        if !any.is_empty() {
+        // Neighbours as bit sets (a query has at most 64 nodes), all and per fixed relation: one
+        // pass over the node's edges, no sorting of pairs.
+        let mut any = 0u64;
+        let fixed = &mut scratch.fixed;
+        fixed.clear();
+        for e in edges.clone() {
+            let Some(w) = ends(e) else { continue };
+            any |= 1 << w;
+            let label = Layout::label_of(e.label);
+            if label == NONE {
+                continue;
+            }
+            match fixed.iter_mut().find(|f| f.0 == label) {
+                Some(f) => f.1 |= 1 << w,
+                None => fixed.push((label, 1 << w)),
+            }
+        }
+        if any != 0 {
             spec.degrees.push(Need {
                 dir,
                 label: NONE,
-                count: cap(any.len()),
+                count: cap(any.count_ones() as usize),
             });
         }
-        let fixed = &mut scratch.fixed;
-        fixed.clear();
-        fixed.extend(
-            edges
-                .clone()
-                .filter_map(|e| Some((Layout::label_of(e.label), ends(e)?)))
-                .filter(|&(l, _)| l != NONE),
-        );
-        fixed.sort_unstable();
-        fixed.dedup();
-        for group in fixed.chunk_by(|a, b| a.0 == b.0) {
+        fixed.sort_unstable_by_key(|f| f.0);
+        for &(label, set) in fixed.iter() {
             spec.degrees.push(Need {
                 dir,
-                label: group[0].0,
-                count: cap(group.len()),
+                label,
+                count: cap(set.count_ones() as usize),
             });
         }
         if semantics == Semantics::Iso && shape.node_labels {
             let labels = &mut scratch.labels;
             labels.clear();
-            labels.extend(
-                any.iter()
-                    .filter_map(|&x| q.nodes[x].label)
-                    .filter(|&l| l != NONE),
-            );
+            let mut rest = any;
+            while rest != 0 {
+                let w = rest.trailing_zeros() as usize;
+                rest &= rest - 1;
+                if let Some(l) = q.nodes[w].label.filter(|&l| l != NONE) {
+                    labels.push(l);
+                }
+            }
             labels.sort_unstable();
             for group in labels.chunk_by(|a, b| a == b) {
                 spec.neighbour_labels.push(Need {

@@ -189,42 +189,47 @@ impl<'a> Planner<'a> {
         explain: bool,
     ) -> Self {
         let n = q.nodes.len();
-        let mut incident: Vec<(usize, Incidence)> = Vec::with_capacity(2 * q.edges.len());
-        for (i, e) in q.edges.iter().enumerate() {
-            incident.push((
-                e.source,
-                Incidence {
-                    edge: i,
-                    other: e.target,
-                    outgoing: true,
-                },
-            ));
-            if e.target != e.source {
-                incident.push((
-                    e.target,
-                    Incidence {
-                        edge: i,
-                        other: e.source,
-                        outgoing: false,
-                    },
-                ));
-            }
-        }
-        // Stable: each node's edges stay in query order.
-        incident.sort_by_key(|x| x.0);
+        // Each node's edges in query order, placed by counting (a stable sort of the pairs was a
+        // sixth of a 16-node query's plan).
         let mut incident_at = vec![0; n + 1];
-        for x in &incident {
-            incident_at[x.0 + 1] += 1;
+        for e in &q.edges {
+            incident_at[e.source + 1] += 1;
+            if e.target != e.source {
+                incident_at[e.target + 1] += 1;
+            }
         }
         for u in 0..n {
             incident_at[u + 1] += incident_at[u];
+        }
+        let mut next = incident_at.clone();
+        let placeholder = Incidence {
+            edge: 0,
+            other: 0,
+            outgoing: true,
+        };
+        let mut incident = vec![placeholder; incident_at[n]];
+        for (i, e) in q.edges.iter().enumerate() {
+            incident[next[e.source]] = Incidence {
+                edge: i,
+                other: e.target,
+                outgoing: true,
+            };
+            next[e.source] += 1;
+            if e.target != e.source {
+                incident[next[e.target]] = Incidence {
+                    edge: i,
+                    other: e.source,
+                    outgoing: false,
+                };
+                next[e.target] += 1;
+            }
         }
         Planner {
             q,
             g,
             stats,
             incident_at,
-            incident: incident.into_iter().map(|x| x.1).collect(),
+            incident,
             visited: vec![false; n],
             linked: vec![0; n],
             rank: Vec::new(),
