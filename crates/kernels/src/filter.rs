@@ -34,6 +34,18 @@ pub struct NodeFilter<'a> {
     pub self_loops: &'a [u32],
 }
 
+impl NodeFilter<'_> {
+    /// Whether a test of this filter reads a node's CSR offsets in direction `dir`.
+    pub fn reads(&self, dir: Dir) -> bool {
+        self.degrees.iter().any(|n| n.dir == dir)
+            || self
+                .neighbour_labels
+                .iter()
+                .any(|n| n.dir == dir && n.count > 0)
+            || (dir == Dir::Out && !self.self_loops.is_empty())
+    }
+}
+
 /// Whether data node `v` passes `f`. O(sum of the degrees it inspects).
 pub fn node_matches(f: &NodeFilter, g: &GraphView, v: u32) -> bool {
     if f.fixed != NONE && v != f.fixed {

@@ -282,12 +282,15 @@ impl NeighbourLabels {
     /// Asks the cache for `v`'s neighbour-label sets (both directions) ahead of [`Self::covers`].
     #[inline]
     pub fn prefetch(&self, v: u32) {
-        let at = v as usize * self.words;
-        if let Some(w) = self.out.get(at) {
-            crate::prefetch::read(w);
-        }
-        if let Some(w) = self.inc.get(at) {
-            crate::prefetch::read(w);
+        // A row's first and last words: a row of several words may span two cache lines.
+        let first = v as usize * self.words;
+        let last = (first + self.words).saturating_sub(1);
+        for sets in [&self.out, &self.inc] {
+            for at in [first, last] {
+                if let Some(w) = sets.get(at) {
+                    crate::prefetch::read(w);
+                }
+            }
         }
     }
 

@@ -20,19 +20,34 @@ pub fn read<T>(p: &T) {
     let _ = p;
 }
 
-/// Asks for what a node test reads of `v` in the graph: its label and its CSR offsets (both
-/// directions).
+/// What a node test reads of a node in the graph: its label, its CSR offsets per direction (a
+/// symmetric graph's filters read only the outgoing ones, and a line asked for in vain costs
+/// bandwidth the other misses need).
+#[derive(Clone, Copy, Debug)]
+pub struct NodeReads {
+    pub label: bool,
+    pub out: bool,
+    pub inc: bool,
+}
+
+/// Asks for what a node test reads of `v` in the graph (`reads`).
 #[inline]
-pub fn node(g: &gpsense_kernels::GraphView, v: u32) {
+pub fn node(g: &gpsense_kernels::GraphView, v: u32, reads: NodeReads) {
     let v = v as usize;
-    if let Some(l) = g.node_labels.get(v) {
-        read(l);
+    if reads.label {
+        if let Some(l) = g.node_labels.get(v) {
+            read(l);
+        }
     }
-    if let Some(o) = g.out.offsets.get(v) {
-        read(o);
+    if reads.out {
+        if let Some(o) = g.out.offsets.get(v) {
+            read(o);
+        }
     }
-    if let Some(o) = g.inc.offsets.get(v) {
-        read(o);
+    if reads.inc {
+        if let Some(o) = g.inc.offsets.get(v) {
+            read(o);
+        }
     }
 }
 
