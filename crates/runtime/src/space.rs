@@ -1095,7 +1095,7 @@ mod tests {
         // list is built. (x, generated from y's 600 and after it in the plan, is left to
         // refinement: DAF's third pass, top-down, cost more than it saved.)
         const PATHS: usize = 600;
-        assert!(2 * PATHS >= super::PRUNE_FROM);
+        const { assert!(2 * PATHS >= super::PRUNE_FROM) };
         let mut nodes = Vec::new();
         let mut edges = vec![("c0".to_string(), "d0".to_string())];
         for i in 0..PATHS {
