@@ -504,6 +504,10 @@ impl SpaceBuilder<'_> {
             .neighbour_labels
             .filter(|nl| nl.has_pairs() && f.label != NONE)
         {
+            // The slots' misses overlap: all asked for before the first is read.
+            for need in &spec.neighbour_labels {
+                nl.prefetch_pair(need.dir, f.label, need.label);
+            }
             for need in &spec.neighbour_labels {
                 let list = nl.with_neighbour(need.dir, f.label, need.label);
                 if (list.len() as u64) < scan_cost {
