@@ -21,7 +21,7 @@ use crate::kernel_join::KernelJoin;
 use crate::layout::{DataShape, Layout};
 use crate::output::{OnRows, Output, RowBatch};
 use crate::search::{Context, Dag, OwnerPool, RoomPool, SearchStats};
-use crate::space::{SpaceBuilder, SpacePool};
+use crate::space::{prepared_spaces, SpaceBuilder, SpacePool};
 use crate::{EngineKind, MatchError, MatchOptions, Semantics};
 
 #[path = "batch_engine.rs"]
@@ -238,7 +238,7 @@ impl<'g> Engine<'g> {
             owners: OwnerPool::prepared(graph.node_count()),
             rooms: RoomPool::default(),
             layouts: LayoutPool::default(),
-            spaces: SpacePool::prepared(graph.node_count()),
+            spaces: prepared_spaces(graph.node_count()),
             gpu: Mutex::new(None),
             emulator: OnceLock::new(),
             moments: OnceLock::from(DegreeMoments::new(graph)),

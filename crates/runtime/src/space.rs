@@ -28,6 +28,7 @@ use crate::executor::{offsets_of, Executor};
 use crate::filtering::{FilterReport, LabelIndex, LabelMask, NeighbourLabels};
 use crate::layout::{Layout, MAX_QUERY_NODES};
 use crate::prefetch;
+use crate::spares::Spares;
 use crate::MatchError;
 
 /// One query edge seen from one endpoint: for candidate `i` of `from`, the indices of its data
@@ -340,39 +341,24 @@ impl CandidateSpace {
 }
 
 /// Spaces kept between queries, so that their arrays are allocated once, not per query.
-#[derive(Debug, Default)]
-pub struct SpacePool(std::sync::Mutex<Vec<CandidateSpace>>);
+pub type SpacePool = Spares<CandidateSpace>;
 
-impl SpacePool {
-    /// A pool holding one space with its per-data-node index for `nodes` nodes already filled, so
-    /// that a first query neither allocates nor faults in those pages (`|V|` entries: 0.3 MB on
-    /// ConceptNet-100K).
-    pub fn prepared(nodes: usize) -> Self {
-        let mut space = CandidateSpace::default();
-        space.scratch.index_of.resize(nodes, NONE);
-        SpacePool(std::sync::Mutex::new(vec![space]))
+impl crate::spares::Room for CandidateSpace {
+    fn room_bytes(&self) -> usize {
+        CandidateSpace::room_bytes(self)
     }
 
-    /// A space is kept only while its room stays under this, so one huge query does not pin its
-    /// memory for the engine's life.
-    const KEEP_BYTES: usize = 64 << 20;
-    /// Spaces kept at most (one per query running at once is plenty).
+    /// One per query running at once is plenty.
     const KEEP: usize = 8;
+}
 
-    pub fn take(&self) -> CandidateSpace {
-        let spare = self.0.lock().unwrap_or_else(|p| p.into_inner()).pop();
-        spare.unwrap_or_default()
-    }
-
-    pub fn give(&self, space: CandidateSpace) {
-        if space.room_bytes() > Self::KEEP_BYTES {
-            return;
-        }
-        let mut spare = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        if spare.len() < Self::KEEP {
-            spare.push(space);
-        }
-    }
+/// A pool holding one space with its per-data-node index for `nodes` nodes already filled, so that
+/// a first query neither allocates nor faults in those pages (`|V|` entries: 0.3 MB on
+/// ConceptNet-100K).
+pub fn prepared_spaces(nodes: usize) -> SpacePool {
+    let mut space = CandidateSpace::default();
+    space.scratch.index_of.resize(nodes, NONE);
+    Spares::holding(space)
 }
 
 /// How many times a node read in an expansion a scanned node costs, in the choice between them:
@@ -381,10 +367,10 @@ impl SpacePool {
 /// and yeast's 32-vertex queries: weights 2-8 cut candidate generation by 10-20% against 1.
 const SCAN_WEIGHT: u64 = 4;
 
-/// Candidates in all from which the bottom-up pass pays: below, building the few lists and
-/// refining them costs less than the pass's reads of every candidate's adjacency (HPRD's queries,
-/// 20-200 candidates: 6% less time per query in fresh processes without it; yeast's, thousands:
-/// the same either way).
+/// Candidates in all from which the bottom-up pass pays: below, its reads of every candidate's
+/// list cost about what the few lists it spares would (HPRD's queries, 20-200 candidates: 5% fewer
+/// instructions without it, time the same or a little less; yeast's, thousands: the same either
+/// way).
 const PRUNE_FROM: usize = 512;
 
 /// Builds a [`CandidateSpace`] for a layout (its filters and plan order) over a graph.
@@ -580,12 +566,14 @@ impl SpaceBuilder<'_> {
         let pass = |v: u32| covered(v) && node_matches(&f, &g, v) && counts(v);
         let tested = pool.len() as u64;
         if !self.ex.is_parallel_for(pool.len()) {
+            // The sorted-label counts read the node's CSR range too.
+            let reads_dir = |dir: Dir| {
+                f.reads(dir) || (sorted.is_some() && counted.iter().any(|n| n.dir == dir))
+            };
             let reads = prefetch::NodeReads {
                 label: f.label != NONE,
-                out: f.reads(Dir::Out)
-                    || sorted.is_some_and(|_| counted.iter().any(|n| n.dir == Dir::Out)),
-                inc: f.reads(Dir::In)
-                    || sorted.is_some_and(|_| counted.iter().any(|n| n.dir == Dir::In)),
+                out: reads_dir(Dir::Out),
+                inc: reads_dir(Dir::In),
             };
             let ask = |v: u32| {
                 prefetch::node(&g, v, reads);

@@ -4,13 +4,18 @@
 
 use std::sync::Mutex;
 
-/// What a kept value holds on to, in bytes (its vectors' capacities).
+/// What a kept value holds on to, in bytes (its vectors' capacities), and how many of its kind are
+/// kept at most.
 pub trait Room {
     fn room_bytes(&self) -> usize;
+
+    /// Values kept at most: one per query or worker running at once is plenty.
+    const KEEP: usize = 64;
 }
 
-/// Spare values of one kind: at most [`Spares::KEEP`] of them, none holding more than
+/// Spare values of one kind: at most [`Room::KEEP`] of them, none holding more than
 /// [`Spares::KEEP_BYTES`], so that one huge query does not pin its memory for the engine's life.
+#[derive(Debug)]
 pub struct Spares<T>(Mutex<Vec<T>>);
 
 impl<T> Default for Spares<T> {
@@ -20,9 +25,12 @@ impl<T> Default for Spares<T> {
 }
 
 impl<T: Default + Room> Spares<T> {
-    /// One per query or worker running at once is plenty.
-    const KEEP: usize = 64;
     const KEEP_BYTES: usize = 64 << 20;
+
+    /// Spares holding `v` already (a value prepared before the first query).
+    pub fn holding(v: T) -> Self {
+        Spares(Mutex::new(vec![v]))
+    }
 
     /// A spare value, or a new one.
     pub fn take(&self) -> T {
@@ -36,7 +44,7 @@ impl<T: Default + Room> Spares<T> {
             return;
         }
         let mut spare = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        if spare.len() < Self::KEEP {
+        if spare.len() < T::KEEP {
             spare.push(v);
         }
     }
