@@ -35,7 +35,7 @@ pub struct Engine<'g> {
     /// Node labels; whether every edge has its reverse (O(E) to find out, once).
     shape: DataShape,
     pub(crate) labels: LabelIndex,
-    neighbour_labels: Option<NeighbourLabels>,
+    pub(crate) neighbour_labels: Option<NeighbourLabels>,
     /// Scratch arrays of the dfs search and candidate spaces, reused across queries.
     owners: OwnerPool,
     rooms: RoomPool,
@@ -252,6 +252,7 @@ impl<'g> Engine<'g> {
             engine.shape.symmetric,
         );
         engine.warm_up();
+        engine.warm_data();
         engine
     }
 

@@ -12,6 +12,7 @@ use gpsense_kernels::{bits, scan, Dir, GraphView, NONE};
 
 use crate::executor::{offsets_of, Executor};
 use crate::layout::Layout;
+use crate::prefetch::Lines;
 
 /// Data nodes grouped by node label, so a labelled query node is identified from its label's nodes
 /// rather than from every node.
@@ -22,6 +23,11 @@ pub struct LabelIndex {
 }
 
 impl LabelIndex {
+    /// Its arrays, for [`prefetch::read_lines`](crate::prefetch::read_lines).
+    pub fn arrays(&self) -> [&dyn Lines; 2] {
+        [&self.offsets, &self.nodes]
+    }
+
     pub fn new(node_labels: &[u32], label_count: usize) -> Self {
         let mut offsets = vec![0u32; label_count + 1];
         for &l in node_labels {
@@ -107,6 +113,16 @@ const EMPTY_SLOT: PairSlot = PairSlot {
 };
 
 impl LabelPairs {
+    /// What a lookup reads, hottest first: the slots (else the keys it bisects), then the lists.
+    fn arrays<'s>(&'s self, out: &mut Vec<&'s dyn Lines>) {
+        if self.slots.is_empty() {
+            out.extend([&self.key_at as &dyn Lines, &self.keys, &self.at]);
+        } else {
+            out.push(&self.slots);
+        }
+        out.push(&self.nodes);
+    }
+
     /// Entries at most (16 bytes each while building): past it the sets are tested node by node.
     const MAX_ENTRIES: usize = 32 << 20;
     /// The slot table's size at most (HPRD's: 0.4 MB); past it lookups bisect `keys`.
@@ -231,6 +247,16 @@ pub struct LabelMask {
 }
 
 impl NeighbourLabels {
+    /// Its arrays, hottest first (as a node test reads them: every test reads a set; pair lists are
+    /// read a few per query node; sorted labels only for needs of two or more).
+    pub fn arrays(&self) -> Vec<&dyn Lines> {
+        let mut a: Vec<&dyn Lines> = vec![&self.out, &self.inc];
+        self.out_pairs.arrays(&mut a);
+        self.inc_pairs.arrays(&mut a);
+        a.extend([&self.out_sorted as &dyn Lines, &self.inc_sorted]);
+        a
+    }
+
     /// Words per node at most (4,096 labels), and bytes in all.
     const MAX_WORDS: usize = 64;
     const MAX_BYTES: usize = 256 << 20;

@@ -91,3 +91,97 @@ pub fn retain_staged(
     }
     pool.truncate(kept);
 }
+
+/// An array whose cache lines [`read_lines`] reads: a slice or vector of plain values.
+pub trait Lines {
+    fn bytes(&self) -> usize;
+    /// Reads one value per cache line, front to back (a stream the hardware prefetcher follows).
+    fn touch(&self);
+}
+
+impl<T: Copy> Lines for &[T] {
+    fn bytes(&self) -> usize {
+        std::mem::size_of_val(*self)
+    }
+
+    fn touch(&self) {
+        let step = (64 / std::mem::size_of::<T>().max(1)).max(1);
+        for &x in self.iter().step_by(step) {
+            std::hint::black_box(x);
+        }
+    }
+}
+
+impl<T: Copy> Lines for Vec<T> {
+    fn bytes(&self) -> usize {
+        self.as_slice().bytes()
+    }
+
+    fn touch(&self) {
+        self.as_slice().touch();
+    }
+}
+
+/// Reads `arrays` (hottest first) into the caches: the hottest that fit in `budget` bytes, coldest
+/// first, so that the hottest are read last and stay in the core's own cache.
+pub fn read_lines(arrays: &[&dyn Lines], budget: usize) {
+    let mut left = budget;
+    let mut chosen = Vec::with_capacity(arrays.len());
+    for &a in arrays {
+        if a.bytes() <= left {
+            left -= a.bytes();
+            chosen.push(a);
+        }
+    }
+    for a in chosen.iter().rev() {
+        a.touch();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::RefCell;
+
+    use super::*;
+
+    /// An array of `bytes` that logs its name when read.
+    struct Logged<'a> {
+        name: &'static str,
+        bytes: usize,
+        log: &'a RefCell<Vec<&'static str>>,
+    }
+
+    impl Lines for Logged<'_> {
+        fn bytes(&self) -> usize {
+            self.bytes
+        }
+
+        fn touch(&self) {
+            self.log.borrow_mut().push(self.name);
+        }
+    }
+
+    #[test]
+    fn the_hottest_arrays_that_fit_are_read_coldest_first() {
+        let log = RefCell::new(Vec::new());
+        let a = |name, bytes| Logged {
+            name,
+            bytes,
+            log: &log,
+        };
+        let (hot, big, warm, cold) = (a("hot", 40), a("big", 100), a("warm", 30), a("cold", 31));
+        read_lines(&[&hot, &big, &warm, &cold], 100);
+        // "big" does not fit after "hot"; "cold" does not fit after "warm".
+        assert_eq!(*log.borrow(), ["warm", "hot"]);
+    }
+
+    #[test]
+    fn a_slice_is_read_once_per_cache_line() {
+        let v: Vec<u32> = (0..1000).collect();
+        assert_eq!(v.bytes(), 4000);
+        assert_eq!((&v[..10]).bytes(), 40);
+        // Reads only: nothing to observe but that it returns.
+        v.touch();
+        (&[0u8; 0][..]).touch();
+    }
+}
