@@ -33,7 +33,7 @@ pub struct Engine<'g> {
     graph: &'g KnowledgeGraph,
     stats: PlannerStats,
     /// Node labels; whether every edge has its reverse (O(E) to find out, once).
-    shape: DataShape,
+    pub(crate) shape: DataShape,
     pub(crate) labels: LabelIndex,
     pub(crate) neighbour_labels: Option<NeighbourLabels>,
     /// Scratch arrays of the dfs search and candidate spaces, reused across queries.
@@ -359,9 +359,17 @@ impl<'g> Engine<'g> {
             labels: c.labels(),
             only_label,
         };
+        let out = adj(self.graph.out());
+        // Symmetric: the in-lists are the out-lists, byte for byte; reading one copy keeps half
+        // the adjacency out of the caches.
+        let inc = if self.shape.symmetric {
+            out
+        } else {
+            adj(self.graph.inc())
+        };
         GraphView {
-            out: adj(self.graph.out()),
-            inc: adj(self.graph.inc()),
+            out,
+            inc,
             node_labels: self.graph.node_labels(),
         }
     }

@@ -67,22 +67,10 @@ pub fn retain_staged(
     near: impl Fn(u32),
     mut keep: impl FnMut(u32) -> bool,
 ) {
-    // The first nodes are asked for at once: most pools are shorter than `AHEAD` (HPRD's: 7 nodes
-    // on average), and their misses then overlap too.
-    for &v in pool.iter().take(2 * AHEAD) {
-        far(v);
-    }
-    for &v in pool.iter().take(AHEAD) {
-        near(v);
-    }
+    ask_first(pool, &far, &near);
     let mut kept = 0;
     for i in 0..pool.len() {
-        if let Some(&ahead) = pool.get(i + 2 * AHEAD) {
-            far(ahead);
-        }
-        if let Some(&ahead) = pool.get(i + AHEAD) {
-            near(ahead);
-        }
+        ask_ahead_of(pool, i, &far, &near);
         let v = pool[i];
         if keep(v) {
             pool[kept] = v;
@@ -90,6 +78,44 @@ pub fn retain_staged(
         }
     }
     pool.truncate(kept);
+}
+
+/// The first nodes are asked for at once: most pools are shorter than `AHEAD` (HPRD's: 7 nodes on
+/// average), and their misses then overlap too.
+#[inline(always)]
+fn ask_first(nodes: &[u32], far: &impl Fn(u32), near: &impl Fn(u32)) {
+    for &v in nodes.iter().take(2 * AHEAD) {
+        far(v);
+    }
+    for &v in nodes.iter().take(AHEAD) {
+        near(v);
+    }
+}
+
+#[inline(always)]
+fn ask_ahead_of(nodes: &[u32], i: usize, far: &impl Fn(u32), near: &impl Fn(u32)) {
+    if let Some(&ahead) = nodes.get(i + 2 * AHEAD) {
+        far(ahead);
+    }
+    if let Some(&ahead) = nodes.get(i + AHEAD) {
+        near(ahead);
+    }
+}
+
+/// Asks for `v`'s CSR offsets in `adj`.
+#[inline(always)]
+pub fn offsets(adj: &gpsense_kernels::Adjacency, v: u32) {
+    if let Some(o) = adj.offsets.get(v as usize) {
+        read(o);
+    }
+}
+
+/// Asks for the start of `v`'s list in `adj` (its offsets read, so best once they have arrived).
+#[inline(always)]
+pub fn list(adj: &gpsense_kernels::Adjacency, v: u32) {
+    if let Some(t) = (adj.offsets.get(v as usize)).and_then(|&o| adj.targets.get(o as usize)) {
+        read(t);
+    }
 }
 
 /// An array whose cache lines [`read_lines`] reads: a slice or vector of plain values.

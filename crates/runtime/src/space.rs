@@ -664,20 +664,7 @@ fn keep_joined(g: GraphView, space: &mut CandidateSpace, e: &Incident, pool: &mu
         members[c as usize / 64] |= 1 << (c % 64);
     }
     let adj = g.adj(e.dir);
-    let offsets = |v: u32| {
-        if let Some(o) = adj.offsets.get(v as usize) {
-            prefetch::read(o);
-        }
-    };
-    let list = |v: u32| {
-        if let Some(t) = adj
-            .offsets
-            .get(v as usize)
-            .and_then(|&o| adj.targets.get(o as usize))
-        {
-            prefetch::read(t);
-        }
-    };
+    let (offsets, list) = (|v| prefetch::offsets(adj, v), |v| prefetch::list(adj, v));
     prefetch::retain_staged(pool, offsets, list, |v| {
         adj.by_label(v, e.label)
             .0

@@ -22,7 +22,7 @@ use std::time::Duration;
 use gpsense_graph::{KnowledgeGraph, LabelId, NodeId};
 use gpsense_planner::{EdgeLabel, NodeKind, Projected, QueryEdge, QueryGraph, QueryNode};
 
-use gpsense_kernels::NONE;
+use gpsense_kernels::{Adjacency, NONE};
 
 use crate::prefetch::{read_lines, Lines};
 use crate::{Engine, EngineKind, MatchOptions, Semantics};
@@ -85,12 +85,19 @@ impl Engine<'_> {
     /// 2%. Its cost (2 MB on HPRD) is lost in the load's noise (7-10 ms).
     pub(crate) fn warm_data(&self) {
         let v = self.view();
-        let mut arrays: Vec<&dyn Lines> = vec![&v.out.offsets, &v.inc.offsets, &v.node_labels];
+        // A symmetric graph's view reads its out-lists for both directions.
+        let dirs: &[&Adjacency] = if self.shape.symmetric {
+            &[&v.out]
+        } else {
+            &[&v.out, &v.inc]
+        };
+        let mut arrays: Vec<&dyn Lines> = dirs.iter().map(|a| &a.offsets as &dyn Lines).collect();
+        arrays.push(&v.node_labels);
         arrays.extend(self.labels.arrays());
-        arrays.extend([&v.out.targets as &dyn Lines, &v.inc.targets]);
+        arrays.extend(dirs.iter().map(|a| &a.targets as &dyn Lines));
         // Relations are read only where the graph has several.
         if v.out.only_label == NONE {
-            arrays.extend([&v.out.labels as &dyn Lines, &v.inc.labels]);
+            arrays.extend(dirs.iter().map(|a| &a.labels as &dyn Lines));
         }
         if let Some(nl) = &self.neighbour_labels {
             arrays.extend(nl.arrays());
