@@ -329,7 +329,18 @@ pub fn run(o: &Options, log: &mut dyn FnMut(&str)) -> Result<Section> {
         }
     }
 
-    // Runs, interleaved per chunk.
+    // Runs, interleaved per chunk, the harness on a core of its own (see `cores`).
+    let pinned = super::cores::Pinned::harness();
+    if let Some((_, cpu)) = &pinned {
+        log(&format!(
+            "harness pinned to CPU {cpu}; engines run on every CPU"
+        ));
+    }
+    let engine_cpus = |cmd: &mut Command| {
+        if let Some((p, _)) = &pinned {
+            p.engine(cmd);
+        }
+    };
     let mut engines: Vec<String> = vec![OURS.to_owned(), OURS_2T.to_owned()];
     engines.extend(o.peers.iter().map(|p| p.engine.to_owned()));
     let rounds = o.rounds.max(1);
@@ -396,6 +407,7 @@ pub fn run(o: &Options, log: &mut dyn FnMut(&str)) -> Result<Section> {
                                 .arg((start + s).to_string())
                                 .arg("1")
                                 .arg(end.to_string());
+                            engine_cpus(&mut cmd);
                             cmd
                         };
                         let (outcomes, _) =
@@ -425,7 +437,9 @@ pub fn run(o: &Options, log: &mut dyn FnMut(&str)) -> Result<Section> {
                             Ok(b) => {
                                 let data = &data_files[&w.graph];
                                 let qf = &query_files[&(w.graph.clone(), q.id.clone())];
-                                let cmd = native::command(peer, b, data, qf, w.limit, d.timeout);
+                                let mut cmd =
+                                    native::command(peer, b, data, qf, w.limit, d.timeout);
+                                engine_cpus(&mut cmd);
                                 match native::run_limited(cmd, d.timeout + Duration::from_secs(2)) {
                                     Ran::Exited {
                                         ok,

@@ -12,6 +12,7 @@
 //! 4. Check every count against gpsense's under the same semantics and write `report.md`,
 //!    `results.csv`, `summary.csv` and the figures (`report.rs`, `plot.rs`).
 
+mod cores;
 mod exact;
 mod exec;
 mod extras;
