@@ -5,6 +5,11 @@
 //! with 15-40 of 400 over 0.1 ms, and the suite's sum was 1.4-1.8x what it was with the harness on
 //! a core of its own. The peers write their output at exit, so no harness work ever met theirs.
 //!
+//! Two measures keep them apart: the reader leaves the runner's lines in the pipe for a batch
+//! interval after each wake-up (`exec::forward_lines`), so that the harness wakes at most once per
+//! 20 ms, and the harness runs pinned to one CPU, so that what it does run never lands on the
+//! engine's core while another is free.
+//!
 //! [`Pinned::harness`] pins the calling thread (and the threads it starts later) to the last CPU
 //! it may use; [`Pinned::engine`] gives a command's process every CPU back.
 

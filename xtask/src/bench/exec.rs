@@ -1,8 +1,9 @@
 //! Runs one engine over one workload's queries in a child process, enforcing the time limit per
 //! query: the child (`gpsense-bench-runner run` or `peers.py`) loads the graph, says it is ready,
-//! then prints one JSON line per query; a query that has not answered by its deadline is recorded as
-//! a timeout, the child is killed and started again from the next query. Nothing is dropped: every
-//! query ends as ok, timeout, error, unsupported or skipped (with the reason).
+//! then prints one JSON line per query (read in batches: [`BATCH`]); a query that has not answered
+//! by its deadline is recorded as a timeout, the child is killed and started again from the next
+//! query. Nothing is dropped: every query ends as ok, timeout, error, unsupported or skipped (with
+//! the reason).
 
 use std::io::{BufRead, BufReader, Read, Seek};
 use std::os::unix::process::CommandExt;
@@ -138,14 +139,7 @@ pub fn run_job_from(
         let stdout = child.stdout.take().expect("piped stdout");
         // The reader ends when the child's stdout closes or when `rx` is dropped; never joined, so a
         // killed child's stray descendants cannot hold the harness.
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
+        std::thread::spawn(move || forward_lines(stdout, &tx));
         // Ready?
         let ready = recv_json(&rx, limits.load_timeout);
         match ready {
@@ -236,6 +230,44 @@ pub fn run_job_from(
             .collect(),
         load,
     )
+}
+
+/// How long the reader, woken by the child's output, lets its next lines gather in the pipe before
+/// it reads them: the harness then wakes at most once per `BATCH`, not once per query, and never
+/// in the middle of a chunk of short queries (see `cores` for what a wake-up per line cost).
+const BATCH: Duration = Duration::from_millis(20);
+
+/// Sends `from`'s lines to `to` (a last line without a newline too) until either end closes,
+/// reading them in batches.
+fn forward_lines(from: impl Read, to: &mpsc::Sender<String>) {
+    let mut r = BufReader::with_capacity(1 << 16, from);
+    let mut pending: Vec<u8> = Vec::new();
+    loop {
+        // Blocks until the child writes (or closes its end).
+        match r.fill_buf() {
+            Ok([]) | Err(_) => break,
+            Ok(_) => {}
+        }
+        std::thread::sleep(BATCH);
+        let got = match r.fill_buf() {
+            Ok(b) => {
+                pending.extend_from_slice(b);
+                b.len()
+            }
+            Err(_) => break,
+        };
+        r.consume(got);
+        while let Some(end) = pending.iter().position(|&b| b == b'\n') {
+            let line = String::from_utf8_lossy(&pending[..end]).into_owned();
+            pending.drain(..=end);
+            if to.send(line).is_err() {
+                return;
+            }
+        }
+    }
+    if !pending.is_empty() {
+        let _ = to.send(String::from_utf8_lossy(&pending).into_owned());
+    }
 }
 
 fn outcome_of(l: Line, timeout: Duration) -> Outcome {
@@ -366,6 +398,29 @@ mod tests {
         assert!(matches!(out[1], Outcome::Timeout(_)), "{:?}", out[1]);
         assert!(matches!(out[2], Outcome::Ok { count: 20, .. }));
         assert!(matches!(out[3], Outcome::Ok { count: 30, .. }));
+    }
+
+    /// A reader that returns its pieces one `read` at a time, as a pipe does its writes.
+    struct Pieces(Vec<&'static [u8]>);
+
+    impl Read for Pieces {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            if self.0.is_empty() {
+                return Ok(0);
+            }
+            let piece = self.0.remove(0);
+            buf[..piece.len()].copy_from_slice(piece);
+            Ok(piece.len())
+        }
+    }
+
+    #[test]
+    fn lines_are_forwarded_whole_across_reads_and_at_the_end() {
+        let (tx, rx) = mpsc::channel();
+        forward_lines(Pieces(vec![b"{\"a\":1}\n{\"b\"", b":2}\n", b"last"]), &tx);
+        drop(tx);
+        let got: Vec<String> = rx.iter().collect();
+        assert_eq!(got, ["{\"a\":1}", "{\"b\":2}", "last"]);
     }
 
     #[test]
