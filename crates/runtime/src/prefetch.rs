@@ -67,10 +67,22 @@ pub fn retain_staged(
     near: impl Fn(u32),
     mut keep: impl FnMut(u32) -> bool,
 ) {
-    ask_first(pool, &far, &near);
+    // The first nodes are asked for at once: most pools are shorter than `AHEAD` (HPRD's: 7 nodes
+    // on average), and their misses then overlap too.
+    for &v in pool.iter().take(2 * AHEAD) {
+        far(v);
+    }
+    for &v in pool.iter().take(AHEAD) {
+        near(v);
+    }
     let mut kept = 0;
     for i in 0..pool.len() {
-        ask_ahead_of(pool, i, &far, &near);
+        if let Some(&ahead) = pool.get(i + 2 * AHEAD) {
+            far(ahead);
+        }
+        if let Some(&ahead) = pool.get(i + AHEAD) {
+            near(ahead);
+        }
         let v = pool[i];
         if keep(v) {
             pool[kept] = v;
@@ -78,28 +90,6 @@ pub fn retain_staged(
         }
     }
     pool.truncate(kept);
-}
-
-/// The first nodes are asked for at once: most pools are shorter than `AHEAD` (HPRD's: 7 nodes on
-/// average), and their misses then overlap too.
-#[inline(always)]
-fn ask_first(nodes: &[u32], far: &impl Fn(u32), near: &impl Fn(u32)) {
-    for &v in nodes.iter().take(2 * AHEAD) {
-        far(v);
-    }
-    for &v in nodes.iter().take(AHEAD) {
-        near(v);
-    }
-}
-
-#[inline(always)]
-fn ask_ahead_of(nodes: &[u32], i: usize, far: &impl Fn(u32), near: &impl Fn(u32)) {
-    if let Some(&ahead) = nodes.get(i + 2 * AHEAD) {
-        far(ahead);
-    }
-    if let Some(&ahead) = nodes.get(i + AHEAD) {
-        near(ahead);
-    }
 }
 
 /// Asks for `v`'s CSR offsets in `adj`.
