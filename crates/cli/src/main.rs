@@ -171,8 +171,9 @@ enum Command {
         /// Accepted for symmetry with `query`: `match` always prints counts.
         #[arg(long, hide = true)]
         count: bool,
-        /// Add the dfs engine's search counters to each line (`nodes=N backjumps=N twins=N`) and their
-        /// totals: a machine-independent measure for comparing search variants.
+        /// Add the search counters to each line, and their totals: dfs's (`nodes=N backjumps=N
+        /// twins=N`), a machine-independent measure for comparing search variants, or a device
+        /// engine's with `--device-batch 1` (`launches=N reads=N levels=N partials=N chunks=N`).
         #[arg(long, help_heading = help::OUTPUT)]
         search_stats: bool,
         /// With `--engine gpu` or `emulated`: answer the queries N at a time, each batch in one

@@ -377,6 +377,33 @@ fn match_search_stats_adds_the_counters() {
 }
 
 #[test]
+fn match_search_stats_adds_a_device_queries_counters() {
+    let (out, err) = match_two_hprd_queries(&[
+        "--engine",
+        "emulated",
+        "--device-batch",
+        "1",
+        "--search-stats",
+    ]);
+    let field = |line: &str, key: &str| {
+        line.split(['\t', ' '])
+            .find_map(|f| f.strip_prefix(key))
+            .and_then(|n| n.parse::<u64>().ok())
+    };
+    for line in out.lines() {
+        assert!(field(line, "launches=").is_some_and(|n| n > 0), "{line}");
+        assert!(field(line, "reads=").is_some_and(|n| n > 0), "{line}");
+        assert!(field(line, "partials=").is_some(), "{line}");
+    }
+    assert!(
+        err.contains("device: ")
+            && err.contains(" partial matches, ")
+            && err.contains("over 2 queries"),
+        "{err}"
+    );
+}
+
+#[test]
 fn match_max_expected_keeps_the_queries_with_small_published_counts() {
     // query_dense_16_1 expects 3 matches, query_dense_16_2 expects 80.
     let (out, err) = match_two_hprd_queries(&["--max-expected", "10"]);

@@ -404,8 +404,10 @@ pub struct ExtendWarpBatchArgs {
     pub warps: u64,
 }
 
-/// One group of leaves for [`CountLeavesArgs`]: `leaves` leaf query nodes whose candidates, for a
-/// partial match, are the candidate-edge list (`list`) of the data node in slot `slot`.
+/// One list of a counted group for [`CountLeavesArgs`]: `leaves` query nodes whose candidates, for
+/// a partial match, are in the candidate-edge list (`list`) of the data node in slot `slot`, and in
+/// the lists of the entries after it with `leaves` 0 (at most `join::MAX_GROUP_LISTS` in all: one
+/// per edge of the nodes, all back to enumerated nodes).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct LeafGroupArgs {

@@ -526,15 +526,7 @@ pub unsafe fn count_leaves(a: &CountLeavesArgs, t: usize) {
                 return;
             }
             let row = &rows[p as usize * width..(p as usize + 1) * width];
-            let lists = groups.iter().map(|g| join::LeafGroup {
-                list: join::list_of(
-                    row[g.slot as usize],
-                    g.list.from.get(),
-                    g.list.offsets.get(),
-                    g.list.targets.get(),
-                ),
-                leaves: g.leaves,
-            });
+            let lists = leaf_groups(groups, row);
             let added = join::count_leaves(row, a.nodes as usize, a.injective != 0, lists)
                 .is_some_and(|n| join::add_u128(&total[0], &total[1], n));
             if !added {
@@ -544,6 +536,36 @@ pub unsafe fn count_leaves(a: &CountLeavesArgs, t: usize) {
             p += a.threads.max(1);
         }
     }
+}
+
+/// `groups`' entries for `row`, each group with its further lists (the entries after it with
+/// `leaves` 0) resolved.
+fn leaf_groups<'a>(
+    groups: &'a [LeafGroupArgs],
+    row: &'a [u32],
+) -> impl Iterator<Item = join::LeafGroup<'a>> + 'a {
+    let list = move |g: &LeafGroupArgs| unsafe {
+        join::list_of(
+            row[g.slot as usize],
+            g.list.from.get(),
+            g.list.offsets.get(),
+            g.list.targets.get(),
+        )
+    };
+    let mut at = 0;
+    core::iter::from_fn(move || {
+        let first = groups.get(at)?;
+        let mut g = join::LeafGroup::one(list(first), first.leaves);
+        at += 1;
+        while let Some(more) = groups.get(at).filter(|e| e.leaves == 0) {
+            if g.len < join::MAX_GROUP_LISTS {
+                g.lists[g.len] = list(more);
+                g.len += 1;
+            }
+            at += 1;
+        }
+        Some(g)
+    })
 }
 
 /// TruST: branch `b` of the beam grown by one template node, its best `keep` children kept.

@@ -463,18 +463,76 @@ pub fn list_of<'a>(x: u32, from: &[u32], offsets: &[u64], targets: &'a [u32]) ->
     }
 }
 
-/// Leaves of one partial match counted together: `leaves` leaf query nodes with the very same
-/// candidates, the sorted list `list` (of the data node in their parent's slot).
+/// Most lists one counted group meets (its query nodes' edges back to the enumerated nodes).
+pub const MAX_GROUP_LISTS: usize = 8;
+
+/// Query nodes of one partial match counted together, not enumerated: `leaves` nodes with the very
+/// same candidates, those in every one of `lists[..len]` (sorted lists of data nodes, each from
+/// one of their matched neighbours). A leaf has one list; a node with all its neighbours matched
+/// has one per edge.
 #[derive(Clone, Copy, Debug)]
 pub struct LeafGroup<'a> {
-    pub list: &'a [u32],
+    pub lists: [&'a [u32]; MAX_GROUP_LISTS],
+    pub len: usize,
     pub leaves: u32,
 }
 
-/// Kernel body (one work-item per partial match): the matches of `groups`' leaves for `row`, as a
-/// product instead of an enumeration. Under injective semantics each group's leaves take distinct
-/// nodes of its list not already in the row (`row[..nodes]`; the caller gives groups whose lists
-/// cannot meet, so the groups are independent); otherwise any nodes. `None` past `u128::MAX`.
+impl<'a> LeafGroup<'a> {
+    /// A group with the one list `list`.
+    pub fn one(list: &'a [u32], leaves: u32) -> Self {
+        let mut lists: [&[u32]; MAX_GROUP_LISTS] = [&[]; MAX_GROUP_LISTS];
+        lists[0] = list;
+        LeafGroup {
+            lists,
+            len: 1,
+            leaves,
+        }
+    }
+
+    /// Whether `v` is in every list.
+    fn contains(&self, v: u32) -> bool {
+        self.lists[..self.len]
+            .iter()
+            .all(|l| l.binary_search(&v).is_ok())
+    }
+
+    /// How many data nodes are in every list: the shortest walked, the others searched from a
+    /// cursor that only moves forward.
+    fn common(&self) -> u64 {
+        let lists = &self.lists[..self.len];
+        let Some((first, _)) = lists.iter().enumerate().min_by_key(|(_, l)| l.len()) else {
+            return 0;
+        };
+        if lists.len() == 1 {
+            return lists[0].len() as u64;
+        }
+        let mut cursor = [0usize; MAX_GROUP_LISTS];
+        let mut n = 0;
+        'next: for &v in lists[first] {
+            for (j, l) in lists.iter().enumerate() {
+                if j == first {
+                    continue;
+                }
+                let at = cursor[j] + l[cursor[j]..].partition_point(|&x| x < v);
+                cursor[j] = at;
+                if at == l.len() {
+                    break 'next;
+                }
+                if l[at] != v {
+                    continue 'next;
+                }
+            }
+            n += 1;
+        }
+        n
+    }
+}
+
+/// Kernel body (one work-item per partial match): the matches of `groups`' nodes for `row`, as a
+/// product instead of an enumeration. Under injective semantics each group's nodes take distinct
+/// data nodes of its candidates not already in the row (`row[..nodes]`; the caller gives groups
+/// whose candidates cannot meet, so the groups are independent); otherwise any. `None` past
+/// `u128::MAX`.
 pub fn count_leaves<'a>(
     row: &[u32],
     nodes: usize,
@@ -483,11 +541,11 @@ pub fn count_leaves<'a>(
 ) -> Option<u128> {
     let mut product = 1u128;
     for g in groups {
-        let len = g.list.len() as u64;
+        let len = g.common();
         let ways = if injective {
             let used = row[..nodes.min(row.len())]
                 .iter()
-                .filter(|&&v| v != NONE && g.list.binary_search(&v).is_ok())
+                .filter(|&&v| v != NONE && g.contains(v))
                 .count() as u64;
             falling(len.saturating_sub(used), g.leaves as u64)?
         } else {
@@ -572,7 +630,7 @@ mod tests {
             for injective in [true, false] {
                 let it = groups
                     .iter()
-                    .map(|&(list, leaves)| LeafGroup { list, leaves });
+                    .map(|&(list, leaves)| LeafGroup::one(list, leaves));
                 let counted = count_leaves(&row, 2, injective, it);
                 assert_eq!(
                     counted,
@@ -591,11 +649,37 @@ mod tests {
             }
             a
         };
-        let wide = [LeafGroup {
-            list: &WIDE,
-            leaves: 8,
-        }];
+        let wide = [LeafGroup::one(&WIDE, 8)];
         assert_eq!(count_leaves(&row, 2, true, wide.into_iter()), None);
+    }
+
+    /// A group's candidates are the data nodes in all its lists: the same counts as the group
+    /// with their intersection as its one list.
+    #[test]
+    fn a_group_of_several_lists_counts_their_intersection() {
+        let row = [3, 7, 12, NONE];
+        let a: &[u32] = &[1, 3, 4, 7, 9, 12, 15, 20];
+        let b: &[u32] = &[0, 3, 4, 5, 9, 12, 20, 21];
+        let c: &[u32] = &[3, 4, 9, 12, 13, 20];
+        let meet: &[u32] = &[3, 4, 9, 12, 20];
+        // Independent of the first group (no common candidate), as the caller guarantees.
+        let other: &[u32] = &[2, 5, 6, 7];
+        for leaves in 1..=3 {
+            for injective in [true, false] {
+                let mut g = LeafGroup::one(a, leaves);
+                (g.lists[1], g.lists[2], g.len) = (b, c, 3);
+                let groups = [g, LeafGroup::one(other, 1)];
+                let counted = count_leaves(&row, 3, injective, groups.into_iter());
+                let expected = brute(&row[..3], &[(meet, leaves), (other, 1)], injective);
+                assert_eq!(counted, Some(expected), "{leaves} {injective}");
+            }
+        }
+        // Lists with nothing in common, one list empty.
+        let mut g = LeafGroup::one(&[1, 2], 1);
+        (g.lists[1], g.len) = (&[3, 4], 2);
+        assert_eq!(count_leaves(&row, 3, true, [g].into_iter()), Some(0));
+        (g.lists[1], g.len) = (&[], 2);
+        assert_eq!(count_leaves(&row, 3, false, [g].into_iter()), Some(0));
     }
 
     #[test]

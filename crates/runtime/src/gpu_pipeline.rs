@@ -1211,6 +1211,11 @@ impl JoinQuery<'_> {
         self.layout.steps.len() - counted
     }
 
+    /// Entries of the counted groups' table: one per list, a list per edge of a group's node.
+    fn group_entries(&self) -> usize {
+        self.groups.iter().map(|g| g.neighbours.len()).sum()
+    }
+
     pub(crate) fn sizes(&self) -> SpaceSizes {
         let (layout, s) = (self.layout, self.space);
         let lists = &layout.neighbour_steps;
@@ -1219,7 +1224,7 @@ impl JoinQuery<'_> {
             lists: lists.len(),
             checks: layout.steps.iter().map(|js| js.checks.len()).sum(),
             width: layout.width,
-            groups: self.groups.len(),
+            groups: self.group_entries(),
             // Per level its claim counter, start time and timed-out flag, a shared clock, and
             // the leaves' total (two words and an overflow flag).
             claimed: 3 * self.enumerated() + 5,
@@ -1260,17 +1265,20 @@ impl JoinQuery<'_> {
             }
         }
         for g in self.groups {
-            // The parent comes first in the join order: its lists lead to the leaves.
-            let list = lists
-                .iter()
-                .find(|ns| ns.from == g.parent && ns.to == g.nodes[0])
-                .and_then(|ns| list_of_edge(ns.edge))
-                .ok_or_else(|| MatchError::Plan("a counted leaf before its parent".into()))?;
-            t.leaves.push(LeafGroupArgs {
-                list,
-                slot: layout.slot_of[g.parent],
-                leaves: g.nodes.len() as u32,
-            });
+            // Its neighbours come first in the join order: their lists lead to it. The first
+            // entry carries the group's size, the others (0) add their lists to it.
+            let mut leaves = g.nodes.len() as u32;
+            for ns in lists.iter().filter(|ns| ns.to == g.nodes[0]) {
+                let list = list_of_edge(ns.edge).ok_or_else(|| {
+                    MatchError::Plan("a counted node before its neighbour".into())
+                })?;
+                t.leaves.push(LeafGroupArgs {
+                    list,
+                    slot: layout.slot_of[ns.from],
+                    leaves,
+                });
+                leaves = 0;
+            }
         }
         let set = |u: usize| self.space.set(u);
         let mut c = at.checks;
@@ -1307,7 +1315,7 @@ impl JoinQuery<'_> {
             leaves: (!self.groups.is_empty()).then(|| Leaves {
                 groups: r
                     .leaf_groups
-                    .part(72, at.groups, at.groups + self.groups.len())
+                    .part(72, at.groups, at.groups + self.group_entries())
                     .slice,
                 total: claimed.part(8, 3 * enumerated + 2, 3 * enumerated + 5),
             }),

@@ -156,38 +156,53 @@ fn limits_and_budgets_hold_per_query_in_a_batch() {
     let cases: Vec<_> = cases().iter().step_by(10).collect();
     let engine = Engine::new(hprd());
     let opts = options(EngineKind::Emulated);
-    // Room for the candidate bitsets and space (~140 KB here) and a few hundred rows per level:
-    // some levels outgrow their batch buffers and those queries go on alone after the batch.
-    let small = MatchOptions {
-        memory_budget: 165_000,
-        ..opts.clone()
-    };
     let limited = MatchOptions {
         limit: Some(3),
         ..opts.clone()
     };
-    let per_query: Vec<&MatchOptions> = (0..cases.len())
-        .map(|k| match k % 3 {
-            0 => &small,
-            1 => &limited,
-            _ => &opts,
-        })
-        .collect();
-    let batch: Vec<_> = cases
-        .iter()
-        .zip(&per_query)
-        .map(|((_, q, _), o)| (q, *o))
-        .collect();
-    let report = engine.count_batch(&batch);
-    assert_eq!(report.batched, cases.len());
-    for (((name, q, _), o), r) in cases.iter().zip(&per_query).zip(&report.reports) {
-        let r = r.as_ref().unwrap_or_else(|e| panic!("{name}: {e}"));
-        let alone = engine.count(q, o).unwrap();
-        assert_eq!(r.rows, alone.rows, "{name}");
-        assert_eq!(r.limit_reached, alone.limit_reached, "{name}");
+    // Budgets with room for the candidate bitsets and space (~140 KB here) and a few hundred rows
+    // per level or fewer: some levels outgrow their batch buffers and those queries go on alone
+    // after the batch (at which budget depends on how few rows the join needs).
+    let mut went_alone = 0;
+    for budget in (100_000..=200_000).step_by(2_000) {
+        let small = MatchOptions {
+            memory_budget: budget,
+            ..opts.clone()
+        };
+        let per_query: Vec<&MatchOptions> = (0..cases.len())
+            .map(|k| match k % 3 {
+                0 => &small,
+                1 => &limited,
+                _ => &opts,
+            })
+            .collect();
+        let batch: Vec<_> = cases
+            .iter()
+            .zip(&per_query)
+            .map(|((_, q, _), o)| (q, *o))
+            .collect();
+        let report = engine.count_batch(&batch);
+        assert_eq!(report.batched, cases.len());
+        for (((name, q, _), o), r) in cases.iter().zip(&per_query).zip(&report.reports) {
+            match (r, engine.count(q, o)) {
+                (Ok(r), Ok(alone)) => {
+                    assert_eq!(r.rows, alone.rows, "{name}, {budget} bytes");
+                    assert_eq!(r.limit_reached, alone.limit_reached, "{name}");
+                }
+                // Too small a budget is the query's own error, as alone.
+                (Err(e), Err(alone)) => assert_eq!(e.to_string(), alone.to_string(), "{name}"),
+                // At a budget's edge the batch and the query alone count its bytes differently
+                // (shared level buffers; the bytes of a query going on alone after the batch):
+                // either may answer where the other stops at the budget, never past it.
+                (Ok(_), Err(MatchError::MemoryBudget { .. }))
+                | (Err(MatchError::MemoryBudget { .. }), Ok(_)) => {}
+                (r, alone) => panic!("{name}, {budget} bytes: {r:?} in the batch, {alone:?} alone"),
+            }
+        }
+        // Two reads are the batch's own: each more is a level of a query that went on alone.
+        went_alone += (report.counters.syncs > 2) as usize;
     }
-    // Two reads are the batch's own: each more is a level of a query that went on alone.
-    assert!(report.counters.syncs > 2, "no batched query went on alone");
+    assert!(went_alone > 0, "no batched query went on alone");
 }
 
 #[test]

@@ -9,7 +9,9 @@ use anyhow::{bail, Context, Result};
 use gpsense_graph::ingest::{ingest, IngestOptions, NoProgress};
 use gpsense_graph::KnowledgeGraph;
 use gpsense_planner::benchmark_query;
-use gpsense_runtime::{BatchPhases, DeviceCounters, Engine, EngineKind, MatchOptions, MatchReport};
+use gpsense_runtime::{
+    BatchPhases, DeviceCounters, DeviceReport, Engine, EngineKind, MatchOptions, MatchReport,
+};
 
 use crate::graph_source;
 use crate::summary::{batch_line, phases_line, plural, MatchTally};
@@ -61,6 +63,7 @@ pub fn run(args: Args) -> Result<()> {
     }
     let mut tally = MatchTally::default();
     let (mut nodes, mut backjumps, mut twins, mut with_stats) = (0u64, 0u64, 0u64, 0usize);
+    let mut device = DeviceTotals::default();
     let mut unnamed = Unnamed::default();
     for file in &files {
         let name = stem(file);
@@ -82,6 +85,11 @@ pub fn run(args: Args) -> Result<()> {
             twins += s.twins;
             with_stats += 1;
         }
+        if let (true, Some(d)) = (args.search_stats, &report.device_report) {
+            line.push_str(&device_stats(d));
+            device += d;
+            with_stats += 1;
+        }
         line.push_str(&check(
             expected.as_ref(),
             &name,
@@ -95,7 +103,11 @@ pub fn run(args: Args) -> Result<()> {
     crate::out::note!("{}", tally.processed(&place));
     if args.search_stats {
         if with_stats == 0 {
-            crate::out::note!("search: no counters (only the dfs engine keeps them)");
+            crate::out::note!(
+                "search: no counters (the dfs engine and the device engines keep them)"
+            );
+        } else if device.queries > 0 {
+            crate::out::note!("device: {}", device.line());
         } else {
             crate::out::note!("search: {nodes} nodes, {backjumps} backjumps, {twins} twins");
         }
@@ -408,4 +420,46 @@ fn run_distributed(args: &Args, d: &super::distributed::DistArgs) -> Result<()> 
     );
     crate::out::note!("{}", tally.processed(&place));
     finish(&tally, args.expected.as_deref(), &unnamed)
+}
+
+/// A device query's counters as `--search-stats` adds them to its line: launches, reads (waits),
+/// join levels run, partial matches the levels produced, chunks run depth first.
+fn device_stats(d: &DeviceReport) -> String {
+    format!(
+        "\tlaunches={} reads={} levels={} partials={} chunks={}",
+        d.counters.launches, d.counters.syncs, d.levels, d.partial_matches, d.chunks
+    )
+}
+
+/// The device counters of the queries answered one at a time, summed.
+#[derive(Default)]
+struct DeviceTotals {
+    queries: u64,
+    launches: u64,
+    reads: u64,
+    partials: u64,
+    chunks: u64,
+}
+
+impl std::ops::AddAssign<&DeviceReport> for DeviceTotals {
+    fn add_assign(&mut self, d: &DeviceReport) {
+        self.queries += 1;
+        self.launches += d.counters.launches;
+        self.reads += d.counters.syncs;
+        self.partials += d.partial_matches;
+        self.chunks += d.chunks;
+    }
+}
+
+impl DeviceTotals {
+    fn line(&self) -> String {
+        format!(
+            "{} launches, {} reads, {} partial matches, {} chunks over {}",
+            thousands(self.launches),
+            thousands(self.reads),
+            thousands(self.partials),
+            thousands(self.chunks),
+            plural(self.queries, "query", "queries")
+        )
+    }
 }
