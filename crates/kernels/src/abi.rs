@@ -159,7 +159,7 @@ pub struct NodeJob {
     pub mark_count: u32,
 }
 
-/// `identify_nodes`: one thread per (job `k`, word `w`), item `k * stride + w`: word `w` of job
+/// `identify_nodes`: one warp per (job `k`, word `w`), a lane per bit, item `k * stride + w`: word `w` of job
 /// `k`'s node in `sets` (`u32` bitsets of all query nodes, `stride` words each). `jobs` holds
 /// [`NodeJob`]s of distinct nodes, `marks` the `u32` mark bitsets.
 #[repr(C)]
@@ -272,7 +272,7 @@ pub struct RefineJob {
     pub incident: DevSlice,
 }
 
-/// `refine_nodes`: one thread per (job `k`, word `w`), item `k * stride + w`: word `w` of job `k`'s
+/// `refine_nodes`: one warp per (job `k`, word `w`), a lane per bit, item `k * stride + w`: word `w` of job `k`'s
 /// node refined in place. `jobs` holds [`RefineJob`]s of query nodes no two of which are
 /// neighbours (so no thread reads a word another one writes); `sets` the `u32` bitsets of all
 /// query nodes, `stride` words each.
@@ -437,6 +437,16 @@ pub struct CountLeavesArgs {
     pub threads: u64,
 }
 
+/// `count_leaves_batch`: `count_leaves` for many queries in one launch. `jobs` holds one
+/// [`CountLeavesArgs`] per query (each with its own rows, groups and total, and `threads` equal to
+/// this `threads`); thread `t` is thread `t % threads` of job `t / threads`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CountLeavesBatchArgs {
+    pub jobs: DevSlice,
+    pub threads: u64,
+}
+
 /// `pivot_segments`: one thread per parent row of an [`ExtendWarpArgs`] (`a`): `out[p]` (`u64`) is
 /// the number of `a.segment`-entry segments of its pivot list.
 #[repr(C)]
@@ -535,7 +545,7 @@ pub const KERNELS: &[KernelSig] = &[
     KernelSig {
         name: "identify_nodes",
         param_bytes: size_of::<IdentifyNodesArgs>(),
-        threads_per_item: 1,
+        threads_per_item: 32,
     },
     KernelSig {
         name: "count_words",
@@ -575,7 +585,7 @@ pub const KERNELS: &[KernelSig] = &[
     KernelSig {
         name: "refine_nodes",
         param_bytes: size_of::<RefineNodesArgs>(),
-        threads_per_item: 1,
+        threads_per_item: 32,
     },
     KernelSig {
         name: "count_edge_lists",
@@ -605,6 +615,11 @@ pub const KERNELS: &[KernelSig] = &[
     KernelSig {
         name: "count_leaves",
         param_bytes: size_of::<CountLeavesArgs>(),
+        threads_per_item: 1,
+    },
+    KernelSig {
+        name: "count_leaves_batch",
+        param_bytes: size_of::<CountLeavesBatchArgs>(),
         threads_per_item: 1,
     },
     KernelSig {
@@ -653,4 +668,6 @@ const _: () = assert!(size_of::<EdgeList>() == 64);
 const _: () = assert!(size_of::<LeafGroupArgs>() == 72);
 // `extend_warp_batch` reads a table of these from device memory.
 const _: () = assert!(size_of::<ExtendWarpArgs>() == 344);
+// `count_leaves_batch` reads a table of these.
+const _: () = assert!(size_of::<CountLeavesArgs>() == 104);
 const _: () = assert!(size_of::<crate::trust::Link>() == 12);

@@ -38,7 +38,7 @@ unsafe fn node_filter<'a>(f: &FilterArgs) -> NodeFilter<'a> {
 }
 
 /// Job `item / stride`'s word `item % stride`: the filter tested on the AND of its marks (and seed).
-pub unsafe fn identify_nodes(a: &IdentifyNodesArgs, item: usize) {
+pub unsafe fn identify_nodes(a: &IdentifyNodesArgs, item: usize, warp: &impl Warp) {
     unsafe {
         let stride = a.stride as usize;
         let jobs = a.jobs.get::<NodeJob>();
@@ -57,9 +57,11 @@ pub unsafe fn identify_nodes(a: &IdentifyNodesArgs, item: usize) {
         for m in job.marks..job.marks + job.mark_count {
             mask &= marks[m as usize * stride + w];
         }
-        let word =
-            filter::identify_node_candidates(w, mask, &node_filter(&job.filter), &a.graph.view());
-        a.sets.write(at, word);
+        let word = filter::identify_word(warp, w, mask, &node_filter(&job.filter), &a.graph.view());
+        warp.leader(|| {
+            a.sets.write(at, word);
+            0
+        });
     }
 }
 
@@ -173,7 +175,7 @@ pub unsafe fn mark_steps(a: &MarkStepsArgs, item: usize, warp: &impl Warp) {
     }
 }
 
-pub unsafe fn refine_nodes(a: &RefineNodesArgs, item: usize) {
+pub unsafe fn refine_nodes(a: &RefineNodesArgs, item: usize, warp: &impl Warp) {
     unsafe {
         let stride = a.stride as usize;
         let jobs = a.jobs.get::<RefineJob>();
@@ -184,7 +186,8 @@ pub unsafe fn refine_nodes(a: &RefineNodesArgs, item: usize) {
         let job = &jobs[k];
         let u = job.node as usize;
         let sets = a.sets.get::<AtomicU32>();
-        let word = filter::refine_word(
+        let word = filter::refine_word_warp(
+            warp,
             u,
             w,
             job.incident.get::<Incident>(),
@@ -192,7 +195,10 @@ pub unsafe fn refine_nodes(a: &RefineNodesArgs, item: usize) {
             stride,
             &a.graph.view(),
         );
-        sets[u * stride + w].store(word, Ordering::Relaxed);
+        warp.leader(|| {
+            sets[u * stride + w].store(word, Ordering::Relaxed);
+            0
+        });
     }
 }
 
@@ -534,6 +540,16 @@ pub unsafe fn count_leaves(a: &CountLeavesArgs, t: usize) {
                 return;
             }
             p += a.threads.max(1);
+        }
+    }
+}
+
+/// Thread `t` of a `count_leaves_batch` launch: thread `t % threads` of its query's job.
+pub unsafe fn count_leaves_batch(a: &CountLeavesBatchArgs, t: usize) {
+    let threads = a.threads.max(1) as usize;
+    unsafe {
+        if let Some(job) = a.jobs.get::<CountLeavesArgs>().get(t / threads) {
+            count_leaves(job, t % threads);
         }
     }
 }

@@ -20,7 +20,9 @@ use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
-use gpsense_kernels::abi::{CountLeavesArgs, DevSlice, ExtendWarpArgs, ExtendWarpBatchArgs};
+use gpsense_kernels::abi::{
+    CountLeavesArgs, CountLeavesBatchArgs, DevSlice, ExtendWarpArgs, ExtendWarpBatchArgs,
+};
 use gpsense_kernels::bits;
 use gpsense_planner::{Plan, QueryGraph};
 
@@ -294,7 +296,7 @@ impl<D: Device> Pipeline<'_, D> {
                     groups: lv.groups,
                     total: lv.total.slice,
                     stop_at: run.wanted(),
-                    threads: parents.1.clamp(1, LEAF_THREADS),
+                    threads: 1,
                 });
             }
         }
@@ -314,14 +316,29 @@ impl<D: Device> Pipeline<'_, D> {
                 a.warps = w;
             }
         }
+        // The leaf counts' threads per query: enough for its largest last level, at most a share
+        // of LEAF_THREADS.
+        let leaf_threads = {
+            let most = leaves.iter().map(|a| a.parents).max().unwrap_or(1);
+            let share = (LEAF_THREADS / leaves.len().max(1) as u64).max(32);
+            most.clamp(1, share)
+        };
+        for a in &mut leaves {
+            a.threads = leaf_threads;
+        }
         let rows: usize = tables.iter().map(Vec::len).sum();
         let mut sizing = Carver::new(0);
         sizing.take::<ExtendWarpArgs>(rows);
+        sizing.take::<CountLeavesArgs>(leaves.len());
         let buf = self.arena.batch_jobs.ensure(dev, sizing.at)?;
         let mut c = Carver::new(dev.address(buf));
         let region = c.take::<ExtendWarpArgs>(rows);
+        let leaf_jobs = c.take::<CountLeavesArgs>(leaves.len());
         let flat: Vec<ExtendWarpArgs> = tables.iter().flatten().copied().collect();
         dev.write_bytes(buf, region.offset, as_bytes(&flat))?;
+        if !leaves.is_empty() {
+            dev.write_bytes(buf, leaf_jobs.offset, as_bytes(&leaves))?;
+        }
         let mut at = 0;
         for (t, &w) in tables.iter().zip(&warps) {
             let jobs = region
@@ -331,8 +348,16 @@ impl<D: Device> Pipeline<'_, D> {
             let args = ExtendWarpBatchArgs { jobs, warps: w };
             dev.launch(&Launch::ExtendWarpBatch(args), t.len() as u64 * w)?;
         }
-        for a in &leaves {
-            dev.launch(&Launch::CountLeaves(*a), a.threads)?;
+        // Every query's leaf count in one launch, after all the levels.
+        if !leaves.is_empty() {
+            let args = CountLeavesBatchArgs {
+                jobs: leaf_jobs.slice,
+                threads: leaf_threads,
+            };
+            dev.launch(
+                &Launch::CountLeavesBatch(args),
+                leaves.len() as u64 * leaf_threads,
+            )?;
         }
         let space = self.arena.space.get();
         let all: Vec<u64> = read(dev, space, first.offset, claimed_bytes / 8)?;

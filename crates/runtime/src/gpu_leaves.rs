@@ -25,12 +25,14 @@ pub struct LeafGroup {
 /// relation).
 type Link = (usize, bool, u32);
 
-/// The groups to count for a connected query, or none. Walking the join order, a later node whose
-/// neighbours are all matched is deferred to the tail (as `dfs` lets such a node wait): no node
-/// after it in the order is its neighbour, so the levels left are the same levels, one fewer. A
-/// counted node has no self-loop, only fixed relations and at most `MAX_GROUP_LISTS` edges. Under
-/// iso the groups must be independent: a group after the first needs a node label of its own (its
-/// candidates cannot meet another group's); the other nodes are enumerated in place.
+/// The groups to count for a connected query, or none. A node is counted when its neighbours all
+/// come before it in the join order (so no node after it is its neighbour) and it is a leaf or
+/// every node after it is counted too: a leaf only multiplies the levels after it (`dfs` counts
+/// leaves the same way), but a node closing cycles may prune them, and enumerated at its place it
+/// still does. A counted node has no self-loop, only fixed relations and at most
+/// `MAX_GROUP_LISTS` edges; nodes with the very same edges and filter form one group, the largest
+/// groups chosen first. Under iso the groups must be independent: a group after the first needs a
+/// node label of its own (its candidates cannot meet another group's).
 pub fn choose(
     q: &QueryGraph,
     plan: &Plan,
@@ -56,47 +58,81 @@ pub fn choose(
         links[e.source].push((e.target, false, r as u32));
         links[e.target].push((e.source, true, r as u32));
     }
+    let mut position = vec![usize::MAX; n];
+    for (i, &u) in plan.order.iter().enumerate() {
+        position[u] = i;
+    }
     for (u, l) in links.iter_mut().enumerate() {
         l.sort_unstable();
-        countable[u] &= !l.is_empty() && l.len() <= MAX_GROUP_LISTS;
+        countable[u] &= !l.is_empty()
+            && l.len() <= MAX_GROUP_LISTS
+            && l.iter().all(|&(w, _, _)| position[w] < position[u]);
     }
-    let label = |u: usize| filters.filters[u].label;
-    let (mut matched, mut counted) = (vec![false; n], vec![false; n]);
+    // Candidates: leaves, and the nodes of the order's countable suffix (the first node stays).
+    let mut suffix = true;
+    let mut candidates = Vec::new();
+    for &u in plan.order[1..].iter().rev() {
+        suffix &= countable[u];
+        if countable[u] && (suffix || links[u].len() == 1) {
+            candidates.push(u);
+        }
+    }
     let mut groups: Vec<LeafGroup> = Vec::new();
-    for (i, &u) in plan.order.iter().enumerate() {
-        if counted[u] {
-            continue;
-        }
-        matched[u] = true;
-        for &v in &plan.order[i + 1..] {
-            let surrounded = links[v].iter().all(|&(w, _, _)| matched[w]);
-            if matched[v] || counted[v] || !countable[v] || !surrounded {
-                continue;
-            }
-            let same = groups.iter_mut().find(|g| {
-                let w = g.nodes[0];
-                links[w] == links[v] && filters.filters[w] == filters.filters[v]
-            });
-            if let Some(g) = same {
-                g.nodes.push(v);
-                counted[v] = true;
-                continue;
-            }
-            let apart = |g: &LeafGroup| {
-                let l = label(g.nodes[0]);
-                l != gpsense_kernels::NONE && label(v) != gpsense_kernels::NONE && l != label(v)
-            };
-            if semantics == Semantics::Iso && !groups.iter().all(apart) {
-                continue;
-            }
-            counted[v] = true;
-            groups.push(LeafGroup {
-                nodes: vec![v],
-                neighbours: links[v].iter().map(|&(w, _, _)| w).collect(),
-            });
+    for &u in candidates.iter().rev() {
+        let same = groups.iter_mut().find(|g| {
+            let w = g.nodes[0];
+            links[w] == links[u] && filters.filters[w] == filters.filters[u]
+        });
+        match same {
+            Some(g) => g.nodes.push(u),
+            None => groups.push(LeafGroup {
+                nodes: vec![u],
+                neighbours: links[u].iter().map(|&(w, _, _)| w).collect(),
+            }),
         }
     }
+    if semantics == Semantics::Iso {
+        groups = independent(groups, filters);
+    }
+    // A non-leaf with an enumerated node after it would no longer prune that node's level.
+    let mut counted = vec![false; n];
+    for g in &groups {
+        for &u in &g.nodes {
+            counted[u] = true;
+        }
+    }
+    let mut enumerated_after = false;
+    for &u in plan.order.iter().rev() {
+        if !counted[u] {
+            enumerated_after = true;
+        } else if enumerated_after && links[u].len() > 1 {
+            counted[u] = false;
+            for g in &mut groups {
+                g.nodes.retain(|&w| w != u);
+            }
+            enumerated_after = true;
+        }
+    }
+    groups.retain(|g| !g.nodes.is_empty());
     groups
+}
+
+/// The largest groups first, each after the first only with a node label none of the chosen has.
+fn independent(mut groups: Vec<LeafGroup>, filters: &Layout) -> Vec<LeafGroup> {
+    groups.sort_by_key(|g| std::cmp::Reverse(g.nodes.len()));
+    let label = |g: &LeafGroup| filters.filters[g.nodes[0]].label;
+    let mut chosen: Vec<LeafGroup> = Vec::new();
+    for g in groups {
+        let apart = |h: &LeafGroup| {
+            label(h) != gpsense_kernels::NONE
+                && label(&g) != gpsense_kernels::NONE
+                && label(h) != label(&g)
+        };
+        if chosen.iter().all(apart) {
+            chosen.push(g);
+        }
+    }
+    chosen
 }
 
 /// `plan` with the counted nodes moved to its end, the rest in its order (still connected: no node

@@ -331,6 +331,7 @@ mod imp {
                 Launch::ExtendWarpBatch(a) => go!(a),
                 Launch::PivotSegments(a) => go!(a),
                 Launch::CountLeaves(a) => go!(a),
+                Launch::CountLeavesBatch(a) => go!(a),
                 Launch::TrustSimilarity(a) => go!(a),
                 Launch::TrustOneHop(a) => go!(a),
                 Launch::TrustExtend(a) => go!(a),

@@ -54,6 +54,7 @@ unsafe impl Pod for abi::RefineJob {}
 unsafe impl Pod for abi::EdgeList {}
 unsafe impl Pod for abi::LeafGroupArgs {}
 unsafe impl Pod for abi::ExtendWarpArgs {}
+unsafe impl Pod for abi::CountLeavesArgs {}
 
 /// One kernel launch: the kernel and its argument struct.
 #[derive(Clone, Copy, Debug)]
@@ -75,6 +76,7 @@ pub enum Launch {
     ExtendWarpBatch(abi::ExtendWarpBatchArgs),
     PivotSegments(abi::PivotSegmentsArgs),
     CountLeaves(abi::CountLeavesArgs),
+    CountLeavesBatch(abi::CountLeavesBatchArgs),
     TrustSimilarity(abi::TrustSimilarityArgs),
     TrustOneHop(abi::TrustOneHopArgs),
     TrustExtend(abi::TrustExtendArgs),
@@ -101,6 +103,7 @@ impl Launch {
             Launch::ExtendWarpBatch(_) => "extend_warp_batch",
             Launch::PivotSegments(_) => "pivot_segments",
             Launch::CountLeaves(_) => "count_leaves",
+            Launch::CountLeavesBatch(_) => "count_leaves_batch",
             Launch::TrustSimilarity(_) => "trust_similarity",
             Launch::TrustOneHop(_) => "trust_one_hop",
             Launch::TrustExtend(_) => "trust_extend",
