@@ -35,12 +35,14 @@ macro_rules! warp_kernels {
 }
 
 kernels! {
+    identify_nodes(IdentifyNodesArgs);
     count_words(CountWordsArgs);
     write_words(WriteWordsArgs);
     node_totals(NodeTotalsArgs);
     adjacency_bounds(AdjacencyBoundsArgs);
     scan_chunks(ScanArgs);
     add_chunk_offsets(ScanArgs);
+    refine_nodes(RefineNodesArgs);
     pivot_segments(PivotSegmentsArgs);
     count_edge_lists(EdgeListsArgs);
     write_edge_lists(EdgeListsArgs);
@@ -54,8 +56,6 @@ kernels! {
 }
 
 warp_kernels! {
-    identify_nodes(IdentifyNodesArgs);
-    refine_nodes(RefineNodesArgs);
     mark_steps(MarkStepsArgs);
     extend_warp(ExtendWarpArgs);
     extend_warp_batch(ExtendWarpBatchArgs);

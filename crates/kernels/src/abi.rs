@@ -159,7 +159,7 @@ pub struct NodeJob {
     pub mark_count: u32,
 }
 
-/// `identify_nodes`: one warp per (job `k`, word `w`), a lane per bit, item `k * stride + w`: word `w` of job
+/// `identify_nodes`: one thread per (job `k`, word `w`), item `k * stride + w`: word `w` of job
 /// `k`'s node in `sets` (`u32` bitsets of all query nodes, `stride` words each). `jobs` holds
 /// [`NodeJob`]s of distinct nodes, `marks` the `u32` mark bitsets.
 #[repr(C)]
@@ -272,7 +272,7 @@ pub struct RefineJob {
     pub incident: DevSlice,
 }
 
-/// `refine_nodes`: one warp per (job `k`, word `w`), a lane per bit, item `k * stride + w`: word `w` of job `k`'s
+/// `refine_nodes`: one thread per (job `k`, word `w`), item `k * stride + w`: word `w` of job `k`'s
 /// node refined in place. `jobs` holds [`RefineJob`]s of query nodes no two of which are
 /// neighbours (so no thread reads a word another one writes); `sets` the `u32` bitsets of all
 /// query nodes, `stride` words each.
@@ -545,7 +545,7 @@ pub const KERNELS: &[KernelSig] = &[
     KernelSig {
         name: "identify_nodes",
         param_bytes: size_of::<IdentifyNodesArgs>(),
-        threads_per_item: 32,
+        threads_per_item: 1,
     },
     KernelSig {
         name: "count_words",
@@ -585,7 +585,7 @@ pub const KERNELS: &[KernelSig] = &[
     KernelSig {
         name: "refine_nodes",
         param_bytes: size_of::<RefineNodesArgs>(),
-        threads_per_item: 32,
+        threads_per_item: 1,
     },
     KernelSig {
         name: "count_edge_lists",

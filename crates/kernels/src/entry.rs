@@ -38,7 +38,7 @@ unsafe fn node_filter<'a>(f: &FilterArgs) -> NodeFilter<'a> {
 }
 
 /// Job `item / stride`'s word `item % stride`: the filter tested on the AND of its marks (and seed).
-pub unsafe fn identify_nodes(a: &IdentifyNodesArgs, item: usize, warp: &impl Warp) {
+pub unsafe fn identify_nodes(a: &IdentifyNodesArgs, item: usize) {
     unsafe {
         let stride = a.stride as usize;
         let jobs = a.jobs.get::<NodeJob>();
@@ -57,11 +57,9 @@ pub unsafe fn identify_nodes(a: &IdentifyNodesArgs, item: usize, warp: &impl War
         for m in job.marks..job.marks + job.mark_count {
             mask &= marks[m as usize * stride + w];
         }
-        let word = filter::identify_word(warp, w, mask, &node_filter(&job.filter), &a.graph.view());
-        warp.leader(|| {
-            a.sets.write(at, word);
-            0
-        });
+        let word =
+            filter::identify_node_candidates(w, mask, &node_filter(&job.filter), &a.graph.view());
+        a.sets.write(at, word);
     }
 }
 
@@ -175,7 +173,7 @@ pub unsafe fn mark_steps(a: &MarkStepsArgs, item: usize, warp: &impl Warp) {
     }
 }
 
-pub unsafe fn refine_nodes(a: &RefineNodesArgs, item: usize, warp: &impl Warp) {
+pub unsafe fn refine_nodes(a: &RefineNodesArgs, item: usize) {
     unsafe {
         let stride = a.stride as usize;
         let jobs = a.jobs.get::<RefineJob>();
@@ -186,8 +184,7 @@ pub unsafe fn refine_nodes(a: &RefineNodesArgs, item: usize, warp: &impl Warp) {
         let job = &jobs[k];
         let u = job.node as usize;
         let sets = a.sets.get::<AtomicU32>();
-        let word = filter::refine_word_warp(
-            warp,
+        let word = filter::refine_word(
             u,
             w,
             job.incident.get::<Incident>(),
@@ -195,10 +192,7 @@ pub unsafe fn refine_nodes(a: &RefineNodesArgs, item: usize, warp: &impl Warp) {
             stride,
             &a.graph.view(),
         );
-        warp.leader(|| {
-            sets[u * stride + w].store(word, Ordering::Relaxed);
-            0
-        });
+        sets[u * stride + w].store(word, Ordering::Relaxed);
     }
 }
 

@@ -152,22 +152,6 @@ pub fn identify_node_candidates(w: usize, within: u32, f: &NodeFilter, g: &Graph
     word
 }
 
-/// [`identify_node_candidates`] by a warp, lane `l` testing bit `l`: the word's 32 nodes at once
-/// instead of one after another (each test reads the node's adjacency: on a GPU, latency).
-pub fn identify_word(
-    warp: &impl Warp,
-    w: usize,
-    within: u32,
-    f: &NodeFilter,
-    g: &GraphView,
-) -> u32 {
-    let n = g.node_count() as u32;
-    let first = (w as u32) << 5;
-    warp.ballot(|lane| {
-        within >> lane & 1 != 0 && first + lane < n && node_matches(f, g, first + lane)
-    })
-}
-
 /// Kernel (one warp per candidate, lanes striding the adjacency list): marks in `mark` every
 /// neighbour of candidate `candidates[i]` reached over `dir`/`label` that is still allowed by
 /// `allowed` (the other query node's current candidate bitset; empty: no set yet, all allowed).
@@ -276,44 +260,18 @@ pub fn refine_word(
     while todo != 0 {
         let bit = todo.trailing_zeros();
         todo &= todo - 1;
-        if !supported((w as u32) << 5 | bit, incident, sets, stride, g) {
+        let v = (w as u32) << 5 | bit;
+        let supported = incident.iter().all(|e| {
+            let other = &sets[e.other as usize * stride..][..stride];
+            g.adj(e.dir)
+                .by_label(v, e.label)
+                .0
+                .iter()
+                .any(|&x| bits::test_atomic(other, x))
+        });
+        if !supported {
             word &= !(1 << bit);
         }
     }
     word
-}
-
-/// [`refine_word`] by a warp, lane `l` testing bit `l`.
-pub fn refine_word_warp(
-    warp: &impl Warp,
-    u: usize,
-    w: usize,
-    incident: &[Incident],
-    sets: &[AtomicU32],
-    stride: usize,
-    g: &GraphView,
-) -> u32 {
-    let word = sets[u * stride + w].load(Ordering::Relaxed);
-    warp.ballot(|lane| {
-        word >> lane & 1 != 0 && supported((w as u32) << 5 | lane, incident, sets, stride, g)
-    })
-}
-
-/// Whether data node `v` keeps, for every incident query edge, a neighbour among the other
-/// endpoint's candidates.
-fn supported(
-    v: u32,
-    incident: &[Incident],
-    sets: &[AtomicU32],
-    stride: usize,
-    g: &GraphView,
-) -> bool {
-    incident.iter().all(|e| {
-        let other = &sets[e.other as usize * stride..][..stride];
-        g.adj(e.dir)
-            .by_label(v, e.label)
-            .0
-            .iter()
-            .any(|&x| bits::test_atomic(other, x))
-    })
 }

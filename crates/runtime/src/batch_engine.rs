@@ -311,7 +311,11 @@ impl Engine<'_> {
                 };
                 let a = self.answer_alone(q, &first, auto.clone(), None);
                 let again = matches!(&a, Ok(r) if r.timed_out && !r.limit_reached);
-                (index, a, again.then(|| (auto, start.elapsed())))
+                // Charged at most its share: a first try that overran it among the others (a
+                // stop is seen only between search steps) still leaves the half to count alone
+                // (on the H200 two heavy yeast queries were left nothing and reported 0).
+                let spent = start.elapsed().min(shared);
+                (index, a, again.then_some((auto, spent)))
             })
             .collect();
         let mut out = Vec::with_capacity(first.len());

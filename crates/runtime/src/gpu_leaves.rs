@@ -25,14 +25,14 @@ pub struct LeafGroup {
 /// relation).
 type Link = (usize, bool, u32);
 
-/// The groups to count for a connected query, or none. A node is counted when its neighbours all
-/// come before it in the join order (so no node after it is its neighbour) and it is a leaf or
-/// every node after it is counted too: a leaf only multiplies the levels after it (`dfs` counts
-/// leaves the same way), but a node closing cycles may prune them, and enumerated at its place it
-/// still does. A counted node has no self-loop, only fixed relations and at most
-/// `MAX_GROUP_LISTS` edges; nodes with the very same edges and filter form one group, the largest
-/// groups chosen first. Under iso the groups must be independent: a group after the first needs a
-/// node label of its own (its candidates cannot meet another group's).
+/// The groups to count for a connected query, or none: leaves (one edge, to a node with others)
+/// wherever they are in the join order, and the nodes of the order's suffix whose neighbours all
+/// come before them (none a leaf). A leaf only multiplies the levels after it (`dfs` counts leaves
+/// the same way); a node closing cycles may prune them, so only a suffix of such nodes is
+/// deferred. A counted node has no self-loop, only fixed relations and at most `MAX_GROUP_LISTS`
+/// edges; nodes with the very same edges and filter form one group. Under iso the groups must be
+/// independent: a group after the first needs a node label of its own (its candidates cannot
+/// meet another group's), leaves' groups and larger ones chosen first.
 pub fn choose(
     q: &QueryGraph,
     plan: &Plan,
@@ -62,18 +62,25 @@ pub fn choose(
     for (i, &u) in plan.order.iter().enumerate() {
         position[u] = i;
     }
-    for (u, l) in links.iter_mut().enumerate() {
+    for l in &mut links {
         l.sort_unstable();
-        countable[u] &= !l.is_empty()
-            && l.len() <= MAX_GROUP_LISTS
-            && l.iter().all(|&(w, _, _)| position[w] < position[u]);
     }
-    // Candidates: leaves, and the nodes of the order's countable suffix (the first node stays).
+    // A leaf whose neighbour has other edges (so the rest stays connected), wherever it is.
+    let leaf = |u: usize| countable[u] && links[u].len() == 1 && links[links[u][0].0].len() >= 2;
+    // Another node: its neighbours all earlier in the order, none of them a leaf (counted).
+    let surrounded = |u: usize| {
+        countable[u]
+            && (2..=MAX_GROUP_LISTS).contains(&links[u].len())
+            && links[u]
+                .iter()
+                .all(|&(w, _, _)| position[w] < position[u] && links[w].len() > 1)
+    };
+    // Candidates: the leaves, and the other nodes of the order's suffix of candidates.
     let mut suffix = true;
     let mut candidates = Vec::new();
-    for &u in plan.order[1..].iter().rev() {
-        suffix &= countable[u];
-        if countable[u] && (suffix || links[u].len() == 1) {
+    for &u in plan.order.iter().rev() {
+        suffix &= leaf(u) || surrounded(u);
+        if leaf(u) || (suffix && surrounded(u)) {
             candidates.push(u);
         }
     }
@@ -92,7 +99,7 @@ pub fn choose(
         }
     }
     if semantics == Semantics::Iso {
-        groups = independent(groups, filters);
+        groups = independent(groups, filters, |g| links[g.nodes[0]].len() == 1);
     }
     // A non-leaf with an enumerated node after it would no longer prune that node's level.
     let mut counted = vec![false; n];
@@ -117,9 +124,14 @@ pub fn choose(
     groups
 }
 
-/// The largest groups first, each after the first only with a node label none of the chosen has.
-fn independent(mut groups: Vec<LeafGroup>, filters: &Layout) -> Vec<LeafGroup> {
-    groups.sort_by_key(|g| std::cmp::Reverse(g.nodes.len()));
+/// Leaves' groups first (counting one saves a level wherever it is), the largest first, each after
+/// the first only with a node label none of the chosen has.
+fn independent(
+    mut groups: Vec<LeafGroup>,
+    filters: &Layout,
+    leaves: impl Fn(&LeafGroup) -> bool,
+) -> Vec<LeafGroup> {
+    groups.sort_by_key(|g| (!leaves(g), std::cmp::Reverse(g.nodes.len())));
     let label = |g: &LeafGroup| filters.filters[g.nodes[0]].label;
     let mut chosen: Vec<LeafGroup> = Vec::new();
     for g in groups {

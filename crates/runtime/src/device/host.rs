@@ -359,12 +359,14 @@ fn record_write(addr: u64, elements: u64, bytes: u64) {
 unsafe fn run_thread(launch: &Launch, gid: usize) {
     unsafe {
         match launch {
+            Launch::IdentifyNodes(a) => entry::identify_nodes(a, gid),
             Launch::CountWords(a) => entry::count_words(a, gid),
             Launch::WriteWords(a) => entry::write_words(a, gid),
             Launch::NodeTotals(a) => entry::node_totals(a, gid),
             Launch::AdjacencyBounds(a) => entry::adjacency_bounds(a, gid),
             Launch::ScanChunks(a) => entry::scan_chunks(a, gid),
             Launch::AddChunkOffsets(a) => entry::add_chunk_offsets(a, gid),
+            Launch::RefineNodes(a) => entry::refine_nodes(a, gid),
             Launch::CountEdgeLists(a) => entry::count_edge_lists(a, gid),
             Launch::WriteEdgeLists(a) => entry::write_edge_lists(a, gid),
             Launch::CountExtensions(a) => entry::count_extensions(a, gid),
@@ -375,11 +377,7 @@ unsafe fn run_thread(launch: &Launch, gid: usize) {
             Launch::TrustSimilarity(a) => entry::trust_similarity(a, gid),
             Launch::TrustOneHop(a) => entry::trust_one_hop(a, gid),
             Launch::TrustExtend(a) => entry::trust_extend(a, gid),
-            Launch::IdentifyNodes(_)
-            | Launch::RefineNodes(_)
-            | Launch::MarkSteps(_)
-            | Launch::ExtendWarp(_)
-            | Launch::ExtendWarpBatch(_) => {
+            Launch::MarkSteps(_) | Launch::ExtendWarp(_) | Launch::ExtendWarpBatch(_) => {
                 unreachable!("warp kernels run per warp")
             }
         }
@@ -393,8 +391,6 @@ unsafe fn run_thread(launch: &Launch, gid: usize) {
 unsafe fn run_warp(launch: &Launch, warp: usize, w: &HostWarp) {
     unsafe {
         match launch {
-            Launch::IdentifyNodes(a) => entry::identify_nodes(a, warp, w),
-            Launch::RefineNodes(a) => entry::refine_nodes(a, warp, w),
             Launch::MarkSteps(a) => entry::mark_steps(a, warp, w),
             Launch::ExtendWarp(a) => entry::extend_warp(a, warp, w),
             Launch::ExtendWarpBatch(a) => entry::extend_warp_batch(a, warp, w),
