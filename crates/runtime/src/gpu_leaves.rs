@@ -192,3 +192,66 @@ pub fn reorder(q: &QueryGraph, plan: &Plan, groups: &[LeafGroup]) -> Plan {
         rationale,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layout::DataShape;
+    use gpsense_graph::GraphBuilder;
+
+    /// A 4-cycle `a b c d` with a leaf `e` on `a`.
+    const CYCLE_AND_LEAF: &str =
+        "SELECT * WHERE { ?a r ?b . ?b r ?c . ?c r ?d . ?d r ?a . ?a r ?e }";
+
+    /// `text` joined in `order` (names), under hom: the counted groups by name, and the reordered
+    /// plan's order by name.
+    fn counted(text: &str, order: &[&str]) -> (Vec<Vec<String>>, Vec<String>) {
+        let mut b = GraphBuilder::new();
+        b.add_triple("x", "r", "y", 1.0).unwrap();
+        let g = b.build().unwrap().0;
+        let q = gpsense_planner::compile(text, &g).unwrap();
+        let id = |n: &str| q.nodes.iter().position(|v| v.name == n).unwrap();
+        let plan = Plan {
+            order: order.iter().map(|n| id(n)).collect(),
+            components: vec![0..order.len()],
+            rationale: vec![String::new(); order.len()],
+        };
+        let layout = Layout::new(&q, &plan, Semantics::Hom, DataShape::default()).unwrap();
+        let groups = choose(&q, &plan, &layout, Semantics::Hom);
+        let name = |u: &usize| q.nodes[*u].name.clone();
+        let reordered = reorder(&q, &plan, &groups);
+        let mut by_name: Vec<Vec<String>> = groups
+            .iter()
+            .map(|g| g.nodes.iter().map(name).collect())
+            .collect();
+        by_name.sort();
+        (by_name, reordered.order.iter().map(name).collect())
+    }
+
+    #[test]
+    fn leaves_anywhere_and_the_surrounded_suffix_are_counted() {
+        // `?d` closes the cycle last and `?e` is a leaf: both counted, the order kept before them.
+        let (groups, order) = counted(CYCLE_AND_LEAF, &["?a", "?b", "?c", "?d", "?e"]);
+        assert_eq!(groups, [["?d"], ["?e"]]);
+        assert_eq!(order[..3], ["?a", "?b", "?c"]);
+        // A leaf first in the order is counted too (its neighbour starts the join).
+        let (groups, order) = counted(CYCLE_AND_LEAF, &["?e", "?a", "?b", "?c", "?d"]);
+        assert_eq!(groups, [["?d"], ["?e"]]);
+        assert_eq!(order[..3], ["?a", "?b", "?c"]);
+        // `?c` with both neighbours before it, then only the leaf: the suffix.
+        let (groups, order) = counted(CYCLE_AND_LEAF, &["?a", "?b", "?d", "?c", "?e"]);
+        assert_eq!(groups, [["?c"], ["?e"]]);
+        assert_eq!(order[..3], ["?a", "?b", "?d"]);
+    }
+
+    #[test]
+    fn a_node_closing_a_cycle_before_an_enumerated_one_stays_in_place() {
+        // The cycle `a b c d` and the triangle `a e f`: `?c` has both neighbours before it, but
+        // `?e` after it is enumerated (its neighbour `?f` comes later), and `?c` would no longer
+        // prune `?e`'s level; `?f`, last and surrounded, is counted.
+        let text = "SELECT * WHERE { ?a r ?b . ?b r ?c . ?c r ?d . ?d r ?a . ?a r ?e . ?e r ?f . ?f r ?a }";
+        let (groups, order) = counted(text, &["?a", "?b", "?d", "?c", "?e", "?f"]);
+        assert_eq!(groups, [["?f"]]);
+        assert_eq!(order, ["?a", "?b", "?d", "?c", "?e", "?f"]);
+    }
+}
