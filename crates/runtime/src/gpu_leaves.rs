@@ -213,7 +213,7 @@ mod tests {
         let id = |n: &str| q.nodes.iter().position(|v| v.name == n).unwrap();
         let plan = Plan {
             order: order.iter().map(|n| id(n)).collect(),
-            components: vec![0..order.len()],
+            components: std::iter::once(0..order.len()).collect(),
             rationale: vec![String::new(); order.len()],
         };
         let layout = Layout::new(&q, &plan, Semantics::Hom, DataShape::default()).unwrap();
