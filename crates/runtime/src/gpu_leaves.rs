@@ -45,6 +45,12 @@ pub fn choose(
     let n = q.nodes.len();
     let mut links: Vec<Vec<Link>> = vec![Vec::new(); n];
     let mut countable = vec![true; n];
+    // Edges other than self-loops, edge variables' included.
+    let mut degree = vec![0usize; n];
+    for e in q.edges.iter().filter(|e| e.source != e.target) {
+        degree[e.source] += 1;
+        degree[e.target] += 1;
+    }
     for e in &q.edges {
         let EdgeLabel::Fixed(r) = e.label else {
             countable[e.source] = false;
@@ -66,14 +72,14 @@ pub fn choose(
         l.sort_unstable();
     }
     // A leaf whose neighbour has other edges (so the rest stays connected), wherever it is.
-    let leaf = |u: usize| countable[u] && links[u].len() == 1 && links[links[u][0].0].len() >= 2;
+    let leaf = |u: usize| countable[u] && links[u].len() == 1 && degree[links[u][0].0] >= 2;
     // Another node: its neighbours all earlier in the order, none of them a leaf (counted).
     let surrounded = |u: usize| {
         countable[u]
             && (2..=MAX_GROUP_LISTS).contains(&links[u].len())
             && links[u]
                 .iter()
-                .all(|&(w, _, _)| position[w] < position[u] && links[w].len() > 1)
+                .all(|&(w, _, _)| position[w] < position[u] && !leaf(w))
     };
     // Candidates: the leaves, and the other nodes of the order's suffix of candidates.
     let mut suffix = true;
@@ -242,6 +248,15 @@ mod tests {
         let (groups, order) = counted(CYCLE_AND_LEAF, &["?a", "?b", "?d", "?c", "?e"]);
         assert_eq!(groups, [["?c"], ["?e"]]);
         assert_eq!(order[..3], ["?a", "?b", "?d"]);
+    }
+
+    #[test]
+    fn a_leaf_of_a_node_with_an_edge_variable_is_counted() {
+        // `?b`'s other edge has a variable relation: `?b` itself is enumerated, its leaf `?a` not.
+        let text = "SELECT * WHERE { ?a r ?b . ?b ?p ?c }";
+        let (groups, order) = counted(text, &["?a", "?b", "?c"]);
+        assert_eq!(groups, [["?a"]]);
+        assert_eq!(order, ["?b", "?c", "?a"]);
     }
 
     #[test]
