@@ -407,21 +407,24 @@ pub struct ExtendWarpBatchArgs {
 /// One list of a counted group for [`CountLeavesArgs`]: `leaves` query nodes whose candidates, for
 /// a partial match, are in the candidate-edge list (`list`) of the data node in slot `slot`, and in
 /// the lists of the entries after it with `leaves` 0 (at most `join::MAX_GROUP_LISTS` in all: one
-/// per edge of the nodes, all back to enumerated nodes).
+/// per edge of the nodes, all back to enumerated nodes). `linked` 1 on a group's first entry: its
+/// candidates may meet the group before it, the two counted together by the query's terms.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct LeafGroupArgs {
     pub list: ListsArgs,
     pub slot: u32,
     pub leaves: u32,
+    pub linked: u32,
+    pub reserved: u32,
 }
 
 /// `count_leaves`: `threads` threads take the parent rows (`rows`, `width` `u32`s each) in turn:
 /// `min(parents_at[0], parents)` of them with `parents_at` (the last level's claim counter), else
 /// `parents`. Each adds its row's product over `groups` ([`LeafGroupArgs`]; the first `nodes` slots
-/// are query nodes, `injective` 1 under iso) to `total`: three `u64`s, the low and high words of a
-/// `u128` and an overflow flag. Threads stop taking rows once the total reaches `stop_at` (a
-/// LIMIT; `u64::MAX`: never).
+/// are query nodes, `injective` 1 under iso; linked groups counted by `terms`, `join::LeafTerm`s) to
+/// `total`: three `u64`s, the low and high words of a `u128` and an overflow flag. Threads stop
+/// taking rows once the total reaches `stop_at` (a LIMIT; `u64::MAX`: never).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct CountLeavesArgs {
@@ -432,6 +435,7 @@ pub struct CountLeavesArgs {
     pub nodes: u32,
     pub injective: u32,
     pub groups: DevSlice,
+    pub terms: DevSlice,
     pub total: DevSlice,
     pub stop_at: u64,
     pub threads: u64,
@@ -665,9 +669,9 @@ const _: () = assert!(size_of::<NodeJob>() == 72);
 const _: () = assert!(size_of::<MarkStep>() == 24);
 const _: () = assert!(size_of::<RefineJob>() == 24);
 const _: () = assert!(size_of::<EdgeList>() == 64);
-const _: () = assert!(size_of::<LeafGroupArgs>() == 72);
+const _: () = assert!(size_of::<LeafGroupArgs>() == 80);
 // `extend_warp_batch` reads a table of these from device memory.
 const _: () = assert!(size_of::<ExtendWarpArgs>() == 344);
 // `count_leaves_batch` reads a table of these.
-const _: () = assert!(size_of::<CountLeavesArgs>() == 104);
+const _: () = assert!(size_of::<CountLeavesArgs>() == 120);
 const _: () = assert!(size_of::<crate::trust::Link>() == 12);

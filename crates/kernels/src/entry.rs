@@ -527,7 +527,8 @@ pub unsafe fn count_leaves(a: &CountLeavesArgs, t: usize) {
             }
             let row = &rows[p as usize * width..(p as usize + 1) * width];
             let lists = leaf_groups(groups, row);
-            let added = join::count_leaves(row, a.nodes as usize, a.injective != 0, lists)
+            let (nodes, injective) = (a.nodes as usize, a.injective != 0);
+            let added = join::count_leaves(row, nodes, injective, lists, a.terms.get())
                 .is_some_and(|n| join::add_u128(&total[0], &total[1], n));
             if !added {
                 total[2].store(1, Ordering::Relaxed);
@@ -566,6 +567,7 @@ fn leaf_groups<'a>(
     core::iter::from_fn(move || {
         let first = groups.get(at)?;
         let mut g = join::LeafGroup::one(list(first), first.leaves);
+        g.linked = first.linked != 0;
         at += 1;
         while let Some(more) = groups.get(at).filter(|e| e.leaves == 0) {
             if g.len < join::MAX_GROUP_LISTS {

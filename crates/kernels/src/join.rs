@@ -466,19 +466,28 @@ pub fn list_of<'a>(x: u32, from: &[u32], offsets: &[u64], targets: &'a [u32]) ->
 /// Most lists one counted group meets (its query nodes' edges back to the enumerated nodes).
 pub const MAX_GROUP_LISTS: usize = 8;
 
+/// Most groups counted together as one linked component (injective only: their candidates may
+/// meet, so they are not independent).
+pub const MAX_LINKED_GROUPS: usize = 4;
+
+/// Most query nodes of one linked component: its count sums over the set partitions of its nodes
+/// (203 for 6), merged into [`LeafTerm`]s.
+pub const MAX_LINKED_NODES: usize = 6;
+
 /// Query nodes of one partial match counted together, not enumerated: `leaves` nodes with the very
 /// same candidates, those in every one of `lists[..len]` (sorted lists of data nodes, each from
 /// one of their matched neighbours). A leaf has one list; a node with all its neighbours matched
-/// has one per edge.
+/// has one per edge. `linked`: counted with the group before it (their candidates may meet).
 #[derive(Clone, Copy, Debug)]
 pub struct LeafGroup<'a> {
     pub lists: [&'a [u32]; MAX_GROUP_LISTS],
     pub len: usize,
     pub leaves: u32,
+    pub linked: bool,
 }
 
 impl<'a> LeafGroup<'a> {
-    /// A group with the one list `list`.
+    /// A group with the one list `list`, not linked.
     pub fn one(list: &'a [u32], leaves: u32) -> Self {
         let mut lists: [&[u32]; MAX_GROUP_LISTS] = [&[]; MAX_GROUP_LISTS];
         lists[0] = list;
@@ -486,6 +495,7 @@ impl<'a> LeafGroup<'a> {
             lists,
             len: 1,
             leaves,
+            linked: false,
         }
     }
 
@@ -496,18 +506,24 @@ impl<'a> LeafGroup<'a> {
             .all(|l| l.binary_search(&v).is_ok())
     }
 
-    /// How many data nodes are in every list: the shortest walked, the others searched from a
-    /// cursor that only moves forward.
+    /// How many data nodes are in every list.
     fn common(&self) -> u64 {
+        if self.len == 1 {
+            return self.lists[0].len() as u64;
+        }
+        let mut n = 0;
+        self.for_each_common(|_| n += 1);
+        n
+    }
+
+    /// Calls `f` on each data node in every list, ascending: the shortest list walked, the others
+    /// searched from a cursor that only moves forward.
+    fn for_each_common(&self, mut f: impl FnMut(u32)) {
         let lists = &self.lists[..self.len];
         let Some((first, _)) = lists.iter().enumerate().min_by_key(|(_, l)| l.len()) else {
-            return 0;
+            return;
         };
-        if lists.len() == 1 {
-            return lists[0].len() as u64;
-        }
         let mut cursor = [0usize; MAX_GROUP_LISTS];
-        let mut n = 0;
         'next: for &v in lists[first] {
             for (j, l) in lists.iter().enumerate() {
                 if j == first {
@@ -522,41 +538,184 @@ impl<'a> LeafGroup<'a> {
                     continue 'next;
                 }
             }
-            n += 1;
+            f(v);
         }
-        n
     }
 }
 
+/// One term of a linked component's count: `coef` times the product, over `masks[..blocks]`, of
+/// the free data nodes in the candidates of every group in the mask (bit `j`: the component's
+/// `j`th group). Built by [`partition_terms`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LeafTerm {
+    pub coef: i64,
+    pub masks: [u8; 8],
+    pub component: u32,
+    pub blocks: u32,
+}
+
 /// Kernel body (one work-item per partial match): the matches of `groups`' nodes for `row`, as a
-/// product instead of an enumeration. Under injective semantics each group's nodes take distinct
-/// data nodes of its candidates not already in the row (`row[..nodes]`; the caller gives groups
-/// whose candidates cannot meet, so the groups are independent); otherwise any. `None` past
-/// `u128::MAX`.
+/// product instead of an enumeration. Under injective semantics the nodes take distinct data nodes
+/// not already in the row (`row[..nodes]`): a group alone by falling factorials, groups linked
+/// together (their candidates may meet) by the component's `terms`; otherwise any. `None` past
+/// `u128::MAX`, or for a component of more than `MAX_LINKED_GROUPS` groups.
 pub fn count_leaves<'a>(
     row: &[u32],
     nodes: usize,
     injective: bool,
     groups: impl Iterator<Item = LeafGroup<'a>>,
+    terms: &[LeafTerm],
 ) -> Option<u128> {
-    let mut product = 1u128;
-    for g in groups {
-        let len = g.common();
-        let ways = if injective {
-            let used = row[..nodes.min(row.len())]
-                .iter()
-                .filter(|&&v| v != NONE && g.contains(v))
-                .count() as u64;
-            falling(len.saturating_sub(used), g.leaves as u64)?
-        } else {
-            (len as u128).checked_pow(g.leaves)?
+    let used = &row[..nodes.min(row.len())];
+    let mut linked = [LeafGroup::one(&[], 0); MAX_LINKED_GROUPS];
+    let (mut m, mut component, mut product) = (0, 0u32, 1u128);
+    let mut groups = groups.peekable();
+    while let Some(g) = groups.next() {
+        *linked.get_mut(m)? = g;
+        m += 1;
+        if groups.peek().is_some_and(|next| next.linked) {
+            continue;
+        }
+        let ways = match &linked[..m] {
+            [g] if injective => {
+                let taken = used.iter().filter(|&&v| v != NONE && g.contains(v)).count();
+                falling(g.common().saturating_sub(taken as u64), g.leaves as u64)?
+            }
+            [g] => (g.common() as u128).checked_pow(g.leaves)?,
+            all => linked_ways(used, all, terms.iter().filter(|t| t.component == component))?,
         };
         if ways == 0 {
             return Some(0);
         }
         product = product.checked_mul(ways)?;
+        (m, component) = (0, component + 1);
     }
     Some(product)
+}
+
+/// Injective matches of linked groups: per membership mask the free data nodes (walked once per
+/// group, each counted with the first group holding it, the row's own taken out), then per mask
+/// those in all its groups (sums over supersets), then the terms' sum. Signed terms summed as two
+/// `u128`s (the host bounds both below `2^127`).
+fn linked_ways<'t>(
+    used: &[u32],
+    groups: &[LeafGroup],
+    terms: impl Iterator<Item = &'t LeafTerm>,
+) -> Option<u128> {
+    let m = groups.len();
+    let mut free = [0u64; 1 << MAX_LINKED_GROUPS];
+    let holders = |v: u32| {
+        groups
+            .iter()
+            .enumerate()
+            .filter(|(_, g)| g.contains(v))
+            .fold(0usize, |mask, (h, _)| mask | 1 << h)
+    };
+    for (j, g) in groups.iter().enumerate() {
+        g.for_each_common(|v| {
+            let mask = holders(v);
+            if mask & ((1 << j) - 1) == 0 {
+                free[mask] += 1;
+            }
+        });
+    }
+    for &v in used.iter().filter(|&&v| v != NONE) {
+        let mask = holders(v);
+        free[mask] = free[mask].saturating_sub((mask != 0) as u64);
+    }
+    for bit in 0..m {
+        for mask in 0..1usize << m {
+            if mask & 1 << bit == 0 {
+                free[mask] += free[mask | 1 << bit];
+            }
+        }
+    }
+    let (mut plus, mut minus) = (0u128, 0u128);
+    for t in terms {
+        let mut p = u128::from(t.coef.unsigned_abs());
+        for &mask in &t.masks[..(t.blocks as usize).min(8)] {
+            p = p.checked_mul(u128::from(free[mask as usize & 0xf]))?;
+        }
+        if t.coef < 0 {
+            minus = minus.checked_add(p)?;
+        } else {
+            plus = plus.checked_add(p)?;
+        }
+    }
+    plus.checked_sub(minus)
+}
+
+/// The terms of the injective count of one linked component whose query node `i` is in group
+/// `group_of[i]` (at most `MAX_LINKED_NODES` nodes, groups below `MAX_LINKED_GROUPS`): the
+/// number of ways to give the nodes distinct data nodes, node `i` one of its group's set `A_g`, is
+/// the sum over the set partitions `P` of the nodes of the product, over the blocks `b` of `P`, of
+/// `(-1)^(|b|-1) (|b|-1)! |A_b|`, `A_b` the intersection of the sets of `b`'s groups (Möbius
+/// inversion on the partition lattice: `|A|^2 - |A|` for two nodes of one group). Partitions with
+/// the same blocks' masks are merged, zero terms dropped. Writes them to `out` (tagged
+/// `component`) and returns how many; `None` if `out` is too short or the component too large.
+pub fn partition_terms(group_of: &[u8], component: u32, out: &mut [LeafTerm]) -> Option<usize> {
+    let k = group_of.len();
+    if k > MAX_LINKED_NODES || group_of.iter().any(|&g| g as usize >= MAX_LINKED_GROUPS) {
+        return None;
+    }
+    let mut n = 0;
+    // Restricted growth strings: `block[i]` at most one above the largest before it.
+    let mut block = [0u8; MAX_LINKED_NODES];
+    loop {
+        let mut t = LeafTerm {
+            coef: 1,
+            component,
+            ..LeafTerm::default()
+        };
+        let mut sizes = [0i64; MAX_LINKED_NODES];
+        for i in 0..k {
+            let b = block[i] as usize;
+            t.masks[b] |= 1 << group_of[i];
+            sizes[b] += 1;
+            t.blocks = t.blocks.max(b as u32 + 1);
+        }
+        for &s in sizes.iter().filter(|&&s| s > 1) {
+            t.coef *= -(1..s).product::<i64>() * if s % 2 == 0 { 1 } else { -1 };
+        }
+        t.masks[..t.blocks as usize].sort_unstable();
+        match out[..n]
+            .iter_mut()
+            .find(|o| o.blocks == t.blocks && o.masks == t.masks)
+        {
+            Some(o) => o.coef += t.coef,
+            None => {
+                *out.get_mut(n)? = t;
+                n += 1;
+            }
+        }
+        if !next_partition(&mut block[..k]) {
+            break;
+        }
+    }
+    let mut kept = 0;
+    for i in 0..n {
+        if out[i].coef != 0 {
+            out[kept] = out[i];
+            kept += 1;
+        }
+    }
+    Some(kept)
+}
+
+/// The next restricted growth string after `block` (false after the last, all distinct).
+fn next_partition(block: &mut [u8]) -> bool {
+    for i in (1..block.len()).rev() {
+        let top = block[..i].iter().copied().max().unwrap_or(0);
+        if block[i] <= top {
+            block[i] += 1;
+            for b in &mut block[i + 1..] {
+                *b = 0;
+            }
+            return true;
+        }
+    }
+    false
 }
 
 /// `n (n - 1) ... (n - k + 1)`; `None` past `u128::MAX`.
@@ -631,7 +790,7 @@ mod tests {
                 let it = groups
                     .iter()
                     .map(|&(list, leaves)| LeafGroup::one(list, leaves));
-                let counted = count_leaves(&row, 2, injective, it);
+                let counted = count_leaves(&row, 2, injective, it, &[]);
                 assert_eq!(
                     counted,
                     Some(brute(&row[..2], groups, injective)),
@@ -650,7 +809,7 @@ mod tests {
             a
         };
         let wide = [LeafGroup::one(&WIDE, 8)];
-        assert_eq!(count_leaves(&row, 2, true, wide.into_iter()), None);
+        assert_eq!(count_leaves(&row, 2, true, wide.into_iter(), &[]), None);
     }
 
     /// A group's candidates are the data nodes in all its lists: the same counts as the group
@@ -669,7 +828,7 @@ mod tests {
                 let mut g = LeafGroup::one(a, leaves);
                 (g.lists[1], g.lists[2], g.len) = (b, c, 3);
                 let groups = [g, LeafGroup::one(other, 1)];
-                let counted = count_leaves(&row, 3, injective, groups.into_iter());
+                let counted = count_leaves(&row, 3, injective, groups.into_iter(), &[]);
                 let expected = brute(&row[..3], &[(meet, leaves), (other, 1)], injective);
                 assert_eq!(counted, Some(expected), "{leaves} {injective}");
             }
@@ -677,9 +836,86 @@ mod tests {
         // Lists with nothing in common, one list empty.
         let mut g = LeafGroup::one(&[1, 2], 1);
         (g.lists[1], g.len) = (&[3, 4], 2);
-        assert_eq!(count_leaves(&row, 3, true, [g].into_iter()), Some(0));
+        assert_eq!(count_leaves(&row, 3, true, [g].into_iter(), &[]), Some(0));
         (g.lists[1], g.len) = (&[], 2);
-        assert_eq!(count_leaves(&row, 3, false, [g].into_iter()), Some(0));
+        assert_eq!(count_leaves(&row, 3, false, [g].into_iter(), &[]), Some(0));
+    }
+
+    /// Groups whose candidates meet, linked: the same count as enumerating every injective choice,
+    /// over random lists, group sizes and rows, with an independent group beside them.
+    #[test]
+    fn linked_groups_count_their_injective_choices() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |bound: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % bound
+        };
+        let mut terms = [LeafTerm::default(); 256];
+        let mut storage = [[0u32; 12]; MAX_LINKED_GROUPS];
+        for case in 0..400 {
+            let m = 2 + next(3) as usize;
+            let mut lens = [0usize; MAX_LINKED_GROUPS];
+            for (j, list) in storage.iter_mut().enumerate().take(m) {
+                for v in 0..12u32 {
+                    if next(3) > 0 {
+                        list[lens[j]] = v;
+                        lens[j] += 1;
+                    }
+                }
+            }
+            // Nodes per group, at most MAX_LINKED_NODES - 1 in all (the other group has one).
+            let mut leaves = [1u32; MAX_LINKED_GROUPS];
+            let mut total = m;
+            while total < MAX_LINKED_NODES - 1 && next(2) == 0 {
+                leaves[next(m as u64) as usize] += 1;
+                total += 1;
+            }
+            let row = [next(14) as u32, 20, NONE];
+            let mut group_of = [0u8; MAX_LINKED_NODES];
+            let mut k = 0;
+            for (j, &l) in leaves.iter().enumerate().take(m) {
+                for _ in 0..l {
+                    group_of[k] = j as u8;
+                    k += 1;
+                }
+            }
+            let n = partition_terms(&group_of[..k], 0, &mut terms).unwrap();
+            let other: &[u32] = &[20, 30, 31];
+            let mut groups = [LeafGroup::one(&[], 0); MAX_LINKED_GROUPS + 1];
+            let mut expected_groups = [(&[][..], 0u32); MAX_LINKED_GROUPS + 1];
+            for j in 0..m {
+                groups[j] = LeafGroup::one(&storage[j][..lens[j]], leaves[j]);
+                groups[j].linked = j > 0;
+                expected_groups[j] = (&storage[j][..lens[j]], leaves[j]);
+            }
+            groups[m] = LeafGroup::one(other, 1);
+            expected_groups[m] = (other, 1);
+            // The independent group is component 1: its terms are none (a falling factorial).
+            let counted = count_leaves(&row, 2, true, groups[..=m].iter().copied(), &terms[..n]);
+            let expected = brute(&row[..2], &expected_groups[..=m], true);
+            assert_eq!(
+                counted,
+                Some(expected),
+                "case {case}: {expected_groups:?} row {row:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn partition_terms_of_one_group_are_the_falling_factorial() {
+        // k nodes of one group: sum of s(k, j) |A|^j, Stirling numbers of the first kind.
+        let mut terms = [LeafTerm::default(); 256];
+        let n = partition_terms(&[0, 0, 0], 0, &mut terms).unwrap();
+        let mut by_blocks: [i64; 4] = [0; 4];
+        for t in &terms[..n] {
+            by_blocks[t.blocks as usize] += t.coef;
+        }
+        assert_eq!(by_blocks, [0, 2, -3, 1]);
+        // Too many nodes, or too little room: no terms.
+        assert_eq!(partition_terms(&[0; 7], 0, &mut terms), None);
+        assert_eq!(partition_terms(&[0, 1, 2, 3], 0, &mut terms[..3]), None);
     }
 
     #[test]

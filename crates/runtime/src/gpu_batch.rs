@@ -37,6 +37,7 @@ use crate::gpu_leaves::{self, LeafGroup};
 use crate::layout::Layout;
 use crate::output::Output;
 use crate::{MatchError, Semantics};
+use gpsense_kernels::join::LeafTerm;
 
 /// Rows a level of a batched query may hold at most before the query runs on alone.
 const BATCH_ROWS: u64 = 1 << 12;
@@ -66,6 +67,7 @@ struct Joined {
     item: usize,
     layout: Layout,
     groups: Vec<LeafGroup>,
+    terms: Vec<LeafTerm>,
     /// Bytes its filtering and candidate space would take alone.
     bytes: u64,
 }
@@ -131,15 +133,17 @@ impl<D: Device> Pipeline<'_, D> {
                     let mut plan = crate::order::join_order(it.q, it.plan, &space.counts);
                     // Leaves are counted, not enumerated: a query that wants rows has none.
                     let groups = if it.out.count_only() {
-                        gpu_leaves::choose(it.q, &plan, it.layout, semantics)
+                        gpu_leaves::choose(it.q, &plan, it.layout, &space.counts, semantics)
                     } else {
                         Vec::new()
                     };
                     if !groups.is_empty() {
                         plan = gpu_leaves::reorder(it.q, &plan, &groups);
                     }
-                    let layout = (!space.counts.contains(&0))
-                        .then(|| Layout::new(it.q, &plan, semantics, shape));
+                    let layout = (!space.counts.contains(&0)).then(|| {
+                        let terms = gpu_leaves::terms(&groups)?;
+                        Ok((Layout::new(it.q, &plan, semantics, shape)?, terms))
+                    });
                     (plan, groups, layout)
                 })
                 .collect()
@@ -168,7 +172,7 @@ impl<D: Device> Pipeline<'_, D> {
                     continue;
                 }
             };
-            let Some(layout) = layout else {
+            let Some((layout, terms)) = layout else {
                 it.result = Some(result);
                 continue;
             };
@@ -176,6 +180,7 @@ impl<D: Device> Pipeline<'_, D> {
                 layout: &layout,
                 space: &spaces[k],
                 groups: &groups,
+                terms: &terms,
             };
             let bytes = spaces[k].filter_bytes + jq.sizes().alone();
             it.result = Some(if bytes > it.memory_budget {
@@ -190,6 +195,7 @@ impl<D: Device> Pipeline<'_, D> {
                         item: i,
                         layout,
                         groups,
+                        terms,
                         bytes,
                     },
                 ));
@@ -202,6 +208,7 @@ impl<D: Device> Pipeline<'_, D> {
                 layout: &j.layout,
                 space: &spaces[*k],
                 groups: &j.groups,
+                terms: &j.terms,
             })
             .collect();
         let qspaces = self.space_batch(&jqs, &all_counts)?;
@@ -294,6 +301,7 @@ impl<D: Device> Pipeline<'_, D> {
                     nodes: jq.layout.nodes as u32,
                     injective,
                     groups: lv.groups,
+                    terms: lv.terms,
                     total: lv.total.slice,
                     stop_at: run.wanted(),
                     threads: 1,

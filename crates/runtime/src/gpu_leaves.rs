@@ -4,12 +4,17 @@
 //! neighbours' candidate-edge lists), as `dfs` counts the nodes left once their neighbours are all
 //! matched (`search/leaves.rs`). Nodes with the very same neighbourhood and filter form one group.
 //! The join then enumerates only the other nodes, and `count_leaves` multiplies each partial
-//! match's groups out on the device.
+//! match's groups out on the device. Under iso, groups whose candidates may meet are linked and
+//! counted together by inclusion-exclusion over the set partitions of their nodes (terms built
+//! here by `join::partition_terms`), as `dfs` counts groups sharing data nodes.
 
-use gpsense_kernels::join::MAX_GROUP_LISTS;
+use gpsense_kernels::join::{
+    partition_terms, LeafTerm, MAX_GROUP_LISTS, MAX_LINKED_GROUPS, MAX_LINKED_NODES,
+};
 use gpsense_planner::{EdgeLabel, Plan, QueryGraph};
 
 use crate::layout::Layout;
+use crate::MatchError;
 use crate::Semantics;
 
 /// Query nodes counted together: the same candidates for every partial match, `nodes[0]`'s
@@ -19,6 +24,8 @@ pub struct LeafGroup {
     pub nodes: Vec<usize>,
     /// Their neighbours (all enumerated), one per edge.
     pub neighbours: Vec<usize>,
+    /// Groups of one component (consecutive) are counted together: their candidates may meet.
+    pub component: usize,
 }
 
 /// One edge of a node, as its tail group sees it: (neighbour, the node is the edge's target,
@@ -30,13 +37,15 @@ type Link = (usize, bool, u32);
 /// come before them (none a leaf). A leaf only multiplies the levels after it (`dfs` counts leaves
 /// the same way); a node closing cycles may prune them, so only a suffix of such nodes is
 /// deferred. A counted node has no self-loop, only fixed relations and at most `MAX_GROUP_LISTS`
-/// edges; nodes with the very same edges and filter form one group. Under iso the groups must be
-/// independent: a group after the first needs a node label of its own (its candidates cannot
-/// meet another group's), leaves' groups and larger ones chosen first.
+/// edges; nodes with the very same edges and filter form one group. Under iso, groups whose
+/// candidates may meet (the same node label, or one without) are linked into components of at
+/// most `MAX_LINKED_GROUPS` groups and `MAX_LINKED_NODES` nodes whose terms cannot overflow
+/// (`counts`: candidates per query node), leaves' groups and larger ones chosen first.
 pub fn choose(
     q: &QueryGraph,
     plan: &Plan,
     filters: &Layout,
+    counts: &[usize],
     semantics: Semantics,
 ) -> Vec<LeafGroup> {
     if plan.components.len() != 1 || q.nodes.len() < 2 {
@@ -101,11 +110,12 @@ pub fn choose(
             None => groups.push(LeafGroup {
                 nodes: vec![u],
                 neighbours: links[u].iter().map(|&(w, _, _)| w).collect(),
+                component: groups.len(),
             }),
         }
     }
     if semantics == Semantics::Iso {
-        groups = independent(groups, filters, |g| links[g.nodes[0]].len() == 1);
+        groups = link(groups, filters, counts, |g| links[g.nodes[0]].len() == 1);
     }
     // A non-leaf with an enumerated node after it would no longer prune that node's level.
     let mut counted = vec![false; n];
@@ -130,27 +140,91 @@ pub fn choose(
     groups
 }
 
-/// Leaves' groups first (counting one saves a level wherever it is), the largest first, each after
-/// the first only with a node label none of the chosen has.
-fn independent(
+/// Leaves' groups first (counting one saves a level wherever it is), the largest first, each
+/// joining the components whose candidates it may meet (their labels equal, or one without) when
+/// the merged component stays within the kernel's bounds, else left enumerated. Components come
+/// out consecutive, numbered in order.
+fn link(
     mut groups: Vec<LeafGroup>,
     filters: &Layout,
+    counts: &[usize],
     leaves: impl Fn(&LeafGroup) -> bool,
 ) -> Vec<LeafGroup> {
     groups.sort_by_key(|g| (!leaves(g), std::cmp::Reverse(g.nodes.len())));
     let label = |g: &LeafGroup| filters.filters[g.nodes[0]].label;
-    let mut chosen: Vec<LeafGroup> = Vec::new();
+    let meet = |a: &LeafGroup, b: &LeafGroup| {
+        let (x, y) = (label(a), label(b));
+        x == gpsense_kernels::NONE || y == gpsense_kernels::NONE || x == y
+    };
+    let mut components: Vec<Vec<LeafGroup>> = Vec::new();
     for g in groups {
-        let apart = |h: &LeafGroup| {
-            label(h) != gpsense_kernels::NONE
-                && label(&g) != gpsense_kernels::NONE
-                && label(h) != label(&g)
-        };
-        if chosen.iter().all(apart) {
-            chosen.push(g);
+        let (met, mut rest): (Vec<_>, Vec<_>) = components
+            .into_iter()
+            .partition(|c| c.iter().any(|h| meet(h, &g)));
+        let mut merged: Vec<LeafGroup> = met.iter().flatten().cloned().collect();
+        merged.push(g);
+        if within_bounds(&merged, counts) {
+            rest.push(merged);
+        } else {
+            rest.extend(met);
         }
+        components = rest;
     }
-    chosen
+    let mut out = Vec::new();
+    for (c, members) in components.into_iter().enumerate() {
+        out.extend(members.into_iter().map(|g| LeafGroup { component: c, ..g }));
+    }
+    out
+}
+
+/// Whether the kernel can count `component` together: few enough groups and nodes, and its terms'
+/// sums below `2^127`: at most `k!` (the permutations of its `k` nodes) times the product of the
+/// nodes' candidates.
+fn within_bounds(component: &[LeafGroup], counts: &[usize]) -> bool {
+    let nodes: usize = component.iter().map(|g| g.nodes.len()).sum();
+    if component.len() == 1 {
+        return true;
+    }
+    if component.len() > MAX_LINKED_GROUPS || nodes > MAX_LINKED_NODES {
+        return false;
+    }
+    let bound = component
+        .iter()
+        .flat_map(|g| g.nodes.iter().map(|&u| counts[u] as u128))
+        .chain(1..=nodes as u128)
+        .try_fold(1u128, |a, x| a.checked_mul(x.max(1)));
+    bound.is_some_and(|b| b < 1 << 126)
+}
+
+/// The terms of every linked component of `groups` (consecutive by component), tagged with its
+/// index among the runs of groups the kernel sees (a group alone is a run of its own, counted by
+/// falling factorials, with no terms).
+pub fn terms(groups: &[LeafGroup]) -> Result<Vec<LeafTerm>, MatchError> {
+    let mut out = Vec::new();
+    for (run, members) in groups
+        .chunk_by(|a, b| a.component == b.component)
+        .enumerate()
+    {
+        if members.len() < 2 {
+            continue;
+        }
+        let group_of: Vec<u8> = members
+            .iter()
+            .enumerate()
+            .flat_map(|(j, g)| std::iter::repeat_n(j as u8, g.nodes.len()))
+            .collect();
+        // `link` keeps components within what `partition_terms` takes (203 terms for 6 nodes).
+        let mut room = [LeafTerm::default(); 256];
+        let n = partition_terms(&group_of, run as u32, &mut room).ok_or_else(|| {
+            MatchError::Plan(format!(
+                "{} counted nodes in {} linked groups: past the kernel's bounds",
+                group_of.len(),
+                members.len()
+            ))
+        })?;
+        out.extend_from_slice(&room[..n]);
+    }
+    Ok(out)
 }
 
 /// `plan` with the counted nodes moved to its end, the rest in its order (still connected: no node
@@ -174,8 +248,16 @@ pub fn reorder(q: &QueryGraph, plan: &Plan, groups: &[LeafGroup]) -> Plan {
                     .iter()
                     .map(|&w| q.nodes[w].name.as_str())
                     .collect();
+                let others = groups.iter().filter(|h| h.component == g.component).count() - 1;
+                let linked = match others {
+                    0 => String::new(),
+                    1 => ", linked with 1 other group whose candidates may meet its own".into(),
+                    n => {
+                        format!(", linked with {n} other groups whose candidates may meet its own")
+                    }
+                };
                 format!(
-                    "{}: next to {} only, counted with its group of {} on the device",
+                    "{}: next to {} only, counted with its group of {} on the device{linked}",
                     q.nodes[u].name,
                     names.join(", "),
                     g.nodes.len()
@@ -212,6 +294,20 @@ mod tests {
     /// `text` joined in `order` (names), under hom: the counted groups by name, and the reordered
     /// plan's order by name.
     fn counted(text: &str, order: &[&str]) -> (Vec<Vec<String>>, Vec<String>) {
+        let (groups, order) = counted_as(text, order, Semantics::Hom, 10);
+        let mut by_name: Vec<Vec<String>> = groups.into_iter().map(|(_, g)| g).collect();
+        by_name.sort();
+        (by_name, order)
+    }
+
+    /// `counted` under `semantics` with `candidates` per node: the groups with their components,
+    /// in the chooser's order.
+    fn counted_as(
+        text: &str,
+        order: &[&str],
+        semantics: Semantics,
+        candidates: usize,
+    ) -> (Vec<(usize, Vec<String>)>, Vec<String>) {
         let mut b = GraphBuilder::new();
         b.add_triple("x", "r", "y", 1.0).unwrap();
         let g = b.build().unwrap().0;
@@ -222,16 +318,73 @@ mod tests {
             components: std::iter::once(0..order.len()).collect(),
             rationale: vec![String::new(); order.len()],
         };
-        let layout = Layout::new(&q, &plan, Semantics::Hom, DataShape::default()).unwrap();
-        let groups = choose(&q, &plan, &layout, Semantics::Hom);
+        let layout = Layout::new(&q, &plan, semantics, DataShape::default()).unwrap();
+        let counts = vec![candidates; q.nodes.len()];
+        let groups = choose(&q, &plan, &layout, &counts, semantics);
         let name = |u: &usize| q.nodes[*u].name.clone();
         let reordered = reorder(&q, &plan, &groups);
-        let mut by_name: Vec<Vec<String>> = groups
+        let by_name = groups
             .iter()
-            .map(|g| g.nodes.iter().map(name).collect())
+            .map(|g| (g.component, g.nodes.iter().map(name).collect()))
             .collect();
-        by_name.sort();
         (by_name, reordered.order.iter().map(name).collect())
+    }
+
+    #[test]
+    fn under_iso_groups_that_may_meet_are_linked_within_the_kernels_bounds() {
+        // No node has a label: every group may meet every other, so `?d` and `?e` are linked.
+        let (groups, _) = counted_as(
+            CYCLE_AND_LEAF,
+            &["?a", "?b", "?c", "?d", "?e"],
+            Semantics::Iso,
+            10,
+        );
+        assert_eq!(
+            groups,
+            [(0, vec!["?e".to_string()]), (0, vec!["?d".to_string()])]
+        );
+        let terms = terms(&choose_iso(CYCLE_AND_LEAF, 10)).unwrap();
+        // |E| |D| - |E ∩ D|.
+        assert_eq!(terms.len(), 2);
+        // Candidates so many that the terms could pass 2^127: the second group stays enumerated.
+        let (groups, _) = counted_as(
+            CYCLE_AND_LEAF,
+            &["?a", "?b", "?c", "?d", "?e"],
+            Semantics::Iso,
+            1 << 63,
+        );
+        assert_eq!(groups, [(0, vec!["?e".to_string()])]);
+        // A path of five with a leaf on each node, each leaf its own group: at most
+        // MAX_LINKED_GROUPS linked, the fifth enumerated.
+        let comb = "SELECT * WHERE { ?x1 r ?x2 . ?x2 r ?x3 . ?x3 r ?x4 . ?x4 r ?x5 . \
+                    ?x1 r ?l1 . ?x2 r ?l2 . ?x3 r ?l3 . ?x4 r ?l4 . ?x5 r ?l5 }";
+        let order = [
+            "?x1", "?x2", "?x3", "?x4", "?x5", "?l1", "?l2", "?l3", "?l4", "?l5",
+        ];
+        let (groups, order) = counted_as(comb, &order, Semantics::Iso, 10);
+        assert_eq!(groups.len(), MAX_LINKED_GROUPS);
+        assert!(groups.iter().all(|(c, _)| *c == 0));
+        assert_eq!(order[5], "?l5");
+    }
+
+    fn choose_iso(text: &str, candidates: usize) -> Vec<LeafGroup> {
+        let mut b = GraphBuilder::new();
+        b.add_triple("x", "r", "y", 1.0).unwrap();
+        let g = b.build().unwrap().0;
+        let q = gpsense_planner::compile(text, &g).unwrap();
+        let plan = Plan {
+            order: (0..q.nodes.len()).collect(),
+            components: std::iter::once(0..q.nodes.len()).collect(),
+            rationale: vec![String::new(); q.nodes.len()],
+        };
+        let layout = Layout::new(&q, &plan, Semantics::Iso, DataShape::default()).unwrap();
+        choose(
+            &q,
+            &plan,
+            &layout,
+            &vec![candidates; q.nodes.len()],
+            Semantics::Iso,
+        )
     }
 
     #[test]

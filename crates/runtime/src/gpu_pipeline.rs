@@ -39,6 +39,7 @@ use gpsense_kernels::abi::{
     RefineJob, RefineNodesArgs, ScanArgs, StepArgs, WriteWordsArgs,
 };
 use gpsense_kernels::filter::Incident;
+use gpsense_kernels::join::LeafTerm;
 use gpsense_kernels::{bits, Dir, NONE};
 use gpsense_planner::{Plan, QueryGraph};
 
@@ -797,7 +798,7 @@ impl<D: Device> Pipeline<'_, D> {
         let mut join_plan = crate::order::join_order(q, plan, &space.counts);
         // A count enumerates only the nodes that are not counted leaves, which come last.
         let groups = if out.count_only() {
-            gpu_leaves::choose(q, &join_plan, layout, self.semantics)
+            gpu_leaves::choose(q, &join_plan, layout, &space.counts, self.semantics)
         } else {
             Vec::new()
         };
@@ -807,8 +808,9 @@ impl<D: Device> Pipeline<'_, D> {
         let mut device = DeviceReport::default();
         if !stopped && space.counts.iter().all(|&c| c > 0) {
             let join = Layout::new(q, &join_plan, self.semantics, self.shape)?;
+            let terms = gpu_leaves::terms(&groups)?;
             (device.levels, device.partial_matches, device.chunks) =
-                self.join(&join, &space, out, &groups)?;
+                self.join(&join, &space, out, &groups, &terms)?;
         }
         device.counters = self.dev.counters() - before;
         device.arena_bytes = self.arena.bytes();
@@ -1000,11 +1002,13 @@ impl<D: Device> Pipeline<'_, D> {
         s: &Space,
         out: &Output,
         groups: &[LeafGroup],
+        terms: &[LeafTerm],
     ) -> Result<(u64, u64, u64), MatchError> {
         let jq = JoinQuery {
             layout,
             space: s,
             groups,
+            terms,
         };
         let bytes = s.filter_bytes + jq.sizes().alone();
         self.budget_check(bytes)?;
@@ -1124,15 +1128,18 @@ impl<D: Device> Pipeline<'_, D> {
         dev.write_bytes(buf, r.lists.offset, as_bytes(&tables.lists))?;
         dev.write_bytes(buf, r.root.offset, as_bytes(&vec![NONE; total.width]))?;
         dev.write_bytes(buf, r.leaf_groups.offset, as_bytes(&tables.leaves))?;
+        dev.write_bytes(buf, r.leaf_terms.offset, as_bytes(&tables.terms))?;
         Ok(spaces)
     }
 }
 
-/// A query's inputs to the space phase: its join layout, filtered space and counted leaves.
+/// A query's inputs to the space phase: its join layout, filtered space and counted leaves (with
+/// their linked components' terms, `gpu_leaves::terms`).
 pub(crate) struct JoinQuery<'j> {
     pub(crate) layout: &'j Layout,
     pub(crate) space: &'j Space,
     pub(crate) groups: &'j [LeafGroup],
+    pub(crate) terms: &'j [LeafTerm],
 }
 
 /// What the space phase holds (of one query, or of a batch): elements per region.
@@ -1145,6 +1152,7 @@ pub(crate) struct SpaceSizes {
     lists: usize,
     width: usize,
     groups: usize,
+    terms: usize,
     claimed: usize,
 }
 
@@ -1161,6 +1169,7 @@ impl SpaceSizes {
             edge_lists: c.take::<EdgeList>(self.lists),
             root: c.take::<u32>(self.width),
             leaf_groups: c.take::<LeafGroupArgs>(self.groups),
+            leaf_terms: c.take::<LeafTerm>(self.terms),
             claimed: c.take::<u64>(self.claimed),
         }
     }
@@ -1184,6 +1193,7 @@ impl SpaceSizes {
         self.lists += o.lists;
         self.width += o.width;
         self.groups += o.groups;
+        self.terms += o.terms;
         self.claimed += o.claimed;
     }
 }
@@ -1194,6 +1204,7 @@ struct SpaceTables {
     checks: Vec<gpsense_kernels::join::Check>,
     lists: Vec<ListsArgs>,
     leaves: Vec<LeafGroupArgs>,
+    terms: Vec<LeafTerm>,
 }
 
 /// A query's part of the space phase: its levels, counters and counted leaves on the device.
@@ -1225,6 +1236,7 @@ impl JoinQuery<'_> {
             checks: layout.steps.iter().map(|js| js.checks.len()).sum(),
             width: layout.width,
             groups: self.group_entries(),
+            terms: self.terms.len(),
             // Per level its claim counter, start time and timed-out flag, a shared clock, and
             // the leaves' total (two words and an overflow flag).
             claimed: 3 * self.enumerated() + 5,
@@ -1264,10 +1276,11 @@ impl JoinQuery<'_> {
                 t.lists.push(l.unwrap_or_default());
             }
         }
-        for g in self.groups {
+        for (i, g) in self.groups.iter().enumerate() {
             // Its neighbours come first in the join order: their lists lead to it. The first
-            // entry carries the group's size, the others (0) add their lists to it.
+            // entry carries the group's size and link, the others (0) add their lists to it.
             let mut leaves = g.nodes.len() as u32;
+            let mut linked = (i > 0 && self.groups[i - 1].component == g.component) as u32;
             for ns in lists.iter().filter(|ns| ns.to == g.nodes[0]) {
                 let list = list_of_edge(ns.edge).ok_or_else(|| {
                     MatchError::Plan("a counted node before its neighbour".into())
@@ -1276,10 +1289,13 @@ impl JoinQuery<'_> {
                     list,
                     slot: layout.slot_of[ns.from],
                     leaves,
+                    linked,
+                    reserved: 0,
                 });
-                leaves = 0;
+                (leaves, linked) = (0, 0);
             }
         }
+        t.terms.extend_from_slice(self.terms);
         let set = |u: usize| self.space.set(u);
         let mut c = at.checks;
         let levels = layout.steps[..enumerated]
@@ -1315,7 +1331,15 @@ impl JoinQuery<'_> {
             leaves: (!self.groups.is_empty()).then(|| Leaves {
                 groups: r
                     .leaf_groups
-                    .part(72, at.groups, at.groups + self.group_entries())
+                    .part(
+                        size_of::<LeafGroupArgs>(),
+                        at.groups,
+                        at.groups + self.group_entries(),
+                    )
+                    .slice,
+                terms: r
+                    .leaf_terms
+                    .part(size_of::<LeafTerm>(), at.terms, at.terms + self.terms.len())
                     .slice,
                 total: claimed.part(8, 3 * enumerated + 2, 3 * enumerated + 5),
             }),
@@ -1376,6 +1400,7 @@ struct SpaceRegions {
     lists: Region,
     edge_lists: Region,
     leaf_groups: Region,
+    leaf_terms: Region,
     root: Region,
     claimed: Region,
 }
@@ -1416,6 +1441,7 @@ struct Levels<'p, 'a, 'o, D: Device> {
 #[derive(Clone, Copy)]
 struct Leaves {
     groups: DevSlice,
+    terms: DevSlice,
     total: Region,
 }
 
@@ -1677,6 +1703,7 @@ impl<D: Device> Levels<'_, '_, '_, D> {
                 nodes: self.layout.nodes as u32,
                 injective: (self.p.semantics == Semantics::Iso) as u32,
                 groups: leaves.groups,
+                terms: leaves.terms,
                 total: leaves.total.slice,
                 stop_at: self.wanted(),
                 threads,

@@ -370,11 +370,11 @@ fn yeast_subset_both_engines() {
 /// (not enumerates) nodes whose neighbours are all matched, not only leaves: some query's plan has
 /// a counted node next to two enumerated ones.
 #[test]
-fn yeast_subset_on_the_emulated_device_counts_surrounded_nodes() {
+fn yeast_subset_on_the_emulated_device_counts_surrounded_and_linked_nodes() {
     let cases = yeast_cases();
     let engine = Engine::new(yeast());
     let opts = options(EngineKind::Emulated, 1);
-    let mut surrounded = 0;
+    let (mut surrounded, mut linked) = (0, 0);
     let mut bad = Vec::new();
     for (name, q, expected) in &cases {
         let r = engine
@@ -389,10 +389,21 @@ fn yeast_subset_on_the_emulated_device_counts_surrounded_nodes() {
             })
         };
         surrounded += r.join_plan.rationale.iter().any(next_to_several) as usize;
+        // Groups of one label counted together (iso): their candidates may meet.
+        linked += r
+            .join_plan
+            .rationale
+            .iter()
+            .any(|why| why.contains(", linked with ")) as usize;
     }
     assert!(bad.is_empty(), "{}", bad.join("\n"));
+    println!(
+        "{surrounded} surrounded, {linked} linked of {}",
+        cases.len()
+    );
     assert!(
         surrounded >= 10,
         "{surrounded} queries count a node with several neighbours"
     );
+    assert!(linked >= 10, "{linked} queries count linked groups");
 }

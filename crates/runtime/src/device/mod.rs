@@ -53,6 +53,7 @@ unsafe impl Pod for abi::MarkStep {}
 unsafe impl Pod for abi::RefineJob {}
 unsafe impl Pod for abi::EdgeList {}
 unsafe impl Pod for abi::LeafGroupArgs {}
+unsafe impl Pod for gpsense_kernels::join::LeafTerm {}
 unsafe impl Pod for abi::ExtendWarpArgs {}
 unsafe impl Pod for abi::CountLeavesArgs {}
 
