@@ -240,12 +240,14 @@ impl Engine<'_> {
                 (EngineKind::Emulated, _) => self
                     .emulator()
                     .map_err(MatchError::from)
-                    .and_then(|d| d.match_batch(planned, sinks, *key, shape, start)),
-                (_, Some(d)) if key.auto => d.match_batch(planned, sinks, *key, shape, start),
+                    .and_then(|d| d.match_batch(planned, sinks, *key, shape, self.view(), start)),
+                (_, Some(d)) if key.auto => {
+                    d.match_batch(planned, sinks, *key, shape, self.view(), start)
+                }
                 _ => self
                     .gpu()
                     .map_err(MatchError::from)
-                    .and_then(|d| d.match_batch(planned, sinks, *key, shape, start)),
+                    .and_then(|d| d.match_batch(planned, sinks, *key, shape, self.view(), start)),
             };
             let answers = match done {
                 Ok((answers, c, phases)) => {
@@ -465,6 +467,7 @@ impl<D: Device> DeviceState<D> {
         sinks: &mut [Option<OnRows>],
         key: Key,
         shape: DataShape,
+        host: GraphView,
         start: Instant,
     ) -> Result<DeviceAnswers, MatchError> {
         let Key {
@@ -519,6 +522,7 @@ impl<D: Device> DeviceState<D> {
         let phases = Pipeline {
             dev: &self.dev,
             graph: &self.graph,
+            host,
             arena: &mut arena,
             semantics,
             shape,

@@ -546,16 +546,15 @@ impl<'g> Engine<'g> {
         }
         if matches!(engine, EngineKind::Gpu | EngineKind::Emulated) {
             let out = output(q, by_node(q), opts, limit, count_only, on_rows, start);
-            let shape = self.shape;
             match (device, engine) {
-                (Some(d), _) => d.run(q, &layout, shape, opts, limit, &out, &mut report)?,
+                (Some(d), _) => d.run(self, q, &layout, opts, limit, &out, &mut report)?,
                 (None, EngineKind::Gpu) => {
                     self.gpu()?
-                        .run(q, &layout, shape, opts, limit, &out, &mut report)?
+                        .run(self, q, &layout, opts, limit, &out, &mut report)?
                 }
                 _ => self
                     .emulator()?
-                    .run(q, &layout, shape, opts, limit, &out, &mut report)?,
+                    .run(self, q, &layout, opts, limit, &out, &mut report)?,
             }
             times.filter = report.filter.filter_time;
             times.join = report.times.join;
@@ -1019,9 +1018,9 @@ impl<D: Device> DeviceState<D> {
     #[allow(clippy::too_many_arguments)]
     fn run(
         &self,
+        engine: &Engine,
         q: &QueryGraph,
         layout: &Layout,
-        shape: DataShape,
         opts: &MatchOptions,
         limit: Option<u64>,
         out: &Output,
@@ -1038,9 +1037,10 @@ impl<D: Device> DeviceState<D> {
         let (join_plan, filter, device) = Pipeline {
             dev: &self.dev,
             graph: &self.graph,
+            host: engine.view(),
             arena: &mut arena,
             semantics: opts.semantics,
-            shape,
+            shape: engine.shape,
             memory_budget,
             refine_rounds: opts.refine_rounds,
             limit,

@@ -19,13 +19,15 @@ use crate::Semantics;
 
 /// Query nodes counted together: the same candidates for every partial match, `nodes[0]`'s
 /// candidate-edge lists from its neighbours stand for all.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct LeafGroup {
     pub nodes: Vec<usize>,
     /// Their neighbours (all enumerated), one per edge.
     pub neighbours: Vec<usize>,
     /// Groups of one component (consecutive) are counted together: their candidates may meet.
     pub component: usize,
+    /// The estimated extensions per partial match of a node deferred from the middle of the order.
+    pub fanout: Option<f64>,
 }
 
 /// One edge of a node, as its tail group sees it: (neighbour, the node is the edge's target,
@@ -40,13 +42,18 @@ type Link = (usize, bool, u32);
 /// edges; nodes with the very same edges and filter form one group. Under iso, groups whose
 /// candidates may meet (the same node label, or one without) are linked into components of at
 /// most `MAX_LINKED_GROUPS` groups and `MAX_LINKED_NODES` nodes whose terms cannot overflow
-/// (`counts`: candidates per query node), leaves' groups and larger ones chosen first.
+/// (`counts`: candidates per query node), leaves' groups and larger ones chosen first. A node
+/// whose neighbours all come before it in the middle of the order is deferred too when `fanout`
+/// (asked with the query nodes wanted, answering per query node) estimates that it multiplies its
+/// level (more than one extension per partial match): no later node is its neighbour, so deferring
+/// it shrinks every level after it, where one that prunes stays in place.
 pub fn choose(
     q: &QueryGraph,
     plan: &Plan,
     filters: &Layout,
     counts: &[usize],
     semantics: Semantics,
+    fanout: &dyn Fn(&[bool]) -> Vec<Option<f64>>,
 ) -> Vec<LeafGroup> {
     if plan.components.len() != 1 || q.nodes.len() < 2 {
         return Vec::new();
@@ -90,14 +97,27 @@ pub fn choose(
                 .iter()
                 .all(|&(w, _, _)| position[w] < position[u] && !leaf(w))
     };
-    // Candidates: the leaves, and the other nodes of the order's suffix of candidates.
+    // Candidates: the leaves, the other nodes of the order's suffix of candidates, and the
+    // surrounded nodes before it that multiply their level.
     let mut suffix = true;
     let mut candidates = Vec::new();
+    let mut middle = vec![false; n];
     for &u in plan.order.iter().rev() {
         suffix &= leaf(u) || surrounded(u);
         if leaf(u) || (suffix && surrounded(u)) {
             candidates.push(u);
+        } else if surrounded(u) {
+            middle[u] = true;
         }
+    }
+    let mut wide = vec![false; n];
+    let mut estimates = vec![None; n];
+    if middle.contains(&true) {
+        estimates = fanout(&middle);
+        for (u, f) in estimates.iter().enumerate() {
+            wide[u] = middle[u] && f.is_some_and(|f| f > 1.0);
+        }
+        candidates.extend((0..n).filter(|&u| wide[u]));
     }
     let mut groups: Vec<LeafGroup> = Vec::new();
     for &u in candidates.iter().rev() {
@@ -111,13 +131,15 @@ pub fn choose(
                 nodes: vec![u],
                 neighbours: links[u].iter().map(|&(w, _, _)| w).collect(),
                 component: groups.len(),
+                fanout: estimates.get(u).copied().flatten().filter(|_| wide[u]),
             }),
         }
     }
     if semantics == Semantics::Iso {
         groups = link(groups, filters, counts, |g| links[g.nodes[0]].len() == 1);
     }
-    // A non-leaf with an enumerated node after it would no longer prune that node's level.
+    // A non-leaf with an enumerated node after it would no longer prune that node's level (unless
+    // it multiplies its own).
     let mut counted = vec![false; n];
     for g in &groups {
         for &u in &g.nodes {
@@ -128,7 +150,7 @@ pub fn choose(
     for &u in plan.order.iter().rev() {
         if !counted[u] {
             enumerated_after = true;
-        } else if enumerated_after && links[u].len() > 1 {
+        } else if enumerated_after && links[u].len() > 1 && !wide[u] {
             counted[u] = false;
             for g in &mut groups {
                 g.nodes.retain(|&w| w != u);
@@ -138,6 +160,25 @@ pub fn choose(
     }
     groups.retain(|g| !g.nodes.is_empty());
     groups
+}
+
+/// Whether [`choose`] may ask `q`'s count for fan-out estimates: some node has two to
+/// `MAX_GROUP_LISTS` edges, all with fixed relations, none a loop (so the candidate sets it needs
+/// come back with the counts, in the same read).
+pub fn may_ask(q: &QueryGraph) -> bool {
+    let mut edges = vec![0usize; q.nodes.len()];
+    let mut countable = vec![true; q.nodes.len()];
+    for e in &q.edges {
+        if e.source == e.target || !matches!(e.label, EdgeLabel::Fixed(_)) {
+            countable[e.source] = false;
+            countable[e.target] = false;
+        } else {
+            edges[e.source] += 1;
+            edges[e.target] += 1;
+        }
+    }
+    let middle = |u: usize| countable[u] && (2..=MAX_GROUP_LISTS).contains(&edges[u]);
+    (0..q.nodes.len()).any(middle)
 }
 
 /// Leaves' groups first (counting one saves a level wherever it is), the largest first, each
@@ -256,8 +297,11 @@ pub fn reorder(q: &QueryGraph, plan: &Plan, groups: &[LeafGroup]) -> Plan {
                         format!(", linked with {n} other groups whose candidates may meet its own")
                     }
                 };
+                let wide = g.fanout.map_or(String::new(), |f| {
+                    format!(", deferred from the middle of the order (about {f:.1} extensions per partial match there)")
+                });
                 format!(
-                    "{}: next to {} only, counted with its group of {} on the device{linked}",
+                    "{}: next to {} only, counted with its group of {} on the device{linked}{wide}",
                     q.nodes[u].name,
                     names.join(", "),
                     g.nodes.len()
@@ -320,7 +364,9 @@ mod tests {
         };
         let layout = Layout::new(&q, &plan, semantics, DataShape::default()).unwrap();
         let counts = vec![candidates; q.nodes.len()];
-        let groups = choose(&q, &plan, &layout, &counts, semantics);
+        let groups = choose(&q, &plan, &layout, &counts, semantics, &|w| {
+            vec![None; w.len()]
+        });
         let name = |u: &usize| q.nodes[*u].name.clone();
         let reordered = reorder(&q, &plan, &groups);
         let by_name = groups
@@ -378,13 +424,10 @@ mod tests {
             rationale: vec![String::new(); q.nodes.len()],
         };
         let layout = Layout::new(&q, &plan, Semantics::Iso, DataShape::default()).unwrap();
-        choose(
-            &q,
-            &plan,
-            &layout,
-            &vec![candidates; q.nodes.len()],
-            Semantics::Iso,
-        )
+        let counts = vec![candidates; q.nodes.len()];
+        choose(&q, &plan, &layout, &counts, Semantics::Iso, &|w| {
+            vec![None; w.len()]
+        })
     }
 
     #[test]
@@ -410,6 +453,49 @@ mod tests {
         let (groups, order) = counted(text, &["?a", "?b", "?c"]);
         assert_eq!(groups, [["?a"]]);
         assert_eq!(order, ["?b", "?c", "?a"]);
+    }
+
+    #[test]
+    fn a_node_in_the_middle_that_multiplies_its_level_is_deferred() {
+        // As below, `?c` has both neighbours before it and `?e` after it: counted when the
+        // estimates say it multiplies its level, in place when it prunes or nothing is known.
+        let text = "SELECT * WHERE { ?a r ?b . ?b r ?c . ?c r ?d . ?d r ?a . ?a r ?e . ?e r ?f . ?f r ?a }";
+        let mut b = GraphBuilder::new();
+        b.add_triple("x", "r", "y", 1.0).unwrap();
+        let g = b.build().unwrap().0;
+        let q = gpsense_planner::compile(text, &g).unwrap();
+        let id = |n: &str| q.nodes.iter().position(|v| v.name == n).unwrap();
+        let order: Vec<usize> = ["?a", "?b", "?d", "?c", "?e", "?f"].map(id).into();
+        let plan = Plan {
+            order: order.clone(),
+            components: std::iter::once(0..6).collect(),
+            rationale: vec![String::new(); 6],
+        };
+        let layout = Layout::new(&q, &plan, Semantics::Iso, DataShape::default()).unwrap();
+        let counts = vec![10; 6];
+        for (estimate, counted) in [(Some(2.5), true), (Some(0.5), false), (None, false)] {
+            let asked = std::cell::Cell::new(Vec::new());
+            let fanout = |wanted: &[bool]| {
+                asked.set(wanted.to_vec());
+                wanted
+                    .iter()
+                    .map(|&w| if w { estimate } else { None })
+                    .collect()
+            };
+            let groups = choose(&q, &plan, &layout, &counts, Semantics::Iso, &fanout);
+            // Asked about `?c` only: `?f` is in the suffix, the others are enumerated.
+            let asked = asked.take();
+            let wanted: Vec<usize> = (0..6).filter(|&u| asked[u]).collect();
+            assert_eq!(wanted, [id("?c")]);
+            let c_counted = groups.iter().any(|g| g.nodes.contains(&id("?c")));
+            assert_eq!(c_counted, counted, "{estimate:?}");
+            let why = reorder(&q, &plan, &groups).rationale.join("\n");
+            assert_eq!(
+                why.contains("(about 2.5 extensions per partial match there)"),
+                counted
+            );
+            assert!(groups.iter().any(|g| g.nodes == [id("?f")]));
+        }
     }
 
     #[test]

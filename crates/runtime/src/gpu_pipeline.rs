@@ -40,7 +40,7 @@ use gpsense_kernels::abi::{
 };
 use gpsense_kernels::filter::Incident;
 use gpsense_kernels::join::LeafTerm;
-use gpsense_kernels::{bits, Dir, NONE};
+use gpsense_kernels::{bits, Dir, GraphView, NONE};
 use gpsense_planner::{Plan, QueryGraph};
 
 use crate::device::memory::{graph_bytes, place_graph, Placement};
@@ -652,6 +652,8 @@ pub struct DeviceReport {
 pub struct Pipeline<'a, D: Device> {
     pub dev: &'a D,
     pub graph: &'a DeviceGraph<D>,
+    /// The host's copy of the graph, for the join's estimates (`fanout`).
+    pub host: GraphView<'a>,
     pub arena: &'a mut Arena<D>,
     pub semantics: Semantics,
     pub shape: DataShape,
@@ -664,13 +666,16 @@ pub struct Pipeline<'a, D: Device> {
 
 /// The device-side candidate space of a query, after read 1.
 pub(crate) struct Space {
-    stride: usize,
+    pub(crate) stride: usize,
     /// The query's first node among the batch's (0 alone).
-    base: usize,
+    pub(crate) base: usize,
     /// Bytes the query's filtering would take alone (its memory budget's share).
     filter_bytes: u64,
     pub(crate) counts: Vec<usize>,
     bounds: Vec<u64>,
+    /// The candidate bitsets as read back with the counts (`stride` words per node), for the
+    /// host's estimates (`fanout`); empty unless asked for.
+    pub(crate) sets: Vec<u32>,
     filter: FilterRegions,
 }
 
@@ -709,12 +714,14 @@ pub(crate) struct FilterSizes {
 impl FilterSizes {
     fn carve(&self, c: &mut Carver, stride: usize) -> FilterRegions {
         let words = self.nodes * stride;
+        // The summary just before the sets: read 1 can take both at once.
+        let summary = c.take::<u64>(self.nodes + self.edges);
         FilterRegions {
             sets: c.take::<u32>(words),
             marks: c.take::<u32>(self.marks * stride),
             offsets: c.take::<u64>(words + 1),
             sums: c.take::<u64>(scan_sums(words + 1)),
-            summary: c.take::<u64>(self.nodes + self.edges),
+            summary,
             params: c.take::<u8>(self.params),
             jobs: c.take::<u8>(self.jobs),
             edges: c.take::<DirectedEdge>(self.edges),
@@ -798,7 +805,15 @@ impl<D: Device> Pipeline<'_, D> {
         let mut join_plan = crate::order::join_order(q, plan, &space.counts);
         // A count enumerates only the nodes that are not counted leaves, which come last.
         let groups = if out.count_only() {
-            gpu_leaves::choose(q, &join_plan, layout, &space.counts, self.semantics)
+            let (plan, host, shape) = (&join_plan, self.host, self.shape);
+            let fanout = |wanted: &[bool]| {
+                let sets = crate::fanout::Sets {
+                    words: &space.sets,
+                    stride: space.stride,
+                };
+                crate::fanout::by_node(q, plan, wanted, &host, &sets, self.semantics, shape)
+            };
+            gpu_leaves::choose(q, plan, layout, &space.counts, self.semantics, &fanout)
         } else {
             Vec::new()
         };
@@ -814,6 +829,29 @@ impl<D: Device> Pipeline<'_, D> {
         }
         device.counters = self.dev.counters() - before;
         device.arena_bytes = self.arena.bytes();
+        if std::env::var_os("GPSENSE_TRACE").is_some() {
+            let v = std::mem::take(&mut *TRACE.lock().unwrap());
+            let names: Vec<String> = join_plan
+                .order
+                .iter()
+                .map(|&u| format!("{}({})", q.nodes[u].name, space.counts[u]))
+                .collect();
+            eprintln!("order {}", names.join(" "));
+            eprintln!(
+                "groups {:?}",
+                groups
+                    .iter()
+                    .map(|g| (
+                        g.component,
+                        g.nodes
+                            .iter()
+                            .map(|&u| q.nodes[u].name.clone())
+                            .collect::<Vec<_>>()
+                    ))
+                    .collect::<Vec<_>>()
+            );
+            eprintln!("levels {:?}", v);
+        }
         Ok((join_plan, report, device))
     }
 
@@ -828,7 +866,8 @@ impl<D: Device> Pipeline<'_, D> {
         let mut sizes = FilterSizes::default();
         let fq = FilterQuery::new(q, layout, stride, &mut sizes);
         self.budget_check(fq.alone)?;
-        let mut spaces = self.filter_batch(&[fq], sizes, &|_| out.stopped())?;
+        let with_sets = out.count_only() && gpu_leaves::may_ask(q);
+        let mut spaces = self.filter_batch(&[fq], sizes, &|_| out.stopped(), with_sets)?;
         Ok(spaces.remove(0))
     }
 
@@ -844,6 +883,7 @@ impl<D: Device> Pipeline<'_, D> {
         queries: &[FilterQuery],
         sizes: FilterSizes,
         stopped: &dyn Fn(usize) -> bool,
+        with_sets: bool,
     ) -> Result<Vec<Space>, MatchError> {
         let n = sizes.nodes;
         let stride = bits::words_for(self.graph.nodes);
@@ -913,16 +953,16 @@ impl<D: Device> Pipeline<'_, D> {
                 }
             }
         }
-        let summary = if live.any() {
+        let (summary, sets) = if live.any() {
             for (fq, _) in queries.iter().zip(&live.live).filter(|(_, &l)| !l) {
                 let w = fq.base * stride;
                 let set = r.sets.part(4, w, w + fq.layout.nodes * stride);
                 dev.zero_bytes(buf, set.offset, set.bytes(4))?;
             }
-            self.count_sets(&r, sizes, stride)?
+            self.count_sets(&r, sizes, stride, with_sets)?
         } else {
             // Nothing left to count: no launch, no read.
-            vec![0; n + sizes.edges]
+            (vec![0; n + sizes.edges], Vec::new())
         };
         Ok(queries
             .iter()
@@ -937,6 +977,9 @@ impl<D: Device> Pipeline<'_, D> {
                         .map(|&c| c as usize)
                         .collect(),
                     bounds: summary[n + e..n + e + fq.directed.len()].to_vec(),
+                    sets: sets
+                        .get(b * stride..(b + fq.layout.nodes) * stride)
+                        .map_or_else(Vec::new, <[u32]>::to_vec),
                     filter: r.clone(),
                 }
             })
@@ -950,7 +993,8 @@ impl<D: Device> Pipeline<'_, D> {
         r: &FilterRegions,
         sizes: FilterSizes,
         stride: usize,
-    ) -> Result<Vec<u64>, MatchError> {
+        with_sets: bool,
+    ) -> Result<(Vec<u64>, Vec<u32>), MatchError> {
         let (dev, g, n) = (self.dev, self.g(), sizes.nodes);
         let buf = self.arena.filter.get();
         dev.zero_bytes(buf, r.offsets.offset, r.offsets.bytes(8))?;
@@ -981,7 +1025,20 @@ impl<D: Device> Pipeline<'_, D> {
             }),
             (sizes.edges * stride) as u64,
         )?;
-        Ok(read(dev, buf, r.summary.offset, n + sizes.edges)?)
+        if !with_sets {
+            return Ok((
+                read(dev, buf, r.summary.offset, n + sizes.edges)?,
+                Vec::new(),
+            ));
+        }
+        // One read of the summary and the sets behind it (the carve keeps them adjacent).
+        let sets_at = (r.sets.offset - r.summary.offset) / 4;
+        let words: Vec<u32> = read(dev, buf, r.summary.offset, sets_at + n * stride)?;
+        let summary = words[..2 * (n + sizes.edges)]
+            .chunks_exact(2)
+            .map(|w| u64::from(w[0]) | u64::from(w[1]) << 32)
+            .collect();
+        Ok((summary, words[sets_at..].to_vec()))
     }
 
     fn budget_check(&self, bytes: u64) -> Result<(), MatchError> {
@@ -1650,6 +1707,9 @@ impl<D: Device> Levels<'_, '_, '_, D> {
                 // The levels before `d` are complete; `d` and those after it run again.
                 self.runs += (d - from) as u64;
                 self.partials += (from..d).map(total).sum::<u64>();
+                for x in from..d {
+                    trace_add(x, total(x));
+                }
                 if d == from {
                     return Ok(Some((from, root, n, total(d))));
                 }
@@ -1660,6 +1720,9 @@ impl<D: Device> Levels<'_, '_, '_, D> {
         }
         self.runs += (l - from) as u64;
         self.partials += (from..l).map(total).sum::<u64>();
+        for x in from..l {
+            trace_add(x, total(x));
+        }
         let d = l - 1;
         if self.leaves.is_some() {
             self.add_leaves(&c[3 * l + 2..]);
@@ -1811,6 +1874,7 @@ impl<D: Device> Levels<'_, '_, '_, D> {
             // A run the time limit stopped is not run again: the answer is incomplete anyway.
             if count_only || total <= capacity || written >= stop_at || self.out.stopped() {
                 self.partials += total;
+                trace_add(d, total);
                 return self.next(d, written, count_only, total);
             }
             let room = self.room(d, row_bytes);
@@ -2032,4 +2096,13 @@ fn rows_part(rows: DevSlice, width: u64, start: u64, end: u64) -> DevSlice {
         ptr: rows.ptr + start * width * 4,
         len: (end - start) * width,
     }
+}
+
+pub static TRACE: std::sync::Mutex<Vec<u64>> = std::sync::Mutex::new(Vec::new());
+fn trace_add(d: usize, t: u64) {
+    let mut v = TRACE.lock().unwrap();
+    if v.len() <= d {
+        v.resize(d + 1, 0);
+    }
+    v[d] += t;
 }

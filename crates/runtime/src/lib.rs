@@ -18,6 +18,7 @@ pub mod device;
 mod engine;
 mod error;
 mod executor;
+mod fanout;
 mod filtering;
 mod gpu_leaves;
 mod gpu_pipeline;
