@@ -93,10 +93,12 @@ pub fn fanouts(
         .collect()
 }
 
-/// Whether the first `walks` walks saw enough partial matches at a wanted position for its
-/// deferral to matter: the mean weight arriving there estimates the rows entering it.
+/// Whether to go on after the first `walks` walks: they saw enough partial matches at a wanted
+/// position for its deferral to matter (the mean weight arriving there estimates the rows
+/// entering it), or none reached one at all, which says nothing (dense queries' walks die early
+/// where the filtered sets still hold dead ends).
 fn worth_it(reached: &[f64], walks: usize) -> bool {
-    reached.iter().any(|&r| r / walks as f64 >= WORTH_ROWS)
+    reached.iter().all(|&r| r == 0.0) || reached.iter().any(|&r| r / walks as f64 >= WORTH_ROWS)
 }
 
 /// The check a step walks along: a backward edge with a fixed relation.
