@@ -125,39 +125,31 @@ impl<D: Device> Pipeline<'_, D> {
         let all_counts: Vec<usize> = spaces.iter().flat_map(|s| s.counts.clone()).collect();
         // Join orders, leaf groups and join layouts, on every core (host work per query).
         let (semantics, shape, host) = (self.semantics, self.shape, self.host);
-        // The counted nodes, given `fanout`'s estimates per query.
-        let choose = |k: usize, plan: &Plan, fanout: &dyn Fn(&[bool]) -> Vec<Option<f64>>| {
-            let it = &items[admitted[k]];
-            let counts = &spaces[k].counts;
-            if it.out.count_only() && !counts.contains(&0) {
-                gpu_leaves::choose(it.q, plan, it.layout, counts, semantics, fanout)
-            } else {
-                Vec::new()
-            }
-        };
-        let join_order = |k: usize| {
-            let it = &items[admitted[k]];
-            crate::order::join_order(it.q, it.plan, &spaces[k].counts)
-        };
         let orders: Vec<_> = {
             let items = &*items;
             admitted
                 .par_iter()
                 .zip(&spaces)
-                .enumerate()
                 .with_min_len(8)
-                .map(|(k, (&i, space))| {
+                .map(|(&i, space)| {
                     let it = &items[i];
-                    let mut plan = join_order(k);
+                    let mut plan = crate::order::join_order(it.q, it.plan, &space.counts);
                     // Leaves are counted, not enumerated: a query that wants rows has none.
-                    let fanout = |wanted: &[bool]| {
-                        let sets = crate::fanout::Sets {
-                            words: &space.sets,
-                            stride: space.stride,
+                    let groups = if it.out.count_only() && !space.counts.contains(&0) {
+                        let fanout = |wanted: &[bool]| {
+                            space.fanouts(it.q, &plan, wanted, &host, semantics, shape)
                         };
-                        crate::fanout::by_node(it.q, &plan, wanted, &host, &sets, semantics, shape)
+                        gpu_leaves::choose(
+                            it.q,
+                            &plan,
+                            it.layout,
+                            &space.counts,
+                            semantics,
+                            &fanout,
+                        )
+                    } else {
+                        Vec::new()
                     };
-                    let groups = choose(k, &plan, &fanout);
                     if !groups.is_empty() {
                         plan = gpu_leaves::reorder(it.q, &plan, &groups);
                     }

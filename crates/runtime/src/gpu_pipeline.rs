@@ -680,6 +680,23 @@ pub(crate) struct Space {
 }
 
 impl Space {
+    /// `fanout::by_node` over this query's candidate sets as read back with its counts.
+    pub(crate) fn fanouts(
+        &self,
+        q: &QueryGraph,
+        plan: &Plan,
+        wanted: &[bool],
+        host: &GraphView,
+        semantics: Semantics,
+        shape: DataShape,
+    ) -> Vec<Option<f64>> {
+        let sets = crate::fanout::Sets {
+            words: &self.sets,
+            stride: self.stride,
+        };
+        crate::fanout::by_node(q, plan, wanted, host, &sets, semantics, shape)
+    }
+
     /// The candidate set of query node `u`.
     fn set(&self, u: usize) -> Region {
         let w = (self.base + u) * self.stride;
@@ -806,13 +823,8 @@ impl<D: Device> Pipeline<'_, D> {
         // A count enumerates only the nodes that are not counted leaves, which come last.
         let groups = if out.count_only() {
             let (plan, host, shape) = (&join_plan, self.host, self.shape);
-            let fanout = |wanted: &[bool]| {
-                let sets = crate::fanout::Sets {
-                    words: &space.sets,
-                    stride: space.stride,
-                };
-                crate::fanout::by_node(q, plan, wanted, &host, &sets, self.semantics, shape)
-            };
+            let fanout =
+                |wanted: &[bool]| space.fanouts(q, plan, wanted, &host, self.semantics, shape);
             gpu_leaves::choose(q, plan, layout, &space.counts, self.semantics, &fanout)
         } else {
             Vec::new()
