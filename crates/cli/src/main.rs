@@ -173,7 +173,8 @@ enum Command {
         count: bool,
         /// Add the search counters to each line, and their totals: dfs's (`nodes=N backjumps=N
         /// twins=N`), a machine-independent measure for comparing search variants, or a device
-        /// engine's with `--device-batch 1` (`launches=N reads=N levels=N partials=N chunks=N`).
+        /// engine's with `--device-batch 1` (`launches=N reads=N levels=N partials=N chunks=N
+        /// plan_ms=X`, the last the host's time between filtering and the join).
         #[arg(long, help_heading = help::OUTPUT)]
         search_stats: bool,
         /// With `--engine gpu` or `emulated`: answer the queries N at a time, each batch in one

@@ -136,9 +136,11 @@ impl<D: Device> Pipeline<'_, D> {
                     let mut plan = crate::order::join_order(it.q, it.plan, &space.counts);
                     // Leaves are counted, not enumerated: a query that wants rows has none.
                     let groups = if it.out.count_only() && !space.counts.contains(&0) {
-                        let fanout = |wanted: &[bool]| {
-                            space.fanouts(it.q, &plan, wanted, &host, semantics, shape)
-                        };
+                        if let Some(better) = space.better_order(it.q, &plan, &host, semantics) {
+                            plan = better;
+                        }
+                        let fanout =
+                            |wanted: &[bool]| space.fanouts(it.q, &plan, wanted, &host, semantics);
                         gpu_leaves::choose(
                             it.q,
                             &plan,

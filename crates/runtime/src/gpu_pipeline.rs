@@ -647,6 +647,9 @@ pub struct DeviceReport {
     /// Queries of the batch this query was answered in (`Engine::count_batch`; 0: alone): then
     /// `counters` are the whole batch's, shared by its queries.
     pub batch: u64,
+    /// Host time between filtering and the join, a query answered alone: the join order, the
+    /// estimates from samples of the data, the counted nodes and the join's layout.
+    pub plan_time: std::time::Duration,
 }
 
 pub struct Pipeline<'a, D: Device> {
@@ -680,7 +683,15 @@ pub(crate) struct Space {
 }
 
 impl Space {
-    /// `fanout::by_node` over this query's candidate sets as read back with its counts.
+    /// This query's candidate sets as read back with its counts; `None` when they were not.
+    fn samples(&self) -> Option<crate::samples::Sets<'_>> {
+        (!self.sets.is_empty() && !self.counts.contains(&0)).then_some(crate::samples::Sets {
+            words: &self.sets,
+            stride: self.stride,
+        })
+    }
+
+    /// `samples::fanouts` for the join order `plan`, over this query's candidate sets.
     pub(crate) fn fanouts(
         &self,
         q: &QueryGraph,
@@ -688,13 +699,24 @@ impl Space {
         wanted: &[bool],
         host: &GraphView,
         semantics: Semantics,
-        shape: DataShape,
     ) -> Vec<Option<f64>> {
-        let sets = crate::fanout::Sets {
-            words: &self.sets,
-            stride: self.stride,
+        let Some(sets) = self.samples() else {
+            return vec![None; wanted.len()];
         };
-        crate::fanout::by_node(q, plan, wanted, host, &sets, semantics, shape)
+        let injective = semantics == Semantics::Iso;
+        crate::samples::fanouts(q, &plan.order, wanted, host, &sets, injective)
+    }
+
+    /// `samples::better_order` than `default`, over this query's candidate sets.
+    pub(crate) fn better_order(
+        &self,
+        q: &QueryGraph,
+        default: &Plan,
+        host: &GraphView,
+        semantics: Semantics,
+    ) -> Option<Plan> {
+        let sets = self.samples()?;
+        crate::samples::better_order(q, default, host, &sets, semantics == Semantics::Iso)
     }
 
     /// The candidate set of query node `u`.
@@ -819,12 +841,15 @@ impl<D: Device> Pipeline<'_, D> {
             filter_time: start.elapsed(),
             ..Default::default()
         };
+        let planning = Instant::now();
         let mut join_plan = crate::order::join_order(q, plan, &space.counts);
         // A count enumerates only the nodes that are not counted leaves, which come last.
         let groups = if out.count_only() {
-            let (plan, host, shape) = (&join_plan, self.host, self.shape);
-            let fanout =
-                |wanted: &[bool]| space.fanouts(q, plan, wanted, &host, self.semantics, shape);
+            if let Some(better) = space.better_order(q, &join_plan, &self.host, self.semantics) {
+                join_plan = better;
+            }
+            let (plan, host) = (&join_plan, self.host);
+            let fanout = |wanted: &[bool]| space.fanouts(q, plan, wanted, &host, self.semantics);
             gpu_leaves::choose(q, plan, layout, &space.counts, self.semantics, &fanout)
         } else {
             Vec::new()
@@ -836,34 +861,12 @@ impl<D: Device> Pipeline<'_, D> {
         if !stopped && space.counts.iter().all(|&c| c > 0) {
             let join = Layout::new(q, &join_plan, self.semantics, self.shape)?;
             let terms = gpu_leaves::terms(&groups)?;
+            device.plan_time = planning.elapsed();
             (device.levels, device.partial_matches, device.chunks) =
                 self.join(&join, &space, out, &groups, &terms)?;
         }
         device.counters = self.dev.counters() - before;
         device.arena_bytes = self.arena.bytes();
-        if std::env::var_os("GPSENSE_TRACE").is_some() {
-            let v = std::mem::take(&mut *TRACE.lock().unwrap());
-            let names: Vec<String> = join_plan
-                .order
-                .iter()
-                .map(|&u| format!("{}({})", q.nodes[u].name, space.counts[u]))
-                .collect();
-            eprintln!("order {}", names.join(" "));
-            eprintln!(
-                "groups {:?}",
-                groups
-                    .iter()
-                    .map(|g| (
-                        g.component,
-                        g.nodes
-                            .iter()
-                            .map(|&u| q.nodes[u].name.clone())
-                            .collect::<Vec<_>>()
-                    ))
-                    .collect::<Vec<_>>()
-            );
-            eprintln!("levels {:?}", v);
-        }
         Ok((join_plan, report, device))
     }
 
@@ -1719,9 +1722,6 @@ impl<D: Device> Levels<'_, '_, '_, D> {
                 // The levels before `d` are complete; `d` and those after it run again.
                 self.runs += (d - from) as u64;
                 self.partials += (from..d).map(total).sum::<u64>();
-                for x in from..d {
-                    trace_add(x, total(x));
-                }
                 if d == from {
                     return Ok(Some((from, root, n, total(d))));
                 }
@@ -1732,9 +1732,6 @@ impl<D: Device> Levels<'_, '_, '_, D> {
         }
         self.runs += (l - from) as u64;
         self.partials += (from..l).map(total).sum::<u64>();
-        for x in from..l {
-            trace_add(x, total(x));
-        }
         let d = l - 1;
         if self.leaves.is_some() {
             self.add_leaves(&c[3 * l + 2..]);
@@ -1886,7 +1883,6 @@ impl<D: Device> Levels<'_, '_, '_, D> {
             // A run the time limit stopped is not run again: the answer is incomplete anyway.
             if count_only || total <= capacity || written >= stop_at || self.out.stopped() {
                 self.partials += total;
-                trace_add(d, total);
                 return self.next(d, written, count_only, total);
             }
             let room = self.room(d, row_bytes);
@@ -2108,13 +2104,4 @@ fn rows_part(rows: DevSlice, width: u64, start: u64, end: u64) -> DevSlice {
         ptr: rows.ptr + start * width * 4,
         len: (end - start) * width,
     }
-}
-
-pub static TRACE: std::sync::Mutex<Vec<u64>> = std::sync::Mutex::new(Vec::new());
-fn trace_add(d: usize, t: u64) {
-    let mut v = TRACE.lock().unwrap();
-    if v.len() <= d {
-        v.resize(d + 1, 0);
-    }
-    v[d] += t;
 }

@@ -423,11 +423,17 @@ fn run_distributed(args: &Args, d: &super::distributed::DistArgs) -> Result<()> 
 }
 
 /// A device query's counters as `--search-stats` adds them to its line: launches, reads (waits),
-/// join levels run, partial matches the levels produced, chunks run depth first.
+/// join levels run, partial matches the levels produced, chunks run depth first, and the host's
+/// milliseconds between filtering and the join (the order and its estimates).
 fn device_stats(d: &DeviceReport) -> String {
     format!(
-        "\tlaunches={} reads={} levels={} partials={} chunks={}",
-        d.counters.launches, d.counters.syncs, d.levels, d.partial_matches, d.chunks
+        "\tlaunches={} reads={} levels={} partials={} chunks={} plan_ms={:.3}",
+        d.counters.launches,
+        d.counters.syncs,
+        d.levels,
+        d.partial_matches,
+        d.chunks,
+        d.plan_time.as_secs_f64() * 1e3
     )
 }
 
@@ -439,6 +445,7 @@ struct DeviceTotals {
     reads: u64,
     partials: u64,
     chunks: u64,
+    plan_time: std::time::Duration,
 }
 
 impl std::ops::AddAssign<&DeviceReport> for DeviceTotals {
@@ -448,17 +455,19 @@ impl std::ops::AddAssign<&DeviceReport> for DeviceTotals {
         self.reads += d.counters.syncs;
         self.partials += d.partial_matches;
         self.chunks += d.chunks;
+        self.plan_time += d.plan_time;
     }
 }
 
 impl DeviceTotals {
     fn line(&self) -> String {
         format!(
-            "{} launches, {} reads, {} partial matches, {} chunks over {}",
+            "{} launches, {} reads, {} partial matches, {} chunks, {:.1} ms of host planning over {}",
             thousands(self.launches),
             thousands(self.reads),
             thousands(self.partials),
             thousands(self.chunks),
+            self.plan_time.as_secs_f64() * 1e3,
             plural(self.queries, "query", "queries")
         )
     }
