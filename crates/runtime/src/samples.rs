@@ -110,16 +110,7 @@ pub fn better_order(
         return None;
     }
     let arms = arms_of(q, false)?;
-    let mut sampler = Sampler {
-        g,
-        sets,
-        arms: &arms,
-        injective,
-        work: 0,
-        budget: WORK,
-        seed: 0x9e37_79b9_7f4a_7c15,
-        particles: PARTICLES,
-    };
+    let mut sampler = Sampler::new(g, sets, &arms, injective, PARTICLES);
     let walk = sampler.walk(&default.order, 0, &State::new(n), true)?;
     // Where no particle reaches the end there are too few matches for an order to matter, and
     // estimates of the orders tried would be guesses.
@@ -204,16 +195,7 @@ pub fn fanouts(
     if order.len() != n || !wanted.iter().any(|&w| w) {
         return none;
     }
-    let mut sampler = Sampler {
-        g,
-        sets,
-        arms: &arms,
-        injective,
-        work: 0,
-        budget: WORK,
-        seed: 0x9e37_79b9_7f4a_7c15,
-        particles: FANOUT_PARTICLES,
-    };
+    let mut sampler = Sampler::new(g, sets, &arms, injective, FANOUT_PARTICLES);
     let Some(walk) = sampler.walk(order, 0, &State::new(n), false) else {
         return none;
     };
@@ -271,7 +253,26 @@ struct Sampler<'a> {
     particles: usize,
 }
 
-impl Sampler<'_> {
+impl<'a> Sampler<'a> {
+    fn new(
+        g: &'a GraphView<'a>,
+        sets: &'a Sets<'a>,
+        arms: &'a [Vec<Arm>],
+        injective: bool,
+        particles: usize,
+    ) -> Self {
+        Sampler {
+            g,
+            sets,
+            arms,
+            injective,
+            work: 0,
+            budget: WORK,
+            seed: 0x9e37_79b9_7f4a_7c15,
+            particles,
+        }
+    }
+
     /// The particles of `first` alone: all its candidates when they are few, else a uniform
     /// sample.
     fn start(&self, first: usize) -> Particles {
@@ -579,16 +580,7 @@ mod tests {
             stride,
         };
         let arms = arms_of(&q, false).unwrap();
-        let mut sampler = Sampler {
-            g: &view,
-            sets: &sets,
-            arms: &arms,
-            injective: true,
-            work: 0,
-            budget: WORK,
-            seed: 1,
-            particles: PARTICLES,
-        };
+        let mut sampler = Sampler::new(&view, &sets, &arms, true, PARTICLES);
         let walk = sampler
             .walk(&[0, 1, 2, 3], 0, &State::new(4), true)
             .unwrap();
