@@ -83,7 +83,12 @@ const GAIN: f64 = 1.5;
 /// How much cheaper a move must be estimated for the climb to take it.
 const STEP: f64 = 0.95;
 
-/// Adjacency entries the search of one query may read in all: tens of milliseconds of host time.
+/// Extensions of one position a walk keeps in memory (256 KiB) before it takes its picks in a
+/// second pass instead.
+const KEPT: usize = 1 << 16;
+
+/// Adjacency entries the first passes of one query's search may read in all (a second pass, past
+/// [`KEPT`] extensions, reads at most as many again): tens of milliseconds of host time.
 const WORK: usize = 1 << 24;
 
 /// An edge of the query seen from one endpoint `y`: the other endpoint, and the direction and
@@ -363,27 +368,68 @@ impl<'a> Sampler<'a> {
     }
 
     /// Extends `p` by `y`: every particle's extensions, resampled (systematically) back to at most
-    /// `PARTICLES` rows of equal weight.
+    /// `particles` rows of equal weight. The extensions are kept while they are at most
+    /// [`KEPT`]; past that, a second pass over the particles takes the picked ones, so memory stays
+    /// bounded however many there are (a hub's neighbours).
     fn advance(&mut self, p: &mut Particles, y: usize, matched: &[usize]) -> Option<()> {
-        let mut grown: Vec<(usize, u32)> = Vec::new();
-        for i in 0..p.count() {
-            self.extensions(p.row(i), y, matched, |v| grown.push((i, v)))?;
+        let mut counts = vec![0u32; p.count()];
+        let mut kept: Vec<u32> = Vec::new();
+        for (i, c) in counts.iter_mut().enumerate() {
+            self.extensions(p.row(i), y, matched, |v| {
+                *c += 1;
+                if kept.len() < KEPT {
+                    kept.push(v);
+                }
+            })?;
         }
-        let total = grown.len() as f64 * p.weight;
-        let keep = grown.len().min(self.particles);
+        let grown: usize = counts.iter().map(|&c| c as usize).sum();
+        let keep = grown.min(self.particles);
         let mut rows = Vec::with_capacity(keep * p.width);
         if keep > 0 {
-            let step = grown.len() as f64 / keep as f64;
+            let step = grown as f64 / keep as f64;
             let offset = p.rng.below(1 << 20) as f64 / (1 << 20) as f64 * step;
-            for k in 0..keep {
-                let at = ((offset + k as f64 * step) as usize).min(grown.len() - 1);
-                let (i, v) = grown[at];
+            // The k-th pick is extension `offset + k * step` in the particles' order.
+            let mut picks = (0..keep)
+                .map(|k| ((offset + k as f64 * step) as usize).min(grown - 1))
+                .peekable();
+            let mut take = |i: usize, v: u32| {
                 rows.extend_from_slice(p.row(i));
                 let last = rows.len() - p.width;
                 rows[last + y] = v;
+            };
+            let mut first = 0;
+            if grown <= KEPT {
+                for (i, &c) in counts.iter().enumerate() {
+                    let end = first + c as usize;
+                    while let Some(at) = picks.next_if(|&at| at < end) {
+                        take(i, kept[at]);
+                    }
+                    first = end;
+                }
+            } else {
+                // The budget counts the first pass; this one reads at most as much again.
+                let (work, budget) = (self.work, std::mem::replace(&mut self.budget, usize::MAX));
+                for (i, &c) in counts.iter().enumerate() {
+                    let end = first + c as usize;
+                    if picks.peek().is_some_and(|&at| at < end) {
+                        let mut seen = first;
+                        self.extensions(p.row(i), y, matched, |v| {
+                            while picks.next_if(|&at| at == seen).is_some() {
+                                take(i, v);
+                            }
+                            seen += 1;
+                        })?;
+                    }
+                    first = end;
+                }
+                (self.work, self.budget) = (work, budget);
             }
         }
-        p.weight = if keep > 0 { total / keep as f64 } else { 0.0 };
+        p.weight = if keep > 0 {
+            grown as f64 * p.weight / keep as f64
+        } else {
+            0.0
+        };
         p.rows = rows;
         Some(())
     }
@@ -628,6 +674,63 @@ mod tests {
         };
         let f = fanouts(&q, &[0, 1, 2, 3], &[false; 4], &view, &sets, true);
         assert_eq!(f, [None; 4]);
+    }
+
+    /// A hub with more neighbours than a walk keeps in memory: the second pass still picks
+    /// `particles` distinct extensions, spread over them, and the estimate stays exact.
+    #[test]
+    fn a_hub_past_the_kept_extensions_is_resampled_in_a_second_pass() {
+        let mut b = GraphBuilder::new();
+        let spokes = KEPT + 4_464;
+        for i in 0..spokes {
+            b.add_triple("hub", "r", &format!("n{i}"), 1.0).unwrap();
+        }
+        let g = b.build().unwrap().0;
+        let q = gpsense_planner::compile("SELECT * WHERE { hub r ?b }", &g).unwrap();
+        let engine = Engine::new(&g);
+        let view = engine.view();
+        let stride = gpsense_kernels::bits::words_for(g.node_count());
+        let hub = q.nodes.iter().position(|u| u.is_concept()).unwrap();
+        let mut words = vec![u32::MAX; 2 * stride];
+        let other = 1 - hub;
+        // The hub is no candidate of `?b`.
+        let h = g.node_id("hub").unwrap() as usize;
+        words[other * stride + h / 32] &= !(1 << (h % 32));
+        words[hub * stride..(hub + 1) * stride].fill(0);
+        words[hub * stride + h / 32] |= 1 << (h % 32);
+        let sets = Sets {
+            words: &words,
+            stride,
+        };
+        let arms = arms_of(&q, false).unwrap();
+        let mut sampler = Sampler::new(&view, &sets, &arms, true, PARTICLES);
+        let mut p = sampler.start(hub);
+        assert_eq!(p.total(), 1.0);
+        sampler.advance(&mut p, other, &[hub]).unwrap();
+        assert_eq!((p.count(), p.total()), (PARTICLES, spokes as f64));
+        let mut picked: Vec<u32> = (0..p.count()).map(|i| p.row(i)[other]).collect();
+        assert!(picked
+            .iter()
+            .all(|&v| view.has_edge(h as u32, arms[other][0].label, v)));
+        picked.sort_unstable();
+        picked.dedup();
+        assert_eq!(picked.len(), PARTICLES);
+        // The picks spread over the list: at most one per step's worth of neighbours.
+        let step = spokes / PARTICLES;
+        let list = view
+            .adj(Dir::Out)
+            .by_label(h as u32, arms[other][0].label)
+            .0;
+        let places: Vec<usize> = picked
+            .iter()
+            .map(|v| list.iter().position(|w| w == v).unwrap())
+            .collect();
+        let mut places = places;
+        places.sort_unstable();
+        assert!(
+            places.windows(2).all(|w| w[1] - w[0] >= step - 1),
+            "{places:?}"
+        );
     }
 
     #[test]
