@@ -602,21 +602,23 @@ mod tests {
     use gpsense_graph::GraphBuilder;
 
     /// A directed ring of 200 nodes, each with edges to the next two.
-    fn ring() -> gpsense_graph::KnowledgeGraph {
+    /// With the path `?a r ?b . ?b r ?c . ?c r ?d` on it.
+    fn ring() -> (gpsense_graph::KnowledgeGraph, QueryGraph) {
         let mut b = GraphBuilder::new();
         let name = |i: usize| format!("n{}", i % 200);
         for i in 0..200 {
             b.add_triple(&name(i), "r", &name(i + 1), 1.0).unwrap();
             b.add_triple(&name(i), "r", &name(i + 2), 1.0).unwrap();
         }
-        b.build().unwrap().0
+        let g = b.build().unwrap().0;
+        let text = "SELECT * WHERE { ?a r ?b . ?b r ?c . ?c r ?d }";
+        let q = gpsense_planner::compile(text, &g).unwrap();
+        (g, q)
     }
 
     #[test]
     fn a_walk_down_a_regular_graph_estimates_the_enumerated_partial_matches_exactly() {
-        let g = ring();
-        let q =
-            gpsense_planner::compile("SELECT * WHERE { ?a r ?b . ?b r ?c . ?c r ?d }", &g).unwrap();
+        let (g, q) = ring();
         let engine = Engine::new(&g);
         let view = engine.view();
         let stride = gpsense_kernels::bits::words_for(g.node_count());
@@ -648,9 +650,7 @@ mod tests {
     /// estimate is exact, under both semantics, and only candidates are walked.
     #[test]
     fn every_position_of_a_regular_graph_has_its_exact_fanout() {
-        let g = ring();
-        let q =
-            gpsense_planner::compile("SELECT * WHERE { ?a r ?b . ?b r ?c . ?c r ?d }", &g).unwrap();
+        let (g, q) = ring();
         let engine = Engine::new(&g);
         let view = engine.view();
         let stride = gpsense_kernels::bits::words_for(g.node_count());
