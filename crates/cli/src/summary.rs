@@ -169,6 +169,17 @@ pub fn batch_line(queries: usize, batches: usize, c: &gpsense::DeviceCounters) -
     )
 }
 
+/// `auto: 241 counts estimated for dfs shared with the device: 140 taken by the device, 101 by
+/// the CPU`.
+pub fn shared_line(shared: usize, on_device: usize) -> String {
+    format!(
+        "auto: {} estimated for dfs shared with the device: {} taken by the device, {} by the CPU",
+        plural(shared as u64, "count", "counts"),
+        thousands(on_device as u64),
+        thousands(shared.saturating_sub(on_device) as u64)
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,6 +7,16 @@ use rayon::prelude::*;
 use super::*;
 use crate::device::DeviceCounters;
 use crate::gpu_pipeline::BatchItem;
+use crate::two_ends::TwoEnds;
+
+/// How long `auto`'s batch leaves the counts it could give either engine to the CPU alone before
+/// the device starts taking them: a suite the CPU answers within it never waits for a device
+/// (HPRD-200 takes `dfs` 3.5 ms on the H200's host), and past it the device's first chunk is a
+/// single query (a few milliseconds).
+pub const SHARE_AFTER: Duration = Duration::from_millis(20);
+/// The largest chunk the device takes from the shared queue at once: chunks double from one
+/// query up to it, so that the device does not claim what the CPU would have answered sooner.
+const LARGEST_CHUNK: usize = 16;
 
 /// One query of [`Engine::match_batch`]: counted when `rows` is `None`, else its projected rows
 /// handed to `rows` in batches, as [`Engine::run`] hands them (`rows` returns false to stop).
@@ -52,6 +62,11 @@ pub struct BatchReport {
     /// Counts outside the batches that ran out of half their time limit while sharing the cores
     /// with the others and were counted again alone, within the half left.
     pub again: usize,
+    /// Under `auto` with a device: counts whose estimate picked `dfs`, shared between the CPU
+    /// (from the back of their ranking) and the device (from the front, after
+    /// [`SHARE_AFTER`]); `shared_on_device` of them were taken by the device.
+    pub shared: usize,
+    pub shared_on_device: usize,
     /// Where the batches' time went.
     pub phases: BatchPhases,
 }
@@ -94,6 +109,25 @@ struct Planned<'q> {
     auto: Option<AutoChoice>,
 }
 
+/// A shared count and its rank (from 1, the device's most favoured) by its estimates.
+type Ranked<'q> = (usize, Planned<'q>);
+
+/// `list` ranked by the ratio of its estimates, device over dfs: the model's scale is far off on
+/// yeast (its dfs estimates 170x low on the heavy queries), but its order holds (on the H200's
+/// heavy yeast, the best split of this order costs 1.17x the best split of the measured times).
+fn ranked(mut list: Vec<Planned>) -> Vec<Ranked> {
+    let ratio = |p: &Planned| {
+        p.auto.as_ref().map_or(f64::INFINITY, |c| {
+            c.device_ms / c.dfs_ms.max(f64::MIN_POSITIVE)
+        })
+    };
+    list.sort_by(|a, b| ratio(a).total_cmp(&ratio(b)));
+    list.into_iter()
+        .enumerate()
+        .map(|(i, p)| (i + 1, p))
+        .collect()
+}
+
 /// Each batched query's report (or error) and whether it handed out rows before it, the device's
 /// calls, where the time went.
 type DeviceAnswers = (
@@ -118,6 +152,8 @@ type BatchResult = Result<(Plan, FilterReport, DeviceReport), MatchError>;
 /// Where a query of [`Engine::match_batch`] goes.
 enum Entry<'q> {
     Batch(Key, Box<Planned<'q>>),
+    /// Under `auto` with a device, a count whose estimate picks dfs: either engine may take it.
+    Either(Key, Box<Planned<'q>>),
     /// On its own engine, or on dfs where `auto`'s estimate (kept for its report) picked it.
     Alone(Option<AutoChoice>),
     Failed(MatchError),
@@ -182,18 +218,25 @@ impl Engine<'_> {
             queries.iter().map(|_| None).collect();
         // Plans, estimates and layouts are the host's share of a batch: every core takes part
         // (HPRD-200 on one core: about as long as dfs answering the whole suite).
+        let wants_rows: Vec<bool> = sinks.iter().map(Option::is_some).collect();
         let entries: Vec<Entry> = queries
             .par_iter()
+            .zip(&wants_rows)
             .enumerate()
             .with_min_len(8)
-            .map(|(index, &(q, opts))| self.entry(index, q, opts, device.is_some()))
+            .map(|(index, (&(q, opts), &rows))| self.entry(index, q, opts, !rows, device.is_some()))
             .collect();
         let mut batch = BatchReport::default();
         batch.phases.plan = start.elapsed();
         let mut groups: Vec<(Key, Vec<Planned>, Sinks)> = Vec::new();
         let mut alone = Vec::new();
+        let mut either: Vec<(Key, Vec<Planned>)> = Vec::new();
         for (index, (entry, sink)) in entries.into_iter().zip(sinks).enumerate() {
             match entry {
+                Entry::Either(key, p) => match either.iter_mut().find(|(k, _)| *k == key) {
+                    Some((_, list)) => list.push(*p),
+                    None => either.push((key, vec![*p])),
+                },
                 Entry::Batch(key, p) => match groups.iter_mut().find(|(k, ..)| *k == key) {
                     Some((_, group, sinks)) => {
                         group.push(*p);
@@ -205,11 +248,20 @@ impl Engine<'_> {
                 Entry::Failed(e) => reports[index] = Some(Err(e)),
             }
         }
+        let either: Vec<(Key, TwoEnds<Ranked>)> = either
+            .into_iter()
+            .map(|(key, list)| (key, TwoEnds::new(ranked(list))))
+            .collect();
+        batch.shared = either.iter().map(|(_, q)| q.len()).sum();
         // The queries on the CPU run beside the batches, whose host thread mostly waits on the
         // device; after them, they would eat the batched queries' time limits.
         let (answers, (on_cpu, again)) = rayon::join(
-            || self.run_groups(&mut groups, device, start, &mut batch),
-            || self.answer_beside(&queries, alone),
+            || {
+                let mut answers = self.run_groups(&mut groups, device, start, &mut batch);
+                answers.extend(self.run_either(&either, device, start, &mut batch));
+                answers
+            },
+            || self.answer_beside(&queries, alone, &either),
         );
         batch.again = again;
         for (index, a) in answers.into_iter().chain(on_cpu) {
@@ -220,6 +272,48 @@ impl Engine<'_> {
             .map(|r| r.unwrap_or(Err(MatchError::Plan("query not answered".into()))))
             .collect();
         batch
+    }
+
+    /// The device's side of the shared counts: once the CPU has had them alone for
+    /// [`SHARE_AFTER`], chunks from the front of each ranking (1, 2, 4, ... up to
+    /// [`LARGEST_CHUNK`] queries), each one batch, until the CPU's side meets it or the device
+    /// fails (the CPU then takes the rest).
+    fn run_either<D: Device>(
+        &self,
+        either: &[(Key, TwoEnds<Ranked>)],
+        device: Option<&DeviceState<D>>,
+        start: Instant,
+        batch: &mut BatchReport,
+    ) -> Answers {
+        let deadline = start + self.share_after();
+        let mut out = Vec::new();
+        for (key, queue) in either {
+            if !queue.wait_until(deadline) {
+                continue;
+            }
+            let mut n = 1;
+            while batch.fallback.is_none() {
+                let chunk = queue.front(n);
+                if chunk.is_empty() {
+                    break;
+                }
+                n = (2 * n).min(LARGEST_CHUNK);
+                batch.shared_on_device += chunk.len();
+                let of = batch.shared;
+                let planned: Vec<Planned> = chunk
+                    .into_iter()
+                    .map(|(rank, mut p)| {
+                        if let Some(choice) = &mut p.auto {
+                            choice.taken_by_device(rank, of);
+                        }
+                        p
+                    })
+                    .collect();
+                let sinks = planned.iter().map(|_| None).collect();
+                out.extend(self.run_groups(&mut [(*key, planned, sinks)], device, start, batch));
+            }
+        }
+        out
     }
 
     /// Runs each group as one batch on its device; under `auto`, a device failure sends the
@@ -288,15 +382,21 @@ impl Engine<'_> {
     /// alone on every core, within the half left (HPRD's and yeast's queries run 3-4x faster
     /// together than one by one, but on the H100 three of yeast's 241 heavy ones hit a 3 s
     /// limit together that they keep well inside alone).
+    /// The shared counts of `either` are taken from the back of their rankings after `alone`,
+    /// one at a time as workers free up.
     fn answer_beside(
         &self,
         queries: &[(&QueryGraph, &MatchOptions)],
         alone: Vec<(usize, Option<AutoChoice>, Option<OnRows<'_>>)>,
+        either: &[(Key, TwoEnds<Ranked>)],
     ) -> (Answers, usize) {
-        let together = alone.len() > 1;
+        let together = alone.len() + either.iter().map(|(_, q)| q.len()).sum::<usize>() > 1;
+        let shared = std::iter::from_fn(|| either.iter().find_map(|(_, q)| q.back()))
+            .map(|(_, p)| (p.index, p.auto, None));
         let first: Vec<_> = alone
-            .into_par_iter()
-            .with_max_len(1)
+            .into_iter()
+            .chain(shared)
+            .par_bridge()
             .map(|(index, auto, sink)| {
                 let (q, opts) = queries[index];
                 let shared = match (&sink, opts.timeout) {
@@ -381,12 +481,14 @@ impl Engine<'_> {
     }
 
     /// Whether `q` joins a batch, and which: a device engine's query, or one for which `auto`
-    /// picks a device that is there (`stand_in`: the tests' device).
+    /// picks a device that is there (`stand_in`: the tests' device); under `auto`, a count it
+    /// leaves to dfs may be taken by either.
     fn entry<'q>(
         &self,
         index: usize,
         q: &'q QueryGraph,
         opts: &'q MatchOptions,
+        count_only: bool,
         stand_in: bool,
     ) -> Entry<'q> {
         if !matches!(
@@ -414,35 +516,41 @@ impl Engine<'_> {
                 // it sent 110 of the 241 heavy yeast queries to the H200 (22 s, against dfs's 8 s
                 // for all 241). The queries it leaves to dfs run beside the batch.
                 let choice = self.auto_choice(q, &plan, opts, true);
-                if choice.pick == EngineKind::Dfs {
+                if choice.pick == EngineKind::Dfs && !count_only {
                     return Entry::Alone(Some(choice));
                 }
                 (EngineKind::Gpu, Some(choice))
             }
             kind => (kind, None),
         };
-        let layout = match Layout::new(q, &plan, opts.semantics, self.shape) {
-            Ok(layout) => layout,
-            Err(e) => return Entry::Failed(e),
+        let to_dfs = auto.as_ref().filter(|c| c.pick == EngineKind::Dfs);
+        let layout = match (Layout::new(q, &plan, opts.semantics, self.shape), to_dfs) {
+            (Ok(layout), _) => layout,
+            // A shape the device refuses is still dfs's to answer.
+            (Err(_), Some(choice)) => return Entry::Alone(Some(choice.clone())),
+            (Err(e), None) => return Entry::Failed(e),
         };
+        let shared = to_dfs.is_some();
         let key = Key {
             engine,
             semantics: opts.semantics,
             refine_rounds: opts.refine_rounds,
             auto: auto.is_some(),
         };
-        Entry::Batch(
-            key,
-            Box::new(Planned {
-                index,
-                q,
-                opts,
-                plan,
-                layout,
-                limit,
-                auto,
-            }),
-        )
+        let planned = Box::new(Planned {
+            index,
+            q,
+            opts,
+            plan,
+            layout,
+            limit,
+            auto,
+        });
+        if shared {
+            Entry::Either(key, planned)
+        } else {
+            Entry::Batch(key, planned)
+        }
     }
 
     /// A query of a batch that the device failed under `auto`, answered by `dfs` instead.
@@ -584,6 +692,7 @@ mod tests {
     use super::*;
     use crate::device::host::{Hooked, LaunchHook};
     use crate::device::Launch;
+    use crate::Reason;
     use gpsense_graph::ingest::{ingest, IngestOptions, NoProgress};
     use gpsense_planner::benchmark_query;
     use std::sync::atomic::{AtomicBool, Ordering};
@@ -872,6 +981,78 @@ mod tests {
         }
     }
 
+    /// HPRD's first eight `query_dense_16_N`.
+    fn eight(g: &KnowledgeGraph) -> Vec<QueryGraph> {
+        dense_16(g, &["1", "2", "3", "4", "5", "6", "7", "8"])
+    }
+
+    /// Under `auto` with a device, the counts estimated for dfs are shared: with no wait, the
+    /// device takes the front of their ranking at once (on one thread the CPU's side runs only
+    /// when the device's waits let it), and every count is dfs's.
+    #[test]
+    fn auto_shares_the_counts_it_estimates_for_dfs_with_the_device() {
+        let g = load(hprd("data_graph/HPRD.graph"));
+        let engine = Engine::new(&g);
+        engine.set_share_after(Duration::ZERO);
+        let queries = eight(&g);
+        let auto = auto_iso();
+        let list: Vec<_> = queries.iter().map(|q| (q, &auto)).collect();
+        let want = dfs_counts(&engine, &queries);
+        let device = DeviceState::new(HostDevice::default(), &g).unwrap();
+        let one = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap();
+        let batch = one.install(|| engine.count_batch_on(&list, Some(&device)));
+        assert_eq!(batch.shared, 8);
+        assert!(batch.shared_on_device >= 1, "{}", batch.shared_on_device);
+        assert_eq!(batch.batched, batch.shared_on_device);
+        let mut ranks = Vec::new();
+        for (r, &n) in batch.reports.iter().zip(&want) {
+            let r = r.as_ref().unwrap();
+            assert_eq!(r.rows, n);
+            let choice = r.auto.as_ref().unwrap();
+            match choice.reason {
+                Reason::Shared { rank, of } => {
+                    assert_eq!(
+                        (r.engine, choice.pick, of),
+                        (EngineKind::Gpu, EngineKind::Gpu, 8)
+                    );
+                    ranks.push(rank);
+                }
+                _ => assert_eq!((r.engine, choice.pick), (EngineKind::Dfs, EngineKind::Dfs)),
+            }
+        }
+        // The device's chunks come from the front: ranks 1, 2, ... in some order.
+        ranks.sort();
+        assert_eq!(ranks, (1..=ranks.len()).collect::<Vec<_>>());
+    }
+
+    /// A batch whose CPU side answers every shared count before the wait is over does not wait
+    /// for it: the device takes nothing and the batch returns as the CPU finishes.
+    #[test]
+    fn a_batch_the_cpu_answers_first_does_not_wait_for_the_device() {
+        let g = load(hprd("data_graph/HPRD.graph"));
+        let engine = Engine::new(&g);
+        engine.set_share_after(Duration::from_secs(30));
+        let queries = eight(&g);
+        let auto = auto_iso();
+        let list: Vec<_> = queries.iter().map(|q| (q, &auto)).collect();
+        let want = dfs_counts(&engine, &queries);
+        let device = DeviceState::new(HostDevice::default(), &g).unwrap();
+        let start = Instant::now();
+        let batch = engine.count_batch_on(&list, Some(&device));
+        assert!(start.elapsed() < Duration::from_secs(30));
+        assert_eq!(
+            (batch.shared, batch.shared_on_device, batch.batched),
+            (8, 0, 0)
+        );
+        for (r, &n) in batch.reports.iter().zip(&want) {
+            let r = r.as_ref().unwrap();
+            assert_eq!((r.rows, r.engine), (n, EngineKind::Dfs));
+        }
+    }
+
     /// Under `auto` with a device, a query whose estimate picks dfs runs on dfs beside the batch,
     /// its report carrying the estimate, while the picked ones share the batch.
     #[test]
@@ -892,8 +1073,10 @@ mod tests {
             (&queries[2], &auto),
         ];
         let device = DeviceState::new(HostDevice::default(), &g).unwrap();
+        // The CPU's side answers the shared counts long before the device could take one.
+        engine.set_share_after(Duration::from_secs(30));
         let batch = engine.count_batch_on(&list, Some(&device));
-        assert_eq!((batch.batched, batch.batches), (1, 1));
+        assert_eq!((batch.batched, batch.batches, batch.shared), (1, 1, 2));
         let engines: Vec<_> = batch
             .reports
             .iter()

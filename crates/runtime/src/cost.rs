@@ -353,6 +353,9 @@ pub enum Reason {
         leaves: usize,
         device_partials: f64,
     },
+    /// `dfs` picked, but in a batch the device took it from the front of the shared counts
+    /// (`rank` of `of` by the estimates' ratio, device over dfs) while the CPU took the back.
+    Shared { rank: usize, of: usize },
 }
 
 impl fmt::Display for Reason {
@@ -386,6 +389,12 @@ impl fmt::Display for Reason {
                 }
                 write!(f, ", the device about {}", approx(device_partials))
             }
+            Reason::Shared { rank, of } => write!(
+                f,
+                "in a batch the CPU and the device shared the counts estimated for dfs, the CPU \
+                 from the back of their ranking, the device from the front: this one ranked \
+                 {rank} of {of} for the device"
+            ),
         }
     }
 }
@@ -579,6 +588,14 @@ impl DeviceCosts {
             },
             reason,
         }
+    }
+}
+
+impl AutoChoice {
+    /// The device took this count from a batch's shared counts, ranked `rank` of `of`.
+    pub fn taken_by_device(&mut self, rank: usize, of: usize) {
+        self.pick = EngineKind::Gpu;
+        self.reason = Reason::Shared { rank, of };
     }
 }
 

@@ -26,7 +26,7 @@ use crate::{EngineKind, MatchError, MatchOptions, Semantics};
 
 #[path = "batch_engine.rs"]
 mod batch;
-pub use batch::{BatchPhases, BatchQuery, BatchReport};
+pub use batch::{BatchPhases, BatchQuery, BatchReport, SHARE_AFTER};
 
 /// A graph prepared for matching: planner statistics and the node-label index, computed once.
 pub struct Engine<'g> {
@@ -49,6 +49,8 @@ pub struct Engine<'g> {
     /// query does not pay for them) and the device's constants (the calibrated H100's unless set).
     moments: OnceLock<DegreeMoments>,
     costs: OnceLock<DeviceCosts>,
+    /// Microseconds before the device starts taking `auto`'s shared counts in a batch.
+    share_after_us: std::sync::atomic::AtomicU64,
 }
 
 /// Spare layouts of the dfs engine's queries, refilled by [`Layout::refill_filters`].
@@ -243,6 +245,7 @@ impl<'g> Engine<'g> {
             emulator: OnceLock::new(),
             moments: OnceLock::from(DegreeMoments::new(graph)),
             costs: OnceLock::new(),
+            share_after_us: (SHARE_AFTER.as_micros() as u64).into(),
         };
         look_ahead();
         engine.shape = DataShape::of(&engine.view());
@@ -309,6 +312,21 @@ impl<'g> Engine<'g> {
     /// Returns false (and changes nothing) when they were already in use.
     pub fn set_device_costs(&self, costs: DeviceCosts) -> bool {
         self.costs.set(costs).is_ok()
+    }
+
+    /// How long a batch under `auto` leaves the counts its estimates give to dfs to the CPU
+    /// alone before the device starts taking them too (default [`SHARE_AFTER`]).
+    pub fn set_share_after(&self, wait: Duration) {
+        let us = u64::try_from(wait.as_micros()).unwrap_or(u64::MAX);
+        self.share_after_us
+            .store(us, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    pub(crate) fn share_after(&self) -> Duration {
+        Duration::from_micros(
+            self.share_after_us
+                .load(std::sync::atomic::Ordering::Relaxed),
+        )
     }
 
     /// The constants of `auto`'s cost model.

@@ -31,6 +31,7 @@ mod samples;
 mod search;
 mod space;
 mod spares;
+mod two_ends;
 mod warm;
 
 pub use compressed::{CompressedEngine, CompressedReport, ExpansionStats};
@@ -38,7 +39,7 @@ pub use cost::{AutoChoice, CostFileError, DeviceCosts, Reason};
 pub use device::DeviceCounters;
 pub use engine::{
     component_query, count_product, counts_multiply, look_ahead, self_check, BatchPhases,
-    BatchQuery, BatchReport, Engine, MatchReport, SearchSummary, Timings,
+    BatchQuery, BatchReport, Engine, MatchReport, SearchSummary, Timings, SHARE_AFTER,
 };
 pub use error::MatchError;
 pub use filtering::FilterReport;

@@ -131,7 +131,7 @@ fn run_batched(
     let mut unnamed = Unnamed::default();
     let (mut counters, mut batches, mut errors) = (DeviceCounters::default(), 0usize, 0usize);
     let mut phases = BatchPhases::default();
-    let mut sent = 0usize;
+    let (mut sent, mut shared, mut shared_on_device) = (0usize, 0usize, 0usize);
     for chunk in files.chunks(args.batch) {
         // A file that fails to load is that query's error; the batch answers the others.
         let loaded: Vec<Result<_>> = chunk.iter().map(|f| load_query(f, data)).collect();
@@ -148,6 +148,8 @@ fn run_batched(
         crate::summary::note_batch(&batch);
         sent += batch.batched;
         batches += batch.batches;
+        shared += batch.shared;
+        shared_on_device += batch.shared_on_device;
         let mut answers = batch.reports.into_iter();
         for (file, q) in chunk.iter().zip(&loaded) {
             let report = match q {
@@ -176,6 +178,9 @@ fn run_batched(
     }
     crate::out::note!("{}", tally.processed(place));
     crate::out::note!("{}", batch_line(sent, batches, &counters));
+    if shared > 0 {
+        crate::out::note!("{}", crate::summary::shared_line(shared, shared_on_device));
+    }
     crate::out::note!("{}", phases_line(&phases));
     let status = finish(&tally, args.expected.as_deref(), &unnamed);
     // A failure outranks a mismatch and a time-out, as for `query -f`.
