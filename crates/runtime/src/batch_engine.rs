@@ -382,8 +382,8 @@ impl Engine<'_> {
     /// alone on every core, within the half left (HPRD's and yeast's queries run 3-4x faster
     /// together than one by one, but on the H100 three of yeast's 241 heavy ones hit a 3 s
     /// limit together that they keep well inside alone).
-    /// The shared counts of `either` are taken from the back of their rankings after `alone`,
-    /// one at a time as workers free up.
+    /// The shared counts of `either` are taken from the back of their rankings, one at a time
+    /// down each of half the threads' worth of lanes, beside `alone`.
     fn answer_beside(
         &self,
         queries: &[(&QueryGraph, &MatchOptions)],
@@ -391,35 +391,52 @@ impl Engine<'_> {
         either: &[(Key, TwoEnds<Ranked>)],
     ) -> (Answers, usize) {
         let together = alone.len() + either.iter().map(|(_, q)| q.len()).sum::<usize>() > 1;
-        let shared = std::iter::from_fn(|| either.iter().find_map(|(_, q)| q.back()))
-            .map(|(_, p)| (p.index, p.auto, None));
-        let first: Vec<_> = alone
-            .into_iter()
-            .chain(shared)
-            .par_bridge()
-            .map(|(index, auto, sink)| {
-                let (q, opts) = queries[index];
-                let shared = match (&sink, opts.timeout) {
-                    (None, Some(limit)) if together => Some(limit / 2),
-                    _ => None,
-                };
-                let Some(shared) = shared else {
-                    return (index, self.answer_alone(q, opts, auto, sink), None);
-                };
-                let start = Instant::now();
-                let first = MatchOptions {
-                    timeout: Some(shared),
-                    ..opts.clone()
-                };
-                let a = self.answer_alone(q, &first, auto.clone(), None);
-                let again = matches!(&a, Ok(r) if r.timed_out && !r.limit_reached);
-                // Charged at most its share: a first try that overran it among the others (a
-                // stop is seen only between search steps) still leaves the half to count alone
-                // (on the H200 two heavy yeast queries were left nothing and reported 0).
-                let spent = start.elapsed().min(shared);
-                (index, a, again.then_some((auto, spent)))
-            })
-            .collect();
+        let first_try = |(index, auto, sink): (usize, Option<AutoChoice>, Option<OnRows>)| {
+            let (q, opts) = queries[index];
+            let shared = match (&sink, opts.timeout) {
+                (None, Some(limit)) if together => Some(limit / 2),
+                _ => None,
+            };
+            let Some(shared) = shared else {
+                return (index, self.answer_alone(q, opts, auto, sink), None);
+            };
+            let start = Instant::now();
+            let first = MatchOptions {
+                timeout: Some(shared),
+                ..opts.clone()
+            };
+            let a = self.answer_alone(q, &first, auto.clone(), None);
+            let again = matches!(&a, Ok(r) if r.timed_out && !r.limit_reached);
+            // Charged at most its share: a first try that overran it among the others (a
+            // stop is seen only between search steps) still leaves the half to count alone
+            // (on the H200 two heavy yeast queries were left nothing and reported 0).
+            let spent = start.elapsed().min(shared);
+            (index, a, again.then_some((auto, spent)))
+        };
+        // The shared counts go down lanes, each taking the next from the back as it finishes one:
+        // half the threads' worth, so that a few heavy counts do not all start on the CPU at
+        // once and leave the device nothing (the threads left over split the counts in flight).
+        let lanes = (rayon::current_num_threads() / 2).max(1);
+        let next = || either.iter().find_map(|(_, q)| q.back());
+        let (mut first, shared): (Vec<_>, Vec<_>) = rayon::join(
+            || {
+                alone
+                    .into_par_iter()
+                    .with_max_len(1)
+                    .map(&first_try)
+                    .collect()
+            },
+            || {
+                (0..lanes)
+                    .into_par_iter()
+                    .with_max_len(1)
+                    .flat_map_iter(|_| {
+                        std::iter::from_fn(next).map(|(_, p)| first_try((p.index, p.auto, None)))
+                    })
+                    .collect()
+            },
+        );
+        first.extend(shared);
         let mut out = Vec::with_capacity(first.len());
         let mut counted_again = 0;
         for (index, a, again) in first {
