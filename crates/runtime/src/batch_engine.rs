@@ -299,6 +299,11 @@ impl Engine<'_> {
                 }
                 n = (2 * n).min(LARGEST_CHUNK);
                 batch.shared_on_device += chunk.len();
+                // As estimated, for a count the device refuses (`unless_refused`).
+                let queries: Vec<_> = chunk
+                    .iter()
+                    .map(|(_, p)| (p.q, p.opts, p.auto.clone()))
+                    .collect();
                 let of = batch.shared;
                 let planned: Vec<Planned> = chunk
                     .into_iter()
@@ -310,10 +315,32 @@ impl Engine<'_> {
                     })
                     .collect();
                 let sinks = planned.iter().map(|_| None).collect();
-                out.extend(self.run_groups(&mut [(*key, planned, sinks)], device, start, batch));
+                let answers = self.run_groups(&mut [(*key, planned, sinks)], device, start, batch);
+                for ((index, a), (q, opts, auto)) in answers.into_iter().zip(queries) {
+                    out.push((index, self.unless_refused(q, opts, auto, a)));
+                }
             }
         }
         out
+    }
+
+    /// A shared count the device could not hold (its memory) is answered by `dfs`, the engine
+    /// its estimate picked, rather than failing.
+    fn unless_refused(
+        &self,
+        q: &QueryGraph,
+        opts: &MatchOptions,
+        auto: Option<AutoChoice>,
+        a: Result<MatchReport, MatchError>,
+    ) -> Result<MatchReport, MatchError> {
+        let Err(e @ MatchError::DeviceBudget { .. }) = a else {
+            return a;
+        };
+        let mut report = self.answer_on_dfs(q, opts, auto, None)?;
+        report.fallback = Some(format!(
+            "the device could not hold it ({e}); answered on the CPU"
+        ));
+        Ok(report)
     }
 
     /// Runs each group as one batch on its device; under `auto`, a device failure sends the
@@ -1043,6 +1070,40 @@ mod tests {
         // The device's chunks come from the front: ranks 1, 2, ... in some order.
         ranks.sort();
         assert_eq!(ranks, (1..=ranks.len()).collect::<Vec<_>>());
+    }
+
+    /// A shared count the device cannot hold in its memory budget is answered by `dfs` (which
+    /// fits in it), with a note, not failed.
+    #[test]
+    fn a_shared_count_the_device_cannot_hold_is_answered_on_the_cpu() {
+        let g = load(hprd("data_graph/HPRD.graph"));
+        let engine = Engine::new(&g);
+        engine.set_share_after(Duration::ZERO);
+        let queries = eight(&g);
+        let want = dfs_counts(&engine, &queries);
+        // dfs's bitsets take 16 x 296 words; the device's filtering several times that.
+        let tight = MatchOptions {
+            memory_budget: 40_000,
+            ..auto_iso()
+        };
+        let list: Vec<_> = queries.iter().map(|q| (q, &tight)).collect();
+        let device = DeviceState::new(HostDevice::default(), &g).unwrap();
+        let one = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap();
+        let batch = one.install(|| engine.count_batch_on(&list, Some(&device)));
+        assert!(batch.shared_on_device >= 1);
+        let mut refused = 0;
+        for (r, &n) in batch.reports.iter().zip(&want) {
+            let r = r.as_ref().unwrap();
+            assert_eq!((r.rows, r.engine), (n, EngineKind::Dfs));
+            if let Some(note) = &r.fallback {
+                assert!(note.starts_with("the device could not hold it"), "{note}");
+                refused += 1;
+            }
+        }
+        assert_eq!(refused, batch.shared_on_device);
     }
 
     /// A batch whose CPU side answers every shared count before the wait is over does not wait
