@@ -170,6 +170,9 @@ fn run_batched(
                 },
             };
             let name = stem(file);
+            if let (Some(why), true) = (&report.fallback, crate::out::verbose()) {
+                crate::out::note!("note: {name}: {why}");
+            }
             let counted = Counted::new(&report, ms);
             let mut line = counted.line(&name, &mut tally);
             line.push_str(&check(expected, &name, &counted, &mut tally, &mut unnamed));
