@@ -252,7 +252,7 @@ impl Engine<'_> {
             .into_iter()
             .map(|(key, list)| (key, TwoEnds::new(ranked(list))))
             .collect();
-        batch.shared = either.iter().map(|(_, q)| q.len()).sum();
+        batch.shared = either.iter().map(|(_, q)| q.total()).sum();
         // The queries on the CPU run beside the batches, whose host thread mostly waits on the
         // device; after them, they would eat the batched queries' time limits.
         let (answers, (on_cpu, again)) = rayon::join(
@@ -304,7 +304,7 @@ impl Engine<'_> {
                     .iter()
                     .map(|(_, p)| (p.q, p.opts, p.auto.clone()))
                     .collect();
-                let of = batch.shared;
+                let of = queue.total();
                 let planned: Vec<Planned> = chunk
                     .into_iter()
                     .map(|(rank, mut p)| {
@@ -417,7 +417,7 @@ impl Engine<'_> {
         alone: Vec<(usize, Option<AutoChoice>, Option<OnRows<'_>>)>,
         either: &[(Key, TwoEnds<Ranked>)],
     ) -> (Answers, usize) {
-        let together = alone.len() + either.iter().map(|(_, q)| q.len()).sum::<usize>() > 1;
+        let together = alone.len() + either.iter().map(|(_, q)| q.total()).sum::<usize>() > 1;
         let first_try = |(index, auto, sink): (usize, Option<AutoChoice>, Option<OnRows>)| {
             let (q, opts) = queries[index];
             let shared = match (&sink, opts.timeout) {

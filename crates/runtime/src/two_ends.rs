@@ -9,6 +9,8 @@ use std::time::Instant;
 
 pub(crate) struct TwoEnds<T> {
     items: Mutex<VecDeque<T>>,
+    /// Items it was made with.
+    total: usize,
     /// Signalled when the back takes the last item (a waiting front gives up).
     emptied: Condvar,
 }
@@ -16,6 +18,7 @@ pub(crate) struct TwoEnds<T> {
 impl<T> TwoEnds<T> {
     pub(crate) fn new(items: Vec<T>) -> Self {
         TwoEnds {
+            total: items.len(),
             items: Mutex::new(items.into()),
             emptied: Condvar::new(),
         }
@@ -26,8 +29,8 @@ impl<T> TwoEnds<T> {
         self.items.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    pub(crate) fn len(&self) -> usize {
-        self.lock().len()
+    pub(crate) fn total(&self) -> usize {
+        self.total
     }
 
     /// Waits until `deadline`, or until the back has taken everything; whether items remain.
