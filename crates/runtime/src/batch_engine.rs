@@ -1030,6 +1030,24 @@ mod tests {
         dense_16(g, &["1", "2", "3", "4", "5", "6", "7", "8"])
     }
 
+    /// `queries` counted as one batch under `opts` on the emulator, with no share wait and one
+    /// thread: the device's side starts first and takes the front of the ranking at once.
+    fn shared_at_once(
+        engine: &Engine,
+        g: &KnowledgeGraph,
+        queries: &[QueryGraph],
+        opts: &MatchOptions,
+    ) -> BatchReport {
+        engine.set_share_after(Duration::ZERO);
+        let list: Vec<_> = queries.iter().map(|q| (q, opts)).collect();
+        let device = DeviceState::new(HostDevice::default(), g).unwrap();
+        let one = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap();
+        one.install(|| engine.count_batch_on(&list, Some(&device)))
+    }
+
     /// Under `auto` with a device, the counts estimated for dfs are shared: with no wait, the
     /// device takes the front of their ranking at once (on one thread the CPU's side runs only
     /// when the device's waits let it), and every count is dfs's.
@@ -1037,17 +1055,9 @@ mod tests {
     fn auto_shares_the_counts_it_estimates_for_dfs_with_the_device() {
         let g = load(hprd("data_graph/HPRD.graph"));
         let engine = Engine::new(&g);
-        engine.set_share_after(Duration::ZERO);
         let queries = eight(&g);
-        let auto = auto_iso();
-        let list: Vec<_> = queries.iter().map(|q| (q, &auto)).collect();
         let want = dfs_counts(&engine, &queries);
-        let device = DeviceState::new(HostDevice::default(), &g).unwrap();
-        let one = rayon::ThreadPoolBuilder::new()
-            .num_threads(1)
-            .build()
-            .unwrap();
-        let batch = one.install(|| engine.count_batch_on(&list, Some(&device)));
+        let batch = shared_at_once(&engine, &g, &queries, &auto_iso());
         assert_eq!(batch.shared, 8);
         assert!(batch.shared_on_device >= 1, "{}", batch.shared_on_device);
         assert_eq!(batch.batched, batch.shared_on_device);
@@ -1078,7 +1088,6 @@ mod tests {
     fn a_shared_count_the_device_cannot_hold_is_answered_on_the_cpu() {
         let g = load(hprd("data_graph/HPRD.graph"));
         let engine = Engine::new(&g);
-        engine.set_share_after(Duration::ZERO);
         let queries = eight(&g);
         let want = dfs_counts(&engine, &queries);
         // dfs's bitsets take 16 x 296 words; the device's filtering several times that.
@@ -1086,13 +1095,7 @@ mod tests {
             memory_budget: 40_000,
             ..auto_iso()
         };
-        let list: Vec<_> = queries.iter().map(|q| (q, &tight)).collect();
-        let device = DeviceState::new(HostDevice::default(), &g).unwrap();
-        let one = rayon::ThreadPoolBuilder::new()
-            .num_threads(1)
-            .build()
-            .unwrap();
-        let batch = one.install(|| engine.count_batch_on(&list, Some(&device)));
+        let batch = shared_at_once(&engine, &g, &queries, &tight);
         assert!(batch.shared_on_device >= 1);
         let mut refused = 0;
         for (r, &n) in batch.reports.iter().zip(&want) {
