@@ -324,8 +324,9 @@ impl Engine<'_> {
         out
     }
 
-    /// A shared count the device could not hold (its memory) is answered by `dfs`, the engine
-    /// its estimate picked, rather than failing.
+    /// A shared count the device could not hold (its candidate space, or one partial match's
+    /// extensions, past the memory budget) is answered by `dfs`, the engine its estimate picked,
+    /// rather than failing.
     fn unless_refused(
         &self,
         q: &QueryGraph,
@@ -333,7 +334,7 @@ impl Engine<'_> {
         auto: Option<AutoChoice>,
         a: Result<MatchReport, MatchError>,
     ) -> Result<MatchReport, MatchError> {
-        let Err(e @ MatchError::DeviceBudget { .. }) = a else {
+        let Err(e @ (MatchError::DeviceBudget { .. } | MatchError::MemoryBudget { .. })) = a else {
             return a;
         };
         let mut report = self.answer_on_dfs(q, opts, auto, None)?;
