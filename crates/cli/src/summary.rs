@@ -128,10 +128,12 @@ impl MatchTally {
 pub fn phases_line(p: &gpsense_runtime::BatchPhases) -> String {
     let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
     format!(
-        "batch time: plans {:.1} ms, filtering {:.1} ms, candidate space {:.1} ms, join {:.1} ms, \
-         queries gone on alone {:.1} ms",
+        "batch time: plans {:.1} ms, filtering {:.1} ms (its read {:.1} ms, queueing its launches \
+         {:.1} ms), candidate space {:.1} ms, join {:.1} ms, queries gone on alone {:.1} ms",
         ms(p.plan),
         ms(p.filter),
+        ms(p.filter_read),
+        ms(p.filter_launch),
         ms(p.space),
         ms(p.levels),
         ms(p.alone)
@@ -166,6 +168,17 @@ pub fn batch_line(queries: usize, batches: usize, c: &gpsense::DeviceCounters) -
         thousands(c.syncs),
         per(c.launches),
         per(c.syncs)
+    )
+}
+
+/// `the host's share of the batches' device calls: 6.1 ms in reads (each waits for the work
+/// queued before it), 0.4 ms queueing launches`.
+pub fn host_calls_line(c: &gpsense::DeviceCounters) -> String {
+    format!(
+        "the host's share of the batches' device calls: {:.1} ms in reads (each waits for the work \
+         queued before it), {:.1} ms queueing launches",
+        c.read_ns as f64 / 1e6,
+        c.launch_ns as f64 / 1e6
     )
 }
 

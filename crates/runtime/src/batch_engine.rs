@@ -77,8 +77,11 @@ pub struct BatchReport {
 pub struct BatchPhases {
     /// Plans, `auto`'s estimates and filtering layouts of every query (host only).
     pub plan: Duration,
-    /// Filtering of every query, to the read of the candidate counts.
+    /// Filtering of every query, to the read of the candidate counts; of it, the host's time in
+    /// that read (the device's work queued before it included) and in queueing its launches.
     pub filter: Duration,
+    pub filter_read: Duration,
+    pub filter_launch: Duration,
     /// Join orders, candidate arrays and candidate-edge lists.
     pub space: Duration,
     /// The join's depths of every query, to the read of their counters.
@@ -91,6 +94,8 @@ impl std::ops::AddAssign for BatchPhases {
     fn add_assign(&mut self, b: BatchPhases) {
         self.plan += b.plan;
         self.filter += b.filter;
+        self.filter_read += b.filter_read;
+        self.filter_launch += b.filter_launch;
         self.space += b.space;
         self.levels += b.levels;
         self.alone += b.alone;

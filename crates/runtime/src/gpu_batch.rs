@@ -84,6 +84,7 @@ impl<D: Device> Pipeline<'_, D> {
     /// error returned is the device's and concerns every query still unanswered.
     pub(crate) fn run_batch(&mut self, items: &mut [BatchItem]) -> Result<BatchPhases, MatchError> {
         let start = Instant::now();
+        let before = self.dev.counters();
         let stride = bits::words_for(self.graph.nodes);
         // Filtering: queries within their budget, side by side.
         let mut sizes = FilterSizes::default();
@@ -122,6 +123,7 @@ impl<D: Device> Pipeline<'_, D> {
             self.filter_batch(&fqs, sizes, &|k| outs[k].stopped(), with_sets)?
         };
         let filter_time = start.elapsed();
+        let filtered = self.dev.counters() - before;
         let all_counts: Vec<usize> = spaces.iter().flat_map(|s| s.counts.clone()).collect();
         // Join orders, leaf groups and join layouts, on every core (host work per query).
         let (semantics, shape, host) = (self.semantics, self.shape, self.host);
@@ -229,6 +231,8 @@ impl<D: Device> Pipeline<'_, D> {
         let qspaces = self.space_batch(&jqs, &all_counts)?;
         let mut phases = BatchPhases {
             filter: filter_time,
+            filter_read: Duration::from_nanos(filtered.read_ns),
+            filter_launch: Duration::from_nanos(filtered.launch_ns),
             space: start.elapsed() - filter_time,
             ..Default::default()
         };

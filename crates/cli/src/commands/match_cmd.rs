@@ -14,7 +14,7 @@ use gpsense_runtime::{
 };
 
 use crate::graph_source;
-use crate::summary::{batch_line, phases_line, plural, MatchTally};
+use crate::summary::{batch_line, host_calls_line, phases_line, plural, MatchTally};
 use gpsense::fmt::{millis, thousands};
 
 pub struct Args {
@@ -181,6 +181,7 @@ fn run_batched(
     }
     crate::out::note!("{}", tally.processed(place));
     crate::out::note!("{}", batch_line(sent, batches, &counters));
+    crate::out::note!("{}", host_calls_line(&counters));
     if shared > 0 {
         crate::out::note!("{}", crate::summary::shared_line(shared, shared_on_device));
     }

@@ -267,6 +267,7 @@ mod imp {
             out: &mut [u8],
         ) -> Result<(), DeviceError> {
             self.counting.down(out.len());
+            let start = std::time::Instant::now();
             unsafe {
                 result::memcpy_dtoh_async(
                     out,
@@ -276,6 +277,7 @@ mod imp {
             }
             .map_err(driver("copying from the device"))?;
             self.stream.synchronize().map_err(driver("synchronising"))?;
+            self.counting.read_took(start.elapsed());
             self.check_fault()
         }
 
@@ -292,6 +294,7 @@ mod imp {
 
         fn launch(&self, launch: &Launch, items: u64) -> Result<(), DeviceError> {
             self.counting.launch();
+            let start = std::time::Instant::now();
             let threads = launch.threads(items);
             if threads == 0 {
                 return Ok(());
@@ -336,6 +339,7 @@ mod imp {
                 Launch::TrustOneHop(a) => go!(a),
                 Launch::TrustExtend(a) => go!(a),
             }
+            self.counting.launch_took(start.elapsed());
             Ok(())
         }
     }

@@ -141,6 +141,11 @@ pub struct DeviceCounters {
     /// is the imbalance, 1 at best.
     pub warp_span: u64,
     pub warp_mean: u64,
+    /// Nanoseconds the host spent in reads (the copy and the wait for everything queued before
+    /// it) and in queueing launches: with the phases' wall time, where a batch's time went
+    /// between the host, the driver and the device (GPU only: the emulator leaves both 0).
+    pub read_ns: u64,
+    pub launch_ns: u64,
 }
 
 impl std::ops::Sub for DeviceCounters {
@@ -154,6 +159,8 @@ impl std::ops::Sub for DeviceCounters {
             bytes_down: self.bytes_down - o.bytes_down,
             warp_span: self.warp_span - o.warp_span,
             warp_mean: self.warp_mean - o.warp_mean,
+            read_ns: self.read_ns - o.read_ns,
+            launch_ns: self.launch_ns - o.launch_ns,
         }
     }
 }
@@ -167,6 +174,8 @@ impl std::ops::AddAssign for DeviceCounters {
         self.bytes_down += o.bytes_down;
         self.warp_span += o.warp_span;
         self.warp_mean += o.warp_mean;
+        self.read_ns += o.read_ns;
+        self.launch_ns += o.launch_ns;
     }
 }
 
@@ -180,6 +189,8 @@ pub struct Counting {
     bytes_down: AtomicU64,
     warp_span: AtomicU64,
     warp_mean: AtomicU64,
+    read_ns: AtomicU64,
+    launch_ns: AtomicU64,
 }
 
 impl Counting {
@@ -201,6 +212,13 @@ impl Counting {
         self.warp_span.fetch_add(span, Relaxed);
         self.warp_mean.fetch_add(mean, Relaxed);
     }
+    /// Host time of one read, and of queueing one launch.
+    pub fn read_took(&self, t: std::time::Duration) {
+        self.read_ns.fetch_add(t.as_nanos() as u64, Relaxed);
+    }
+    pub fn launch_took(&self, t: std::time::Duration) {
+        self.launch_ns.fetch_add(t.as_nanos() as u64, Relaxed);
+    }
     pub fn snapshot(&self) -> DeviceCounters {
         DeviceCounters {
             launches: self.launches.load(Relaxed),
@@ -210,6 +228,8 @@ impl Counting {
             bytes_down: self.bytes_down.load(Relaxed),
             warp_span: self.warp_span.load(Relaxed),
             warp_mean: self.warp_mean.load(Relaxed),
+            read_ns: self.read_ns.load(Relaxed),
+            launch_ns: self.launch_ns.load(Relaxed),
         }
     }
 }
