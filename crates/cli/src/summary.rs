@@ -128,12 +128,15 @@ impl MatchTally {
 pub fn phases_line(p: &gpsense_runtime::BatchPhases) -> String {
     let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
     format!(
-        "batch time: plans {:.1} ms, filtering {:.1} ms (its read {:.1} ms, queueing its launches \
-         {:.1} ms), candidate space {:.1} ms, join {:.1} ms, queries gone on alone {:.1} ms",
+        "batch time: plans {:.1} ms, filtering {:.1} ms (preparing its queries {:.1} ms, uploads \
+         {:.1} ms, queueing its launches {:.1} ms, its read {:.1} ms), candidate space {:.1} ms, \
+         join {:.1} ms, queries gone on alone {:.1} ms",
         ms(p.plan),
         ms(p.filter),
-        ms(p.filter_read),
+        ms(p.filter_prepare),
+        ms(p.filter_write),
         ms(p.filter_launch),
+        ms(p.filter_read),
         ms(p.space),
         ms(p.levels),
         ms(p.alone)
@@ -172,13 +175,14 @@ pub fn batch_line(queries: usize, batches: usize, c: &gpsense::DeviceCounters) -
 }
 
 /// `the host's share of the batches' device calls: 6.1 ms in reads (each waits for the work
-/// queued before it), 0.4 ms queueing launches`.
+/// queued before it), 0.4 ms queueing launches, 0.9 ms in uploads`.
 pub fn host_calls_line(c: &gpsense::DeviceCounters) -> String {
     format!(
         "the host's share of the batches' device calls: {:.1} ms in reads (each waits for the work \
-         queued before it), {:.1} ms queueing launches",
+         queued before it), {:.1} ms queueing launches, {:.1} ms in uploads",
         c.read_ns as f64 / 1e6,
-        c.launch_ns as f64 / 1e6
+        c.launch_ns as f64 / 1e6,
+        c.write_ns as f64 / 1e6
     )
 }
 

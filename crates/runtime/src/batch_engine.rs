@@ -82,6 +82,9 @@ pub struct BatchPhases {
     pub filter: Duration,
     pub filter_read: Duration,
     pub filter_launch: Duration,
+    /// Of filtering, the host's preparation of every query (`FilterQuery::new`) and its uploads.
+    pub filter_prepare: Duration,
+    pub filter_write: Duration,
     /// Join orders, candidate arrays and candidate-edge lists.
     pub space: Duration,
     /// The join's depths of every query, to the read of their counters.
@@ -96,6 +99,8 @@ impl std::ops::AddAssign for BatchPhases {
         self.filter += b.filter;
         self.filter_read += b.filter_read;
         self.filter_launch += b.filter_launch;
+        self.filter_prepare += b.filter_prepare;
+        self.filter_write += b.filter_write;
         self.space += b.space;
         self.levels += b.levels;
         self.alone += b.alone;

@@ -112,6 +112,7 @@ impl<D: Device> Pipeline<'_, D> {
             admitted.push(i);
             fqs.push(fq);
         }
+        let prepared = start.elapsed();
         let outs: Vec<&Output> = admitted.iter().map(|&i| items[i].out).collect();
         let spaces = if fqs.is_empty() {
             Vec::new()
@@ -233,6 +234,8 @@ impl<D: Device> Pipeline<'_, D> {
             filter: filter_time,
             filter_read: Duration::from_nanos(filtered.read_ns),
             filter_launch: Duration::from_nanos(filtered.launch_ns),
+            filter_prepare: prepared,
+            filter_write: Duration::from_nanos(filtered.write_ns),
             space: start.elapsed() - filter_time,
             ..Default::default()
         };

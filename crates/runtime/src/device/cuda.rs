@@ -227,7 +227,8 @@ mod imp {
             bytes: &[u8],
         ) -> Result<(), DeviceError> {
             self.counting.up(bytes.len());
-            match buf {
+            let start = std::time::Instant::now();
+            let written = match buf {
                 CudaBuffer::Device(_) => unsafe {
                     // A pageable source is staged before the call returns.
                     result::memcpy_htod_async(
@@ -240,7 +241,9 @@ mod imp {
                 CudaBuffer::Mapped(..) => Err(DeviceError::Memory(
                     "host-mapped memory is written only when mapped".into(),
                 )),
-            }
+            };
+            self.counting.write_took(start.elapsed());
+            written
         }
 
         fn zero_bytes(

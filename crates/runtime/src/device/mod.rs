@@ -146,6 +146,9 @@ pub struct DeviceCounters {
     /// between the host, the driver and the device (GPU only: the emulator leaves both 0).
     pub read_ns: u64,
     pub launch_ns: u64,
+    /// Nanoseconds the host spent in uploads (a pageable source is staged before the call
+    /// returns). GPU only, as the two above.
+    pub write_ns: u64,
 }
 
 impl std::ops::Sub for DeviceCounters {
@@ -161,6 +164,7 @@ impl std::ops::Sub for DeviceCounters {
             warp_mean: self.warp_mean - o.warp_mean,
             read_ns: self.read_ns - o.read_ns,
             launch_ns: self.launch_ns - o.launch_ns,
+            write_ns: self.write_ns - o.write_ns,
         }
     }
 }
@@ -176,6 +180,7 @@ impl std::ops::AddAssign for DeviceCounters {
         self.warp_mean += o.warp_mean;
         self.read_ns += o.read_ns;
         self.launch_ns += o.launch_ns;
+        self.write_ns += o.write_ns;
     }
 }
 
@@ -191,6 +196,7 @@ pub struct Counting {
     warp_mean: AtomicU64,
     read_ns: AtomicU64,
     launch_ns: AtomicU64,
+    write_ns: AtomicU64,
 }
 
 impl Counting {
@@ -219,6 +225,9 @@ impl Counting {
     pub fn launch_took(&self, t: std::time::Duration) {
         self.launch_ns.fetch_add(t.as_nanos() as u64, Relaxed);
     }
+    pub fn write_took(&self, t: std::time::Duration) {
+        self.write_ns.fetch_add(t.as_nanos() as u64, Relaxed);
+    }
     pub fn snapshot(&self) -> DeviceCounters {
         DeviceCounters {
             launches: self.launches.load(Relaxed),
@@ -230,6 +239,7 @@ impl Counting {
             warp_mean: self.warp_mean.load(Relaxed),
             read_ns: self.read_ns.load(Relaxed),
             launch_ns: self.launch_ns.load(Relaxed),
+            write_ns: self.write_ns.load(Relaxed),
         }
     }
 }
