@@ -562,10 +562,11 @@ fn a_query_failing_in_a_device_batch_leaves_the_others_answered() {
     );
 }
 
-/// In a device batch over a folder, a query file that fails to load gets its own error line and
-/// the other queries of the folder are answered, with the same counts as one by one.
+/// Over a folder, a query file that fails to load gets its own error line and the other queries
+/// of the folder are answered, with the same counts as one by one: in a device batch, and one
+/// query after another (`dfs`, and `auto`, which batches only with a GPU).
 #[test]
-fn a_malformed_query_file_in_a_device_batch_leaves_the_others_answered() {
+fn a_malformed_query_file_in_a_folder_leaves_the_others_answered() {
     let hprd = dataset("subgraph-matching/hprd-study");
     let dir = tempfile::tempdir().unwrap();
     for name in ["query_dense_16_1", "query_dense_16_10"] {
@@ -584,20 +585,37 @@ fn a_malformed_query_file_in_a_device_batch_leaves_the_others_answered() {
     let data = format!("{hprd}/data_graph/HPRD.graph");
     let folder = dir.path().display().to_string();
     let args = ["match", "--data", &data, "--query", &folder];
-    let (code, out, err) = common::run_with(
-        &[],
-        &[&args[..], &["--engine", "emulated"]].concat(),
-        Stdio::piped(),
-    );
-    assert_eq!(code, Some(1), "{err}");
-    assert!(
-        err.contains("error: ") && err.contains("query_dense_16_0.graph:4: unknown vertex"),
-        "{err}"
-    );
-    assert!(err.contains("1 of 3 queries failed"), "{err}");
-    assert!(err.contains("batches: 2 queries in 1 batch"), "{err}");
-    let names: Vec<&str> = out.lines().map(|l| l.split('\t').next().unwrap()).collect();
-    assert_eq!(names, ["query_dense_16_1", "query_dense_16_10"], "{out}");
+    let (mut answers, mut batched) = (Vec::new(), String::new());
+    for engine in ["emulated", "dfs", "auto"] {
+        let (code, out, err) = common::run_with(
+            &[],
+            &[&args[..], &["--engine", engine]].concat(),
+            Stdio::piped(),
+        );
+        assert_eq!(code, Some(1), "{engine}: {err}");
+        assert!(
+            err.contains("error: ") && err.contains("query_dense_16_0.graph:4: unknown vertex"),
+            "{engine}: {err}"
+        );
+        assert!(err.contains("1 of 3 queries failed"), "{engine}: {err}");
+        if engine == "emulated" {
+            assert!(err.contains("batches: 2 queries in 1 batch"), "{err}");
+            batched = out.clone();
+        }
+        let names: Vec<&str> = out.lines().map(|l| l.split('\t').next().unwrap()).collect();
+        assert_eq!(
+            names,
+            ["query_dense_16_1", "query_dense_16_10"],
+            "{engine}: {out}"
+        );
+        let counts: Vec<String> = out
+            .lines()
+            .map(|l| l.split('\t').nth(1).unwrap().to_owned())
+            .collect();
+        answers.push(counts);
+    }
+    assert!(answers.windows(2).all(|w| w[0] == w[1]), "{answers:?}");
+    let out = batched;
     // The same counts as dfs gives each good file alone.
     for line in out.lines() {
         let f: Vec<&str> = line.split('\t').collect();

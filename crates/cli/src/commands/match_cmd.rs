@@ -65,13 +65,25 @@ pub fn run(args: Args) -> Result<()> {
     let (mut nodes, mut backjumps, mut twins, mut with_stats) = (0u64, 0u64, 0u64, 0usize);
     let mut device = DeviceTotals::default();
     let mut unnamed = Unnamed::default();
+    let mut errors = 0usize;
     for file in &files {
         let name = stem(file);
-        let q = load_query(file, data)?;
         let start = Instant::now();
-        let report = engine
-            .count(&q, &args.options)
-            .with_context(|| format!("{}", file.display()))?;
+        // A query that fails is reported on its own and the others are answered, as in a batch.
+        let answered = load_query(file, data).and_then(|q| {
+            engine
+                .count(&q, &args.options)
+                .with_context(|| format!("{}", file.display()))
+        });
+        let report = match answered {
+            Ok(report) => report,
+            Err(e) if files.len() == 1 => return Err(e),
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                errors += 1;
+                continue;
+            }
+        };
         let ms = start.elapsed().as_secs_f64() * 1e3;
         let counted = Counted::new(&report, ms);
         let mut line = counted.line(&name, &mut tally);
@@ -112,7 +124,8 @@ pub fn run(args: Args) -> Result<()> {
             crate::out::note!("search: {nodes} nodes, {backjumps} backjumps, {twins} twins");
         }
     }
-    finish(&tally, args.expected.as_deref(), &unnamed)
+    let status = finish(&tally, args.expected.as_deref(), &unnamed);
+    failed(errors, files.len()).and(status)
 }
 
 /// `match` on a device engine (or `auto` with a GPU), `args.batch` queries at a time, each batch
@@ -187,14 +200,19 @@ fn run_batched(
     }
     crate::out::note!("{}", phases_line(&phases));
     let status = finish(&tally, args.expected.as_deref(), &unnamed);
-    // A failure outranks a mismatch and a time-out, as for `query -f`.
+    failed(errors, files.len()).and(status)
+}
+
+/// The exit status when `errors` of `queries` failed: a failure outranks a mismatch and a
+/// time-out, as for `query -f`.
+fn failed(errors: usize, queries: usize) -> Result<()> {
     if errors > 0 {
         bail!(
             "{errors} of {} failed (the others were answered)",
-            plural(files.len() as u64, "query", "queries")
+            plural(queries as u64, "query", "queries")
         );
     }
-    status
+    Ok(())
 }
 
 /// One query's count, as either path reports it.
