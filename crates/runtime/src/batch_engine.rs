@@ -108,25 +108,39 @@ impl std::ops::AddAssign for BatchPhases {
 }
 
 /// A query's place in the batch, and what its report is built from.
-struct Planned<'q> {
+struct Pending<'q> {
     index: usize,
     q: &'q QueryGraph,
     opts: &'q MatchOptions,
     plan: Plan,
-    layout: Layout,
     limit: Option<u64>,
     /// `auto`'s estimates and pick, when `auto` sent the query to the device.
     auto: Option<AutoChoice>,
 }
 
-/// A shared count and its rank (from 1, the device's most favoured) by its estimates.
-type Ranked<'q> = (usize, Planned<'q>);
+/// A query bound for a device batch: its device layout beside the rest.
+struct Planned<'q> {
+    pending: Pending<'q>,
+    layout: Layout,
+}
+
+impl<'q> std::ops::Deref for Planned<'q> {
+    type Target = Pending<'q>;
+
+    fn deref(&self) -> &Pending<'q> {
+        &self.pending
+    }
+}
+
+/// A shared count and its rank (from 1, the device's most favoured) by its estimates. Its
+/// device layout is built only if the device takes it (the CPU takes most of them).
+type Ranked<'q> = (usize, Pending<'q>);
 
 /// `list` ranked by the ratio of its estimates, device over dfs: the model's scale is far off on
 /// yeast (its dfs estimates 170x low on the heavy queries), but its order holds (on the H200's
 /// heavy yeast, the best split of this order costs 1.17x the best split of the measured times).
-fn ranked(mut list: Vec<Planned>) -> Vec<Ranked> {
-    let ratio = |p: &Planned| {
+fn ranked(mut list: Vec<Pending>) -> Vec<Ranked> {
+    let ratio = |p: &Pending| {
         p.auto.as_ref().map_or(f64::INFINITY, |c| {
             c.device_ms / c.dfs_ms.max(f64::MIN_POSITIVE)
         })
@@ -163,7 +177,7 @@ type BatchResult = Result<(Plan, FilterReport, DeviceReport), MatchError>;
 enum Entry<'q> {
     Batch(Key, Box<Planned<'q>>),
     /// Under `auto` with a device, a count whose estimate picks dfs: either engine may take it.
-    Either(Key, Box<Planned<'q>>),
+    Either(Key, Box<Pending<'q>>),
     /// On its own engine, or on dfs where `auto`'s estimate (kept for its report) picked it.
     Alone(Option<AutoChoice>),
     Failed(MatchError),
@@ -240,7 +254,7 @@ impl Engine<'_> {
         batch.phases.plan = start.elapsed();
         let mut groups: Vec<(Key, Vec<Planned>, Sinks)> = Vec::new();
         let mut alone = Vec::new();
-        let mut either: Vec<(Key, Vec<Planned>)> = Vec::new();
+        let mut either: Vec<(Key, Vec<Pending>)> = Vec::new();
         for (index, (entry, sink)) in entries.into_iter().zip(sinks).enumerate() {
             match entry {
                 Entry::Either(key, p) => match either.iter_mut().find(|(k, _)| *k == key) {
@@ -309,21 +323,24 @@ impl Engine<'_> {
                 }
                 n = (2 * n).min(LARGEST_CHUNK);
                 batch.shared_on_device += chunk.len();
-                // As estimated, for a count the device refuses (`unless_refused`).
-                let queries: Vec<_> = chunk
-                    .iter()
-                    .map(|(_, p)| (p.q, p.opts, p.auto.clone()))
-                    .collect();
                 let of = queue.total();
-                let planned: Vec<Planned> = chunk
-                    .into_iter()
-                    .map(|(rank, mut p)| {
-                        if let Some(choice) = &mut p.auto {
-                            choice.taken_by_device(rank, of);
-                        }
-                        p
-                    })
-                    .collect();
+                // Each with its estimate as it was, for a count the device refuses.
+                let (mut planned, mut queries) = (Vec::new(), Vec::new());
+                for (rank, mut p) in chunk {
+                    let Ok(layout) = Layout::new(p.q, &p.plan, p.opts.semantics, self.shape) else {
+                        // A shape the device refuses is still dfs's to answer.
+                        out.push((p.index, self.answer_on_dfs(p.q, p.opts, p.auto, None)));
+                        continue;
+                    };
+                    queries.push((p.q, p.opts, p.auto.clone()));
+                    if let Some(choice) = &mut p.auto {
+                        choice.taken_by_device(rank, of);
+                    }
+                    planned.push(Planned { pending: p, layout });
+                }
+                if planned.is_empty() {
+                    continue;
+                }
                 let sinks = planned.iter().map(|_| None).collect();
                 let answers = self.run_groups(&mut [(*key, planned, sinks)], device, start, batch);
                 for ((index, a), (q, opts, auto)) in answers.into_iter().zip(queries) {
@@ -577,33 +594,27 @@ impl Engine<'_> {
             }
             kind => (kind, None),
         };
-        let to_dfs = auto.as_ref().filter(|c| c.pick == EngineKind::Dfs);
-        let layout = match (Layout::new(q, &plan, opts.semantics, self.shape), to_dfs) {
-            (Ok(layout), _) => layout,
-            // A shape the device refuses is still dfs's to answer.
-            (Err(_), Some(choice)) => return Entry::Alone(Some(choice.clone())),
-            (Err(e), None) => return Entry::Failed(e),
-        };
-        let shared = to_dfs.is_some();
+        let shared = auto.as_ref().is_some_and(|c| c.pick == EngineKind::Dfs);
         let key = Key {
             engine,
             semantics: opts.semantics,
             refine_rounds: opts.refine_rounds,
             auto: auto.is_some(),
         };
-        let planned = Box::new(Planned {
+        let pending = Pending {
             index,
             q,
             opts,
             plan,
-            layout,
             limit,
             auto,
-        });
+        };
         if shared {
-            Entry::Either(key, planned)
-        } else {
-            Entry::Batch(key, planned)
+            return Entry::Either(key, Box::new(pending));
+        }
+        match Layout::new(q, &pending.plan, opts.semantics, self.shape) {
+            Ok(layout) => Entry::Batch(key, Box::new(Planned { pending, layout })),
+            Err(e) => Entry::Failed(e),
         }
     }
 

@@ -28,7 +28,7 @@ use gpsense_planner::{Plan, QueryGraph};
 
 use super::{
     by_node, rows_part, Carver, DeviceReport, FilterQuery, FilterSizes, JoinQuery, Levels,
-    Pipeline, QuerySpace, Slab, LEAF_THREADS, QUEUED_WARPS,
+    Pipeline, Prepared, QuerySpace, Slab, LEAF_THREADS, QUEUED_WARPS,
 };
 use crate::device::{as_bytes, read, Device, Launch};
 use crate::engine::BatchPhases;
@@ -86,32 +86,43 @@ impl<D: Device> Pipeline<'_, D> {
         let start = Instant::now();
         let before = self.dev.counters();
         let stride = bits::words_for(self.graph.nodes);
-        // Filtering: queries within their budget, side by side.
+        // Filtering: queries within their budget, side by side. Each query's preparation is
+        // host work of its own, on every core; only the places are a running sum.
+        let prepared: Vec<Option<Prepared>> = items
+            .par_iter()
+            .with_min_len(8)
+            .map(|it| (!it.out.stopped()).then(|| Prepared::new(it.q, it.layout, stride)))
+            .collect();
         let mut sizes = FilterSizes::default();
         let mut admitted = Vec::new();
-        let mut fqs = Vec::new();
-        for (i, it) in items.iter_mut().enumerate() {
-            if it.out.stopped() {
+        for ((i, it), prep) in items.iter_mut().enumerate().zip(prepared) {
+            let Some(prep) = prep else {
                 it.result = Some(Ok((
                     it.plan.clone(),
                     FilterReport::default(),
                     Default::default(),
                 )));
                 continue;
-            }
-            let mut own = sizes;
-            let fq = FilterQuery::new(it.q, it.layout, stride, &mut own);
-            if fq.alone > it.memory_budget {
+            };
+            if prep.alone > it.memory_budget {
                 it.result = Some(Err(MatchError::DeviceBudget {
-                    bytes: fq.alone,
+                    bytes: prep.alone,
                     budget: it.memory_budget,
                 }));
                 continue;
             }
-            sizes = own;
-            admitted.push(i);
-            fqs.push(fq);
+            let at = sizes;
+            sizes += prep.own;
+            admitted.push((i, at, prep));
         }
+        let (admitted, fqs): (Vec<usize>, Vec<FilterQuery>) = {
+            let items = &*items;
+            admitted
+                .into_par_iter()
+                .with_min_len(8)
+                .map(|(i, at, prep)| (i, FilterQuery::at(items[i].q, items[i].layout, prep, at)))
+                .unzip()
+        };
         let prepared = start.elapsed();
         let outs: Vec<&Output> = admitted.iter().map(|&i| items[i].out).collect();
         let spaces = if fqs.is_empty() {

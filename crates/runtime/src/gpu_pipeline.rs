@@ -27,6 +27,8 @@
 
 use std::time::Instant;
 
+use rayon::prelude::*;
+
 #[path = "gpu_batch.rs"]
 mod batch;
 pub(crate) use batch::BatchItem;
@@ -294,6 +296,23 @@ impl Params {
             })
             .collect();
         Params { bytes, nodes }
+    }
+
+    /// The bytes `new` writes, 16-aligned, without writing them.
+    fn len(layout: &Layout) -> usize {
+        let node = |u: usize| {
+            let f = &layout.filters[u];
+            [
+                size_of_val(f.degrees.as_slice()),
+                size_of_val(f.neighbour_labels.as_slice()),
+                size_of_val(f.self_loops.as_slice()),
+                layout.incident[u].len() * size_of::<Incident>(),
+            ]
+        };
+        let end = (0..layout.nodes)
+            .flat_map(node)
+            .fold(0, |at: usize, len| at.next_multiple_of(16) + len);
+        end.next_multiple_of(16)
     }
 }
 
@@ -565,28 +584,36 @@ fn upload_queries<D: Device>(
     stride: usize,
 ) -> Result<Vec<Vec<WaveJobs>>, DeviceError> {
     let mut params = vec![0u8; params_bytes];
-    let mut all = Vec::with_capacity(queries.len());
-    let mut at = 0;
     for fq in queries {
-        let (layout, len) = (fq.layout, fq.params.bytes.len());
+        let (at, len) = (fq.params_at, fq.params.bytes.len());
         params[at..at + len].copy_from_slice(&fq.params.bytes);
-        let region = r.params.part(1, at, at + len);
-        at += len.next_multiple_of(16);
         // A concept set's nodes seed its set: the bits a neighbour may mark, and the ones it is
         // identified from (in place).
-        let mut seeded = vec![false; layout.nodes];
-        for (u, spec) in layout.filters.iter().enumerate() {
+        for (u, spec) in fq.layout.filters.iter().enumerate() {
             if !spec.domain.is_empty() {
                 let mut words = vec![0u32; stride];
                 crate::filtering::seed(&mut words, &spec.domain);
                 let w = (fq.base + u) * stride;
                 dev.write_bytes(buf, r.sets.part(4, w, w).offset, as_bytes(&words))?;
-                seeded[u] = true;
             }
         }
-        let bases = (fq.base as u32, fq.mark_base as u32);
-        all.push(fq.waves.jobs(layout, &fq.params, &region, &seeded, bases));
     }
+    // Each query's job tables: host work per query, on every core.
+    let all = queries
+        .par_iter()
+        .with_min_len(8)
+        .map(|fq| {
+            let (layout, at) = (fq.layout, fq.params_at);
+            let region = r.params.part(1, at, at + fq.params.bytes.len());
+            let seeded: Vec<bool> = layout
+                .filters
+                .iter()
+                .map(|f| !f.domain.is_empty())
+                .collect();
+            let bases = (fq.base as u32, fq.mark_base as u32);
+            fq.waves.jobs(layout, &fq.params, &region, &seeded, bases)
+        })
+        .collect();
     dev.write_bytes(buf, r.params.offset, &params)?;
     let directed: Vec<DirectedEdge> = queries
         .iter()
@@ -736,6 +763,8 @@ pub(crate) struct FilterQuery<'l> {
     base: usize,
     mark_base: usize,
     edge_base: usize,
+    /// Where its params start in the batch's params.
+    params_at: usize,
     /// Bytes its filtering takes alone: what its memory budget is checked against.
     pub(crate) alone: u64,
 }
@@ -748,6 +777,16 @@ pub(crate) struct FilterSizes {
     edges: usize,
     params: usize,
     jobs: usize,
+}
+
+impl std::ops::AddAssign for FilterSizes {
+    fn add_assign(&mut self, o: FilterSizes) {
+        self.nodes += o.nodes;
+        self.marks += o.marks;
+        self.edges += o.edges;
+        self.params += o.params;
+        self.jobs += o.jobs;
+    }
 }
 
 impl FilterSizes {
@@ -774,41 +813,68 @@ impl FilterSizes {
     }
 }
 
-impl<'l> FilterQuery<'l> {
-    /// Query `q` (its filtering `layout`) placed after the queries `before` counts.
-    pub(crate) fn new(
-        q: &QueryGraph,
-        layout: &'l Layout,
-        stride: usize,
-        before: &mut FilterSizes,
-    ) -> Self {
-        let base = before.nodes;
-        let directed = directed_edges(q, base as u32);
-        let params = Params::new(layout, base as u32);
+/// A query's filtering before its place in a batch is known: its waves and what it holds.
+pub(crate) struct Prepared {
+    waves: Waves,
+    own: FilterSizes,
+    /// Bytes its filtering takes alone: what its memory budget is checked against.
+    pub(crate) alone: u64,
+}
+
+impl Prepared {
+    /// The part of a query's preparation that does not depend on the queries before it, so a
+    /// batch prepares its queries in parallel and places them after.
+    pub(crate) fn new(q: &QueryGraph, layout: &Layout, stride: usize) -> Self {
         let waves = Waves::new(layout);
         let own = FilterSizes {
             nodes: layout.nodes,
             marks: layout.neighbour_steps.len(),
-            edges: directed.len(),
-            params: params.bytes.len().next_multiple_of(16),
+            edges: 2 * q.edges.len(),
+            params: Params::len(layout),
             jobs: waves.table_bytes(),
         };
-        let fq = FilterQuery {
-            layout,
-            base,
-            mark_base: before.marks,
-            edge_base: before.edges,
+        Prepared {
             alone: own.bytes(stride) as u64,
-            directed,
-            params,
             waves,
-        };
-        before.nodes += own.nodes;
-        before.marks += own.marks;
-        before.edges += own.edges;
-        before.params += own.params;
-        before.jobs += own.jobs;
-        fq
+            own,
+        }
+    }
+}
+
+impl<'l> FilterQuery<'l> {
+    /// Query `q` (its filtering `layout`, `prepared`) placed after the queries `before` counts;
+    /// `before` then counts it too.
+    pub(crate) fn place(
+        q: &QueryGraph,
+        layout: &'l Layout,
+        prepared: Prepared,
+        before: &mut FilterSizes,
+    ) -> Self {
+        let at = *before;
+        *before += prepared.own;
+        FilterQuery::at(q, layout, prepared, at)
+    }
+
+    /// Query `q` with its nodes, marks, edges and params numbered from `at`'s.
+    pub(crate) fn at(
+        q: &QueryGraph,
+        layout: &'l Layout,
+        prepared: Prepared,
+        at: FilterSizes,
+    ) -> Self {
+        let params = Params::new(layout, at.nodes as u32);
+        debug_assert_eq!(params.bytes.len().next_multiple_of(16), prepared.own.params);
+        FilterQuery {
+            layout,
+            base: at.nodes,
+            mark_base: at.marks,
+            edge_base: at.edges,
+            params_at: at.params,
+            alone: prepared.alone,
+            directed: directed_edges(q, at.nodes as u32),
+            params,
+            waves: prepared.waves,
+        }
     }
 }
 
@@ -879,7 +945,7 @@ impl<D: Device> Pipeline<'_, D> {
     ) -> Result<Space, MatchError> {
         let stride = bits::words_for(self.graph.nodes);
         let mut sizes = FilterSizes::default();
-        let fq = FilterQuery::new(q, layout, stride, &mut sizes);
+        let fq = FilterQuery::place(q, layout, Prepared::new(q, layout, stride), &mut sizes);
         self.budget_check(fq.alone)?;
         let with_sets = out.count_only() && gpu_leaves::may_ask(q);
         let mut spaces = self.filter_batch(&[fq], sizes, &|_| out.stopped(), with_sets)?;
@@ -1353,7 +1419,16 @@ impl JoinQuery<'_> {
             // entry carries the group's size and link, the others (0) add their lists to it.
             let mut leaves = g.nodes.len() as u32;
             let mut linked = (i > 0 && self.groups[i - 1].component == g.component) as u32;
-            for ns in lists.iter().filter(|ns| ns.to == g.nodes[0]) {
+            let mine = lists.iter().filter(|ns| ns.to == g.nodes[0]);
+            // The kernel reads at most MAX_GROUP_LISTS lists a group (it would drop the rest):
+            // `gpu_leaves::choose` makes no larger group, and none may reach it.
+            if mine.clone().count() > gpsense_kernels::join::MAX_GROUP_LISTS {
+                return Err(MatchError::Plan(format!(
+                    "a counted group with more than {} neighbour lists",
+                    gpsense_kernels::join::MAX_GROUP_LISTS
+                )));
+            }
+            for ns in mine {
                 let list = list_of_edge(ns.edge).ok_or_else(|| {
                     MatchError::Plan("a counted node before its neighbour".into())
                 })?;
