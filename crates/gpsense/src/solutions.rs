@@ -5,6 +5,7 @@
 
 use std::borrow::Cow;
 use std::cmp::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 
 use gpsense_graph::KnowledgeGraph;
 use gpsense_graph::rdf::TermKind;
@@ -182,6 +183,37 @@ pub struct Asked<'q, 'o> {
     pub opts: &'q MatchOptions,
     /// Where its rows go; `None`: it is counted.
     pub rows: Option<&'o mut (dyn FnMut(RowBatch) -> bool + Send)>,
+}
+
+/// Row values (cells) the SELECT queries of one batch hold at most until their rows are handed
+/// out ([`Held`]): 64 MiB of ids.
+pub const HELD_VALUES: usize = 1 << 24;
+
+/// A SELECT's rows as they arrive from a batch ([`match_batch`]), held until the caller's turn to
+/// hand them out, within a bound the batch's queries share: a query whose rows would pass it lets
+/// go of them and stops (`spilled`), to be answered again alone, streaming.
+#[derive(Default)]
+pub struct Held {
+    /// The rows' values, row after row.
+    pub values: Vec<u32>,
+    /// Its rows passed the bound: it is to be answered again alone.
+    pub spilled: bool,
+}
+
+impl Held {
+    /// Holds `b` unless the values the batch's queries hold (`held`) would pass `bound`; then
+    /// lets go of its rows, gives their share back and returns false (the sink's stop).
+    pub fn take(&mut self, b: RowBatch, held: &AtomicUsize, bound: usize) -> bool {
+        let n = b.rows * b.width;
+        if held.fetch_add(n, AtomicOrdering::Relaxed) + n > bound {
+            held.fetch_sub(n + self.values.len(), AtomicOrdering::Relaxed);
+            self.values = Vec::new();
+            self.spilled = true;
+            return false;
+        }
+        self.values.extend_from_slice(&b.data[..n]);
+        true
+    }
 }
 
 /// A query sent to the engine's batch: its place, the query, its options, the OFFSET to take off
@@ -697,6 +729,30 @@ fn numeric_value(literal: &str) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Rows past the read-ahead's bound are let go, and the query is marked to run again alone;
+    /// the values it held are given back to the others.
+    #[test]
+    fn held_rows_stop_at_the_bound_and_spill() {
+        let held = AtomicUsize::new(0);
+        let data = [1u32, 2, 3, 4, 5, 6];
+        let batch = |rows| RowBatch {
+            data: &data,
+            width: 2,
+            rows,
+        };
+        let (mut a, mut b) = (Held::default(), Held::default());
+        assert!(a.take(batch(2), &held, 8));
+        assert!(b.take(batch(1), &held, 8));
+        assert_eq!(
+            (a.values.as_slice(), b.values.as_slice()),
+            (&data[..4], &data[..2])
+        );
+        assert!(!a.take(batch(2), &held, 8));
+        assert!(a.spilled && a.values.is_empty() && !b.spilled);
+        assert_eq!(held.load(AtomicOrdering::Relaxed), 2);
+        assert!(b.take(batch(3), &held, 8));
+    }
 
     #[test]
     fn terms_order_as_sparql_says() {

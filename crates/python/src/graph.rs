@@ -1,10 +1,11 @@
 //! `gpsense.Graph`: a knowledge graph opened from any source, and every call made on it.
 
 use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::Arc;
 
-use gpsense::{solutions, Error, Loaded, Prepared, Reading, Reported};
+use gpsense::solutions::{Asked, Held, HELD_VALUES};
+use gpsense::{solutions, Error, Loaded, MatchOptions, Prepared, Reading, Reported, RowBatch};
 use gpsense_graph::ingest::{Columns, Format, IngestOptions, NoProgress, OnError};
 use gpsense_graph::KnowledgeGraph;
 use pyo3::exceptions::{PyUserWarning, PyValueError};
@@ -15,7 +16,7 @@ use crate::algebra::{self, Keep};
 use crate::errors::{self, from_gpsense};
 use crate::interrupt;
 use crate::options::{self, Call};
-use crate::result::{QueryResult, FIRST_TRY_TIME};
+use crate::result::{Batched, QueryResult, FIRST_TRY_TIME};
 use crate::shared::Shared;
 
 /// A knowledge graph: concepts joined by relations (a directed, edge-labelled graph), ready to
@@ -227,6 +228,38 @@ impl Graph {
         Ok(out)
     }
 
+    /// Answers each query of `texts` as `query` does, with the same options for all, and returns
+    /// a list in the same order holding each query's `QueryResult`, or its own error as an
+    /// exception object (returned, not raised). On the "gpu" or "emulated" engine, or "auto"
+    /// where it picks a GPU, the queries the matcher answers (SELECT and COUNT(*) over a basic
+    /// graph pattern) are answered `batch` at a time, each batch one sequence of device launches,
+    /// before this returns: their rows are held in their results, at most 2^24 values a batch (a
+    /// query whose rows would pass that is answered again alone, streaming, when its result is
+    /// read). The others are answered when their result is read. A query's `limit` and `timeout`
+    /// are its own (the timeout counted from its batch's start).
+    #[pyo3(signature = (texts, semantics=None, limit=None, timeout=None, engine="auto", batch=256))]
+    #[allow(clippy::too_many_arguments)]
+    fn query_many(
+        &self,
+        py: Python<'_>,
+        texts: Vec<String>,
+        semantics: Option<&str>,
+        limit: Option<u64>,
+        timeout: Option<f64>,
+        engine: &str,
+        batch: usize,
+    ) -> PyResult<Vec<Py<PyAny>>> {
+        if batch == 0 {
+            return Err(PyValueError::new_err("batch must be at least 1"));
+        }
+        let call = options::call(semantics, limit, timeout, engine)?;
+        let mut out = Vec::with_capacity(texts.len());
+        for chunk in texts.chunks(batch) {
+            out.extend(self.query_chunk(py, chunk, &call)?);
+        }
+        Ok(out)
+    }
+
     /// Whether the query has a match (an ASK query, or any pattern).
     #[pyo3(signature = (text, semantics=None, timeout=None, engine="auto"))]
     fn ask(
@@ -400,6 +433,90 @@ impl Graph {
             .into_iter()
             .map(|v| v.unwrap_or_else(|| py.None()))
             .collect())
+    }
+
+    /// One batch of `query_many`: every text read into its result, the matcher's queries
+    /// answered through `solutions::match_batch` on the calling thread with the GIL released
+    /// (their rows held within `HELD_VALUES`), their answers taken into their results; errors
+    /// as values.
+    fn query_chunk(
+        &self,
+        py: Python<'_>,
+        texts: &[String],
+        call: &Call,
+    ) -> PyResult<Vec<Py<PyAny>>> {
+        let results: Vec<PyResult<QueryResult>> = texts
+            .iter()
+            .map(|text| QueryResult::new(py, self.shared.clone(), text, call.clone()))
+            .collect();
+        // (place, query, options, counted)
+        let asked: Vec<_> = results
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| {
+                let (p, opts, counted) = r.as_ref().ok()?.batchable()?;
+                Some((i, p, opts, counted))
+            })
+            .collect();
+        let shared = &self.shared;
+        let (answers, held) = inline(py, |cancel| {
+            let held_values = AtomicUsize::new(0);
+            let mut held: Vec<Held> = asked.iter().map(|_| Held::default()).collect();
+            let mut sinks: Vec<_> = held
+                .iter_mut()
+                .map(|h| {
+                    let held_values = &held_values;
+                    move |b: RowBatch| h.take(b, held_values, HELD_VALUES)
+                })
+                .collect();
+            let opts: Vec<MatchOptions> = asked
+                .iter()
+                .map(|(_, _, o, _)| MatchOptions {
+                    cancel: Some(cancel.clone()),
+                    ..o.clone()
+                })
+                .collect();
+            let list: Vec<Asked> = asked
+                .iter()
+                .zip(&opts)
+                .zip(sinks.iter_mut())
+                .map(|(((_, p, _, counted), opts), sink)| {
+                    let sink: &mut (dyn FnMut(RowBatch) -> bool + Send) = sink;
+                    let rows = (!counted).then_some(sink);
+                    Asked { p, opts, rows }
+                })
+                .collect();
+            let answers =
+                shared.with_dependent(|_, e| solutions::match_batch(&e.matcher, list).answers);
+            drop(sinks);
+            (answers, held)
+        })?;
+        let mut out: Vec<PyResult<QueryResult>> = results;
+        for (((i, _, _, counted), answer), held) in asked.iter().zip(answers).zip(held) {
+            let Ok(result) = &out[*i] else { continue };
+            let taken = answer
+                .map_err(|e| from_gpsense(py, Error::from(e)))
+                .and_then(|reported| match *counted {
+                    true => Ok(Some(Batched::Count(errors::counted(py, &reported)?))),
+                    // Past the batch's bound: answered again alone when read.
+                    false if held.spilled => Ok(None),
+                    false => Ok(Some(Batched::Rows {
+                        ids: held.values,
+                        rows: u64::try_from(reported.report.rows).unwrap_or(u64::MAX),
+                        timed_out: reported.report.timed_out,
+                    })),
+                })
+                .and_then(|b| b.map_or(Ok(()), |b| result.answered(py, b)));
+            if let Err(e) = taken {
+                out[*i] = Err(e);
+            }
+        }
+        out.into_iter()
+            .map(|r| match r {
+                Ok(result) => Ok(Py::new(py, result)?.into_any()),
+                Err(e) => Ok(e.into_value(py).into_any()),
+            })
+            .collect()
     }
 
     /// `text` read as every front end reads it (`gpsense::read`).

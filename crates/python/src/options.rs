@@ -7,6 +7,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
 /// What a query call takes besides the text.
+#[derive(Clone)]
 pub struct Call {
     pub options: MatchOptions,
     /// Whether `semantics=` was given (else a standard SPARQL query brings its own).

@@ -125,6 +125,19 @@ struct Matched {
     relation: Vec<bool>,
 }
 
+/// A query's answer found in a batch (`Graph.query_many`), taken as its result's first try.
+pub enum Batched {
+    /// A SELECT's rows (`ids`, row after row), `rows` of them, and whether the time limit cut
+    /// them short.
+    Rows {
+        ids: Vec<u32>,
+        rows: u64,
+        timed_out: bool,
+    },
+    /// A COUNT(*) query's count.
+    Count(u128),
+}
+
 impl QueryResult {
     pub fn new(
         py: Python<'_>,
@@ -164,6 +177,41 @@ impl QueryResult {
                 names: HashMap::new(),
             }),
         })
+    }
+
+    /// What a batch needs of a query the matcher answers: its prepared form, its options (no
+    /// Ctrl-C flag yet), and whether its answer is a count (a COUNT(*) query's one row). `None`
+    /// for the full evaluator's queries, which are answered when read.
+    pub fn batchable(&self) -> Option<(Arc<Prepared>, gpsense::MatchOptions, bool)> {
+        let Answering::Graph(m) = &self.answering else {
+            return None;
+        };
+        let mut opts = self.options(m, Arc::new(AtomicBool::new(false)));
+        opts.cancel = None;
+        let counted = solutions::count_column(&m.prepared).is_some();
+        Some((m.prepared.clone(), opts, counted))
+    }
+
+    /// Takes a batch's answer as the first try's: reading hands it out, nothing runs again.
+    pub fn answered(&self, py: Python<'_>, answer: Batched) -> PyResult<()> {
+        let Answering::Graph(m) = &self.answering else {
+            return Ok(());
+        };
+        let state = match answer {
+            Batched::Count(n) => State::Ready(VecDeque::from([PyTuple::new(py, [n])?.unbind()])),
+            Batched::Rows {
+                ids,
+                rows,
+                timed_out,
+            } => State::Buffered {
+                batch: ids,
+                at: 0,
+                empty: if m.relation.is_empty() { rows } else { 0 },
+                timed_out: timed_out.then_some(rows),
+            },
+        };
+        self.reading.take(py)?.state = state;
+        Ok(())
     }
 
     fn options(&self, m: &Matched, cancel: Arc<AtomicBool>) -> gpsense::MatchOptions {

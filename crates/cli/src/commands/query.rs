@@ -3,7 +3,7 @@
 
 use std::io::{self, Write};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
@@ -18,7 +18,7 @@ use crate::graph_source;
 use crate::input;
 use crate::rows::{cell, RowFormat, RowWriter};
 use crate::summary::{batch_line, Answer, Summary};
-use gpsense::solutions::{self, Asked};
+use gpsense::solutions::{self, Asked, Held, HELD_VALUES};
 use gpsense::{Matcher, Reported};
 
 pub struct Args {
@@ -256,11 +256,6 @@ impl Ahead {
     }
 }
 
-/// Row values (cells) the SELECT queries of one read-ahead hold at most until their turn to print;
-/// a query whose rows would pass it stops and is answered again alone when its turn comes,
-/// streaming.
-const HELD_VALUES: usize = 1 << 24;
-
 /// A SELECT answered ahead, in a batch: its projected rows, held.
 struct Listed {
     p: Prepared,
@@ -287,31 +282,6 @@ impl Listed {
         )?;
         let answer = Answer::Rows(r.rows);
         conclude(matcher, &self.p, args, &reported, answer, self.elapsed)
-    }
-}
-
-/// A SELECT's rows as they arrive from the batch, within the read-ahead's share of HELD_VALUES
-/// (`held`, the values all its queries hold).
-#[derive(Default)]
-struct Held {
-    values: Vec<u32>,
-    /// Its rows passed the bound: it is answered again alone.
-    spilled: bool,
-}
-
-impl Held {
-    /// Holds `b` unless the read-ahead's values (`held`) would pass `bound`; then lets go of
-    /// its rows and stops.
-    fn take(&mut self, b: RowBatch, held: &AtomicUsize, bound: usize) -> bool {
-        let n = b.rows * b.width;
-        if held.fetch_add(n, Ordering::Relaxed) + n > bound {
-            held.fetch_sub(n + self.values.len(), Ordering::Relaxed);
-            self.values = Vec::new();
-            self.spilled = true;
-            return false;
-        }
-        self.values.extend_from_slice(&b.data[..n]);
-        true
     }
 }
 
@@ -797,33 +767,4 @@ fn write_batch<W: Write>(
         writer.row(&refs)?;
     }
     writer.flush()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Rows past the read-ahead's bound are let go, and the query is marked to run again alone;
-    /// the values it held are given back to the others.
-    #[test]
-    fn held_rows_stop_at_the_bound_and_spill() {
-        let held = AtomicUsize::new(0);
-        let data = [1u32, 2, 3, 4, 5, 6];
-        let batch = |rows| RowBatch {
-            data: &data,
-            width: 2,
-            rows,
-        };
-        let (mut a, mut b) = (Held::default(), Held::default());
-        assert!(a.take(batch(2), &held, 8));
-        assert!(b.take(batch(1), &held, 8));
-        assert_eq!(
-            (a.values.as_slice(), b.values.as_slice()),
-            (&data[..4], &data[..2])
-        );
-        assert!(!a.take(batch(2), &held, 8));
-        assert!(a.spilled && a.values.is_empty() && !b.spilled);
-        assert_eq!(held.load(Ordering::Relaxed), 2);
-        assert!(b.take(batch(3), &held, 8));
-    }
 }

@@ -112,6 +112,25 @@ class Graph:
         time to the device, each batch one sequence of launches; ``limit`` and ``timeout`` hold per
         query (the timeout counted from its batch's start)."""
 
+    def query_many(
+        self,
+        texts: Sequence[str],
+        semantics: Semantics | None = None,
+        limit: int | None = None,
+        timeout: float | None = None,
+        engine: Engine = "auto",
+        batch: int = 256,
+    ) -> list[QueryResult | GpsenseError]:
+        """Each query's result as ``query`` gives it, in the order of ``texts``, or its own error
+        as an exception object (returned, not raised). On ``"gpu"`` or ``"emulated"``, or
+        ``"auto"`` where it picks a GPU, the SELECT and COUNT(*) queries over a basic graph
+        pattern go ``batch`` at a time to the device, each batch one sequence of launches, and
+        their rows are held in their results before this returns (at most 2^24 values a batch;
+        a query past that is answered again alone when its result is read). The others are
+        answered when read. ``limit`` and ``timeout`` hold per query (the timeout counted from
+        its batch's start); a result the time limit cut short raises ``QueryTimeout`` after its
+        rows, as ``query``'s does."""
+
     def ask(
         self,
         text: str,
