@@ -230,12 +230,12 @@ impl Graph {
 
     /// Answers each query of `texts` as `query` does, with the same options for all, and returns
     /// a list in the same order holding each query's `QueryResult`, or its own error as an
-    /// exception object (returned, not raised). On the "gpu" or "emulated" engine, or "auto"
-    /// where it picks a GPU, the queries the matcher answers (SELECT and COUNT(*) over a basic
-    /// graph pattern) are answered `batch` at a time, each batch one sequence of device launches,
-    /// before this returns: their rows are held in their results, at most 2^24 values a batch (a
-    /// query whose rows would pass that is answered again alone, streaming, when its result is
-    /// read). The others are answered when their result is read. A query's `limit` and `timeout`
+    /// exception object (returned, not raised). The SELECT (no FILTER, OFFSET or ORDER BY) and
+    /// COUNT(*) (no FILTER) queries over a basic graph pattern are answered `batch` at a time
+    /// before this returns, on the "gpu" or "emulated" engine, or "auto" where it picks a GPU,
+    /// each batch one sequence of device launches: their rows are held in their results, at most
+    /// 2^24 values a batch (a query whose rows would pass that is answered again alone,
+    /// streaming, when its result is read). The others are answered when their result is read. A query's `limit` and `timeout`
     /// are its own (the timeout counted from its batch's start).
     #[pyo3(signature = (texts, semantics=None, limit=None, timeout=None, engine="auto", batch=256))]
     #[allow(clippy::too_many_arguments)]

@@ -179,17 +179,27 @@ impl QueryResult {
         })
     }
 
-    /// What a batch needs of a query the matcher answers: its prepared form, its options (no
+    /// What a device batch needs of a query it answers whole: its prepared form, its options (no
     /// Ctrl-C flag yet), and whether its answer is a count (a COUNT(*) query's one row). `None`
-    /// for the full evaluator's queries, which are answered when read.
+    /// for the others (a FILTER, OFFSET or ORDER BY, the full evaluator's), which the batch would
+    /// only answer one by one: they are answered when read, streaming.
     pub fn batchable(&self) -> Option<(Arc<Prepared>, gpsense::MatchOptions, bool)> {
         let Answering::Graph(m) = &self.answering else {
             return None;
         };
+        let p = &m.prepared;
+        let counted = solutions::count_column(p).is_some();
+        let whole = if counted {
+            p.filters.is_empty()
+        } else {
+            !solutions::needs_stage(p)
+        };
+        if !whole {
+            return None;
+        }
         let mut opts = self.options(m, Arc::new(AtomicBool::new(false)));
         opts.cancel = None;
-        let counted = solutions::count_column(&m.prepared).is_some();
-        Some((m.prepared.clone(), opts, counted))
+        Some((p.clone(), opts, counted))
     }
 
     /// Takes a batch's answer as the first try's: reading hands it out, nothing runs again.

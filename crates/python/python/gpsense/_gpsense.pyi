@@ -122,12 +122,12 @@ class Graph:
         batch: int = 256,
     ) -> list[QueryResult | GpsenseError]:
         """Each query's result as ``query`` gives it, in the order of ``texts``, or its own error
-        as an exception object (returned, not raised). On ``"gpu"`` or ``"emulated"``, or
-        ``"auto"`` where it picks a GPU, the SELECT and COUNT(*) queries over a basic graph
-        pattern go ``batch`` at a time to the device, each batch one sequence of launches, and
-        their rows are held in their results before this returns (at most 2^24 values a batch;
-        a query past that is answered again alone when its result is read). The others are
-        answered when read. ``limit`` and ``timeout`` hold per query (the timeout counted from
+        as an exception object (returned, not raised). The SELECT (no FILTER, OFFSET or ORDER BY)
+        and COUNT(*) (no FILTER) queries over a basic graph pattern are answered ``batch`` at a
+        time before this returns, on ``"gpu"`` or ``"emulated"``, or ``"auto"`` where it picks a
+        GPU each batch one sequence of launches; their rows are held in their results (at most
+        2^24 values a batch; a query past that is answered again alone when its result is read).
+        The others are answered when read, streaming. ``limit`` and ``timeout`` hold per query (the timeout counted from
         its batch's start); a result the time limit cut short raises ``QueryTimeout`` after its
         rows, as ``query``'s does."""
 
