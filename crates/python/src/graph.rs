@@ -234,7 +234,7 @@ impl Graph {
     /// COUNT(*) (no FILTER) queries over a basic graph pattern are answered `batch` at a time
     /// before this returns, on the "gpu" or "emulated" engine, or "auto" where it picks a GPU,
     /// each batch one sequence of device launches: their rows are held in their results, at most
-    /// 2^24 values a batch (a query whose rows would pass that is answered again alone,
+    /// 2^24 values in all (a query whose rows would pass that is answered again alone,
     /// streaming, when its result is read). The others are answered when their result is read. A query's `limit` and `timeout`
     /// are its own (the timeout counted from its batch's start).
     #[pyo3(signature = (texts, semantics=None, limit=None, timeout=None, engine="auto", batch=256))]
@@ -253,9 +253,11 @@ impl Graph {
             return Err(PyValueError::new_err("batch must be at least 1"));
         }
         let call = options::call(semantics, limit, timeout, engine)?;
+        // One bound for the whole call: the results it returns hold their rows together.
+        let held_values = AtomicUsize::new(0);
         let mut out = Vec::with_capacity(texts.len());
         for chunk in texts.chunks(batch) {
-            out.extend(self.query_chunk(py, chunk, &call)?);
+            out.extend(self.query_chunk(py, chunk, &call, &held_values)?);
         }
         Ok(out)
     }
@@ -437,13 +439,14 @@ impl Graph {
 
     /// One batch of `query_many`: every text read into its result, the matcher's queries
     /// answered through `solutions::match_batch` on the calling thread with the GIL released
-    /// (their rows held within `HELD_VALUES`), their answers taken into their results; errors
-    /// as values.
+    /// (their rows held within `HELD_VALUES` for the whole call, `held_values` counting them),
+    /// their answers taken into their results; errors as values.
     fn query_chunk(
         &self,
         py: Python<'_>,
         texts: &[String],
         call: &Call,
+        held_values: &AtomicUsize,
     ) -> PyResult<Vec<Py<PyAny>>> {
         let results: Vec<PyResult<QueryResult>> = texts
             .iter()
@@ -460,14 +463,10 @@ impl Graph {
             .collect();
         let shared = &self.shared;
         let (answers, held) = inline(py, |cancel| {
-            let held_values = AtomicUsize::new(0);
             let mut held: Vec<Held> = asked.iter().map(|_| Held::default()).collect();
             let mut sinks: Vec<_> = held
                 .iter_mut()
-                .map(|h| {
-                    let held_values = &held_values;
-                    move |b: RowBatch| h.take(b, held_values, HELD_VALUES)
-                })
+                .map(|h| move |b: RowBatch| h.take(b, held_values, HELD_VALUES))
                 .collect();
             let opts: Vec<MatchOptions> = asked
                 .iter()

@@ -126,7 +126,7 @@ class Graph:
         and COUNT(*) (no FILTER) queries over a basic graph pattern are answered ``batch`` at a
         time before this returns, on ``"gpu"`` or ``"emulated"``, or ``"auto"`` where it picks a
         GPU each batch one sequence of launches; their rows are held in their results (at most
-        2^24 values a batch; a query past that is answered again alone when its result is read).
+        2^24 values in all; a query past that is answered again alone when its result is read).
         The others are answered when read, streaming. ``limit`` and ``timeout`` hold per query (the timeout counted from
         its batch's start); a result the time limit cut short raises ``QueryTimeout`` after its
         rows, as ``query``'s does."""
