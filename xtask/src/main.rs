@@ -6,6 +6,7 @@
 
 mod bench;
 mod book;
+mod calibrate;
 mod fetch;
 mod gpu_check;
 mod ptx;
@@ -51,6 +52,9 @@ enum Command {
     /// it and of README.md; --commands runs their shell commands instead, --figures redraws the
     /// figures drawn from committed measurements.
     Book(book::BookArgs),
+    /// Refit `--engine auto`'s constants to per-query times of `gpsense match` on a device and on
+    /// dfs (one query at a time each), and write the file GPSENSE_DEVICE_COSTS points at.
+    Calibrate(calibrate::CalibrateArgs),
 }
 
 #[derive(Args)]
@@ -121,6 +125,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::GpuCheck(args) => gpu_check::run(&workspace_root(), &args),
         Command::W3c(args) => w3c::run(&workspace_root(), &args),
         Command::Book(args) => book::run(&workspace_root(), &args),
+        Command::Calibrate(args) => calibrate::run(&args),
         Command::List(args) => {
             print!("{}", fetch::list(&dest_or_default(args.dest)));
             Ok(())

@@ -31,6 +31,8 @@ use thiserror::Error;
 
 use crate::EngineKind;
 
+pub mod fit;
+
 /// Degree moments kept per relation: `Σ d^k` for k = 0..MOMENTS over nodes with d > 0.
 const MOMENTS: usize = 5;
 
@@ -194,6 +196,41 @@ impl DeviceCosts {
         Self::parse(&text)
     }
 
+    /// The numeric keys of a constants file, in the order [`DeviceCosts::to_file`] writes them.
+    pub const KEYS: [&'static str; 19] = [
+        "device_query_us",
+        "launch_us",
+        "read_us",
+        "launches_per_query",
+        "launches_per_node",
+        "launches_per_edge",
+        "launches_per_edge_variable",
+        "reads_per_query",
+        "reads_per_node",
+        "device_space_ns",
+        "device_partial_ns",
+        "device_counted_ns",
+        "device_variable_ns",
+        "cpu_threads",
+        "dfs_query_us",
+        "dfs_space_ns",
+        "dfs_partial_ns",
+        "row_ns",
+        "margin",
+    ];
+
+    /// The constants as a file [`DeviceCosts::parse`] reads back: `device`, then every key.
+    pub fn to_file(&self) -> String {
+        let mut copy = self.clone();
+        let mut out = format!("device = {}\n", self.device);
+        for key in Self::KEYS {
+            if let Some(v) = copy.field(key) {
+                out.push_str(&format!("{key} = {}\n", round(*v)));
+            }
+        }
+        out
+    }
+
     fn field(&mut self, key: &str) -> Option<&mut f64> {
         Some(match key {
             "device_query_us" => &mut self.device_query_us,
@@ -218,6 +255,15 @@ impl DeviceCosts {
             _ => return None,
         })
     }
+}
+
+/// `v` to 4 significant digits, written plainly (constants span 0.05 ns to milliseconds).
+fn round(v: f64) -> f64 {
+    if v == 0.0 || !v.is_finite() {
+        return v;
+    }
+    let scale = 10f64.powi(3 - v.abs().log10().floor() as i32);
+    (v * scale).round() / scale
 }
 
 /// Degree moments of the data graph per relation and direction, and over all relations (for edge
