@@ -3,7 +3,8 @@
 # (session.sh: gpu-check with EGSM, WordNet and ConceptNet in both placements and through a .gpsc,
 # HPRD-200 batched and alone, ncu; the GPU's own heavy yeast run left out unless HEAVY_GPU=1), the
 # suites side by side (batches.sh, two rounds, the heavy tail on dfs and auto), and the endpoint
-# on the device: answers under concurrent requests against dfs's, then throughput.
+# on the device: answers under concurrent requests against dfs's, then throughput; and `auto`'s
+# constants refitted to yeast's lone times (calibrate.sh).
 #
 #   benches/gpu/loan.sh BUNDLE OUT
 set -u
@@ -17,6 +18,8 @@ log() { echo "== ${SECONDS}s $*" | tee -a "$out/loan.txt"; }
 
 log "session.sh"
 GPSENSE_SESSION_HEAVY=${HEAVY_GPU:-0} "$here/session.sh" "$bundle" "$out/session" 60 > "$out/session.log" 2>&1
+log "calibrate.sh"
+"$here/calibrate.sh" "$bundle" "$out/calibrate" > "$out/calibrate.log" 2>&1
 log "batches.sh"
 GPSENSE=$G OUT=$out/batches ROUNDS=2 HEAVY="dfs auto" "$here/batches.sh" > "$out/batches.log" 2>&1
 rm -rf "$out/batches/yeast-heavy"

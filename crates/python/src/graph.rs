@@ -217,12 +217,9 @@ impl Graph {
         engine: &str,
         batch: usize,
     ) -> PyResult<Vec<Py<PyAny>>> {
-        if batch == 0 {
-            return Err(PyValueError::new_err("batch must be at least 1"));
-        }
         let call = options::call(semantics, limit, timeout, engine)?;
         let mut out = Vec::with_capacity(texts.len());
-        for chunk in texts.chunks(batch) {
+        for chunk in batches(&texts, batch)? {
             out.extend(self.count_chunk(py, chunk, &call, limit)?);
         }
         Ok(out)
@@ -235,8 +232,8 @@ impl Graph {
     /// before this returns, on the "gpu" or "emulated" engine, or "auto" where it picks a GPU,
     /// each batch one sequence of device launches: their rows are held in their results, at most
     /// 2^24 values in all (a query whose rows would pass that is answered again alone,
-    /// streaming, when its result is read). The others are answered when their result is read. A query's `limit` and `timeout`
-    /// are its own (the timeout counted from its batch's start).
+    /// streaming, when its result is read). The others are answered when their result is read.
+    /// A query's `limit` and `timeout` are its own (the timeout counted from its batch's start).
     #[pyo3(signature = (texts, semantics=None, limit=None, timeout=None, engine="auto", batch=256))]
     #[allow(clippy::too_many_arguments)]
     fn query_many(
@@ -249,14 +246,11 @@ impl Graph {
         engine: &str,
         batch: usize,
     ) -> PyResult<Vec<Py<PyAny>>> {
-        if batch == 0 {
-            return Err(PyValueError::new_err("batch must be at least 1"));
-        }
         let call = options::call(semantics, limit, timeout, engine)?;
         // One bound for the whole call: the results it returns hold their rows together.
         let held_values = AtomicUsize::new(0);
         let mut out = Vec::with_capacity(texts.len());
-        for chunk in texts.chunks(batch) {
+        for chunk in batches(&texts, batch)? {
             out.extend(self.query_chunk(py, chunk, &call, &held_values)?);
         }
         Ok(out)
@@ -563,6 +557,14 @@ impl Graph {
         };
         reported.map_err(|e| from_gpsense(py, Error::from(e)))
     }
+}
+
+/// `texts` in batches of `batch` (`count_many`'s and `query_many`'s argument).
+fn batches(texts: &[String], batch: usize) -> PyResult<std::slice::Chunks<'_, String>> {
+    if batch == 0 {
+        return Err(PyValueError::new_err("batch must be at least 1"));
+    }
+    Ok(texts.chunks(batch))
 }
 
 /// Runs `f` on the calling thread with the GIL released; `f` gets the flag a SIGINT raises, and a
