@@ -82,7 +82,8 @@ pub struct BatchPhases {
     pub filter: Duration,
     pub filter_read: Duration,
     pub filter_launch: Duration,
-    /// Of filtering, the host's preparation of every query (`FilterQuery::new`) and its uploads.
+    /// Of filtering, the host's preparation of every query (`Prepared::new`, `FilterQuery::at`)
+    /// and its uploads.
     pub filter_prepare: Duration,
     pub filter_write: Duration,
     /// Join orders, candidate arrays and candidate-edge lists.
