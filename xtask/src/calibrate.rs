@@ -31,8 +31,8 @@ pub struct CalibrateArgs {
     #[arg(long = "dfs", value_name = "FILE", required = true)]
     dfs: Vec<PathBuf>,
     /// CPU threads `dfs` ran on there.
-    #[arg(long, default_value_t = 16)]
-    threads: usize,
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..))]
+    threads: u16,
     /// The constants file to start from [default: the calibrated H100's].
     #[arg(long, value_name = "FILE")]
     base: Option<PathBuf>,
@@ -49,7 +49,7 @@ pub fn run(args: &CalibrateArgs) -> Result<()> {
         Some(p) => DeviceCosts::load(p)?,
         None => DeviceCosts::calibrated_h100(),
     };
-    base.cpu_threads = args.threads as f64;
+    base.cpu_threads = f64::from(args.threads);
     let queries = measured(args)?;
     if queries.len() < 8 {
         bail!(
@@ -140,7 +140,6 @@ fn measured(args: &CalibrateArgs) -> Result<Vec<Measured>> {
                 benchmark_query(&load(&file)?, &g).with_context(|| file.display().to_string())?;
             let shape = QueryShape::with_moments(&q, &plan(&q, &g), &g, &stats, &moments);
             out.push(Measured {
-                name: name.to_owned(),
                 shape,
                 count_only: true,
                 device_ms: d.ms,

@@ -463,7 +463,6 @@ fn the_h200_refit_picks_better_on_yeast_and_no_worse_elsewhere() {
         .filter_map(|(name, &device_ms)| {
             let q = benchmark(data, &matching(&format!("yeast/query_graph/{name}.graph")));
             Some(Measured {
-                name: name.clone(),
                 shape: data.shape(&q),
                 count_only: true,
                 device_ms,

@@ -16,7 +16,6 @@ use crate::EngineKind;
 /// alone (`dfs` on the constants' `cpu_threads`), with the device's launches and reads if known.
 #[derive(Clone, Debug)]
 pub struct Measured {
-    pub name: String,
     pub shape: QueryShape,
     pub count_only: bool,
     pub device_ms: f64,
@@ -304,7 +303,6 @@ mod tests {
                 );
                 let (launches, reads) = truth.launches_and_reads(&s);
                 Measured {
-                    name: format!("q{i}"),
                     device_ms: truth.device_ms(&s, true, None),
                     dfs_ms: truth.dfs_ms(&s, true, None, 16),
                     shape: s,
