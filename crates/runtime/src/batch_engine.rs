@@ -434,11 +434,12 @@ impl Engine<'_> {
 
     /// The queries outside the batches (`alone`), several at a time, one worker each (splitting
     /// further as workers free up), and beside them the shared counts of `either`, taken from
-    /// the back of their rankings down half the threads' worth of lanes. Sharing the cores must not cost a query its time limit: a count that
-    /// runs out of half its limit among the others is stopped and counted again afterwards,
-    /// alone on every core, within the half left (HPRD's and yeast's queries run 3-4x faster
-    /// together than one by one, but on the H100 three of yeast's 241 heavy ones hit a 3 s
-    /// limit together that they keep well inside alone).
+    /// the back of their rankings down half the threads' worth of lanes. Sharing the cores must
+    /// not cost a query its time limit: a count that runs out of half its limit among the others
+    /// is stopped and counted again afterwards, alone on every core, within the half left
+    /// (HPRD's and yeast's queries run 3-4x faster together than one by one, but on the H100
+    /// three of yeast's 241 heavy ones hit a 3 s limit together that they keep well inside
+    /// alone).
     fn answer_beside(
         &self,
         queries: &[(&QueryGraph, &MatchOptions)],
