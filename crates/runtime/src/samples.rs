@@ -8,7 +8,9 @@
 //! so it does not die out where single random walks would (dense queries' filtered sets hold many
 //! dead ends). A node whose neighbours all come before it and which does not shrink its level is
 //! left out, as the device counts it. Label statistics miss the dense clusters where heavy queries
-//! match (yeast's fan-outs of 10 where they predicted 0.01); samples of the data see them.
+//! match (yeast's fan-outs of 10 where they predicted 0.01); samples of the data see them. A level
+//! of many particles is extended on every core, with the very result of one particle after
+//! another: this is host time between a lone query's filtering and its join.
 //!
 //! The order: the default one (order.rs) looks only at candidate counts and edges back, and on
 //! dense queries can put a node that multiplies its level twentyfold before the neighbour that
@@ -25,6 +27,7 @@
 
 use gpsense_kernels::{Dir, GraphView, NONE};
 use gpsense_planner::{EdgeLabel, Plan, QueryGraph};
+use rayon::prelude::*;
 
 /// A query's candidate bitsets as filtering left them: `stride` words per query node.
 pub struct Sets<'s> {
@@ -66,6 +69,10 @@ impl Rng {
 
 /// Particles: partial matches carried from one level to the next.
 const PARTICLES: usize = 64;
+
+/// Particles per task when a level's extensions are found on every core: a level of fewer than
+/// two tasks' worth stays on the calling thread (a fork costs about as much as 64 short lists).
+const TASK: usize = 64;
 
 /// Particles of a walk estimating fan-outs: one walk decides every deferral, so it can afford
 /// more, and yeast's fan-outs are heavy-tailed (a few partial matches with dozens of extensions,
@@ -320,23 +327,43 @@ impl<'a> Sampler<'a> {
         row: &[u32],
         y: usize,
         matched: &[usize],
-        mut found: impl FnMut(u32),
+        found: impl FnMut(u32),
     ) -> Option<()> {
-        let back = |a: &Arm| a.other == y || row[a.other] != NONE;
-        let arms = &self.arms[y];
-        // The shortest list among the arms back to matched nodes is walked; the rest are tested.
-        let pivot = arms
-            .iter()
-            .filter(|a| a.other != y && back(a))
-            .min_by_key(|a| self.g.adj(a.dir).by_label(row[a.other], a.label).0.len())?;
-        let (list, _) = self
-            .g
-            .adj(pivot.dir)
-            .by_label(row[pivot.other], pivot.label);
+        let list = self.pivot_list(row, y)?;
         self.work += list.len();
         if self.work > self.budget {
             return None;
         }
+        self.extend_row(row, y, matched, list, found);
+        Some(())
+    }
+
+    /// The adjacency list `row` is extended by `y` from: the shortest among `y`'s arms back to
+    /// matched nodes (the others are tested); `None` when there is none.
+    fn pivot_list(&self, row: &[u32], y: usize) -> Option<&'a [u32]> {
+        let pivot = self.arms[y]
+            .iter()
+            .filter(|a| a.other != y && row[a.other] != NONE)
+            .min_by_key(|a| self.g.adj(a.dir).by_label(row[a.other], a.label).0.len())?;
+        Some(
+            self.g
+                .adj(pivot.dir)
+                .by_label(row[pivot.other], pivot.label)
+                .0,
+        )
+    }
+
+    /// Calls `found` with each node of `list` that extends `row` by `y`.
+    fn extend_row(
+        &self,
+        row: &[u32],
+        y: usize,
+        matched: &[usize],
+        list: &[u32],
+        mut found: impl FnMut(u32),
+    ) {
+        let back = |a: &Arm| a.other == y || row[a.other] != NONE;
+        let arms = &self.arms[y];
         let g = self.g;
         let holds = |v: u32| {
             arms.iter().filter(|a| back(a)).all(|a| {
@@ -355,15 +382,90 @@ impl<'a> Sampler<'a> {
                 found(v);
             }
         }
-        Some(())
+    }
+
+    /// Every particle's extensions by `y`: how many each has, and (with `keep`) the first
+    /// [`KEPT`] of them in the particles' order. Many particles are extended on every core, in
+    /// tasks of [`TASK`] particles, with the same result as one after another; `None` past the
+    /// work bound.
+    fn level(&mut self, p: &Particles, y: usize, matched: &[usize], keep: bool) -> Option<Level> {
+        let n = p.count();
+        if n < 2 * TASK {
+            return self.level_here(p, y, matched, keep);
+        }
+        // Each task stops at the budget left; past it the walk has failed whatever the others
+        // read, as it would have one particle after another.
+        let left = self.budget.saturating_sub(self.work);
+        let this = &*self;
+        let tasks: Vec<Option<(Level, usize)>> = (0..n.div_ceil(TASK))
+            .into_par_iter()
+            .map(|t| {
+                let mut level = Level {
+                    counts: vec![0; TASK.min(n - t * TASK)],
+                    kept: Vec::new(),
+                };
+                let mut work = 0usize;
+                for (k, c) in level.counts.iter_mut().enumerate() {
+                    let row = p.row(t * TASK + k);
+                    let list = this.pivot_list(row, y)?;
+                    work += list.len();
+                    if work > left {
+                        return None;
+                    }
+                    this.extend_row(row, y, matched, list, |v| {
+                        *c += 1;
+                        if keep && level.kept.len() < KEPT {
+                            level.kept.push(v);
+                        }
+                    });
+                }
+                Some((level, work))
+            })
+            .collect();
+        let mut level = Level {
+            counts: Vec::with_capacity(n),
+            kept: Vec::new(),
+        };
+        for task in tasks {
+            let (part, work) = task?;
+            self.work += work;
+            if self.work > self.budget {
+                return None;
+            }
+            level.counts.extend(part.counts);
+            let room = KEPT - level.kept.len();
+            level.kept.extend(part.kept.into_iter().take(room));
+        }
+        Some(level)
+    }
+
+    /// [`Sampler::level`] one particle after another, on the calling thread.
+    fn level_here(
+        &mut self,
+        p: &Particles,
+        y: usize,
+        matched: &[usize],
+        keep: bool,
+    ) -> Option<Level> {
+        let mut level = Level {
+            counts: vec![0; p.count()],
+            kept: Vec::new(),
+        };
+        for (i, c) in level.counts.iter_mut().enumerate() {
+            self.extensions(p.row(i), y, matched, |v| {
+                *c += 1;
+                if keep && level.kept.len() < KEPT {
+                    level.kept.push(v);
+                }
+            })?;
+        }
+        Some(level)
     }
 
     /// The estimated partial matches after extending `p` by `y`, without extending it.
     fn estimate(&mut self, p: &Particles, y: usize, matched: &[usize]) -> Option<f64> {
-        let mut found = 0usize;
-        for i in 0..p.count() {
-            self.extensions(p.row(i), y, matched, |_| found += 1)?;
-        }
+        let level = self.level(p, y, matched, false)?;
+        let found: usize = level.counts.iter().map(|&c| c as usize).sum();
         Some(found as f64 * p.weight)
     }
 
@@ -372,16 +474,7 @@ impl<'a> Sampler<'a> {
     /// [`KEPT`]; past that, a second pass over the particles takes the picked ones, so memory stays
     /// bounded however many there are (a hub's neighbours).
     fn advance(&mut self, p: &mut Particles, y: usize, matched: &[usize]) -> Option<()> {
-        let mut counts = vec![0u32; p.count()];
-        let mut kept: Vec<u32> = Vec::new();
-        for (i, c) in counts.iter_mut().enumerate() {
-            self.extensions(p.row(i), y, matched, |v| {
-                *c += 1;
-                if kept.len() < KEPT {
-                    kept.push(v);
-                }
-            })?;
-        }
+        let Level { counts, kept } = self.level(p, y, matched, true)?;
         let grown: usize = counts.iter().map(|&c| c as usize).sum();
         let keep = grown.min(self.particles);
         let mut rows = Vec::with_capacity(keep * p.width);
@@ -544,6 +637,13 @@ impl std::fmt::Display for Note {
     }
 }
 
+/// One level of a walk: per particle its number of extensions, and the first of them.
+#[derive(Debug, PartialEq)]
+struct Level {
+    counts: Vec<u32>,
+    kept: Vec<u32>,
+}
+
 /// Particles partway down an order, with what the walk so far found.
 struct State {
     p: Particles,
@@ -644,6 +744,47 @@ mod tests {
         assert!(sampler
             .walk(&[0, 1, 2, 3], 0, &State::new(4), false)
             .is_none());
+    }
+
+    /// A level of many particles is extended on every core with the same counts, kept
+    /// extensions and adjacency entries read as one particle after another, and fails at the same
+    /// work bounds.
+    #[test]
+    fn a_level_on_every_core_is_the_level_one_particle_after_another() {
+        let (g, q) = ring();
+        let engine = Engine::new(&g);
+        let view = engine.view();
+        let stride = gpsense_kernels::bits::words_for(g.node_count());
+        // `?b` allowed on every third node only, so the counts differ from particle to particle.
+        let mut words = vec![u32::MAX; 4 * stride];
+        for v in 0..g.node_count() as u32 {
+            if v % 3 != 0 {
+                words[stride + v as usize / 32] &= !(1 << (v % 32));
+            }
+        }
+        let sets = Sets {
+            words: &words,
+            stride,
+        };
+        let arms = arms_of(&q, false).unwrap();
+        let sampler = || Sampler::new(&view, &sets, &arms, true, FANOUT_PARTICLES);
+        // All 200 nodes start: past two tasks' worth of particles.
+        let p = sampler().start(0);
+        assert!(p.count() >= 2 * TASK, "{}", p.count());
+        let (mut here, mut cores) = (sampler(), sampler());
+        let want = here.level_here(&p, 1, &[0], true).unwrap();
+        assert_eq!(cores.level(&p, 1, &[0], true), Some(want));
+        assert_eq!((here.work, cores.work), (400, 400));
+        for budget in [0, 1, 150, 399, 400, 401] {
+            let (mut here, mut cores) = (sampler(), sampler());
+            here.budget = budget;
+            cores.budget = budget;
+            assert_eq!(
+                here.level_here(&p, 1, &[0], false).is_some(),
+                cores.level(&p, 1, &[0], false).is_some(),
+                "budget {budget}"
+            );
+        }
     }
 
     /// On the ring every partial match of a path has exactly two extensions: each position's
