@@ -190,7 +190,8 @@ fn arms_of(q: &QueryGraph, variables: bool) -> Option<Vec<Vec<Arm>>> {
 
 /// Per query node where `wanted`, the estimated mean number of extensions of a partial match
 /// reaching its place in `order` (a join order of one component); `None` where no particle reached
-/// it, for nodes not wanted, and for every node past the work bound.
+/// it, for nodes not wanted, and for every node when the walk down to the last node wanted passes
+/// the work bound.
 pub fn fanouts(
     q: &QueryGraph,
     order: &[usize],
@@ -204,11 +205,15 @@ pub fn fanouts(
     let Some(arms) = arms_of(q, true) else {
         return none;
     };
-    if order.len() != n || !wanted.iter().any(|&w| w) {
+    if order.len() != n {
         return none;
     }
+    // The walk ends at the last node wanted: a position's estimate depends only on those before it.
+    let Some(last) = order.iter().rposition(|&y| wanted[y]) else {
+        return none;
+    };
     let mut sampler = Sampler::new(g, sets, &arms, injective, FANOUT_PARTICLES);
-    let Some(walk) = sampler.walk(order, 0, &State::new(n), false) else {
+    let Some(walk) = sampler.walk(&order[..=last], 0, &State::new(n), false) else {
         return none;
     };
     let mut out = none;
@@ -746,6 +751,46 @@ mod tests {
             .is_none());
     }
 
+    /// A walk for a node early in the order stops there: a hub past it, whose list every particle
+    /// would read (past the work bound), no longer costs the node its estimate.
+    #[test]
+    fn the_fanout_walk_ends_at_the_last_node_wanted() {
+        let mut b = GraphBuilder::new();
+        let (feeds, leaves) = (1_100, 20_000);
+        for i in 0..feeds {
+            b.add_triple(&format!("a{i}"), "s", "hub", 1.0).unwrap();
+        }
+        for i in 0..leaves {
+            b.add_triple("hub", "r", &format!("c{i}"), 1.0).unwrap();
+        }
+        let g = b.build().unwrap().0;
+        let q = gpsense_planner::compile("SELECT * WHERE { ?a s ?b . ?b r ?c }", &g).unwrap();
+        let engine = Engine::new(&g);
+        let view = engine.view();
+        let stride = gpsense_kernels::bits::words_for(g.node_count());
+        let mut words = vec![0u32; 3 * stride];
+        for v in 0..g.node_count() as u32 {
+            let name = g.node_name(v);
+            let u = match name.as_bytes()[0] {
+                b'a' => 0,
+                b'h' => 1,
+                _ => 2,
+            };
+            words[u * stride + v as usize / 32] |= 1 << (v % 32);
+        }
+        let sets = Sets {
+            words: &words,
+            stride,
+        };
+        let order = [0, 1, 2];
+        // 1,024 particles at the hub, each reading its 20,000 entries: past `WORK`.
+        assert!(FANOUT_PARTICLES * leaves > WORK);
+        let f = fanouts(&q, &order, &[false, true, false], &view, &sets, true);
+        assert_eq!(f, [None, Some(1.0), None]);
+        let f = fanouts(&q, &order, &[false, true, true], &view, &sets, true);
+        assert_eq!(f, [None; 3]);
+    }
+
     /// A level of many particles is extended on every core with the same counts, kept
     /// extensions and adjacency entries read as one particle after another, and fails at the same
     /// work bounds.
@@ -815,6 +860,9 @@ mod tests {
         };
         let f = fanouts(&q, &[0, 1, 2, 3], &[false; 4], &view, &sets, true);
         assert_eq!(f, [None; 4]);
+        // The walk stops at the last node wanted, with the estimates a whole walk gives there.
+        let f = fanouts(&q, &[0, 1, 2, 3], &[false, true, false, false], &view, &sets, true);
+        assert_eq!(f, [None, Some(2.0), None, None]);
     }
 
     /// A hub with more neighbours than a walk keeps in memory: the second pass still picks
