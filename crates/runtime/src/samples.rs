@@ -861,7 +861,14 @@ mod tests {
         let f = fanouts(&q, &[0, 1, 2, 3], &[false; 4], &view, &sets, true);
         assert_eq!(f, [None; 4]);
         // The walk stops at the last node wanted, with the estimates a whole walk gives there.
-        let f = fanouts(&q, &[0, 1, 2, 3], &[false, true, false, false], &view, &sets, true);
+        let f = fanouts(
+            &q,
+            &[0, 1, 2, 3],
+            &[false, true, false, false],
+            &view,
+            &sets,
+            true,
+        );
         assert_eq!(f, [None, Some(2.0), None, None]);
     }
 
