@@ -334,44 +334,47 @@ impl<'a> Sampler<'a> {
         matched: &[usize],
         found: impl FnMut(u32),
     ) -> Option<()> {
-        let list = self.pivot_list(row, y)?;
+        let (pivot, list) = self.pivot_list(row, y)?;
         self.work += list.len();
         if self.work > self.budget {
             return None;
         }
-        self.extend_row(row, y, matched, list, found);
+        self.extend_row(row, y, matched, (pivot, list), found);
         Some(())
     }
 
-    /// The adjacency list `row` is extended by `y` from: the shortest among `y`'s arms back to
-    /// matched nodes (the others are tested); `None` when there is none.
-    fn pivot_list(&self, row: &[u32], y: usize) -> Option<&'a [u32]> {
-        let pivot = self.arms[y]
+    /// The arm `row` is extended by `y` along (its index among `y`'s arms) and its adjacency
+    /// list: the shortest among the arms back to matched nodes (the others are tested); `None`
+    /// when there is none.
+    fn pivot_list(&self, row: &[u32], y: usize) -> Option<(usize, &'a [u32])> {
+        let list = |a: &Arm| self.g.adj(a.dir).by_label(row[a.other], a.label).0;
+        self.arms[y]
             .iter()
-            .filter(|a| a.other != y && row[a.other] != NONE)
-            .min_by_key(|a| self.g.adj(a.dir).by_label(row[a.other], a.label).0.len())?;
-        Some(
-            self.g
-                .adj(pivot.dir)
-                .by_label(row[pivot.other], pivot.label)
-                .0,
-        )
+            .enumerate()
+            .filter(|(_, a)| a.other != y && row[a.other] != NONE)
+            .map(|(i, a)| (i, list(a)))
+            .min_by_key(|(_, l)| l.len())
     }
 
-    /// Calls `found` with each node of `list` that extends `row` by `y`.
+    /// Calls `found` with each node of `pivot`'s list that extends `row` by `y` (the pivot arm's
+    /// edge is there: the list is its adjacency).
     fn extend_row(
         &self,
         row: &[u32],
         y: usize,
         matched: &[usize],
-        list: &[u32],
+        (pivot, list): (usize, &[u32]),
         mut found: impl FnMut(u32),
     ) {
         let back = |a: &Arm| a.other == y || row[a.other] != NONE;
         let arms = &self.arms[y];
         let g = self.g;
         let holds = |v: u32| {
-            arms.iter().filter(|a| back(a)).all(|a| {
+            let others = arms
+                .iter()
+                .enumerate()
+                .filter(|&(i, a)| i != pivot && back(a));
+            others.map(|(_, a)| a).all(|a| {
                 let w = if a.other == y { v } else { row[a.other] };
                 match a.dir {
                     Dir::Out => g.has_edge(w, a.label, v),
@@ -412,12 +415,12 @@ impl<'a> Sampler<'a> {
                 let mut work = 0usize;
                 for (k, c) in level.counts.iter_mut().enumerate() {
                     let row = p.row(t * TASK + k);
-                    let list = this.pivot_list(row, y)?;
+                    let (pivot, list) = this.pivot_list(row, y)?;
                     work += list.len();
                     if work > left {
                         return None;
                     }
-                    this.extend_row(row, y, matched, list, |v| {
+                    this.extend_row(row, y, matched, (pivot, list), |v| {
                         *c += 1;
                         if keep && level.kept.len() < KEPT {
                             level.kept.push(v);
