@@ -384,8 +384,8 @@ impl<'a> Sampler<'a> {
         };
         for &v in list {
             if self.sets.has(y, v)
-                && !(self.injective && matched.iter().any(|&m| row[m] == v))
                 && holds(v)
+                && !(self.injective && matched.iter().any(|&m| row[m] == v))
             {
                 found(v);
             }
