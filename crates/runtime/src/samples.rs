@@ -405,31 +405,61 @@ impl<'a> Sampler<'a> {
         // read, as it would have one particle after another.
         let left = self.budget.saturating_sub(self.work);
         let this = &*self;
-        let tasks: Vec<Option<(Level, usize)>> = (0..n.div_ceil(TASK))
+        let tasks: Vec<_> = (0..n.div_ceil(TASK))
             .into_par_iter()
-            .map(|t| {
-                let mut level = Level {
-                    counts: vec![0; TASK.min(n - t * TASK)],
-                    kept: Vec::new(),
-                };
-                let mut work = 0usize;
-                for (k, c) in level.counts.iter_mut().enumerate() {
-                    let row = p.row(t * TASK + k);
-                    let (pivot, list) = this.pivot_list(row, y)?;
-                    work += list.len();
-                    if work > left {
-                        return None;
-                    }
-                    this.extend_row(row, y, matched, (pivot, list), |v| {
-                        *c += 1;
-                        if keep && level.kept.len() < KEPT {
-                            level.kept.push(v);
-                        }
-                    });
-                }
-                Some((level, work))
-            })
+            .map(|t| this.task(p, t * TASK..n.min((t + 1) * TASK), y, matched, keep, left))
             .collect();
+        self.merge(tasks, n)
+    }
+
+    /// [`Sampler::level`] one particle after another, on the calling thread.
+    fn level_here(
+        &mut self,
+        p: &Particles,
+        y: usize,
+        matched: &[usize],
+        keep: bool,
+    ) -> Option<Level> {
+        let left = self.budget.saturating_sub(self.work);
+        let all = self.task(p, 0..p.count(), y, matched, keep, left);
+        self.merge(vec![all], p.count())
+    }
+
+    /// The particles `range` of a level and the adjacency entries they read; `None` when one
+    /// has no arm back or they read more than `left`.
+    fn task(
+        &self,
+        p: &Particles,
+        range: std::ops::Range<usize>,
+        y: usize,
+        matched: &[usize],
+        keep: bool,
+        left: usize,
+    ) -> Option<(Level, usize)> {
+        let mut level = Level {
+            counts: vec![0; range.len()],
+            kept: Vec::new(),
+        };
+        let mut work = 0usize;
+        for (i, c) in range.zip(level.counts.iter_mut()) {
+            let row = p.row(i);
+            let (pivot, list) = self.pivot_list(row, y)?;
+            work += list.len();
+            if work > left {
+                return None;
+            }
+            self.extend_row(row, y, matched, (pivot, list), |v| {
+                *c += 1;
+                if keep && level.kept.len() < KEPT {
+                    level.kept.push(v);
+                }
+            });
+        }
+        Some((level, work))
+    }
+
+    /// A level from its tasks in the particles' order, their reads charged to the work bound.
+    fn merge(&mut self, tasks: Vec<Option<(Level, usize)>>, n: usize) -> Option<Level> {
         let mut level = Level {
             counts: Vec::with_capacity(n),
             kept: Vec::new(),
@@ -443,29 +473,6 @@ impl<'a> Sampler<'a> {
             level.counts.extend(part.counts);
             let room = KEPT - level.kept.len();
             level.kept.extend(part.kept.into_iter().take(room));
-        }
-        Some(level)
-    }
-
-    /// [`Sampler::level`] one particle after another, on the calling thread.
-    fn level_here(
-        &mut self,
-        p: &Particles,
-        y: usize,
-        matched: &[usize],
-        keep: bool,
-    ) -> Option<Level> {
-        let mut level = Level {
-            counts: vec![0; p.count()],
-            kept: Vec::new(),
-        };
-        for (i, c) in level.counts.iter_mut().enumerate() {
-            self.extensions(p.row(i), y, matched, |v| {
-                *c += 1;
-                if keep && level.kept.len() < KEPT {
-                    level.kept.push(v);
-                }
-            })?;
         }
         Some(level)
     }
