@@ -59,4 +59,6 @@ warp_kernels! {
     mark_steps(MarkStepsArgs);
     extend_warp(ExtendWarpArgs);
     extend_warp_batch(ExtendWarpBatchArgs);
+    extend_warp_bindings(ExtendWarpArgs);
+    extend_warp_bindings_batch(ExtendWarpBatchArgs);
 }

@@ -371,7 +371,10 @@ pub struct ListsArgs {
 /// With `parents_at` (one `u64`: the previous level's claim counter), the parents are
 /// `min(parents_at[0], parents)` (the host queues the level before it knows its size); with
 /// `clock` (two `u64`s), the time limit's start and flag are shared with the query's other levels
-/// instead of `claimed`'s own.
+/// instead of `claimed`'s own. `extend_warp_bindings` (a level with an edge variable) takes the
+/// same arguments without `segments`, and reads `step.pivot` (the check whose list it scans, with
+/// its relations; `NONE`: `all`) and `step.candidates` (the new node's bitset), which
+/// `extend_warp` leaves unread.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ExtendWarpArgs {
@@ -394,7 +397,8 @@ pub struct ExtendWarpArgs {
     pub clock: DevSlice,
 }
 
-/// `extend_warp_batch`: one depth of the levels of many queries in one launch. `jobs` holds one
+/// `extend_warp_batch` (and `extend_warp_bindings_batch`, levels with an edge variable): one depth
+/// of the levels of many queries in one launch. `jobs` holds one
 /// [`ExtendWarpArgs`] per query (each with its own rows, lists, counters and limits, and `warps`
 /// equal to this `warps`); warp `w` is warp `w % warps` of job `w / warps`.
 #[repr(C)]
@@ -629,6 +633,16 @@ pub const KERNELS: &[KernelSig] = &[
     KernelSig {
         name: "extend_warp",
         param_bytes: size_of::<ExtendWarpArgs>(),
+        threads_per_item: 32,
+    },
+    KernelSig {
+        name: "extend_warp_bindings",
+        param_bytes: size_of::<ExtendWarpArgs>(),
+        threads_per_item: 32,
+    },
+    KernelSig {
+        name: "extend_warp_bindings_batch",
+        param_bytes: size_of::<ExtendWarpBatchArgs>(),
         threads_per_item: 32,
     },
     KernelSig {

@@ -400,33 +400,15 @@ pub unsafe fn pivot_segments(a: &PivotSegmentsArgs, p: usize) {
 #[inline(always)]
 pub unsafe fn extend_warp(a: &ExtendWarpArgs, w: usize, warp: &impl Warp) {
     unsafe {
-        let width = a.width as usize;
-        let counters = a.claimed.get::<AtomicU64>();
-        let out = join::Claims {
-            claimed: &counters[0],
-            clock: if a.clock.len >= 2 {
-                a.clock.get::<AtomicU64>()
-            } else {
-                &counters[1..]
-            },
-            budget_ns: a.budget_ns,
-            capacity: a.capacity,
-            stop_at: a.stop_at,
-            row: (a.out.len > 0).then_some(|r: u64| {
-                let r = r as usize;
-                a.out.region_mut::<u32>(r * width, (r + 1) * width)
-            }),
-        };
+        let out = claims(a);
         let g = a.graph.view();
         // Work-items: parents (one each), or segments of pivot lists (in turn).
         let segmented = a.segments.len > 0;
         let offsets = a.segments.get::<u64>();
         let total = if segmented {
             offsets[a.parents as usize]
-        } else if a.parents_at.len > 0 {
-            a.parents_at.get::<u64>()[0].min(a.parents)
         } else {
-            a.parents
+            parents(a)
         };
         let stride = if a.warps > 0 { a.warps } else { u64::MAX };
         let seg = a.segment as usize;
@@ -447,12 +429,99 @@ pub unsafe fn extend_warp(a: &ExtendWarpArgs, w: usize, warp: &impl Warp) {
     }
 }
 
+/// Where a warp join writes: `a`'s claim counter, clock, room and LIMIT.
+#[inline(always)]
+unsafe fn claims<'o>(a: &ExtendWarpArgs) -> join::Claims<'o, impl Fn(u64) -> &'o mut [u32]> {
+    unsafe {
+        let (width, rows) = (a.width as usize, a.out);
+        let counters = a.claimed.get::<AtomicU64>();
+        join::Claims {
+            claimed: &counters[0],
+            clock: if a.clock.len >= 2 {
+                a.clock.get::<AtomicU64>()
+            } else {
+                &counters[1..]
+            },
+            budget_ns: a.budget_ns,
+            capacity: a.capacity,
+            stop_at: a.stop_at,
+            row: (rows.len > 0).then_some(move |r: u64| {
+                let r = r as usize;
+                rows.region_mut::<u32>(r * width, (r + 1) * width)
+            }),
+        }
+    }
+}
+
+/// The parents of a warp join: `parents`, or fewer when the previous level's counter says so.
+#[inline(always)]
+unsafe fn parents(a: &ExtendWarpArgs) -> u64 {
+    unsafe {
+        if a.parents_at.len > 0 {
+            a.parents_at.get::<u64>()[0].min(a.parents)
+        } else {
+            a.parents
+        }
+    }
+}
+
+/// One warp per parent row (grid-stride) of a level with an edge variable: the row's pivot list
+/// (`lists[step.pivot]` from the row's node, with its relations; `all` without a pivot) grown by
+/// `join::extend_warp_bindings`, entries tested against `step.candidates`.
+pub unsafe fn extend_warp_bindings(a: &ExtendWarpArgs, w: usize, warp: &impl Warp) {
+    unsafe {
+        let out = claims(a);
+        let g = a.graph.view();
+        let width = a.width as usize;
+        let checks = a.step.checks.get::<Check>();
+        let step = Step {
+            slot: a.step.slot,
+            nodes: a.step.nodes,
+            injective: a.step.injective != 0,
+            checks,
+            pivot: a.step.pivot,
+            candidates: a.step.candidates.get::<u32>(),
+        };
+        let stride = if a.warps > 0 { a.warps } else { u64::MAX };
+        let (total, mut p) = (parents(a), w as u64);
+        while p < total {
+            let row = &a.rows.get::<u32>()[p as usize * width..(p as usize + 1) * width];
+            let (targets, labels) = if step.pivot == NONE {
+                (a.all.get::<u32>(), &[][..])
+            } else {
+                let l = &a.lists.get::<ListsArgs>()[step.pivot as usize];
+                let x = row[checks[step.pivot as usize].slot as usize];
+                join::edge_candidate_list(
+                    x,
+                    l.from.get(),
+                    l.offsets.get(),
+                    l.targets.get(),
+                    l.labels.get(),
+                )
+            };
+            join::extend_warp_bindings(warp, row, &step, targets, labels, &g, &out);
+            p = p.saturating_add(stride);
+        }
+    }
+}
+
 /// One depth of many queries' levels: warp `w` is warp `w % warps` of job `w / warps`.
 pub unsafe fn extend_warp_batch(a: &ExtendWarpBatchArgs, w: usize, warp: &impl Warp) {
     unsafe {
         let per = a.warps.max(1) as usize;
         if let Some(job) = a.jobs.get::<ExtendWarpArgs>().get(w / per) {
             extend_warp(job, w % per, warp);
+        }
+    }
+}
+
+/// One depth of many queries' levels with an edge variable: warp `w` is warp `w % warps` of job
+/// `w / warps`.
+pub unsafe fn extend_warp_bindings_batch(a: &ExtendWarpBatchArgs, w: usize, warp: &impl Warp) {
+    unsafe {
+        let per = a.warps.max(1) as usize;
+        if let Some(job) = a.jobs.get::<ExtendWarpArgs>().get(w / per) {
+            extend_warp_bindings(job, w % per, warp);
         }
     }
 }

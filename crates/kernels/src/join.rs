@@ -132,38 +132,52 @@ pub fn extend(
     g: &GraphView,
     emit: &mut impl FnMut(u32, &[u32]) -> bool,
 ) -> u64 {
-    let nodes = step.nodes as usize;
-    let vars = row.len() - nodes;
-    let mut bound = [NONE; MAX_EDGE_VARIABLES];
-    // A variable pivot edge: its relation is bound by the row, or by each list entry.
-    let pivot_var = match step.checks.get(step.pivot as usize) {
-        Some(p) if p.label == NONE => Some(p.var as usize - nodes),
-        _ => None,
-    };
     let mut emitted = 0;
     let mut j = lane;
     while j < targets.len() {
-        let (b, at) = (targets[j], j);
-        j += lanes;
-        if !bits::test(step.candidates, b) || (step.injective && row[..nodes].contains(&b)) {
-            continue;
-        }
-        bound[..vars].copy_from_slice(&row[nodes..]);
-        if let Some(v) = pivot_var {
-            let label = labels[at] as u32;
-            if bound[v] == NONE {
-                bound[v] = label;
-            } else if bound[v] != label {
-                continue;
-            }
-        }
-        let (n, go_on) = enumerate_bindings(row, b, step, &mut bound[..vars], g, emit);
+        let (n, go_on) = extend_entry(row, j, step, targets, labels, g, emit);
         emitted += n;
         if !go_on {
             break;
         }
+        j += lanes;
     }
     emitted
+}
+
+/// The extensions of `row` by entry `j` of the pivot list (see [`extend`]): none when the entry is
+/// not a candidate of `y` or breaks injectivity, else one per binding of the step's edge
+/// variables. Returns the number emitted and whether to go on.
+#[inline]
+pub fn extend_entry(
+    row: &[u32],
+    j: usize,
+    step: &Step,
+    targets: &[u32],
+    labels: &[u16],
+    g: &GraphView,
+    emit: &mut impl FnMut(u32, &[u32]) -> bool,
+) -> (u64, bool) {
+    let nodes = step.nodes as usize;
+    let vars = row.len() - nodes;
+    let b = targets[j];
+    if !bits::test(step.candidates, b) || (step.injective && row[..nodes].contains(&b)) {
+        return (0, true);
+    }
+    let mut bound = [NONE; MAX_EDGE_VARIABLES];
+    bound[..vars].copy_from_slice(&row[nodes..]);
+    // A variable pivot edge: its relation is bound by the row, or by the list entry.
+    if let Some(p) = step.checks.get(step.pivot as usize) {
+        if p.label == NONE {
+            let (v, label) = (p.var as usize - nodes, labels[j] as u32);
+            if bound[v] == NONE {
+                bound[v] = label;
+            } else if bound[v] != label {
+                return (0, true);
+            }
+        }
+    }
+    enumerate_bindings(row, b, step, &mut bound[..vars], g, emit)
 }
 
 /// Checks every non-pivot edge for `y = b`, enumerating relations for unbound edge variables
@@ -426,6 +440,68 @@ pub fn extend_warp<'l, 'o, W: Fn(u64) -> &'o mut [u32]>(
             if at + n >= out.stop_at {
                 return;
             }
+        }
+        base += LANES as usize;
+    }
+}
+
+/// Kernel body of the warp-centric combine for a step with an edge variable: the lanes take 32
+/// entries of the pivot list at a time (`targets`, with relations `labels`), each lane counts the
+/// rows its entry grows into (one per binding of the step's edge variables, [`extend_entry`]), a
+/// warp scan ranks them, one atomic add per warp claims their rows, and each lane enumerates its
+/// entry again to write its rows from its rank: the two-step output scheme inside the warp, so
+/// the level needs no count launch, device scan, read or write launch, and queues as
+/// [`extend_warp`] does (same [`Claims`]: capacity, LIMIT, clock).
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub fn extend_warp_bindings<'o, W: Fn(u64) -> &'o mut [u32]>(
+    warp: &impl Warp,
+    row: &[u32],
+    step: &Step,
+    targets: &[u32],
+    labels: &[u16],
+    g: &GraphView,
+    out: &Claims<'o, W>,
+) {
+    let (slot, nodes) = (step.slot as usize, step.nodes as usize);
+    let mut base = 0;
+    while base < targets.len() {
+        if warp.leader(|| out.expired() as u64) != 0 {
+            return;
+        }
+        let entry = |l: u32| base + l as usize;
+        let (at, n) = warp.claim(
+            |l| {
+                let j = entry(l);
+                if j < targets.len() {
+                    extend_entry(row, j, step, targets, labels, g, &mut |_, _| true).0
+                } else {
+                    0
+                }
+            },
+            |total| out.claimed.fetch_add(total, Ordering::Relaxed),
+            |l, first| {
+                let (j, Some(out_row)) = (entry(l), &out.row) else {
+                    return;
+                };
+                if j >= targets.len() || first >= out.capacity {
+                    return;
+                }
+                let mut r = first;
+                extend_entry(row, j, step, targets, labels, g, &mut |b, bound| {
+                    if r < out.capacity {
+                        let dst = out_row(r);
+                        dst[..nodes].copy_from_slice(&row[..nodes]);
+                        dst[slot] = b;
+                        dst[nodes..].copy_from_slice(bound);
+                    }
+                    r += 1;
+                    r < out.capacity
+                });
+            },
+        );
+        if n > 0 && at + n >= out.stop_at {
+            return;
         }
         base += LANES as usize;
     }

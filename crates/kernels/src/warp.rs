@@ -56,6 +56,17 @@ pub trait Warp {
     fn each(&self, f: impl Fn(u32));
     /// Lane 0 runs `f`; every lane gets its result.
     fn leader(&self, f: impl FnOnce() -> u64) -> u64;
+    /// The two-step output scheme within a warp: lane `l` counts `count(l)` items, lane 0 claims
+    /// room for the warp's total (`claim(total)`, not called when it is 0; it returns the first
+    /// position), and lane `l` runs `write(l, first)` with `first` its own first position: the
+    /// claimed one plus the counts of the lanes below it (an exclusive scan). Returns the claimed
+    /// position and the total, in every lane.
+    fn claim(
+        &self,
+        count: impl Fn(u32) -> u64,
+        claim: impl FnOnce(u64) -> u64,
+        write: impl Fn(u32, u64),
+    ) -> (u64, u64);
 }
 
 /// Lanes below `lane` in a ballot mask: a lane's rank among the lanes whose bit is set.
@@ -95,6 +106,30 @@ impl Warp for HostWarp<'_> {
     fn leader(&self, f: impl FnOnce() -> u64) -> u64 {
         (self.on_lane)(0);
         f()
+    }
+
+    fn claim(
+        &self,
+        count: impl Fn(u32) -> u64,
+        claim: impl FnOnce(u64) -> u64,
+        write: impl Fn(u32, u64),
+    ) -> (u64, u64) {
+        let mut counts = [0u64; LANES as usize];
+        for (l, c) in counts.iter_mut().enumerate() {
+            *c = count(l as u32);
+        }
+        let total = counts.iter().sum();
+        if total == 0 {
+            return (0, 0);
+        }
+        let at = self.leader(|| claim(total));
+        let mut first = at;
+        for (l, c) in counts.iter().enumerate() {
+            (self.on_lane)(l as u32);
+            write(l as u32, first);
+            first += c;
+        }
+        (at, total)
     }
 }
 
@@ -142,6 +177,73 @@ impl Warp for DeviceWarp {
         }
         (bhi as u64) << 32 | blo as u64
     }
+
+    #[inline]
+    fn claim(
+        &self,
+        count: impl Fn(u32) -> u64,
+        claim: impl FnOnce(u64) -> u64,
+        write: impl Fn(u32, u64),
+    ) -> (u64, u64) {
+        let own = count(self.lane);
+        // Inclusive scan over the lanes: five `shfl.sync.up` steps.
+        let mut sum = own;
+        let mut d = 1;
+        while d < LANES {
+            let up = shuffle_up(sum, d);
+            if self.lane >= d {
+                sum += up;
+            }
+            d <<= 1;
+        }
+        let total = shuffle_idx(sum, LANES - 1);
+        if total == 0 {
+            return (0, 0);
+        }
+        let at = self.leader(|| claim(total));
+        write(self.lane, at + sum - own);
+        (at, total)
+    }
+}
+
+/// The value of lane `lane - d` (own value below `d`), a `u64` as two `shfl.sync.up`.
+#[cfg(target_arch = "nvptx64")]
+#[inline]
+fn shuffle_up(v: u64, d: u32) -> u64 {
+    let (lo, hi) = (v as u32, (v >> 32) as u32);
+    let (a, b): (u32, u32);
+    unsafe {
+        core::arch::asm!(
+            "shfl.sync.up.b32 {a}, {x}, {d}, 0, 0xffffffff;",
+            "shfl.sync.up.b32 {b}, {y}, {d}, 0, 0xffffffff;",
+            x = in(reg32) lo,
+            y = in(reg32) hi,
+            d = in(reg32) d,
+            a = out(reg32) a,
+            b = out(reg32) b,
+        );
+    }
+    (b as u64) << 32 | a as u64
+}
+
+/// The value of lane `src`, a `u64` as two `shfl.sync.idx`.
+#[cfg(target_arch = "nvptx64")]
+#[inline]
+fn shuffle_idx(v: u64, src: u32) -> u64 {
+    let (lo, hi) = (v as u32, (v >> 32) as u32);
+    let (a, b): (u32, u32);
+    unsafe {
+        core::arch::asm!(
+            "shfl.sync.idx.b32 {a}, {x}, {s}, 0x1f, 0xffffffff;",
+            "shfl.sync.idx.b32 {b}, {y}, {s}, 0x1f, 0xffffffff;",
+            x = in(reg32) lo,
+            y = in(reg32) hi,
+            s = in(reg32) src,
+            a = out(reg32) a,
+            b = out(reg32) b,
+        );
+    }
+    (b as u64) << 32 | a as u64
 }
 
 #[cfg(test)]
@@ -163,5 +265,32 @@ mod tests {
         assert_eq!(rank_below(0b1011, 3), 2);
         assert_eq!(rank_below(u32::MAX, 0), 0);
         assert_eq!(rank_below(u32::MAX, 31), 31);
+    }
+
+    #[test]
+    fn a_warp_claim_gives_each_lane_the_claimed_position_plus_the_counts_below_it() {
+        let w = HostWarp { on_lane: &|_| {} };
+        let firsts: [core::cell::Cell<u64>; 32] = Default::default();
+        let claimed = core::cell::Cell::new(0);
+        let (at, total) = w.claim(
+            |l| u64::from(l % 3),
+            |t| {
+                claimed.set(t);
+                100
+            },
+            |l, first| firsts[l as usize].set(first),
+        );
+        let expected_total: u64 = (0..32).map(|l| l % 3).sum();
+        assert_eq!(
+            (at, total, claimed.get()),
+            (100, expected_total, expected_total)
+        );
+        for l in 0..32u32 {
+            let below: u64 = (0..l).map(|k| u64::from(k % 3)).sum();
+            assert_eq!(firsts[l as usize].get(), 100 + below, "lane {l}");
+        }
+        // Nothing counted: nothing claimed, nothing written.
+        let (at, total) = w.claim(|_| 0, |_| panic!("claimed 0"), |_, _| panic!("wrote"));
+        assert_eq!((at, total), (0, 0));
     }
 }

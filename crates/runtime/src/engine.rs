@@ -1108,7 +1108,7 @@ mod tests {
         assert!(self_check(HostDevice::from_env()).is_ok());
         for skip in [
             "extend_warp",
-            "write_extensions",
+            "extend_warp_bindings",
             "refine_nodes",
             "mark_steps",
         ] {

@@ -251,10 +251,10 @@ impl<D: Device> Pipeline<'_, D> {
             ..Default::default()
         };
         let alone = Instant::now();
-        // Levels with an edge variable, and segmented pivot lists, run query by query.
+        // Segmented pivot lists run query by query.
         let (mut batched, mut spaces_batched) = (Vec::new(), Vec::new());
         for ((_, j), q) in joined.into_iter().zip(qspaces) {
-            if self.segment == 0 && q.levels.iter().all(|l| l.warp) {
+            if self.segment == 0 {
                 batched.push(j);
                 spaces_batched.push(q);
                 continue;
@@ -291,8 +291,9 @@ impl<D: Device> Pipeline<'_, D> {
         let dev = self.dev;
         let rooms = self.batch_rooms(items, joined, qs)?;
         let depth = qs.iter().map(|q| q.levels.len()).max().unwrap_or(0);
-        // Every query's job per depth, in one table.
-        let mut tables: Vec<Vec<ExtendWarpArgs>> = vec![Vec::new(); depth];
+        // Every query's job per depth, in one table per depth and kernel: `2d` the warp join's,
+        // `2d + 1` the join of bindings' (levels with an edge variable).
+        let mut tables: Vec<Vec<ExtendWarpArgs>> = vec![Vec::new(); 2 * depth];
         let mut leaves = Vec::new();
         let injective = (self.semantics == Semantics::Iso) as u32;
         let (first, last) = (qs[0].claimed, qs[qs.len() - 1].claimed);
@@ -310,7 +311,7 @@ impl<D: Device> Pipeline<'_, D> {
             for (d, lp) in q.levels.iter().enumerate() {
                 let room = rooms[j][d];
                 let counter = q.claimed.part(8, 3 * d, 3 * d + 3);
-                tables[d].push(ExtendWarpArgs {
+                tables[2 * d + usize::from(!lp.warp)].push(ExtendWarpArgs {
                     rows: parents.0,
                     parents: parents.1,
                     parents_at: parents.2,
@@ -322,7 +323,7 @@ impl<D: Device> Pipeline<'_, D> {
                     budget_ns,
                     ..run.warp_args(lp)
                 });
-                let bound = room.capacity.min(parents.1.saturating_mul(lp.all.len));
+                let bound = lp.bound(room.capacity, parents.1);
                 parents = (room.rows, bound, counter.part(8, 0, 1).slice);
             }
             if let Some(lv) = q.leaves {
@@ -381,13 +382,21 @@ impl<D: Device> Pipeline<'_, D> {
             dev.write_bytes(buf, leaf_jobs.offset, as_bytes(&leaves))?;
         }
         let mut at = 0;
-        for (t, &w) in tables.iter().zip(&warps) {
+        for (k, (t, &w)) in tables.iter().zip(&warps).enumerate() {
+            if t.is_empty() {
+                continue;
+            }
             let jobs = region
                 .part(size_of::<ExtendWarpArgs>(), at, at + t.len())
                 .slice;
             at += t.len();
             let args = ExtendWarpBatchArgs { jobs, warps: w };
-            dev.launch(&Launch::ExtendWarpBatch(args), t.len() as u64 * w)?;
+            let launch = if k % 2 == 0 {
+                Launch::ExtendWarpBatch(args)
+            } else {
+                Launch::ExtendWarpBindingsBatch(args)
+            };
+            dev.launch(&launch, t.len() as u64 * w)?;
         }
         // Every query's leaf count in one launch, after all the levels.
         if !leaves.is_empty() {

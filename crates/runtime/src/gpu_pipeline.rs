@@ -36,9 +36,9 @@ pub(crate) use batch::BatchItem;
 use gpsense_graph::KnowledgeGraph;
 use gpsense_kernels::abi::{
     AdjacencyBoundsArgs, CountLeavesArgs, CountWordsArgs, DevSlice, DirectedEdge, EdgeList,
-    EdgeListsArgs, ExtendArgs, ExtendWarpArgs, FilterArgs, GraphArgs, IdentifyNodesArgs,
-    LeafGroupArgs, ListsArgs, MarkStep, MarkStepsArgs, NodeJob, NodeTotalsArgs, PivotSegmentsArgs,
-    RefineJob, RefineNodesArgs, ScanArgs, StepArgs, WriteWordsArgs,
+    EdgeListsArgs, ExtendWarpArgs, FilterArgs, GraphArgs, IdentifyNodesArgs, LeafGroupArgs,
+    ListsArgs, MarkStep, MarkStepsArgs, NodeJob, NodeTotalsArgs, PivotSegmentsArgs, RefineJob,
+    RefineNodesArgs, ScanArgs, StepArgs, WriteWordsArgs,
 };
 use gpsense_kernels::filter::Incident;
 use gpsense_kernels::join::LeafTerm;
@@ -1186,7 +1186,7 @@ impl<D: Device> Pipeline<'_, D> {
             at.push(total);
             total.add(o);
         }
-        let (dev, g, injective) = (self.dev, self.g(), self.semantics == Semantics::Iso);
+        let (dev, g) = (self.dev, self.g());
         let buf = self.arena.space.ensure(dev, total.bytes())?;
         let r = total.carve(&mut Carver::new(dev.address(buf)));
         // Candidate arrays: every node's set bits at their scanned offsets.
@@ -1256,11 +1256,7 @@ impl<D: Device> Pipeline<'_, D> {
                         labels: r.labels.slice,
                     })
             };
-            spaces.push(
-                jq.tables(&r, a, &mut tables, g, injective, &list_of_edge, &|u| {
-                    cand(jq, u)
-                })?,
-            );
+            spaces.push(jq.tables(&r, a, &mut tables, &list_of_edge, &|u| cand(jq, u))?);
         }
         dev.write_bytes(buf, r.checks.offset, as_bytes(&tables.checks))?;
         dev.write_bytes(buf, r.lists.offset, as_bytes(&tables.lists))?;
@@ -1395,8 +1391,6 @@ impl JoinQuery<'_> {
         r: &SpaceRegions,
         at: &SpaceSizes,
         t: &mut SpaceTables,
-        g: GraphArgs,
-        injective: bool,
         list_of_edge: &impl Fn(usize) -> Option<ListsArgs>,
         cand: &impl Fn(usize) -> Region,
     ) -> Result<QuerySpace, MatchError> {
@@ -1453,15 +1447,8 @@ impl JoinQuery<'_> {
                     checks: r.checks.part(16, c, c + k).slice,
                     lists: r.lists.part(64, c, c + k).slice,
                     warp: js.checks.iter().all(|c| c.label != NONE),
-                    general: general_level(
-                        js,
-                        layout.nodes,
-                        injective,
-                        g,
-                        list_of_edge,
-                        cand,
-                        &set,
-                    ),
+                    pivot: bindings_pivot(js),
+                    candidates: set(js.node).slice,
                     all: cand(js.node).slice,
                     slot: js.slot,
                 };
@@ -1495,47 +1482,6 @@ impl JoinQuery<'_> {
     }
 }
 
-/// The count-then-write join's arguments for a level with an edge variable: its pivot list (a
-/// fixed relation if there is one, else the variable edge), the new node's candidates.
-fn general_level(
-    js: &crate::layout::JoinStep,
-    nodes: usize,
-    injective: bool,
-    graph: GraphArgs,
-    list_of_edge: &impl Fn(usize) -> Option<ListsArgs>,
-    cand: &impl Fn(usize) -> Region,
-    set: &impl Fn(usize) -> Region,
-) -> ExtendArgs {
-    let pivot = js
-        .fixed_pivots
-        .first()
-        .copied()
-        .unwrap_or(js.variable_pivot);
-    let mut args = ExtendArgs {
-        graph,
-        step: StepArgs {
-            slot: js.slot,
-            nodes: nodes as u32,
-            injective: injective as u32,
-            pivot,
-            checks: DevSlice::default(),
-            candidates: set(js.node).slice,
-        },
-        lanes: 1,
-        all: cand(js.node).slice,
-        ..Default::default()
-    };
-    if pivot != NONE {
-        if let Some(l) = list_of_edge(js.edge_of_check[pivot as usize]) {
-            args.from = l.from;
-            args.ec_offsets = l.offsets;
-            args.ec_targets = l.targets;
-            args.ec_labels = l.labels;
-        }
-    }
-    args
-}
-
 /// The space-phase regions.
 struct SpaceRegions {
     cand: Region,
@@ -1557,10 +1503,43 @@ struct LevelPlan {
     slot: u32,
     checks: DevSlice,
     lists: DevSlice,
-    /// Every check a fixed relation: the one-pass warp join.
+    /// Every check a fixed relation: the one-pass warp join (`extend_warp`); else the warp join
+    /// of bindings (`extend_warp_bindings`), which scans the list of check `pivot` and tests its
+    /// entries against `candidates`.
     warp: bool,
-    general: ExtendArgs,
+    pivot: u32,
+    candidates: DevSlice,
     all: DevSlice,
+}
+
+impl LevelPlan {
+    /// This level's kernel over `args`.
+    fn launch(&self, args: ExtendWarpArgs) -> Launch {
+        if self.warp {
+            Launch::ExtendWarp(args)
+        } else {
+            Launch::ExtendWarpBindings(args)
+        }
+    }
+
+    /// Rows this level may write over `parents` parents, at most `cap`: a warp join's at most one
+    /// per candidate, a join of bindings' as many as the relations bind.
+    fn bound(&self, cap: u64, parents: u64) -> u64 {
+        if self.warp {
+            cap.min(parents.saturating_mul(self.all.len))
+        } else {
+            cap
+        }
+    }
+}
+
+/// The check a level with an edge variable scans the list of: a fixed relation if it has one
+/// (the shorter lists), else its variable edge; `NONE` for a node starting a new component.
+fn bindings_pivot(js: &crate::layout::JoinStep) -> u32 {
+    js.fixed_pivots
+        .first()
+        .copied()
+        .unwrap_or(js.variable_pivot)
 }
 
 /// The levels of one query, run depth first over parts of a level when it outgrows its buffer.
@@ -1649,10 +1628,10 @@ impl<D: Device> Levels<'_, '_, '_, D> {
         self.resume(0, root, 1)
     }
 
-    /// Levels `d..` over `n` complete parents of level `d` (`rows`): depth first in chunks when
-    /// every level is a one-pass warp join, else level by level.
+    /// Levels `d..` over `n` complete parents of level `d` (`rows`): depth first in chunks, or
+    /// level by level when long pivot lists are cut into segments.
     pub(crate) fn resume(&mut self, d: usize, rows: DevSlice, n: u64) -> Result<(), MatchError> {
-        if self.p.segment == 0 && self.levels.iter().all(|l| l.warp) {
+        if self.p.segment == 0 {
             return self.depth_first(d, rows, n);
         }
         self.level(d, rows, n)
@@ -1774,9 +1753,8 @@ impl<D: Device> Levels<'_, '_, '_, D> {
                 budget_ns,
                 ..self.warp_args(lp)
             };
-            dev.launch(&Launch::ExtendWarp(args), args.warps)?;
-            // At most its buffer's rows, and at most each parent times the node's candidates.
-            let bound = caps[d].min(parents.1.saturating_mul(lp.all.len));
+            dev.launch(&lp.launch(args), args.warps)?;
+            let bound = lp.bound(caps[d], parents.1);
             parents = (out, bound, counter.part(8, 0, 1).slice);
             outs.push(out);
         }
@@ -1897,9 +1875,13 @@ impl<D: Device> Levels<'_, '_, '_, D> {
                 slot: lp.slot,
                 nodes: self.layout.nodes as u32,
                 injective: (self.p.semantics == Semantics::Iso) as u32,
-                pivot: NONE,
+                pivot: if lp.warp { NONE } else { lp.pivot },
                 checks: lp.checks,
-                candidates: DevSlice::default(),
+                candidates: if lp.warp {
+                    DevSlice::default()
+                } else {
+                    lp.candidates
+                },
             },
             width: self.layout.width as u64,
             lists: lp.lists,
@@ -2050,7 +2032,7 @@ impl<D: Device> Levels<'_, '_, '_, D> {
 
     /// One launch of level `d` over `n` parents into room for `capacity` rows: the level's total,
     /// and how many of its rows are in the buffer (all of them when they fit; some, in the order
-    /// they were claimed, when a warp-join level overflows).
+    /// they were claimed, when the level overflows).
     fn run(
         &mut self,
         d: usize,
@@ -2060,9 +2042,8 @@ impl<D: Device> Levels<'_, '_, '_, D> {
         count_only: bool,
         stop_at: u64,
     ) -> Result<(u64, u64), MatchError> {
-        let width = self.layout.width;
-        let lp = &self.levels[d];
-        let dev = self.p.dev;
+        let (width, levels, dev) = (self.layout.width, self.levels, self.p.dev);
+        let lp = &levels[d];
         let out_slice = if count_only {
             DevSlice::default()
         } else {
@@ -2073,68 +2054,46 @@ impl<D: Device> Levels<'_, '_, '_, D> {
                 len: capacity * width as u64,
             }
         };
-        let (counts, sums) = self.scratch(n as usize)?;
-        let scratch = self.p.arena.scratch.get();
-        let space = self.p.arena.space.get();
-        if lp.warp {
-            dev.zero_bytes(space, self.claimed.offset, 24)?;
-            let mut args = ExtendWarpArgs {
-                rows: parents,
-                parents: n,
-                claimed: self.claimed.part(8, 0, 3).slice,
-                out: out_slice,
-                capacity,
-                stop_at,
-                budget_ns: self.budget_ns(),
-                ..self.warp_args(lp)
-            };
-            let mut warps = n;
-            if self.p.segment > 0 {
-                // Long lists are cut into segments that warps take in turn.
-                dev.launch(
-                    &Launch::PivotSegments(PivotSegmentsArgs {
-                        a: args,
-                        out: counts.part(8, 0, n as usize).slice,
-                    }),
-                    n,
-                )?;
-                scan(dev, counts, sums)?;
-                warps = n.clamp(SEGMENT_WARPS, MAX_PARENTS);
-                args.segments = counts.slice;
-                args.warps = warps;
-            }
-            dev.launch(&Launch::ExtendWarp(args), warps)?;
-            // The total, the start time, whether the time limit stopped it: one read.
-            let c: Vec<u64> = read(dev, space, self.claimed.offset, 3)?;
-            if c[2] != 0 {
-                self.out.time_out();
-            }
-            return Ok((c[0], c[0].min(capacity)));
-        }
-        // Count, scan on the device, read the total, write.
-        let items = n as usize;
-        dev.zero_bytes(scratch, counts.offset, counts.bytes(8))?;
-        let mut args = ExtendArgs {
-            step: StepArgs {
-                checks: lp.checks,
-                nodes: self.layout.nodes as u32,
-                ..lp.general.step
-            },
-            rows: parents,
-            width: width as u64,
-            counts: counts.part(8, 0, items).slice,
-            ..lp.general
+        let segmented = lp.warp && self.p.segment > 0;
+        let scratch = if segmented {
+            Some(self.scratch(n as usize)?)
+        } else {
+            None
         };
-        dev.launch(&Launch::CountExtensions(args), n)?;
-        scan(dev, counts, sums)?;
-        let total = read::<D, u64>(dev, scratch, counts.offset + items * 8, 1)?[0];
-        if count_only || total == 0 || total > capacity {
-            return Ok((total, 0));
+        let space = self.p.arena.space.get();
+        dev.zero_bytes(space, self.claimed.offset, 24)?;
+        let mut args = ExtendWarpArgs {
+            rows: parents,
+            parents: n,
+            claimed: self.claimed.part(8, 0, 3).slice,
+            out: out_slice,
+            capacity,
+            stop_at,
+            budget_ns: self.budget_ns(),
+            ..self.warp_args(lp)
+        };
+        let mut warps = n;
+        if let Some((counts, sums)) = scratch {
+            // Long lists are cut into segments that warps take in turn.
+            dev.launch(
+                &Launch::PivotSegments(PivotSegmentsArgs {
+                    a: args,
+                    out: counts.part(8, 0, n as usize).slice,
+                }),
+                n,
+            )?;
+            scan(dev, counts, sums)?;
+            warps = n.clamp(SEGMENT_WARPS, MAX_PARENTS);
+            args.segments = counts.slice;
+            args.warps = warps;
         }
-        args.offsets = counts.slice;
-        args.out = out_slice;
-        dev.launch(&Launch::WriteExtensions(args), n)?;
-        Ok((total, total))
+        dev.launch(&lp.launch(args), warps)?;
+        // The total, the start time, whether the time limit stopped it: one read.
+        let c: Vec<u64> = read(dev, space, self.claimed.offset, 3)?;
+        if c[2] != 0 {
+            self.out.time_out();
+        }
+        Ok((c[0], c[0].min(capacity)))
     }
 }
 

@@ -377,7 +377,11 @@ unsafe fn run_thread(launch: &Launch, gid: usize) {
             Launch::TrustSimilarity(a) => entry::trust_similarity(a, gid),
             Launch::TrustOneHop(a) => entry::trust_one_hop(a, gid),
             Launch::TrustExtend(a) => entry::trust_extend(a, gid),
-            Launch::MarkSteps(_) | Launch::ExtendWarp(_) | Launch::ExtendWarpBatch(_) => {
+            Launch::MarkSteps(_)
+            | Launch::ExtendWarp(_)
+            | Launch::ExtendWarpBatch(_)
+            | Launch::ExtendWarpBindings(_)
+            | Launch::ExtendWarpBindingsBatch(_) => {
                 unreachable!("warp kernels run per warp")
             }
         }
@@ -394,6 +398,8 @@ unsafe fn run_warp(launch: &Launch, warp: usize, w: &HostWarp) {
             Launch::MarkSteps(a) => entry::mark_steps(a, warp, w),
             Launch::ExtendWarp(a) => entry::extend_warp(a, warp, w),
             Launch::ExtendWarpBatch(a) => entry::extend_warp_batch(a, warp, w),
+            Launch::ExtendWarpBindings(a) => entry::extend_warp_bindings(a, warp, w),
+            Launch::ExtendWarpBindingsBatch(a) => entry::extend_warp_bindings_batch(a, warp, w),
             _ => unreachable!("thread kernels run per thread"),
         }
     }
