@@ -543,11 +543,7 @@ impl<D: Device> Pipeline<'_, D> {
                 let cap = if d + 1 == q.levels.len() && counts_last {
                     0
                 } else {
-                    parents
-                        .saturating_mul(lp.all.len)
-                        .min(BATCH_ROWS)
-                        .min(share)
-                        .min(own)
+                    lp.bound(BATCH_ROWS.min(share).min(own), parents)
                 };
                 if wants_rows && d + 1 == q.levels.len() {
                     rows_bytes += (cap * row_bytes) as usize;
