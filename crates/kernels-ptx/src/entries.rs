@@ -46,8 +46,6 @@ kernels! {
     pivot_segments(PivotSegmentsArgs);
     count_edge_lists(EdgeListsArgs);
     write_edge_lists(EdgeListsArgs);
-    count_extensions(ExtendArgs);
-    write_extensions(ExtendArgs);
     trust_similarity(TrustSimilarityArgs);
     trust_one_hop(TrustOneHopArgs);
     trust_extend(TrustExtendArgs);

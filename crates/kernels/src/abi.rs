@@ -324,29 +324,6 @@ pub struct StepArgs {
     pub candidates: DevSlice,
 }
 
-/// `count_extensions` (`counts`: `u64` per (row, lane)) and `write_extensions` (`offsets`: `u64`
-/// scanned counts; `out`: rows). `rows` are the parent partial matches (`width` `u32`s each). The
-/// list a row scans: with a pivot, the pivot edge's candidates from the row's node (`from`: the
-/// earlier endpoint's sorted candidate array; `ec_offsets` `u64`, `ec_targets` `u32`, `ec_labels`
-/// `u16`); without, `all` (the new node's candidate array).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default)]
-pub struct ExtendArgs {
-    pub graph: GraphArgs,
-    pub step: StepArgs,
-    pub rows: DevSlice,
-    pub width: u64,
-    pub lanes: u64,
-    pub from: DevSlice,
-    pub ec_offsets: DevSlice,
-    pub ec_targets: DevSlice,
-    pub ec_labels: DevSlice,
-    pub all: DevSlice,
-    pub counts: DevSlice,
-    pub offsets: DevSlice,
-    pub out: DevSlice,
-}
-
 /// One query edge's candidate-edge lists from its earlier endpoint: `from` (`u32`, that endpoint's
 /// sorted candidates), `offsets` (`u64`, one more than `from`, positions in `targets`), `targets`
 /// (`u32`, each list sorted for a fixed relation), `labels` (`u16`, beside `targets`; empty for a
@@ -603,16 +580,6 @@ pub const KERNELS: &[KernelSig] = &[
     KernelSig {
         name: "write_edge_lists",
         param_bytes: size_of::<EdgeListsArgs>(),
-        threads_per_item: 1,
-    },
-    KernelSig {
-        name: "count_extensions",
-        param_bytes: size_of::<ExtendArgs>(),
-        threads_per_item: 1,
-    },
-    KernelSig {
-        name: "write_extensions",
-        param_bytes: size_of::<ExtendArgs>(),
         threads_per_item: 1,
     },
     KernelSig {

@@ -463,7 +463,6 @@ pub fn extend_warp_bindings<'o, W: Fn(u64) -> &'o mut [u32]>(
     g: &GraphView,
     out: &Claims<'o, W>,
 ) {
-    let (slot, nodes) = (step.slot as usize, step.nodes as usize);
     let mut base = 0;
     while base < targets.len() {
         if warp.leader(|| out.expired() as u64) != 0 {
@@ -471,33 +470,12 @@ pub fn extend_warp_bindings<'o, W: Fn(u64) -> &'o mut [u32]>(
         }
         let entry = |l: u32| base + l as usize;
         let (at, n) = warp.claim(
-            |l| {
-                let j = entry(l);
-                if j < targets.len() {
-                    extend_entry(row, j, step, targets, labels, g, &mut |_, _| true).0
-                } else {
-                    0
-                }
-            },
+            |l| entry_rows(row, entry(l), step, targets, labels, g, out, None),
             |total| out.claimed.fetch_add(total, Ordering::Relaxed),
             |l, first| {
-                let (j, Some(out_row)) = (entry(l), &out.row) else {
-                    return;
-                };
-                if j >= targets.len() || first >= out.capacity {
-                    return;
+                if out.row.is_some() && first < out.capacity {
+                    entry_rows(row, entry(l), step, targets, labels, g, out, Some(first));
                 }
-                let mut r = first;
-                extend_entry(row, j, step, targets, labels, g, &mut |b, bound| {
-                    if r < out.capacity {
-                        let dst = out_row(r);
-                        dst[..nodes].copy_from_slice(&row[..nodes]);
-                        dst[slot] = b;
-                        dst[nodes..].copy_from_slice(bound);
-                    }
-                    r += 1;
-                    r < out.capacity
-                });
             },
         );
         if n > 0 && at + n >= out.stop_at {
@@ -505,6 +483,42 @@ pub fn extend_warp_bindings<'o, W: Fn(u64) -> &'o mut [u32]>(
         }
         base += LANES as usize;
     }
+}
+
+/// The rows `row` grows into by entry `j` of the pivot list (none past its end): counted, or with
+/// `first` also written from row `first` on (those below `out.capacity`). Not inlined: the count
+/// and the write pass share one copy of the enumeration and its fixed-size state.
+#[allow(clippy::too_many_arguments)]
+#[inline(never)]
+fn entry_rows<'o, W: Fn(u64) -> &'o mut [u32]>(
+    row: &[u32],
+    j: usize,
+    step: &Step,
+    targets: &[u32],
+    labels: &[u16],
+    g: &GraphView,
+    out: &Claims<'o, W>,
+    first: Option<u64>,
+) -> u64 {
+    if j >= targets.len() {
+        return 0;
+    }
+    let (slot, nodes) = (step.slot as usize, step.nodes as usize);
+    let mut r = first.unwrap_or(u64::MAX);
+    let write = first.and(out.row.as_ref());
+    extend_entry(row, j, step, targets, labels, g, &mut |b, bound| {
+        if let Some(out_row) = write {
+            if r < out.capacity {
+                let dst = out_row(r);
+                dst[..nodes].copy_from_slice(&row[..nodes]);
+                dst[slot] = b;
+                dst[nodes..].copy_from_slice(bound);
+            }
+            r += 1;
+        }
+        true
+    })
+    .0
 }
 
 /// The list [`extend_warp`] scans for `row`: the shortest of its backward edges' candidate-edge lists

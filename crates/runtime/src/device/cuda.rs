@@ -332,7 +332,6 @@ mod imp {
                 Launch::MarkSteps(a) => go!(a),
                 Launch::RefineNodes(a) => go!(a),
                 Launch::CountEdgeLists(a) | Launch::WriteEdgeLists(a) => go!(a),
-                Launch::CountExtensions(a) | Launch::WriteExtensions(a) => go!(a),
                 Launch::ExtendWarp(a) => go!(a),
                 Launch::ExtendWarpBatch(a) | Launch::ExtendWarpBindingsBatch(a) => go!(a),
                 Launch::ExtendWarpBindings(a) => go!(a),

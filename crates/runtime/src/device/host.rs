@@ -369,8 +369,6 @@ unsafe fn run_thread(launch: &Launch, gid: usize) {
             Launch::RefineNodes(a) => entry::refine_nodes(a, gid),
             Launch::CountEdgeLists(a) => entry::count_edge_lists(a, gid),
             Launch::WriteEdgeLists(a) => entry::write_edge_lists(a, gid),
-            Launch::CountExtensions(a) => entry::count_extensions(a, gid),
-            Launch::WriteExtensions(a) => entry::write_extensions(a, gid),
             Launch::PivotSegments(a) => entry::pivot_segments(a, gid),
             Launch::CountLeaves(a) => entry::count_leaves(a, gid),
             Launch::CountLeavesBatch(a) => entry::count_leaves_batch(a, gid),
