@@ -2,8 +2,9 @@
 //! bitsets, marks, job tables, candidate arrays and candidate-edge lists lie side by side, so that
 //! each filtering launch (a wave), the candidate arrays, and the count and write of the
 //! candidate-edge lists serve every query at once; the join's level `d` of every query is one
-//! `extend_warp_batch` launch over a table of the queries' [`ExtendWarpArgs`], the depths queued
-//! back to back; then one read of every query's counters. Two reads in all for a batch of counts
+//! `extend_warp_batch` launch over a table of the queries' [`ExtendWarpArgs`] (and one
+//! `extend_warp_bindings_batch` launch for the queries whose level `d` has an edge variable), the
+//! depths queued back to back; then one read of every query's counters. Two reads in all for a batch of counts
 //! whose levels fit their buffers. A query that wants rows (its output is not count-only) counts
 //! no leaves: every node is enumerated, and its last level's rows land in the batch's row buffer,
 //! read for every such query at once (a third read) and handed to its own output.

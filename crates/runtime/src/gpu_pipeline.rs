@@ -14,16 +14,16 @@
 //!    candidate arrays (compaction) and the candidate-edge lists of every query edge toward the
 //!    later endpoint (one count launch, device scan, one write launch), their room reserved from
 //!    the totals of step 2;
-//! 5. the warp-centric join (`extend_warp`: one pass, rows claimed by one atomic add per warp), its
-//!    levels queued back to back, each taking its parents' number from the previous level's
+//! 5. the warp-centric join (`extend_warp`: one pass, rows claimed by one atomic add per warp;
+//!    `extend_warp_bindings` for a level with an edge variable: a count pass, a warp scan, one
+//!    claim and a write pass in the same launch), its levels queued back to back, each taking its parents' number from the previous level's
 //!    counter, then `count_leaves` for counted leaves, and **one read** of every counter; the last
 //!    level's rows are read once more.
 //!
 //! So a query whose levels fit their buffers makes 2 reads (3 with rows). A level that outgrows
 //! its buffer is run again, queued as above, into a larger buffer (within the memory budget) or
 //! depth first: chunks of its parents each run through every remaining level, one read a chunk.
-//! Levels with an edge variable (count, device scan, write) and segmented pivot lists run level by
-//! level, growing or halving, one read per level.
+//! Levels over segmented pivot lists run level by level, growing or halving, one read per level.
 
 use std::time::Instant;
 
