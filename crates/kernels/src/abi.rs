@@ -433,7 +433,8 @@ pub struct CountLeavesBatchArgs {
 }
 
 /// `pivot_segments`: one thread per parent row of an [`ExtendWarpArgs`] (`a`): `out[p]` (`u64`) is
-/// the number of `a.segment`-entry segments of its pivot list.
+/// the number of `a.segment`-entry segments of its pivot list, 0 for `p` at or past the number at
+/// `a.parents_at` when it is set.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct PivotSegmentsArgs {

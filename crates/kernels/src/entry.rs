@@ -274,9 +274,15 @@ unsafe fn warp_item<'a>(
     }
 }
 
+/// Segments of parent `p`'s pivot list; 0 past the parents the previous level's counter holds
+/// (a queued level is launched over their bound, so the scan's total is the level's).
 pub unsafe fn pivot_segments(a: &PivotSegmentsArgs, p: usize) {
     unsafe {
         if p as u64 >= a.a.parents {
+            return;
+        }
+        if p as u64 >= parents(&a.a) {
+            a.out.write(p, 0u64);
             return;
         }
         let (row, step, list) = warp_item(&a.a, p);

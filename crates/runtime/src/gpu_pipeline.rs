@@ -1628,13 +1628,10 @@ impl<D: Device> Levels<'_, '_, '_, D> {
         self.resume(0, root, 1)
     }
 
-    /// Levels `d..` over `n` complete parents of level `d` (`rows`): depth first in chunks, or
-    /// level by level when long pivot lists are cut into segments.
+    /// Levels `d..` over `n` complete parents of level `d` (`rows`): queued, depth first in
+    /// chunks when a level outgrows its room.
     pub(crate) fn resume(&mut self, d: usize, rows: DevSlice, n: u64) -> Result<(), MatchError> {
-        if self.p.segment == 0 {
-            return self.depth_first(d, rows, n);
-        }
-        self.level(d, rows, n)
+        self.depth_first(d, rows, n)
     }
 
     /// Levels `d..` over `n` parents queued back to back, one read. A level `e` that outgrew its
@@ -1719,6 +1716,17 @@ impl<D: Device> Levels<'_, '_, '_, D> {
         let Some(caps) = self.queued_capacities(from, width * 4)? else {
             return Ok(Some((from, root, n, u64::MAX)));
         };
+        // Segmented levels share one scratch, taken before anything is queued (a larger one
+        // replaces the buffer) and used in turn: the stream orders them.
+        let bounds = self.parent_bounds(from, n, &caps);
+        let most = (from..l)
+            .filter(|&d| self.segmented(&self.levels[d]))
+            .map(|d| bounds[d])
+            .max();
+        let scratch = match most {
+            Some(most) => Some(self.scratch(most as usize)?),
+            None => None,
+        };
         let space = self.p.arena.space.get();
         dev.zero_bytes(space, self.claimed.offset, self.claimed.bytes(8))?;
         let budget_ns = self.budget_ns();
@@ -1736,7 +1744,7 @@ impl<D: Device> Levels<'_, '_, '_, D> {
                 }
             };
             let counter = self.claimed.part(8, 3 * d, 3 * d + 3);
-            let args = ExtendWarpArgs {
+            let mut args = ExtendWarpArgs {
                 rows: parents.0,
                 parents: parents.1,
                 parents_at: parents.2,
@@ -1753,7 +1761,11 @@ impl<D: Device> Levels<'_, '_, '_, D> {
                 budget_ns,
                 ..self.warp_args(lp)
             };
+            if let Some(scratch) = scratch.filter(|_| self.segmented(lp)) {
+                cut_lists(dev, &mut args, scratch, parents.1, SEGMENT_WARPS)?;
+            }
             dev.launch(&lp.launch(args), args.warps)?;
+            debug_assert_eq!(parents.1, bounds[d]);
             let bound = lp.bound(caps[d], parents.1);
             parents = (out, bound, counter.part(8, 0, 1).slice);
             outs.push(out);
@@ -1792,6 +1804,24 @@ impl<D: Device> Levels<'_, '_, '_, D> {
             self.next(d, total(d).min(caps[d]), self.out.count_only(), total(d))?;
         }
         Ok(None)
+    }
+
+    /// Per level from `from` on, at most how many parents a queued run gives it: `n`, then what
+    /// each level's buffer (`caps`) and binding bound let through.
+    fn parent_bounds(&self, from: usize, n: u64, caps: &[u64]) -> Vec<u64> {
+        let mut bounds = vec![0; from];
+        let mut bound = n;
+        for (d, lp) in self.levels.iter().enumerate().skip(from) {
+            bounds.push(bound);
+            bound = lp.bound(caps[d], bound);
+        }
+        bounds
+    }
+
+    /// Whether level `lp`'s pivot lists are cut into segments (a fixed-relation warp join on a
+    /// graph with hubs).
+    fn segmented(&self, lp: &LevelPlan) -> bool {
+        lp.warp && self.p.segment > 0
     }
 
     /// Whether the last level only counts its rows (a count with no leaves counted after it).
@@ -1974,9 +2004,25 @@ impl<D: Device> Levels<'_, '_, '_, D> {
     /// levels above it leave of the budget (halving per level starved deep queries: the 16th level
     /// of a 17-node path got a few hundred rows of 256 MiB).
     fn room(&self, d: usize, row_bytes: usize) -> u64 {
-        let used: u64 = self.p.arena.levels[..d].iter().map(|s| s.cap as u64).sum();
+        let row_bytes = row_bytes as u64;
+        let used: u64 = self.p.arena.levels[..d]
+            .iter()
+            .enumerate()
+            .map(|(e, s)| s.cap as u64 / row_bytes * self.row_cost(e, row_bytes))
+            .sum();
         let below = (self.levels.len() - d) as u64;
-        self.budget.saturating_sub(used) / below / row_bytes as u64
+        self.budget.saturating_sub(used) / below / self.row_cost(d, row_bytes)
+    }
+
+    /// Bytes of the budget a row of level `d` takes: its own, and when it is a parent of a
+    /// segmented level, its segment count and its part of their scan (the scratch they share
+    /// holds the most parents of any such level, at most the sum the levels pay).
+    fn row_cost(&self, d: usize, row_bytes: u64) -> u64 {
+        let parent_of_segments = self
+            .levels
+            .get(d + 1)
+            .is_some_and(|next| self.segmented(next));
+        row_bytes + if parent_of_segments { 9 } else { 0 }
     }
 
     /// Rows (or matches) the last level still needs: LIMIT stops it early.
@@ -2054,8 +2100,7 @@ impl<D: Device> Levels<'_, '_, '_, D> {
                 len: capacity * width as u64,
             }
         };
-        let segmented = lp.warp && self.p.segment > 0;
-        let scratch = if segmented {
+        let scratch = if self.segmented(lp) {
             Some(self.scratch(n as usize)?)
         } else {
             None
@@ -2073,19 +2118,9 @@ impl<D: Device> Levels<'_, '_, '_, D> {
             ..self.warp_args(lp)
         };
         let mut warps = n;
-        if let Some((counts, sums)) = scratch {
-            // Long lists are cut into segments that warps take in turn.
-            dev.launch(
-                &Launch::PivotSegments(PivotSegmentsArgs {
-                    a: args,
-                    out: counts.part(8, 0, n as usize).slice,
-                }),
-                n,
-            )?;
-            scan(dev, counts, sums)?;
+        if let Some(scratch) = scratch {
             warps = n.clamp(SEGMENT_WARPS, MAX_PARENTS);
-            args.segments = counts.slice;
-            args.warps = warps;
+            cut_lists(dev, &mut args, scratch, n, warps)?;
         }
         dev.launch(&lp.launch(args), warps)?;
         // The total, the start time, whether the time limit stopped it: one read.
@@ -2095,6 +2130,31 @@ impl<D: Device> Levels<'_, '_, '_, D> {
         }
         Ok((c[0], c[0].min(capacity)))
     }
+}
+
+/// Cuts the pivot lists of `args`' level (over at most `bound` parents, the number at
+/// `args.parents_at` when set) into segments that `warps` warps take in turn: a count launch and a
+/// device scan into `scratch`, no read.
+fn cut_lists<D: Device>(
+    dev: &D,
+    args: &mut ExtendWarpArgs,
+    (counts, sums): (Region, Region),
+    bound: u64,
+    warps: u64,
+) -> Result<(), DeviceError> {
+    let n = bound as usize;
+    let counts = counts.part(8, 0, n + 1);
+    dev.launch(
+        &Launch::PivotSegments(PivotSegmentsArgs {
+            a: *args,
+            out: counts.part(8, 0, n).slice,
+        }),
+        bound,
+    )?;
+    scan(dev, counts, sums)?;
+    args.segments = counts.slice;
+    args.warps = warps;
+    Ok(())
 }
 
 /// Exclusive scan of `values` in place on the device (three launches, no read).

@@ -1,0 +1,150 @@
+//! Levels whose pivot lists are cut into segments (the heavy-row split, on by default on graphs
+//! with hubs: full ConceptNet, SenticNet) in the emulated GPU pipeline, on ConceptNet-100K with
+//! every list cut into 16-entry segments: the answers are `dfs`'s, rows and counts; the levels are
+//! queued back to back (each level's segments counted and scanned on the device over the parents
+//! its predecessor's counter holds: one read for a count), a level over the memory budget runs
+//! depth first in chunks within the budget, and LIMIT stops the last level.
+//!
+//! Its own binary: it sets `GPSENSE_SEGMENT` (read when an `Engine` is made), the same value in
+//! every test.
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::OnceLock;
+
+use gpsense_graph::ingest::{ingest, IngestOptions, NoProgress};
+use gpsense_graph::KnowledgeGraph;
+use gpsense_planner::{compile, QueryGraph};
+use gpsense_runtime::{Engine, EngineKind, MatchOptions, Semantics};
+
+fn conceptnet() -> &'static KnowledgeGraph {
+    static G: OnceLock<KnowledgeGraph> = OnceLock::new();
+    G.get_or_init(|| {
+        std::env::set_var("GPSENSE_SEGMENT", "16");
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../datasets/conceptnet-100k/train.txt.gz");
+        ingest(&[path], &IngestOptions::default(), &NoProgress)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .0
+    })
+}
+
+fn compiled(text: &str) -> QueryGraph {
+    compile(text, conceptnet()).unwrap_or_else(|e| panic!("{}", e.render(text)))
+}
+
+fn options(engine: EngineKind, memory_budget: u64) -> MatchOptions {
+    MatchOptions {
+        semantics: Semantics::Iso,
+        engine,
+        memory_budget,
+        ..MatchOptions::default()
+    }
+}
+
+/// Fixed-relation joins of two to four levels (a path, a star's centre with a counted leaf, a
+/// cycle), and one with an edge variable (its level is not segmented, but queues among them).
+const QUERIES: [&str; 5] = [
+    "SELECT * WHERE { ?x IsA ?y . ?y IsA animal . ?x AtLocation ?z }",
+    "SELECT * WHERE { ?a IsA ?b . ?b AtLocation ?c . ?c AtLocation house }",
+    "SELECT * WHERE { ?a IsA ?b . ?b IsA ?c . ?c IsA animal . ?a AtLocation ?d }",
+    "SELECT * WHERE { ?a AtLocation ?b . ?b AtLocation ?c . ?c AtLocation ?a }",
+    "SELECT * WHERE { ?x ?r animal . ?x IsA ?y . ?y AtLocation ?z }",
+];
+
+#[test]
+fn segmented_levels_answer_as_dfs_with_their_levels_queued() {
+    for text in QUERIES {
+        let q = compiled(text);
+        let (mut want, _) = Engine::new(conceptnet())
+            .collect(&q, &options(EngineKind::Dfs, 1 << 30))
+            .unwrap();
+        let engine = Engine::new(conceptnet());
+        let emulated = options(EngineKind::Emulated, 1 << 30);
+        // Cold, a level may outgrow its first buffer and run again; warm, the arena holds it.
+        engine.collect(&q, &emulated).unwrap();
+        let (mut got, rows) = engine.collect(&q, &emulated).unwrap();
+        want.sort();
+        got.sort();
+        assert_eq!(got, want, "{text}");
+        let count = engine.count(&q, &emulated).unwrap();
+        assert_eq!(count.rows, want.len() as u128, "{text}");
+        let (r, c) = (rows.device_report.unwrap(), count.device_report.unwrap());
+        println!(
+            "{text}: {} rows; warm, rows: {} launches, {} reads; count: {} launches, {} reads",
+            want.len(),
+            r.counters.launches,
+            r.counters.syncs,
+            c.counters.launches,
+            c.counters.syncs,
+        );
+        // Filtering's read and one read of every level's counter (one more for rows): level by
+        // level, each segmented level was read on its own.
+        assert!(c.counters.syncs <= 2, "{text}: {} reads", c.counters.syncs);
+        assert!(r.counters.syncs <= 3, "{text}: {} reads", r.counters.syncs);
+    }
+}
+
+/// Room for the candidate space and some tens of thousands of rows of 4 slots; the query's last
+/// level alone is 40,355 rows.
+const SMALL: u64 = 384 << 10;
+
+const PATH: &str = "SELECT * WHERE { ?a IsA ?b . ?b IsA ?c . ?c IsA ?d }";
+
+#[test]
+fn a_segmented_level_over_the_budget_runs_depth_first_within_it() {
+    let q = compiled(PATH);
+    let (mut want, _) = Engine::new(conceptnet())
+        .collect(&q, &options(EngineKind::Dfs, 1 << 30))
+        .unwrap();
+    let (mut got, report) = Engine::new(conceptnet())
+        .collect(&q, &options(EngineKind::Emulated, SMALL))
+        .unwrap();
+    want.sort();
+    got.sort();
+    assert_eq!(got, want);
+    let s = report.device_report.unwrap();
+    println!(
+        "{PATH}: {} rows; {} KiB: {} reads, {} launches, {} chunks, {} KiB",
+        want.len(),
+        SMALL >> 10,
+        s.counters.syncs,
+        s.counters.launches,
+        s.chunks,
+        s.arena_bytes >> 10,
+    );
+    assert!(s.chunks > 0, "no chunk ran depth first");
+    // A chunk costs one read, and one more for its rows (halving on the host cost a read per
+    // level and half, and segments a launch of their own each).
+    assert!(
+        s.counters.syncs <= 2 * s.chunks + 4,
+        "{} reads",
+        s.counters.syncs
+    );
+    let pages = 4096 * (q.nodes.len() as u64 + 2);
+    assert!(s.arena_bytes <= SMALL + pages, "{} bytes", s.arena_bytes);
+}
+
+#[test]
+fn a_limit_stops_a_segmented_level_with_rows_of_the_answer() {
+    let q = compiled(PATH);
+    let (all, _) = Engine::new(conceptnet())
+        .collect(&q, &options(EngineKind::Dfs, 1 << 30))
+        .unwrap();
+    let all: HashSet<Vec<u32>> = all.into_iter().collect();
+    for limit in [1, 7, 100] {
+        let opts = MatchOptions {
+            limit: Some(limit),
+            ..options(EngineKind::Emulated, 1 << 30)
+        };
+        let (rows, report) = Engine::new(conceptnet()).collect(&q, &opts).unwrap();
+        assert_eq!(rows.len() as u64, limit);
+        assert!(report.limit_reached);
+        let distinct: HashSet<&Vec<u32>> = rows.iter().collect();
+        assert_eq!(distinct.len(), rows.len(), "a row twice");
+        assert!(
+            rows.iter().all(|r| all.contains(r)),
+            "a row not in the answer"
+        );
+    }
+}
