@@ -44,6 +44,7 @@ kernels! {
     add_chunk_offsets(ScanArgs);
     refine_nodes(RefineNodesArgs);
     pivot_segments(PivotSegmentsArgs);
+    pivot_segments_batch(PivotSegmentsBatchArgs);
     count_edge_lists(EdgeListsArgs);
     write_edge_lists(EdgeListsArgs);
     trust_similarity(TrustSimilarityArgs);

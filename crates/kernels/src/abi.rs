@@ -432,14 +432,26 @@ pub struct CountLeavesBatchArgs {
     pub threads: u64,
 }
 
-/// `pivot_segments`: one thread per parent row of an [`ExtendWarpArgs`] (`a`): `out[p]` (`u64`) is
-/// the number of `a.segment`-entry segments of its pivot list, 0 for `p` at or past the number at
-/// `a.parents_at` when it is set.
+/// `pivot_segments`: one thread per parent row of an [`ExtendWarpArgs`] (`a`), and one more:
+/// `out[p]` (`u64`, `a.parents + 1` of them) is the number of `a.segment`-entry segments of its
+/// pivot list, 0 for `p` at or past the number at `a.parents_at` when it is set, and at
+/// `a.parents`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct PivotSegmentsArgs {
     pub a: ExtendWarpArgs,
     pub out: DevSlice,
+}
+
+/// `pivot_segments_batch`: `pivot_segments` for many queries' levels of one depth. `jobs` holds
+/// one [`PivotSegmentsArgs`] per query, their `out`s side by side so that one scan numbers every
+/// query's segments (`extend_warp` counts a job's from its first offset); thread `t` is parent
+/// `t % threads` of job `t / threads`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PivotSegmentsBatchArgs {
+    pub jobs: DevSlice,
+    pub threads: u64,
 }
 
 /// `trust_similarity`: one thread per data name, items `first..first + out.len`. `query` holds the
@@ -589,6 +601,11 @@ pub const KERNELS: &[KernelSig] = &[
         threads_per_item: 1,
     },
     KernelSig {
+        name: "pivot_segments_batch",
+        param_bytes: size_of::<PivotSegmentsBatchArgs>(),
+        threads_per_item: 1,
+    },
+    KernelSig {
         name: "count_leaves",
         param_bytes: size_of::<CountLeavesArgs>(),
         threads_per_item: 1,
@@ -654,6 +671,8 @@ const _: () = assert!(size_of::<EdgeList>() == 64);
 const _: () = assert!(size_of::<LeafGroupArgs>() == 80);
 // `extend_warp_batch` reads a table of these from device memory.
 const _: () = assert!(size_of::<ExtendWarpArgs>() == 344);
+// `pivot_segments_batch` reads a table of these.
+const _: () = assert!(size_of::<PivotSegmentsArgs>() == 360);
 // `count_leaves_batch` reads a table of these.
 const _: () = assert!(size_of::<CountLeavesArgs>() == 120);
 const _: () = assert!(size_of::<crate::trust::Link>() == 12);

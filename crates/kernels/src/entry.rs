@@ -275,10 +275,11 @@ unsafe fn warp_item<'a>(
 }
 
 /// Segments of parent `p`'s pivot list; 0 past the parents the previous level's counter holds
-/// (a queued level is launched over their bound, so the scan's total is the level's).
+/// (a queued level is launched over their bound, so the scan's total is the level's), and 0 at
+/// `a.parents` (the slot whose scan is the total, rewritten before every use).
 pub unsafe fn pivot_segments(a: &PivotSegmentsArgs, p: usize) {
     unsafe {
-        if p as u64 >= a.a.parents {
+        if p as u64 > a.a.parents {
             return;
         }
         if p as u64 >= parents(&a.a) {
@@ -302,8 +303,10 @@ pub unsafe fn extend_warp(a: &ExtendWarpArgs, w: usize, warp: &impl Warp) {
         // Work-items: parents (one each), or segments of pivot lists (in turn).
         let segmented = a.segments.len > 0;
         let offsets = a.segments.get::<u64>();
+        // A batch scans its queries' counts as one array: a job's numbers start at its first.
+        let base = if segmented { offsets[0] } else { 0 };
         let total = if segmented {
-            offsets[a.parents as usize]
+            offsets[a.parents as usize] - base
         } else {
             parents(a)
         };
@@ -313,8 +316,9 @@ pub unsafe fn extend_warp(a: &ExtendWarpArgs, w: usize, warp: &impl Warp) {
         while s < total {
             let (p, part) = if segmented {
                 // The parent whose segments include `s`.
-                let p = offsets[..a.parents as usize].partition_point(|&o| o <= s) - 1;
-                let k = (s - offsets[p]) as usize;
+                let at = s + base;
+                let p = offsets[..a.parents as usize].partition_point(|&o| o <= at) - 1;
+                let k = (at - offsets[p]) as usize;
                 (p, (k * seg, (k + 1) * seg))
             } else {
                 (s as usize, (0, usize::MAX))
@@ -501,6 +505,16 @@ pub unsafe fn count_leaves(a: &CountLeavesArgs, t: usize) {
                 return;
             }
             p += a.threads.max(1);
+        }
+    }
+}
+
+/// Thread `t` of a `pivot_segments_batch` launch: parent `t % threads` of its query's job.
+pub unsafe fn pivot_segments_batch(a: &PivotSegmentsBatchArgs, t: usize) {
+    let threads = a.threads.max(1) as usize;
+    unsafe {
+        if let Some(job) = a.jobs.get::<PivotSegmentsArgs>().get(t / threads) {
+            pivot_segments(job, t % threads);
         }
     }
 }

@@ -23,13 +23,14 @@ use rayon::prelude::*;
 
 use gpsense_kernels::abi::{
     CountLeavesArgs, CountLeavesBatchArgs, DevSlice, ExtendWarpArgs, ExtendWarpBatchArgs,
+    PivotSegmentsArgs, PivotSegmentsBatchArgs,
 };
 use gpsense_kernels::bits;
 use gpsense_planner::{Plan, QueryGraph};
 
 use super::{
-    by_node, rows_part, Carver, DeviceReport, FilterQuery, FilterSizes, JoinQuery, Levels,
-    Pipeline, Prepared, QuerySpace, Slab, LEAF_THREADS, QUEUED_WARPS,
+    by_node, rows_part, scan, scan_sums, Carver, DeviceReport, FilterQuery, FilterSizes, JoinQuery,
+    Levels, Pipeline, Prepared, QuerySpace, Region, Slab, LEAF_THREADS, QUEUED_WARPS,
 };
 use crate::device::{as_bytes, read, Device, Launch};
 use crate::engine::BatchPhases;
@@ -251,29 +252,10 @@ impl<D: Device> Pipeline<'_, D> {
             space: start.elapsed() - filter_time,
             ..Default::default()
         };
-        let alone = Instant::now();
-        // Segmented pivot lists run query by query.
-        let (mut batched, mut spaces_batched) = (Vec::new(), Vec::new());
-        for ((_, j), q) in joined.into_iter().zip(qspaces) {
-            if self.segment == 0 {
-                batched.push(j);
-                spaces_batched.push(q);
-                continue;
-            }
-            let it = &mut items[j.item];
-            charge_share(it.out, start, start.elapsed(), admitted.len());
-            self.limit = it.limit;
-            self.memory_budget = it.memory_budget;
-            let mut run = Levels::new(self, &j.layout, &q, it.out, j.bytes);
-            let done = run
-                .start(q.root)
-                .map(|()| (run.runs, run.partials, run.chunks));
-            set_levels(it, done);
-        }
-        phases.alone = alone.elapsed();
-        let (levels, after) = self.levels_batch(items, &batched, &spaces_batched, start)?;
+        let batched: Vec<Joined> = joined.into_iter().map(|(_, j)| j).collect();
+        let (levels, after) = self.levels_batch(items, &batched, &qspaces, start)?;
         phases.levels = levels;
-        phases.alone += after;
+        phases.alone = after;
         Ok(phases)
     }
 
@@ -346,12 +328,20 @@ impl<D: Device> Pipeline<'_, D> {
         // A depth's warps per query: enough for its largest level, at most a share of
         // BATCH_WARPS (warps take their query's parents in turn; idle ones still cost a GPU's
         // scheduler, and the emulator, their start).
+        // A segmented depth's warps take segments, whose number only the device knows: its share.
+        let cut = self.segment > 0;
+        let segmented = move |k: usize| k.is_multiple_of(2) && cut;
         let warps: Vec<u64> = tables
             .iter()
-            .map(|t| {
+            .enumerate()
+            .map(|(k, t)| {
                 let most = t.iter().map(|a| a.parents).max().unwrap_or(1);
                 let share = (BATCH_WARPS / t.len().max(1) as u64).clamp(32, QUEUED_WARPS);
-                most.clamp(1, share)
+                if segmented(k) {
+                    share
+                } else {
+                    most.clamp(1, share)
+                }
             })
             .collect();
         for (t, &w) in tables.iter_mut().zip(&warps) {
@@ -359,6 +349,7 @@ impl<D: Device> Pipeline<'_, D> {
                 a.warps = w;
             }
         }
+        let cuts = self.batch_cuts(&mut tables, segmented)?;
         // The leaf counts' threads per query: enough for its largest last level, at most a share
         // of LEAF_THREADS.
         let leaf_threads = {
@@ -370,22 +361,44 @@ impl<D: Device> Pipeline<'_, D> {
             a.threads = leaf_threads;
         }
         let rows: usize = tables.iter().map(Vec::len).sum();
+        let cut_rows: usize = cuts.jobs.iter().map(Vec::len).sum();
         let mut sizing = Carver::new(0);
         sizing.take::<ExtendWarpArgs>(rows);
         sizing.take::<CountLeavesArgs>(leaves.len());
+        sizing.take::<PivotSegmentsArgs>(cut_rows);
         let buf = self.arena.batch_jobs.ensure(dev, sizing.at)?;
         let mut c = Carver::new(dev.address(buf));
         let region = c.take::<ExtendWarpArgs>(rows);
         let leaf_jobs = c.take::<CountLeavesArgs>(leaves.len());
+        let cut_jobs = c.take::<PivotSegmentsArgs>(cut_rows);
         let flat: Vec<ExtendWarpArgs> = tables.iter().flatten().copied().collect();
         dev.write_bytes(buf, region.offset, as_bytes(&flat))?;
         if !leaves.is_empty() {
             dev.write_bytes(buf, leaf_jobs.offset, as_bytes(&leaves))?;
         }
-        let mut at = 0;
+        if cut_rows > 0 {
+            let flat: Vec<PivotSegmentsArgs> = cuts.jobs.iter().flatten().copied().collect();
+            dev.write_bytes(buf, cut_jobs.offset, as_bytes(&flat))?;
+        }
+        let (mut at, mut cut_at) = (0, 0);
         for (k, (t, &w)) in tables.iter().zip(&warps).enumerate() {
             if t.is_empty() {
                 continue;
+            }
+            let cut = &cuts.jobs[k];
+            if !cut.is_empty() {
+                // The depth's segments: every query's counted, then one scan numbers them all.
+                let jobs = cut_jobs
+                    .part(size_of::<PivotSegmentsArgs>(), cut_at, cut_at + cut.len())
+                    .slice;
+                cut_at += cut.len();
+                let threads = cuts.threads[k];
+                dev.launch(
+                    &Launch::PivotSegmentsBatch(PivotSegmentsBatchArgs { jobs, threads }),
+                    cut.len() as u64 * threads,
+                )?;
+                let (counts, sums) = cuts.scratch.expect("a cut depth has its scratch");
+                scan(dev, counts.part(8, 0, cuts.len[k] as usize), sums)?;
             }
             let jobs = region
                 .part(size_of::<ExtendWarpArgs>(), at, at + t.len())
@@ -518,6 +531,56 @@ impl<D: Device> Pipeline<'_, D> {
     /// can produce (its parents' room times its candidates), BATCH_ROWS and its share of
     /// BATCH_LEVEL_BYTES, within its own budget; none for a last level that only counts. The last
     /// level of a query that wants rows lies in the batch's row buffer.
+    /// Points every segmented depth's jobs at their segments' counts (side by side in the
+    /// scratch, `parents + 1` each) and makes their `pivot_segments` jobs; the scratch is taken
+    /// here, before anything is queued.
+    fn batch_cuts(
+        &mut self,
+        tables: &mut [Vec<ExtendWarpArgs>],
+        segmented: impl Fn(usize) -> bool,
+    ) -> Result<Cuts, MatchError> {
+        let mut cuts = Cuts {
+            jobs: vec![Vec::new(); tables.len()],
+            threads: vec![0; tables.len()],
+            len: vec![0; tables.len()],
+            scratch: None,
+        };
+        let most = (0..tables.len())
+            .filter(|&k| segmented(k))
+            .map(|k| tables[k].iter().map(|a| a.parents + 1).sum::<u64>())
+            .max()
+            .unwrap_or(0);
+        if most == 0 {
+            return Ok(cuts);
+        }
+        let most = most as usize;
+        let mut c = Carver::new(0);
+        c.take::<u64>(most);
+        c.take::<u64>(scan_sums(most));
+        let buf = self.arena.scratch.ensure(self.dev, c.at)?;
+        let mut c = Carver::new(self.dev.address(buf));
+        let (counts, sums) = (c.take::<u64>(most), c.take::<u64>(scan_sums(most)));
+        cuts.scratch = Some((counts, sums));
+        for (k, t) in tables.iter_mut().enumerate() {
+            if !segmented(k) {
+                continue;
+            }
+            let mut at = 0usize;
+            for a in t.iter_mut() {
+                let n = a.parents as usize + 1;
+                a.segments = counts.part(8, at, at + n).slice;
+                at += n;
+                cuts.jobs[k].push(PivotSegmentsArgs {
+                    a: *a,
+                    out: a.segments,
+                });
+                cuts.threads[k] = cuts.threads[k].max(n as u64);
+            }
+            cuts.len[k] = at as u64;
+        }
+        Ok(cuts)
+    }
+
     fn batch_rooms(
         &mut self,
         items: &[BatchItem],
@@ -535,9 +598,10 @@ impl<D: Device> Pipeline<'_, D> {
             let counts_last = jq.groups.is_empty() && it.out.count_only();
             let wants_rows = !it.out.count_only();
             let share = (BATCH_LEVEL_BYTES / levels.max(1) / row_bytes).max(1);
+            // With segments, a parent's count and its part of their scan come out of its share.
             let own = it.memory_budget.saturating_sub(jq.bytes)
                 / q.levels.len().max(1) as u64
-                / row_bytes;
+                / (row_bytes + if self.segment > 0 { 9 } else { 0 });
             let mut parents = 1u64;
             let mut row = Vec::with_capacity(q.levels.len());
             for (d, lp) in q.levels.iter().enumerate() {
@@ -682,4 +746,14 @@ fn set_levels(it: &mut BatchItem, done: Result<(u64, u64, u64), MatchError>) {
         }
         Err(e) => it.result = Some(Err(e)),
     }
+}
+
+/// The segments of a batch's segmented depths (graphs with hubs), per depth's table: each query's
+/// `pivot_segments` job (its counts side by side with the other queries'), the launch's threads
+/// per job, the counts' length, and the scratch holding the counts and their scan.
+struct Cuts {
+    jobs: Vec<Vec<PivotSegmentsArgs>>,
+    threads: Vec<u64>,
+    len: Vec<u64>,
+    scratch: Option<(Region, Region)>,
 }

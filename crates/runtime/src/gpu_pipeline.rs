@@ -2142,14 +2142,13 @@ fn cut_lists<D: Device>(
     bound: u64,
     warps: u64,
 ) -> Result<(), DeviceError> {
-    let n = bound as usize;
-    let counts = counts.part(8, 0, n + 1);
+    let counts = counts.part(8, 0, bound as usize + 1);
     dev.launch(
         &Launch::PivotSegments(PivotSegmentsArgs {
             a: *args,
-            out: counts.part(8, 0, n).slice,
+            out: counts.slice,
         }),
-        bound,
+        bound + 1,
     )?;
     scan(dev, counts, sums)?;
     args.segments = counts.slice;

@@ -3,7 +3,8 @@
 //! every list cut into 16-entry segments: the answers are `dfs`'s, rows and counts; the levels are
 //! queued back to back (each level's segments counted and scanned on the device over the parents
 //! its predecessor's counter holds: one read for a count), a level over the memory budget runs
-//! depth first in chunks within the budget, and LIMIT stops the last level.
+//! depth first in chunks within the budget, LIMIT stops the last level, and a batch keeps its
+//! segmented queries (each depth's segments counted for every query in one launch, one scan).
 //!
 //! Its own binary: it sets `GPSENSE_SEGMENT` (read when an `Engine` is made), the same value in
 //! every test.
@@ -147,4 +148,39 @@ fn a_limit_stops_a_segmented_level_with_rows_of_the_answer() {
             "a row not in the answer"
         );
     }
+}
+
+#[test]
+fn a_batch_keeps_its_segmented_queries() {
+    let qs: Vec<QueryGraph> = QUERIES.iter().map(|t| compiled(t)).collect();
+    let dfs = Engine::new(conceptnet());
+    let want: Vec<u128> = qs
+        .iter()
+        .map(|q| {
+            dfs.count(q, &options(EngineKind::Dfs, 1 << 30))
+                .unwrap()
+                .rows
+        })
+        .collect();
+    let engine = Engine::new(conceptnet());
+    let opts = options(EngineKind::Emulated, 1 << 30);
+    let batch: Vec<_> = qs.iter().map(|q| (q, &opts)).collect();
+    let first = engine.count_batch(&batch);
+    let report = engine.count_batch(&batch);
+    for (r, when) in [&first, &report].iter().zip(["cold", "warm"]) {
+        assert_eq!(r.batched, QUERIES.len());
+        for ((text, want), got) in QUERIES.iter().zip(&want).zip(&r.reports) {
+            let got = got.as_ref().unwrap_or_else(|e| panic!("{text}: {e}"));
+            assert_eq!(got.rows, *want, "{text}, {when}");
+        }
+    }
+    let c = report.counters;
+    println!(
+        "{} segmented counts in one batch, warm: {} launches, {} reads",
+        QUERIES.len(),
+        c.launches,
+        c.syncs
+    );
+    // Filtering's read and the levels' read: no query went on alone.
+    assert!(c.syncs <= 2, "{} reads", c.syncs);
 }

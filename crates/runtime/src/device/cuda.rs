@@ -336,6 +336,7 @@ mod imp {
                 Launch::ExtendWarpBatch(a) | Launch::ExtendWarpBindingsBatch(a) => go!(a),
                 Launch::ExtendWarpBindings(a) => go!(a),
                 Launch::PivotSegments(a) => go!(a),
+                Launch::PivotSegmentsBatch(a) => go!(a),
                 Launch::CountLeaves(a) => go!(a),
                 Launch::CountLeavesBatch(a) => go!(a),
                 Launch::TrustSimilarity(a) => go!(a),

@@ -370,6 +370,7 @@ unsafe fn run_thread(launch: &Launch, gid: usize) {
             Launch::CountEdgeLists(a) => entry::count_edge_lists(a, gid),
             Launch::WriteEdgeLists(a) => entry::write_edge_lists(a, gid),
             Launch::PivotSegments(a) => entry::pivot_segments(a, gid),
+            Launch::PivotSegmentsBatch(a) => entry::pivot_segments_batch(a, gid),
             Launch::CountLeaves(a) => entry::count_leaves(a, gid),
             Launch::CountLeavesBatch(a) => entry::count_leaves_batch(a, gid),
             Launch::TrustSimilarity(a) => entry::trust_similarity(a, gid),

@@ -56,6 +56,7 @@ unsafe impl Pod for abi::LeafGroupArgs {}
 unsafe impl Pod for gpsense_kernels::join::LeafTerm {}
 unsafe impl Pod for abi::ExtendWarpArgs {}
 unsafe impl Pod for abi::CountLeavesArgs {}
+unsafe impl Pod for abi::PivotSegmentsArgs {}
 
 /// One kernel launch: the kernel and its argument struct.
 #[derive(Clone, Copy, Debug)]
@@ -76,6 +77,7 @@ pub enum Launch {
     ExtendWarpBindings(abi::ExtendWarpArgs),
     ExtendWarpBindingsBatch(abi::ExtendWarpBatchArgs),
     PivotSegments(abi::PivotSegmentsArgs),
+    PivotSegmentsBatch(abi::PivotSegmentsBatchArgs),
     CountLeaves(abi::CountLeavesArgs),
     CountLeavesBatch(abi::CountLeavesBatchArgs),
     TrustSimilarity(abi::TrustSimilarityArgs),
@@ -103,6 +105,7 @@ impl Launch {
             Launch::ExtendWarpBindings(_) => "extend_warp_bindings",
             Launch::ExtendWarpBindingsBatch(_) => "extend_warp_bindings_batch",
             Launch::PivotSegments(_) => "pivot_segments",
+            Launch::PivotSegmentsBatch(_) => "pivot_segments_batch",
             Launch::CountLeaves(_) => "count_leaves",
             Launch::CountLeavesBatch(_) => "count_leaves_batch",
             Launch::TrustSimilarity(_) => "trust_similarity",
