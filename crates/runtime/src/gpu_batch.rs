@@ -4,7 +4,9 @@
 //! candidate-edge lists serve every query at once; the join's level `d` of every query is one
 //! `extend_warp_batch` launch over a table of the queries' [`ExtendWarpArgs`] (and one
 //! `extend_warp_bindings_batch` launch for the queries whose level `d` has an edge variable), the
-//! depths queued back to back; then one read of every query's counters. Two reads in all for a batch of counts
+//! depths queued back to back (on graphs with hubs, each depth's long pivot lists cut into
+//! segments first: one `pivot_segments_batch` launch counts every query's side by side and one
+//! scan numbers them all); then one read of every query's counters. Two reads in all for a batch of counts
 //! whose levels fit their buffers. A query that wants rows (its output is not count-only) counts
 //! no leaves: every node is enumerated, and its last level's rows land in the batch's row buffer,
 //! read for every such query at once (a third read) and handed to its own output.
@@ -15,7 +17,7 @@
 //! answered as timed out), its levels stop on its own clock (`budget_ns`) and LIMIT (`stop_at`),
 //! and a query whose levels
 //! outgrow their batch buffers runs on alone after the batch from the first level that overflowed
-//! (level by level, as [`Levels`] does), its errors its own.
+//! (queued, growing or depth first, as [`Levels`] runs a query alone), its errors its own.
 
 use std::time::{Duration, Instant};
 

@@ -23,7 +23,9 @@
 //! So a query whose levels fit their buffers makes 2 reads (3 with rows). A level that outgrows
 //! its buffer is run again, queued as above, into a larger buffer (within the memory budget) or
 //! depth first: chunks of its parents each run through every remaining level, one read a chunk.
-//! Levels over segmented pivot lists run level by level, growing or halving, one read per level.
+//! On graphs with hubs a level's long pivot lists are cut into segments that warps take in turn:
+//! `pivot_segments` counts them over the parents the previous level's counter holds and a device
+//! scan numbers them, both queued, so segmented levels queue and go depth first too.
 
 use std::time::Instant;
 
