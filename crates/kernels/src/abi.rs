@@ -170,6 +170,18 @@ pub struct IdentifyNodesArgs {
     pub sets: DevSlice,
     pub marks: DevSlice,
     pub stride: u64,
+    pub clock: FilterClock,
+}
+
+/// The time limits of a filtering launch's queries: `query_of` (`u32`) the query of each node of
+/// the bitsets, `clocks` three `u64`s per query: the start (0 until the first work-item looks),
+/// the timed-out flag, and the budget in nanoseconds (`u64::MAX`: none). A work-item of a query
+/// past its budget does nothing and sets the flag. Empty: no limits.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FilterClock {
+    pub query_of: DevSlice,
+    pub clocks: DevSlice,
 }
 
 /// `count_words`: one thread per word of `words` (`u32`, the bitsets of all query nodes, `stride`
@@ -261,6 +273,7 @@ pub struct MarkStepsArgs {
     pub sets: DevSlice,
     pub marks: DevSlice,
     pub stride: u64,
+    pub clock: FilterClock,
 }
 
 /// One query node of a [`RefineNodesArgs`] launch and its incident edges ([`Incident`]s).
@@ -283,6 +296,7 @@ pub struct RefineNodesArgs {
     pub jobs: DevSlice,
     pub sets: DevSlice,
     pub stride: u64,
+    pub clock: FilterClock,
 }
 
 /// One query edge's candidate-edge lists in an [`EdgeListsArgs`] launch: from the candidates `from`

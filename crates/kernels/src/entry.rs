@@ -47,6 +47,9 @@ pub unsafe fn identify_nodes(a: &IdentifyNodesArgs, item: usize) {
             return;
         }
         let job = &jobs[k];
+        if filter_expired(&a.clock, job.node) {
+            return;
+        }
         let at = job.node as usize * stride + w;
         let mut mask = if job.seeded != 0 {
             a.sets.get::<u32>()[at]
@@ -60,6 +63,20 @@ pub unsafe fn identify_nodes(a: &IdentifyNodesArgs, item: usize) {
         let word =
             filter::identify_node_candidates(w, mask, &node_filter(&job.filter), &a.graph.view());
         a.sets.write(at, word);
+    }
+}
+
+/// Whether the query of bitset node `node` is past its time limit (see [`FilterClock`]).
+#[inline(always)]
+unsafe fn filter_expired(c: &FilterClock, node: u32) -> bool {
+    unsafe {
+        if c.clocks.len == 0 {
+            return false;
+        }
+        let q = c.query_of.get::<u32>()[node as usize] as usize;
+        let clocks = c.clocks.get::<AtomicU64>();
+        let budget = clocks[3 * q + 2].load(Ordering::Relaxed);
+        crate::warp::clock::expired(&clocks[3 * q..3 * q + 2], budget)
     }
 }
 
@@ -152,6 +169,9 @@ pub unsafe fn mark_steps(a: &MarkStepsArgs, item: usize, warp: &impl Warp) {
             return;
         }
         let s = &steps[k];
+        if warp.leader(|| filter_expired(&a.clock, s.from) as u64) != 0 {
+            return;
+        }
         let sets = a.sets.get::<u32>();
         let set = |u: u32| &sets[u as usize * stride..][..stride];
         let allowed = if s.allowed == NONE {
@@ -182,6 +202,9 @@ pub unsafe fn refine_nodes(a: &RefineNodesArgs, item: usize) {
             return;
         }
         let job = &jobs[k];
+        if filter_expired(&a.clock, job.node) {
+            return;
+        }
         let u = job.node as usize;
         let sets = a.sets.get::<AtomicU32>();
         let word = filter::refine_word(

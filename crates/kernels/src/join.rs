@@ -360,20 +360,7 @@ pub struct Claims<'a, W: Fn(u64) -> &'a mut [u32]> {
 impl<'a, W: Fn(u64) -> &'a mut [u32]> Claims<'a, W> {
     /// Whether the launch has run past its time budget (then the stop is recorded).
     fn expired(&self) -> bool {
-        if self.budget_ns == u64::MAX || self.clock.len() < 2 {
-            return false;
-        }
-        let now = crate::warp::clock::now_ns();
-        let start =
-            match self.clock[0].compare_exchange(0, now, Ordering::Relaxed, Ordering::Relaxed) {
-                Ok(_) => now,
-                Err(t) => t,
-            };
-        if now.saturating_sub(start) <= self.budget_ns {
-            return false;
-        }
-        self.clock[1].store(1, Ordering::Relaxed);
-        true
+        crate::warp::clock::expired(self.clock, self.budget_ns)
     }
 }
 

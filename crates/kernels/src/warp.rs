@@ -27,6 +27,31 @@ pub mod clock {
         HOOK.store(now as usize, Ordering::Release);
     }
 
+    /// Whether `budget_ns` has passed since `clock[0]` (set to now by the first caller to find it
+    /// 0); a caller that finds it passed sets `clock[1]` to 1. `u64::MAX`: no limit.
+    #[inline]
+    pub fn expired(clock: &[core::sync::atomic::AtomicU64], budget_ns: u64) -> bool {
+        use core::sync::atomic::Ordering::Relaxed;
+        if budget_ns == u64::MAX || clock.len() < 2 {
+            return false;
+        }
+        let now = now_ns();
+        let mut start = clock[0].load(Relaxed);
+        if start == 0 {
+            start = match clock[0].compare_exchange(0, now, Relaxed, Relaxed) {
+                Ok(_) => now,
+                Err(t) => t,
+            };
+        }
+        if now.saturating_sub(start) <= budget_ns {
+            return false;
+        }
+        if clock[1].load(Relaxed) == 0 {
+            clock[1].store(1, Relaxed);
+        }
+        true
+    }
+
     #[inline]
     pub fn now_ns() -> u64 {
         #[cfg(target_arch = "nvptx64")]

@@ -136,8 +136,20 @@ impl<D: Device> Pipeline<'_, D> {
             let with_sets = admitted
                 .iter()
                 .any(|&i| items[i].out.count_only() && gpu_leaves::may_ask(items[i].q));
-            self.filter_batch(&fqs, sizes, &|k| outs[k].stopped(), with_sets)?
+            self.filter_batch(
+                &fqs,
+                sizes,
+                &|k| outs[k].stopped(),
+                &|k| super::budget_ns(outs[k]),
+                with_sets,
+            )?
         };
+        // A query the filtering kernels stopped on its clock is answered as timed out.
+        for (out, s) in outs.iter().zip(&spaces) {
+            if s.timed_out {
+                out.time_out();
+            }
+        }
         let filter_time = start.elapsed();
         let filtered = self.dev.counters() - before;
         let all_counts: Vec<usize> = spaces.iter().flat_map(|s| s.counts.clone()).collect();

@@ -38,9 +38,9 @@ pub(crate) use batch::BatchItem;
 use gpsense_graph::KnowledgeGraph;
 use gpsense_kernels::abi::{
     AdjacencyBoundsArgs, CountLeavesArgs, CountWordsArgs, DevSlice, DirectedEdge, EdgeList,
-    EdgeListsArgs, ExtendWarpArgs, FilterArgs, GraphArgs, IdentifyNodesArgs, LeafGroupArgs,
-    ListsArgs, MarkStep, MarkStepsArgs, NodeJob, NodeTotalsArgs, PivotSegmentsArgs, RefineJob,
-    RefineNodesArgs, ScanArgs, StepArgs, WriteWordsArgs,
+    EdgeListsArgs, ExtendWarpArgs, FilterArgs, FilterClock, GraphArgs, IdentifyNodesArgs,
+    LeafGroupArgs, ListsArgs, MarkStep, MarkStepsArgs, NodeJob, NodeTotalsArgs, PivotSegmentsArgs,
+    RefineJob, RefineNodesArgs, ScanArgs, StepArgs, WriteWordsArgs,
 };
 use gpsense_kernels::filter::Incident;
 use gpsense_kernels::join::LeafTerm;
@@ -255,6 +255,10 @@ struct FilterRegions {
     offsets: Region,
     sums: Region,
     summary: Region,
+    /// Each query's time limit in the filtering kernels (start, flag, budget), read with the
+    /// summary, and the query of each node (see `FilterClock`).
+    clocks: Region,
+    query_of: Region,
     params: Region,
     /// The per-wave job tables of identification, marking and refinement.
     jobs: Region,
@@ -577,6 +581,26 @@ impl<'s> Live<'s> {
 }
 
 /// Uploads the batch's params, seeded sets and directed edges; returns each query's jobs per wave.
+/// Each query's clock for the filtering kernels (not started, not stopped, what remains of its
+/// time limit) and the query of each bitset node.
+fn upload_clocks<D: Device>(
+    dev: &D,
+    buf: &D::Buffer,
+    r: &FilterRegions,
+    queries: &[FilterQuery],
+    remaining_ns: &dyn Fn(usize) -> u64,
+) -> Result<(), DeviceError> {
+    let clocks: Vec<u64> = (0..queries.len())
+        .flat_map(|k| [0, 0, remaining_ns(k)])
+        .collect();
+    let mut query_of = vec![0u32; r.query_of.slice.len as usize];
+    for (k, fq) in queries.iter().enumerate() {
+        query_of[fq.base..fq.base + fq.layout.nodes].fill(k as u32);
+    }
+    dev.write_bytes(buf, r.clocks.offset, as_bytes(&clocks))?;
+    dev.write_bytes(buf, r.query_of.offset, as_bytes(&query_of))
+}
+
 fn upload_queries<D: Device>(
     dev: &D,
     buf: &D::Buffer,
@@ -709,6 +733,8 @@ pub(crate) struct Space {
     /// host's estimates (`fanout`); empty unless asked for.
     pub(crate) sets: Vec<u32>,
     filter: FilterRegions,
+    /// The filtering kernels stopped on the query's time limit: its sets are unfinished.
+    pub(crate) timed_out: bool,
 }
 
 impl Space {
@@ -779,10 +805,12 @@ pub(crate) struct FilterSizes {
     edges: usize,
     params: usize,
     jobs: usize,
+    queries: usize,
 }
 
 impl std::ops::AddAssign for FilterSizes {
     fn add_assign(&mut self, o: FilterSizes) {
+        self.queries += o.queries;
         self.nodes += o.nodes;
         self.marks += o.marks;
         self.edges += o.edges;
@@ -794,9 +822,11 @@ impl std::ops::AddAssign for FilterSizes {
 impl FilterSizes {
     fn carve(&self, c: &mut Carver, stride: usize) -> FilterRegions {
         let words = self.nodes * stride;
-        // The summary just before the sets: read 1 can take both at once.
+        // The summary and the clocks just before the sets: read 1 can take them all at once.
         let summary = c.take::<u64>(self.nodes + self.edges);
+        let clocks = c.take::<u64>(3 * self.queries);
         FilterRegions {
+            clocks,
             sets: c.take::<u32>(words),
             marks: c.take::<u32>(self.marks * stride),
             offsets: c.take::<u64>(words + 1),
@@ -805,6 +835,7 @@ impl FilterSizes {
             params: c.take::<u8>(self.params),
             jobs: c.take::<u8>(self.jobs),
             edges: c.take::<DirectedEdge>(self.edges),
+            query_of: c.take::<u32>(self.nodes),
         }
     }
 
@@ -834,6 +865,7 @@ impl Prepared {
             edges: 2 * q.edges.len(),
             params: Params::len(layout),
             jobs: waves.table_bytes(),
+            queries: 1,
         };
         Prepared {
             alone: own.bytes(stride) as u64,
@@ -950,8 +982,18 @@ impl<D: Device> Pipeline<'_, D> {
         let fq = FilterQuery::place(q, layout, Prepared::new(q, layout, stride), &mut sizes);
         self.budget_check(fq.alone)?;
         let with_sets = out.count_only() && gpu_leaves::may_ask(q);
-        let mut spaces = self.filter_batch(&[fq], sizes, &|_| out.stopped(), with_sets)?;
-        Ok(spaces.remove(0))
+        let mut spaces = self.filter_batch(
+            &[fq],
+            sizes,
+            &|_| out.stopped(),
+            &|_| budget_ns(out),
+            with_sets,
+        )?;
+        let space = spaces.remove(0);
+        if space.timed_out {
+            out.time_out();
+        }
+        Ok(space)
     }
 
     /// Steps 1-3 for a batch of queries (`sizes`: theirs together): filtering and refinement on
@@ -966,6 +1008,7 @@ impl<D: Device> Pipeline<'_, D> {
         queries: &[FilterQuery],
         sizes: FilterSizes,
         stopped: &dyn Fn(usize) -> bool,
+        remaining_ns: &dyn Fn(usize) -> u64,
         with_sets: bool,
     ) -> Result<Vec<Space>, MatchError> {
         let n = sizes.nodes;
@@ -976,6 +1019,11 @@ impl<D: Device> Pipeline<'_, D> {
         let r = sizes.carve(&mut Carver::new(dev.address(buf)), stride);
         dev.zero_bytes(buf, r.marks.offset, r.marks.bytes(4))?;
         let jobs = upload_queries(dev, buf, &r, queries, sizes.params, stride)?;
+        upload_clocks(dev, buf, &r, queries, remaining_ns)?;
+        let clock = FilterClock {
+            query_of: r.query_of.slice,
+            clocks: r.clocks.slice,
+        };
         let mut live = Live::new(dev, buf, &r.jobs, jobs, stopped)?;
         let (sets, marks) = (r.sets.slice, r.marks.slice);
         let stride64 = stride as u64;
@@ -994,6 +1042,7 @@ impl<D: Device> Pipeline<'_, D> {
                         sets,
                         marks,
                         stride: stride64,
+                        clock,
                     }),
                     nodes.len * stride64,
                 )?;
@@ -1010,6 +1059,7 @@ impl<D: Device> Pipeline<'_, D> {
                         sets,
                         marks,
                         stride: stride64,
+                        clock,
                     }),
                     steps.len * stride64,
                 )?;
@@ -1030,13 +1080,14 @@ impl<D: Device> Pipeline<'_, D> {
                             jobs,
                             sets,
                             stride: stride64,
+                            clock,
                         }),
                         jobs.len * stride64,
                     )?;
                 }
             }
         }
-        let (summary, sets) = if live.any() {
+        let (summary, sets, flags) = if live.any() {
             for (fq, _) in queries.iter().zip(&live.live).filter(|(_, &l)| !l) {
                 let w = fq.base * stride;
                 let set = r.sets.part(4, w, w + fq.layout.nodes * stride);
@@ -1045,13 +1096,15 @@ impl<D: Device> Pipeline<'_, D> {
             self.count_sets(&r, sizes, stride, with_sets)?
         } else {
             // Nothing left to count: no launch, no read.
-            (vec![0; n + sizes.edges], Vec::new())
+            (vec![0; n + sizes.edges], Vec::new(), Vec::new())
         };
         Ok(queries
             .iter()
-            .map(|fq| {
+            .enumerate()
+            .map(|(k, fq)| {
                 let (b, e) = (fq.base, fq.edge_base);
                 Space {
+                    timed_out: flags.get(3 * k + 1).is_some_and(|&f| f != 0),
                     stride,
                     base: b,
                     filter_bytes: fq.alone,
@@ -1070,14 +1123,14 @@ impl<D: Device> Pipeline<'_, D> {
     }
 
     /// Ranks: per-word counts, scanned; the node totals and the adjacency totals beside them, read
-    /// back (read 1).
+    /// back with the filtering clocks (read 1): (totals, sets when asked for, clocks).
     fn count_sets(
         &self,
         r: &FilterRegions,
         sizes: FilterSizes,
         stride: usize,
         with_sets: bool,
-    ) -> Result<(Vec<u64>, Vec<u32>), MatchError> {
+    ) -> Result<ReadOne, MatchError> {
         let (dev, g, n) = (self.dev, self.g(), sizes.nodes);
         let buf = self.arena.filter.get();
         dev.zero_bytes(buf, r.offsets.offset, r.offsets.bytes(8))?;
@@ -1108,20 +1161,22 @@ impl<D: Device> Pipeline<'_, D> {
             }),
             (sizes.edges * stride) as u64,
         )?;
+        let (m, q) = (n + sizes.edges, 3 * sizes.queries);
         if !with_sets {
-            return Ok((
-                read(dev, buf, r.summary.offset, n + sizes.edges)?,
-                Vec::new(),
-            ));
+            let mut summary: Vec<u64> = read(dev, buf, r.summary.offset, m + q)?;
+            let clocks = summary.split_off(m);
+            return Ok((summary, Vec::new(), clocks));
         }
-        // One read of the summary and the sets behind it (the carve keeps them adjacent).
+        // One read of the summary, the clocks and the sets behind them (the carve keeps them
+        // adjacent).
         let sets_at = (r.sets.offset - r.summary.offset) / 4;
         let words: Vec<u32> = read(dev, buf, r.summary.offset, sets_at + n * stride)?;
-        let summary = words[..2 * (n + sizes.edges)]
+        let mut summary: Vec<u64> = words[..2 * (m + q)]
             .chunks_exact(2)
             .map(|w| u64::from(w[0]) | u64::from(w[1]) << 32)
             .collect();
-        Ok((summary, words[sets_at..].to_vec()))
+        let clocks = summary.split_off(m);
+        Ok((summary, words[sets_at..].to_vec(), clocks))
     }
 
     fn budget_check(&self, bytes: u64) -> Result<(), MatchError> {
@@ -1894,9 +1949,7 @@ impl<D: Device> Levels<'_, '_, '_, D> {
 
     /// What remains of the time limit, for the kernels' clock (`u64::MAX`: none).
     fn budget_ns(&self) -> u64 {
-        self.out
-            .remaining()
-            .map_or(u64::MAX, |d| d.as_nanos().min(u64::MAX as u128 - 1) as u64)
+        budget_ns(self.out)
     }
 
     /// The warp join's arguments for level `lp` that do not depend on its parents or output.
@@ -2156,6 +2209,16 @@ fn cut_lists<D: Device>(
     args.segments = counts.slice;
     args.warps = warps;
     Ok(())
+}
+
+/// Read 1: the node and adjacency totals, the candidate sets when asked for, and the filtering
+/// kernels' clocks (three `u64`s per query).
+type ReadOne = (Vec<u64>, Vec<u32>, Vec<u64>);
+
+/// What remains of `out`'s time limit, for the kernels' clocks (`u64::MAX`: none).
+fn budget_ns(out: &Output) -> u64 {
+    out.remaining()
+        .map_or(u64::MAX, |d| d.as_nanos().min(u64::MAX as u128 - 1) as u64)
 }
 
 /// Exclusive scan of `values` in place on the device (three launches, no read).

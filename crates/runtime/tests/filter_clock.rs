@@ -1,0 +1,65 @@
+//! The time limit inside the filtering kernels (`identify_nodes`, `mark_steps`, `refine_nodes`):
+//! a work-item of a query past its budget does nothing and raises the query's flag, which read 1
+//! brings back with the counts, so the query is answered as timed out even when the host, which
+//! looks at the limit only between launches, never saw it pass (on a GPU the launches are queued
+//! long before they run).
+//!
+//! The emulator's kernels read a clock the runtime installs; this test installs one that runs a
+//! second per reading, so the kernels see a 60 s limit pass within one launch while the host's
+//! clock does not. Its own binary: the clock is the process's.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use gpsense_graph::ingest::{ingest, IngestOptions, NoProgress};
+use gpsense_planner::compile;
+use gpsense_runtime::{Engine, EngineKind, MatchOptions, Semantics};
+
+static FAST: AtomicU64 = AtomicU64::new(1);
+
+/// A clock that runs a second per reading.
+fn fast_clock() -> u64 {
+    FAST.fetch_add(1_000_000_000, Ordering::Relaxed)
+}
+
+#[test]
+fn the_filtering_kernels_stop_a_query_on_its_own_clock() {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../datasets/conceptnet-100k/train.txt.gz");
+    let g = ingest(&[path], &IngestOptions::default(), &NoProgress)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .0;
+    let text = "SELECT * WHERE { ?x IsA ?y . ?y IsA animal . ?x AtLocation ?z }";
+    let q = compile(text, &g).unwrap_or_else(|e| panic!("{}", e.render(text)));
+    let opts = |timeout: Option<Duration>| MatchOptions {
+        semantics: Semantics::Iso,
+        engine: EngineKind::Emulated,
+        timeout,
+        ..MatchOptions::default()
+    };
+    let limited = opts(Some(Duration::from_secs(60)));
+    let engine = Engine::new(&g);
+    // On the emulator's own clock (installed at its first launch) the limit never passes.
+    let want = engine.count(&q, &opts(None)).unwrap();
+    let real = engine.count(&q, &limited).unwrap();
+    assert!(want.rows > 0 && !want.timed_out);
+    assert_eq!((real.rows, real.timed_out), (want.rows, false));
+
+    gpsense_kernels::warp::clock::install(fast_clock);
+    let stopped = engine.count(&q, &limited).unwrap();
+    assert!(stopped.timed_out, "{stopped:?}");
+    assert!(stopped.rows < want.rows, "{} rows", stopped.rows);
+    // The filtering kernels stopped it: no join level ran.
+    let device = stopped.device_report.unwrap();
+    assert_eq!(device.levels, 0, "{device:?}");
+    // Without a limit the clock is not read: the whole answer.
+    let whole = engine.count(&q, &opts(None)).unwrap();
+    assert_eq!((whole.rows, whole.timed_out), (want.rows, false));
+
+    // In a batch, the query past its limit is answered as timed out, the other in full.
+    let batch = engine.count_batch(&[(&q, &limited), (&q, &opts(None))]);
+    let reports: Vec<_> = batch.reports.iter().map(|r| r.as_ref().unwrap()).collect();
+    assert!(reports[0].timed_out, "{:?}", reports[0]);
+    assert_eq!((reports[1].rows, reports[1].timed_out), (want.rows, false));
+}
