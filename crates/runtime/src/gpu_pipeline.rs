@@ -140,7 +140,7 @@ impl<D: Device> Slab<D> {
     fn ensure(&mut self, dev: &D, bytes: usize) -> Result<&D::Buffer, DeviceError> {
         if self.buf.is_none() || self.cap < bytes {
             self.buf = None;
-            let cap = bytes.max(1).next_multiple_of(4096);
+            let cap = bytes.max(1).next_multiple_of(PAGE as usize);
             self.buf = Some(dev.alloc_zeroed(cap)?);
             self.cap = cap;
         }
@@ -151,6 +151,9 @@ impl<D: Device> Slab<D> {
         self.buf.as_ref().expect("ensured before use")
     }
 }
+
+/// The unit buffers are allocated in.
+const PAGE: u64 = 4096;
 
 /// Device memory kept between queries: after warm-up, a query allocates nothing.
 pub struct Arena<D: Device> {
@@ -1243,6 +1246,9 @@ impl<D: Device> Pipeline<'_, D> {
             at.push(total);
             total.add(o);
         }
+        // The candidate arrays are the filtering batch's, written once: a query's own count
+        // of them is for its budget only (adding it held them twice).
+        total.cand = cand_start[n_all];
         let (dev, g) = (self.dev, self.g());
         let buf = self.arena.space.ensure(dev, total.bytes())?;
         let r = total.carve(&mut Carver::new(dev.address(buf)));
@@ -1657,7 +1663,8 @@ impl<'p, 'a, 'o, D: Device> Levels<'p, 'a, 'o, D> {
         out: &'p Output<'o>,
         space_bytes: u64,
     ) -> Self {
-        let budget = p.memory_budget.saturating_sub(space_bytes);
+        // The filtering and space buffers are whole pages: their rounding is out of the budget too.
+        let budget = p.memory_budget.saturating_sub(space_bytes + 2 * PAGE);
         Levels {
             p,
             layout,
@@ -2066,7 +2073,9 @@ impl<D: Device> Levels<'_, '_, '_, D> {
             .map(|(e, s)| s.cap as u64 / row_bytes * self.row_cost(e, row_bytes))
             .sum();
         let below = (self.levels.len() - d) as u64;
-        self.budget.saturating_sub(used) / below / self.row_cost(d, row_bytes)
+        // Whole pages, as the level's buffer is allocated.
+        let share = self.budget.saturating_sub(used) / below / PAGE * PAGE;
+        share / self.row_cost(d, row_bytes)
     }
 
     /// Bytes of the budget a row of level `d` takes: its own, and when it is a parent of a
