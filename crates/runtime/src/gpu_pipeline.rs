@@ -1164,21 +1164,28 @@ impl<D: Device> Pipeline<'_, D> {
             }),
             (sizes.edges * stride) as u64,
         )?;
+        // The clocks start at the next 16-byte boundary after the summary's `m` words.
         let (m, q) = (n + sizes.edges, 3 * sizes.queries);
+        let at = (r.clocks.offset - r.summary.offset) / 8;
+        let split = |mut summary: Vec<u64>| {
+            let clocks = summary.split_off(at);
+            summary.truncate(m);
+            (summary, clocks)
+        };
         if !with_sets {
-            let mut summary: Vec<u64> = read(dev, buf, r.summary.offset, m + q)?;
-            let clocks = summary.split_off(m);
+            let (summary, clocks) = split(read(dev, buf, r.summary.offset, at + q)?);
             return Ok((summary, Vec::new(), clocks));
         }
         // One read of the summary, the clocks and the sets behind them (the carve keeps them
         // adjacent).
         let sets_at = (r.sets.offset - r.summary.offset) / 4;
         let words: Vec<u32> = read(dev, buf, r.summary.offset, sets_at + n * stride)?;
-        let mut summary: Vec<u64> = words[..2 * (m + q)]
-            .chunks_exact(2)
-            .map(|w| u64::from(w[0]) | u64::from(w[1]) << 32)
-            .collect();
-        let clocks = summary.split_off(m);
+        let (summary, clocks) = split(
+            words[..2 * (at + q)]
+                .chunks_exact(2)
+                .map(|w| u64::from(w[0]) | u64::from(w[1]) << 32)
+                .collect(),
+        );
         Ok((summary, words[sets_at..].to_vec(), clocks))
     }
 
