@@ -6,37 +6,12 @@
 //! runs depth first in chunks within the budget; LIMIT stops the last level; a batch keeps them.
 
 use std::collections::HashSet;
-use std::path::Path;
-use std::sync::OnceLock;
 
-use gpsense_graph::ingest::{ingest, IngestOptions, NoProgress};
-use gpsense_graph::KnowledgeGraph;
-use gpsense_planner::{compile, QueryGraph};
-use gpsense_runtime::{Engine, EngineKind, MatchOptions, Semantics};
+use gpsense_planner::QueryGraph;
+use gpsense_runtime::{Engine, EngineKind, MatchOptions};
 
-fn conceptnet() -> &'static KnowledgeGraph {
-    static G: OnceLock<KnowledgeGraph> = OnceLock::new();
-    G.get_or_init(|| {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../datasets/conceptnet-100k/train.txt.gz");
-        ingest(&[path], &IngestOptions::default(), &NoProgress)
-            .unwrap_or_else(|e| panic!("{e}"))
-            .0
-    })
-}
-
-fn compiled(text: &str) -> QueryGraph {
-    compile(text, conceptnet()).unwrap_or_else(|e| panic!("{}", e.render(text)))
-}
-
-fn options(engine: EngineKind, memory_budget: u64) -> MatchOptions {
-    MatchOptions {
-        semantics: Semantics::Iso,
-        engine,
-        memory_budget,
-        ..MatchOptions::default()
-    }
-}
+mod conceptnet100k;
+use conceptnet100k::{compiled, conceptnet, options};
 
 /// Queries whose levels bind relations: a variable edge to a concept, parallel relations beside a
 /// fixed one (a pair linked by `IsA` and by others: several rows per candidate), one edge

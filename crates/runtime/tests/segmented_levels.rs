@@ -10,37 +10,20 @@
 //! every test.
 
 use std::collections::HashSet;
-use std::path::Path;
-use std::sync::OnceLock;
+use std::sync::Once;
 
-use gpsense_graph::ingest::{ingest, IngestOptions, NoProgress};
 use gpsense_graph::KnowledgeGraph;
-use gpsense_planner::{compile, QueryGraph};
-use gpsense_runtime::{Engine, EngineKind, MatchOptions, Semantics};
+use gpsense_planner::QueryGraph;
+use gpsense_runtime::{Engine, EngineKind, MatchOptions};
 
+mod conceptnet100k;
+use conceptnet100k::{compiled, options};
+
+/// ConceptNet-100K, with every pivot list cut into 16-entry segments for the engines made after.
 fn conceptnet() -> &'static KnowledgeGraph {
-    static G: OnceLock<KnowledgeGraph> = OnceLock::new();
-    G.get_or_init(|| {
-        std::env::set_var("GPSENSE_SEGMENT", "16");
-        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../datasets/conceptnet-100k/train.txt.gz");
-        ingest(&[path], &IngestOptions::default(), &NoProgress)
-            .unwrap_or_else(|e| panic!("{e}"))
-            .0
-    })
-}
-
-fn compiled(text: &str) -> QueryGraph {
-    compile(text, conceptnet()).unwrap_or_else(|e| panic!("{}", e.render(text)))
-}
-
-fn options(engine: EngineKind, memory_budget: u64) -> MatchOptions {
-    MatchOptions {
-        semantics: Semantics::Iso,
-        engine,
-        memory_budget,
-        ..MatchOptions::default()
-    }
+    static SEGMENTS: Once = Once::new();
+    SEGMENTS.call_once(|| std::env::set_var("GPSENSE_SEGMENT", "16"));
+    conceptnet100k::conceptnet()
 }
 
 /// Fixed-relation joins of two to four levels (a path, a star's centre with a counted leaf, a
