@@ -9,12 +9,11 @@
 //! Its own binary: it sets `GPSENSE_SEGMENT` (read when an `Engine` is made), the same value in
 //! every test.
 
-use std::collections::HashSet;
 use std::sync::Once;
 
 use gpsense_graph::KnowledgeGraph;
 use gpsense_planner::QueryGraph;
-use gpsense_runtime::{Engine, EngineKind, MatchOptions};
+use gpsense_runtime::{Engine, EngineKind};
 
 mod conceptnet100k;
 use conceptnet100k::{compiled, options};
@@ -111,26 +110,7 @@ fn a_segmented_level_over_the_budget_runs_depth_first_within_it() {
 
 #[test]
 fn a_limit_stops_a_segmented_level_with_rows_of_the_answer() {
-    let q = compiled(PATH);
-    let (all, _) = Engine::new(conceptnet())
-        .collect(&q, &options(EngineKind::Dfs, 1 << 30))
-        .unwrap();
-    let all: HashSet<Vec<u32>> = all.into_iter().collect();
-    for limit in [1, 7, 100] {
-        let opts = MatchOptions {
-            limit: Some(limit),
-            ..options(EngineKind::Emulated, 1 << 30)
-        };
-        let (rows, report) = Engine::new(conceptnet()).collect(&q, &opts).unwrap();
-        assert_eq!(rows.len() as u64, limit);
-        assert!(report.limit_reached);
-        let distinct: HashSet<&Vec<u32>> = rows.iter().collect();
-        assert_eq!(distinct.len(), rows.len(), "a row twice");
-        assert!(
-            rows.iter().all(|r| all.contains(r)),
-            "a row not in the answer"
-        );
-    }
+    conceptnet100k::limits_give_rows_of_the_answer(conceptnet(), &compiled(PATH));
 }
 
 #[test]

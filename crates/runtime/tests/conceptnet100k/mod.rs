@@ -1,13 +1,17 @@
 //! Shared by the tests of the device pipeline on real data: ConceptNet-100K (loaded once per test
 //! binary), its queries compiled, and match options for an engine under a memory budget.
 
+// Each test binary that includes it uses a part.
+#![allow(dead_code)]
+
+use std::collections::HashSet;
 use std::path::Path;
 use std::sync::OnceLock;
 
 use gpsense_graph::ingest::{ingest, IngestOptions, NoProgress};
 use gpsense_graph::KnowledgeGraph;
 use gpsense_planner::{compile, QueryGraph};
-use gpsense_runtime::{EngineKind, MatchOptions, Semantics};
+use gpsense_runtime::{Engine, EngineKind, MatchOptions, Semantics};
 
 pub fn conceptnet() -> &'static KnowledgeGraph {
     static G: OnceLock<KnowledgeGraph> = OnceLock::new();
@@ -31,5 +35,29 @@ pub fn options(engine: EngineKind, memory_budget: u64) -> MatchOptions {
         engine,
         memory_budget,
         ..MatchOptions::default()
+    }
+}
+
+/// Under LIMIT 1, 7 and 100 the emulated engine on `g` gives that many distinct rows of `q`'s
+/// answer (as `dfs` finds it), and says the limit was reached.
+pub fn limits_give_rows_of_the_answer(g: &KnowledgeGraph, q: &QueryGraph) {
+    let (all, _) = Engine::new(g)
+        .collect(q, &options(EngineKind::Dfs, 1 << 30))
+        .unwrap();
+    let all: HashSet<Vec<u32>> = all.into_iter().collect();
+    for limit in [1, 7, 100] {
+        let opts = MatchOptions {
+            limit: Some(limit),
+            ..options(EngineKind::Emulated, 1 << 30)
+        };
+        let (rows, report) = Engine::new(g).collect(q, &opts).unwrap();
+        assert_eq!(rows.len() as u64, limit);
+        assert!(report.limit_reached);
+        let distinct: HashSet<&Vec<u32>> = rows.iter().collect();
+        assert_eq!(distinct.len(), rows.len(), "a row twice");
+        assert!(
+            rows.iter().all(|r| all.contains(r)),
+            "a row not in the answer"
+        );
     }
 }
