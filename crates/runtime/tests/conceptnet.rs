@@ -4,33 +4,19 @@
 //! with iso answers exactly the injective hom answers, and a few counts derived by hand from the CSR.
 
 use std::collections::HashSet;
-use std::path::Path;
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use gpsense_graph::ingest::{ingest, IngestOptions, NoProgress};
 use gpsense_graph::{KnowledgeGraph, NodeId};
-use gpsense_planner::{compile, EdgeLabel, NodeKind, Projected, QueryGraph};
+use gpsense_planner::{EdgeLabel, NodeKind, Projected, QueryGraph};
 use gpsense_runtime::{Engine, EngineKind, MatchOptions, Semantics};
 
-fn conceptnet() -> &'static KnowledgeGraph {
-    static G: OnceLock<KnowledgeGraph> = OnceLock::new();
-    G.get_or_init(|| {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../datasets/conceptnet-100k/train.txt.gz");
-        ingest(&[path], &IngestOptions::default(), &NoProgress)
-            .unwrap_or_else(|e| panic!("{e}"))
-            .0
-    })
-}
+mod conceptnet100k;
+use conceptnet100k::{compiled, conceptnet};
 
 fn engine() -> &'static Engine<'static> {
     static E: OnceLock<Engine<'static>> = OnceLock::new();
     E.get_or_init(|| Engine::new(conceptnet()))
-}
-
-fn compiled(text: &str) -> QueryGraph {
-    compile(text, conceptnet()).unwrap_or_else(|e| panic!("{}", e.render(text)))
 }
 
 /// The same query answering every node, then every edge variable, in index order; no DISTINCT,

@@ -5,7 +5,6 @@
 //! (one read for a count, however many levels bind relations); a level over the memory budget
 //! runs depth first in chunks within the budget; LIMIT stops the last level; a batch keeps them.
 
-use gpsense_planner::QueryGraph;
 use gpsense_runtime::{Engine, EngineKind};
 
 mod conceptnet100k;
@@ -106,30 +105,7 @@ fn a_batch_keeps_its_edge_variable_queries() {
         QUERIES[3],
         "SELECT * WHERE { ?a ?r ?b . ?b ?s person }",
     ];
-    let qs: Vec<QueryGraph> = texts.iter().map(|t| compiled(t)).collect();
-    let dfs = Engine::new(conceptnet());
-    let want: Vec<u128> = qs
-        .iter()
-        .map(|q| {
-            dfs.count(q, &options(EngineKind::Dfs, 1 << 30))
-                .unwrap()
-                .rows
-        })
-        .collect();
-    let engine = Engine::new(conceptnet());
-    let opts = options(EngineKind::Emulated, 1 << 30);
-    let batch: Vec<_> = qs.iter().map(|q| (q, &opts)).collect();
-    let first = engine.count_batch(&batch);
-    // Warm (the arena sized by the first batch), the same batch again: its counters.
-    let report = engine.count_batch(&batch);
-    for (r, report) in [&first, &report].iter().zip(["cold", "warm"]) {
-        assert_eq!(r.batched, texts.len());
-        for ((text, want), got) in texts.iter().zip(&want).zip(&r.reports) {
-            let got = got.as_ref().unwrap_or_else(|e| panic!("{text}: {e}"));
-            assert_eq!(got.rows, *want, "{text}, {report}");
-        }
-    }
-    let c = report.counters;
+    let c = conceptnet100k::batch_counts_as_dfs(conceptnet(), &texts);
     println!(
         "{} edge-variable counts in one batch, warm: {} launches, {} reads",
         texts.len(),

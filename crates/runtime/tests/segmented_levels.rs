@@ -12,7 +12,6 @@
 use std::sync::Once;
 
 use gpsense_graph::KnowledgeGraph;
-use gpsense_planner::QueryGraph;
 use gpsense_runtime::{Engine, EngineKind};
 
 mod conceptnet100k;
@@ -115,29 +114,7 @@ fn a_limit_stops_a_segmented_level_with_rows_of_the_answer() {
 
 #[test]
 fn a_batch_keeps_its_segmented_queries() {
-    let qs: Vec<QueryGraph> = QUERIES.iter().map(|t| compiled(t)).collect();
-    let dfs = Engine::new(conceptnet());
-    let want: Vec<u128> = qs
-        .iter()
-        .map(|q| {
-            dfs.count(q, &options(EngineKind::Dfs, 1 << 30))
-                .unwrap()
-                .rows
-        })
-        .collect();
-    let engine = Engine::new(conceptnet());
-    let opts = options(EngineKind::Emulated, 1 << 30);
-    let batch: Vec<_> = qs.iter().map(|q| (q, &opts)).collect();
-    let first = engine.count_batch(&batch);
-    let report = engine.count_batch(&batch);
-    for (r, when) in [&first, &report].iter().zip(["cold", "warm"]) {
-        assert_eq!(r.batched, QUERIES.len());
-        for ((text, want), got) in QUERIES.iter().zip(&want).zip(&r.reports) {
-            let got = got.as_ref().unwrap_or_else(|e| panic!("{text}: {e}"));
-            assert_eq!(got.rows, *want, "{text}, {when}");
-        }
-    }
-    let c = report.counters;
+    let c = conceptnet100k::batch_counts_as_dfs(conceptnet(), &QUERIES);
     println!(
         "{} segmented counts in one batch, warm: {} launches, {} reads",
         QUERIES.len(),

@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 use gpsense_graph::ingest::{ingest, IngestOptions, NoProgress};
 use gpsense_graph::KnowledgeGraph;
 use gpsense_planner::{compile, QueryGraph};
-use gpsense_runtime::{Engine, EngineKind, MatchOptions, Semantics};
+use gpsense_runtime::{DeviceCounters, Engine, EngineKind, MatchOptions, Semantics};
 
 pub fn conceptnet() -> &'static KnowledgeGraph {
     static G: OnceLock<KnowledgeGraph> = OnceLock::new();
@@ -60,4 +60,33 @@ pub fn limits_give_rows_of_the_answer(g: &KnowledgeGraph, q: &QueryGraph) {
             "a row not in the answer"
         );
     }
+}
+
+/// `texts` counted as one emulated batch on `g`, cold then warm: every query in the batch and its
+/// count `dfs`'s. Returns the warm batch's counters.
+pub fn batch_counts_as_dfs(g: &KnowledgeGraph, texts: &[&str]) -> DeviceCounters {
+    let qs: Vec<QueryGraph> = texts.iter().map(|t| compiled(t)).collect();
+    let dfs = Engine::new(g);
+    let want: Vec<u128> = qs
+        .iter()
+        .map(|q| {
+            dfs.count(q, &options(EngineKind::Dfs, 1 << 30))
+                .unwrap()
+                .rows
+        })
+        .collect();
+    let engine = Engine::new(g);
+    let opts = options(EngineKind::Emulated, 1 << 30);
+    let batch: Vec<_> = qs.iter().map(|q| (q, &opts)).collect();
+    let first = engine.count_batch(&batch);
+    // Warm (the arena sized by the first batch), the same batch again: its counters.
+    let report = engine.count_batch(&batch);
+    for (r, when) in [&first, &report].iter().zip(["cold", "warm"]) {
+        assert_eq!(r.batched, texts.len());
+        for ((text, want), got) in texts.iter().zip(&want).zip(&r.reports) {
+            let got = got.as_ref().unwrap_or_else(|e| panic!("{text}: {e}"));
+            assert_eq!(got.rows, *want, "{text}, {when}");
+        }
+    }
+    report.counters
 }
