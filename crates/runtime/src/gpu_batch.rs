@@ -33,6 +33,7 @@ use gpsense_planner::{Plan, QueryGraph};
 use super::{
     by_node, rows_part, scan, scan_sums, Carver, DeviceReport, FilterQuery, FilterSizes, JoinQuery,
     Levels, Pipeline, Prepared, QuerySpace, Region, Slab, LEAF_THREADS, QUEUED_WARPS,
+    SEGMENT_PARENT_BYTES,
 };
 use crate::device::{as_bytes, read, Device, Launch};
 use crate::engine::BatchPhases;
@@ -541,10 +542,6 @@ impl<D: Device> Pipeline<'_, D> {
             .collect())
     }
 
-    /// Each joined query's room per level in the batch's level buffers: at most what its level
-    /// can produce (its parents' room times its candidates), BATCH_ROWS and its share of
-    /// BATCH_LEVEL_BYTES, within its own budget; none for a last level that only counts. The last
-    /// level of a query that wants rows lies in the batch's row buffer.
     /// Points every segmented depth's jobs at their segments' counts (side by side in the
     /// scratch, `parents + 1` each) and makes their `pivot_segments` jobs; the scratch is taken
     /// here, before anything is queued.
@@ -595,6 +592,10 @@ impl<D: Device> Pipeline<'_, D> {
         Ok(cuts)
     }
 
+    /// Each joined query's room per level in the batch's level buffers: at most what its level
+    /// can produce (its parents' room times its candidates), BATCH_ROWS and its share of
+    /// BATCH_LEVEL_BYTES, within its own budget; none for a last level that only counts. The last
+    /// level of a query that wants rows lies in the batch's row buffer.
     fn batch_rooms(
         &mut self,
         items: &[BatchItem],
@@ -615,7 +616,12 @@ impl<D: Device> Pipeline<'_, D> {
             // With segments, a parent's count and its part of their scan come out of its share.
             let own = it.memory_budget.saturating_sub(jq.bytes)
                 / q.levels.len().max(1) as u64
-                / (row_bytes + if self.segment > 0 { 9 } else { 0 });
+                / (row_bytes
+                    + if self.segment > 0 {
+                        SEGMENT_PARENT_BYTES
+                    } else {
+                        0
+                    });
             let mut parents = 1u64;
             let mut row = Vec::with_capacity(q.levels.len());
             for (d, lp) in q.levels.iter().enumerate() {
@@ -704,11 +710,11 @@ impl<D: Device> Pipeline<'_, D> {
                 run.runs += d as u64;
                 run.partials += (0..d).map(total).sum::<u64>();
                 if d == 0 {
-                    run.resume(0, q.root, 1)?;
+                    run.depth_first(0, q.root, 1)?;
                 } else {
                     let n = total(d - 1);
                     let width = jq.layout.width as u64;
-                    run.resume(d, rows_part(rooms[d - 1].rows, width, 0, n), n)?;
+                    run.depth_first(d, rows_part(rooms[d - 1].rows, width, 0, n), n)?;
                 }
             }
             _ => {

@@ -1641,6 +1641,10 @@ struct Leaves {
     total: Region,
 }
 
+/// Budget bytes a parent of a segmented level takes beyond its row: its segment count (8) and,
+/// rounded up, its part of their scan.
+const SEGMENT_PARENT_BYTES: u64 = 9;
+
 /// Warps a segmented level launches at least (a few per SM of a large GPU).
 const SEGMENT_WARPS: u64 = 4096;
 
@@ -1696,13 +1700,7 @@ impl<D: Device> Levels<'_, '_, '_, D> {
         if self.out.stopped() {
             return Ok(());
         }
-        self.resume(0, root, 1)
-    }
-
-    /// Levels `d..` over `n` complete parents of level `d` (`rows`): queued, depth first in
-    /// chunks when a level outgrows its room.
-    pub(crate) fn resume(&mut self, d: usize, rows: DevSlice, n: u64) -> Result<(), MatchError> {
-        self.depth_first(d, rows, n)
+        self.depth_first(0, root, 1)
     }
 
     /// Levels `d..` over `n` parents queued back to back, one read. A level `e` that outgrew its
@@ -1711,7 +1709,12 @@ impl<D: Device> Levels<'_, '_, '_, D> {
     /// BFS-DFS hybrid): the buffers stay within the budget, and a chunk costs one read instead of
     /// one per level and per half. A single parent too large for the budget goes level by level
     /// (and fails with the budget's error there).
-    fn depth_first(&mut self, d: usize, rows: DevSlice, n: u64) -> Result<(), MatchError> {
+    pub(crate) fn depth_first(
+        &mut self,
+        d: usize,
+        rows: DevSlice,
+        n: u64,
+    ) -> Result<(), MatchError> {
         let Some((e, parents, m, total)) = self.queued(d, rows, n)? else {
             return Ok(());
         };
@@ -1794,10 +1797,7 @@ impl<D: Device> Levels<'_, '_, '_, D> {
             .filter(|&d| self.segmented(&self.levels[d]))
             .map(|d| bounds[d])
             .max();
-        let scratch = match most {
-            Some(most) => Some(self.scratch(most as usize)?),
-            None => None,
-        };
+        let scratch = most.map(|m| self.scratch(m as usize)).transpose()?;
         let space = self.p.arena.space.get();
         dev.zero_bytes(space, self.claimed.offset, self.claimed.bytes(8))?;
         let budget_ns = self.budget_ns();
@@ -2093,7 +2093,12 @@ impl<D: Device> Levels<'_, '_, '_, D> {
             .levels
             .get(d + 1)
             .is_some_and(|next| self.segmented(next));
-        row_bytes + if parent_of_segments { 9 } else { 0 }
+        row_bytes
+            + if parent_of_segments {
+                SEGMENT_PARENT_BYTES
+            } else {
+                0
+            }
     }
 
     /// Rows (or matches) the last level still needs: LIMIT stops it early.
