@@ -2,6 +2,8 @@
 //! a device engine answered as one batch (`gpu_batch`), each with its own count or rows, error and
 //! limits.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use rayon::prelude::*;
 
 use super::*;
@@ -42,6 +44,46 @@ fn counting<'q>(queries: &[(&'q QueryGraph, &'q MatchOptions)]) -> Vec<BatchQuer
 type Sinks<'o> = Vec<Option<OnRows<'o>>>;
 /// Answers by query index.
 type Answers = Vec<(usize, Result<MatchReport, MatchError>)>;
+
+/// What [`Engine::match_batch_each`] hands each query's final answer to, with its index.
+pub type Answered<'h> = dyn Fn(usize, &Result<MatchReport, MatchError>) + Sync + 'h;
+
+/// Hands each query's final answer to the caller once, as soon as it is known: the paths that
+/// answer a query tell as they go, and the batch's end tells whatever they left.
+struct Tell<'h> {
+    answered: &'h Answered<'h>,
+    told: Vec<AtomicBool>,
+}
+
+impl<'h> Tell<'h> {
+    fn new(answered: &'h Answered<'h>, queries: usize) -> Self {
+        Tell {
+            answered,
+            told: (0..queries).map(|_| AtomicBool::new(false)).collect(),
+        }
+    }
+
+    fn answer(&self, index: usize, a: &Result<MatchReport, MatchError>) {
+        if !self.told[index].swap(true, Ordering::Relaxed) {
+            (self.answered)(index, a);
+        }
+    }
+}
+
+/// Whether the device could not hold a query (its candidate space, or one partial match's
+/// extensions, past the memory budget): a count `auto` shares is then dfs's to answer.
+fn refused(e: &MatchError) -> bool {
+    matches!(
+        e,
+        MatchError::DeviceBudget { .. } | MatchError::MemoryBudget { .. }
+    )
+}
+
+/// Whether a batched query's answer is a device failure that `auto` answers again on the CPU
+/// (unless it handed out rows already: on the CPU they would be handed out again).
+fn on_cpu_after(key: Key, a: &Result<MatchReport, MatchError>, handed_out: bool) -> bool {
+    key.auto && !handed_out && matches!(a, Err(MatchError::Device(_)))
+}
 
 /// What [`Engine::match_batch`] did: each query's report or its own error, in order, and the
 /// device calls of the batched queries together.
@@ -153,14 +195,6 @@ fn ranked(mut list: Vec<Pending>) -> Vec<Ranked> {
         .collect()
 }
 
-/// Each batched query's report (or error) and whether it handed out rows before it, the device's
-/// calls, where the time went.
-type DeviceAnswers = (
-    Vec<(Result<MatchReport, MatchError>, bool)>,
-    DeviceCounters,
-    BatchPhases,
-);
-
 /// What one batch shares: the engine it runs on, the semantics and the refinement rounds, and
 /// whether `auto` chose the device (then a device failure sends its queries to the CPU).
 #[derive(Clone, Copy, PartialEq)]
@@ -170,9 +204,6 @@ struct Key {
     refine_rounds: u32,
     auto: bool,
 }
-
-/// A batched query's join plan, filter report and device work, or its own error.
-type BatchResult = Result<(Plan, FilterReport, DeviceReport), MatchError>;
 
 /// Where a query of [`Engine::match_batch`] goes.
 enum Entry<'q> {
@@ -201,7 +232,20 @@ impl Engine<'_> {
     /// query whose level outgrows its batch room goes on alone after the batch. Each report's
     /// `rows` is the rows handed out (or the count).
     pub fn match_batch(&self, queries: Vec<BatchQuery>) -> BatchReport {
-        self.match_batch_on(queries, None::<&DeviceState<HostDevice>>)
+        self.match_batch_each(queries, &|_, _| {})
+    }
+
+    /// [`Engine::match_batch`], each query's answer also handed to `answered` (with its index)
+    /// as soon as it is final, from whichever thread found it: a query whose levels fit its batch
+    /// room is answered when the batch's reads return, not after the queries that go on alone
+    /// (a server replies to each request then; its rows, if it wanted them, are all handed out by
+    /// then). Each index is handed over once.
+    pub fn match_batch_each(
+        &self,
+        queries: Vec<BatchQuery>,
+        answered: &Answered<'_>,
+    ) -> BatchReport {
+        self.match_batch_on(queries, None::<&DeviceState<HostDevice>>, answered)
     }
 
     /// Whether [`Engine::count_batch`] would count `q` on the device: on `gpu` and `emulated`,
@@ -226,7 +270,7 @@ impl Engine<'_> {
         queries: &[(&QueryGraph, &MatchOptions)],
         device: Option<&DeviceState<D>>,
     ) -> BatchReport {
-        self.match_batch_on(counting(queries), device)
+        self.match_batch_on(counting(queries), device, &|_, _| {})
     }
 
     /// [`Engine::match_batch`], with `device` standing in for the GPU that `auto` would take (the
@@ -235,8 +279,10 @@ impl Engine<'_> {
         &self,
         queries: Vec<BatchQuery>,
         device: Option<&DeviceState<D>>,
+        answered: &Answered<'_>,
     ) -> BatchReport {
         let start = Instant::now();
+        let tell = Tell::new(answered, queries.len());
         let (queries, sinks): (Vec<_>, Sinks) =
             queries.into_iter().map(|b| ((b.q, b.opts), b.rows)).unzip();
         let mut reports: Vec<Option<Result<MatchReport, MatchError>>> =
@@ -270,7 +316,11 @@ impl Engine<'_> {
                     None => groups.push((key, vec![*p], vec![sink])),
                 },
                 Entry::Alone(auto) => alone.push((index, auto, sink)),
-                Entry::Failed(e) => reports[index] = Some(Err(e)),
+                Entry::Failed(e) => {
+                    let e = Err(e);
+                    tell.answer(index, &e);
+                    reports[index] = Some(e);
+                }
             }
         }
         let either: Vec<(Key, TwoEnds<Ranked>)> = either
@@ -282,11 +332,12 @@ impl Engine<'_> {
         // device; after them, they would eat the batched queries' time limits.
         let (answers, (on_cpu, again)) = rayon::join(
             || {
-                let mut answers = self.run_groups(&mut groups, device, start, &mut batch);
-                answers.extend(self.run_either(&either, device, start, &mut batch));
+                let told = |i: usize, a: &Result<MatchReport, MatchError>| tell.answer(i, a);
+                let mut answers = self.run_groups(&mut groups, device, start, &mut batch, &told);
+                answers.extend(self.run_either(&either, device, start, &mut batch, &tell));
                 answers
             },
-            || self.answer_beside(&queries, alone, &either),
+            || self.answer_beside(&queries, alone, &either, &tell),
         );
         batch.again = again;
         for (index, a) in answers.into_iter().chain(on_cpu) {
@@ -294,7 +345,12 @@ impl Engine<'_> {
         }
         batch.reports = reports
             .into_iter()
-            .map(|r| r.unwrap_or(Err(MatchError::Plan("query not answered".into()))))
+            .enumerate()
+            .map(|(i, r)| {
+                let r = r.unwrap_or(Err(MatchError::Plan("query not answered".into())));
+                tell.answer(i, &r);
+                r
+            })
             .collect();
         batch
     }
@@ -309,6 +365,7 @@ impl Engine<'_> {
         device: Option<&DeviceState<D>>,
         start: Instant,
         batch: &mut BatchReport,
+        tell: &Tell,
     ) -> Answers {
         let deadline = start + self.share_after();
         let mut out = Vec::new();
@@ -330,7 +387,9 @@ impl Engine<'_> {
                 for (rank, mut p) in chunk {
                     let Ok(layout) = Layout::new(p.q, &p.plan, p.opts.semantics, self.shape) else {
                         // A shape the device refuses is still dfs's to answer.
-                        out.push((p.index, self.answer_on_dfs(p.q, p.opts, p.auto, None)));
+                        let a = self.answer_on_dfs(p.q, p.opts, p.auto, None);
+                        tell.answer(p.index, &a);
+                        out.push((p.index, a));
                         continue;
                     };
                     queries.push((p.q, p.opts, p.auto.clone()));
@@ -343,9 +402,18 @@ impl Engine<'_> {
                     continue;
                 }
                 let sinks = planned.iter().map(|_| None).collect();
-                let answers = self.run_groups(&mut [(*key, planned, sinks)], device, start, batch);
+                // A count the device could not hold is not final: dfs answers it below.
+                let told = |i: usize, a: &Result<MatchReport, MatchError>| {
+                    if !a.as_ref().is_err_and(refused) {
+                        tell.answer(i, a);
+                    }
+                };
+                let group = &mut [(*key, planned, sinks)];
+                let answers = self.run_groups(group, device, start, batch, &told);
                 for ((index, a), (q, opts, auto)) in answers.into_iter().zip(queries) {
-                    out.push((index, self.unless_refused(q, opts, auto, a)));
+                    let a = self.unless_refused(q, opts, auto, a);
+                    tell.answer(index, &a);
+                    out.push((index, a));
                 }
             }
         }
@@ -362,8 +430,9 @@ impl Engine<'_> {
         auto: Option<AutoChoice>,
         a: Result<MatchReport, MatchError>,
     ) -> Result<MatchReport, MatchError> {
-        let Err(e @ (MatchError::DeviceBudget { .. } | MatchError::MemoryBudget { .. })) = a else {
-            return a;
+        let e = match a {
+            Err(e) if refused(&e) => e,
+            a => return a,
         };
         let mut report = self.answer_on_dfs(q, opts, auto, None)?;
         report.fallback = Some(format!(
@@ -372,45 +441,63 @@ impl Engine<'_> {
         Ok(report)
     }
 
-    /// Runs each group as one batch on its device; under `auto`, a device failure sends the
-    /// group's unanswered queries to the CPU. Returns each query's index and answer.
+    /// Runs each group as one batch on its device, each answer handed to `told` as it becomes
+    /// final; under `auto`, a device failure sends the group's unanswered queries to the CPU
+    /// after the batch (their sinks are the batch's until it ends). Returns each query's index
+    /// and answer.
     fn run_groups<D: Device>(
         &self,
         groups: &mut [(Key, Vec<Planned>, Sinks)],
         device: Option<&DeviceState<D>>,
         start: Instant,
         batch: &mut BatchReport,
+        told: &(dyn Fn(usize, &Result<MatchReport, MatchError>) + Sync),
     ) -> Answers {
         let mut out = Vec::new();
         for (key, planned, sinks) in groups {
             batch.batched += planned.len();
             batch.batches += 1;
-            let shape = self.shape;
-            let done = match (key.engine, device) {
-                (EngineKind::Emulated, _) => self
-                    .emulator()
-                    .map_err(MatchError::from)
-                    .and_then(|d| d.match_batch(planned, sinks, *key, shape, self.view(), start)),
-                (_, Some(d)) if key.auto => {
-                    d.match_batch(planned, sinks, *key, shape, self.view(), start)
+            let (shape, key) = (self.shape, *key);
+            let mut answers: Vec<Option<(Result<MatchReport, MatchError>, bool)>> =
+                planned.iter().map(|_| None).collect();
+            let mut answered = |i: usize, a: Result<MatchReport, MatchError>, handed_out: bool| {
+                if !on_cpu_after(key, &a, handed_out) {
+                    told(planned[i].index, &a);
                 }
-                _ => self
-                    .gpu()
-                    .map_err(MatchError::from)
-                    .and_then(|d| d.match_batch(planned, sinks, *key, shape, self.view(), start)),
+                answers[i] = Some((a, handed_out));
             };
-            let answers = match done {
-                Ok((answers, c, phases)) => {
+            let view = self.view();
+            let done = match (key.engine, device) {
+                (EngineKind::Emulated, _) => {
+                    self.emulator().map_err(MatchError::from).and_then(|d| {
+                        d.match_batch(planned, sinks, key, shape, view, start, &mut answered)
+                    })
+                }
+                (_, Some(d)) if key.auto => {
+                    d.match_batch(planned, sinks, key, shape, view, start, &mut answered)
+                }
+                _ => self.gpu().map_err(MatchError::from).and_then(|d| {
+                    d.match_batch(planned, sinks, key, shape, view, start, &mut answered)
+                }),
+            };
+            let failed = match done {
+                Ok((c, phases)) => {
                     batch.counters += c;
                     batch.phases += BatchPhases {
                         plan: Duration::ZERO,
                         ..phases
                     };
-                    answers
+                    None
                 }
-                Err(e) => planned.iter().map(|_| (Err(e.clone()), false)).collect(),
+                Err(e) => Some(e),
             };
-            for ((p, sink), (a, handed_out)) in planned.iter().zip(sinks.iter_mut()).zip(answers) {
+            for ((p, sink), a) in planned.iter().zip(sinks.iter_mut()).zip(answers) {
+                // The batch's error concerns the queries it had not answered.
+                let (a, handed_out) = match (a, &failed) {
+                    (Some(a), _) => a,
+                    (None, Some(e)) => (Err(e.clone()), false),
+                    (None, None) => (Err(MatchError::Plan("query not answered".into())), false),
+                };
                 // A query that handed out rows before the failure keeps its error: on the CPU
                 // they would be handed out again.
                 let a = match a {
@@ -426,6 +513,7 @@ impl Engine<'_> {
                     }
                     a => a,
                 };
+                told(p.index, &a);
                 out.push((p.index, a));
             }
         }
@@ -445,6 +533,7 @@ impl Engine<'_> {
         queries: &[(&QueryGraph, &MatchOptions)],
         alone: Vec<(usize, Option<AutoChoice>, Option<OnRows<'_>>)>,
         either: &[(Key, TwoEnds<Ranked>)],
+        tell: &Tell,
     ) -> (Answers, usize) {
         let together = alone.len() + either.iter().map(|(_, q)| q.total()).sum::<usize>() > 1;
         let first_try = |(index, auto, sink): (usize, Option<AutoChoice>, Option<OnRows>)| {
@@ -454,7 +543,9 @@ impl Engine<'_> {
                 _ => None,
             };
             let Some(shared) = shared else {
-                return (index, self.answer_alone(q, opts, auto, sink), None);
+                let a = self.answer_alone(q, opts, auto, sink);
+                tell.answer(index, &a);
+                return (index, a, None);
             };
             let start = Instant::now();
             let first = MatchOptions {
@@ -467,6 +558,9 @@ impl Engine<'_> {
             // stop is seen only between search steps) still leaves the half to count alone
             // (on the H200 two heavy yeast queries were left nothing and reported 0).
             let spent = start.elapsed().min(shared);
+            if !again {
+                tell.answer(index, &a);
+            }
             (index, a, again.then_some((auto, spent)))
         };
         // The shared counts go down lanes, each taking the next from the back as it finishes one:
@@ -511,6 +605,7 @@ impl Engine<'_> {
                 }
                 None => a,
             };
+            tell.answer(index, &a);
             out.push((index, a));
         }
         (out, counted_again)
@@ -633,9 +728,15 @@ impl Engine<'_> {
     }
 }
 
+/// A batched query's answer as the device batch finds it final: its place in the batch, its
+/// report or error, whether it handed out rows.
+type OnDeviceAnswer<'h> = dyn FnMut(usize, Result<MatchReport, MatchError>, bool) + 'h;
+
 impl<D: Device> DeviceState<D> {
-    /// The batch on this device: each query's report (or error) and the device calls it made; a
-    /// query with a sink in `sinks` has its rows handed to it.
+    /// The batch on this device: each query's report (or error) handed to `answered` as soon as
+    /// it is final (a query with a sink in `sinks` has its rows handed to it first); returns the
+    /// device calls of the whole batch. An error returned concerns the queries not answered.
+    #[allow(clippy::too_many_arguments)]
     fn match_batch(
         &self,
         planned: &[Planned],
@@ -644,7 +745,8 @@ impl<D: Device> DeviceState<D> {
         shape: DataShape,
         host: GraphView,
         start: Instant,
-    ) -> Result<DeviceAnswers, MatchError> {
+        answered: &mut OnDeviceAnswer,
+    ) -> Result<(DeviceCounters, BatchPhases), MatchError> {
         let Key {
             engine,
             semantics,
@@ -694,6 +796,44 @@ impl<D: Device> DeviceState<D> {
             })
             .collect();
         let before = self.dev.counters();
+        // A query's report carries the batch's device calls up to its answer.
+        let mut on_answer = |i: usize, it: &mut BatchItem, arena_bytes: u64| {
+            let p = &planned[i];
+            let report = it
+                .result
+                .take()
+                .unwrap_or(Err(MatchError::Plan("query not answered".into())))
+                .and_then(|(join_plan, filter, device)| {
+                    let report = MatchReport {
+                        fallback: None,
+                        auto: p.auto.clone(),
+                        device: Some(self.dev.describe()),
+                        timed_out: false,
+                        rows: 0,
+                        limit_reached: false,
+                        engine,
+                        semantics,
+                        join_plan,
+                        plan: p.plan.clone(),
+                        times: Timings::default(),
+                        filter,
+                        edge_candidates: None,
+                        search: None,
+                        device_report: Some(DeviceReport {
+                            arena_bytes,
+                            counters: self.dev.counters() - before,
+                            batch: planned.len() as u64,
+                            ..device
+                        }),
+                    };
+                    let times = Timings {
+                        filter: report.filter.filter_time,
+                        ..Default::default()
+                    };
+                    finish(it.out, report, times, start)
+                });
+            answered(i, report, it.out.handed_out() > 0);
+        };
         let phases = Pipeline {
             dev: &self.dev,
             graph: &self.graph,
@@ -706,51 +846,8 @@ impl<D: Device> DeviceState<D> {
             limit: None,
             segment: self.segment,
         }
-        .run_batch(&mut items)?;
-        let counters = self.dev.counters() - before;
-        let results: Vec<_> = items.into_iter().map(|it| it.result).collect();
-        let arena_bytes = arena.bytes();
-        let report_of = |p: &Planned, out: Output, result: Option<BatchResult>| {
-            let (join_plan, filter, device) =
-                result.unwrap_or(Err(MatchError::Plan("query not answered".into())))?;
-            let report = MatchReport {
-                fallback: None,
-                auto: p.auto.clone(),
-                device: Some(self.dev.describe()),
-                timed_out: false,
-                rows: 0,
-                limit_reached: false,
-                engine,
-                semantics,
-                join_plan,
-                plan: p.plan.clone(),
-                times: Timings::default(),
-                filter,
-                edge_candidates: None,
-                search: None,
-                device_report: Some(DeviceReport {
-                    arena_bytes,
-                    counters,
-                    batch: planned.len() as u64,
-                    ..device
-                }),
-            };
-            let times = Timings {
-                filter: report.filter.filter_time,
-                ..Default::default()
-            };
-            finish(out, report, times, start)
-        };
-        let reports = planned
-            .iter()
-            .zip(outs)
-            .zip(results)
-            .map(|((p, out), result)| {
-                let handed_out = out.handed_out() > 0;
-                (report_of(p, out, result), handed_out)
-            })
-            .collect();
-        Ok((reports, counters, phases))
+        .run_batch(&mut items, &mut on_answer)?;
+        Ok((self.dev.counters() - before, phases))
     }
 }
 
@@ -1032,8 +1129,21 @@ mod tests {
                 rows: Some(sink),
             })
             .collect();
-        let batch = engine.match_batch_on(list, Some(&state));
+        // The device's failures are not told: the CPU's answers are, each once.
+        let told = Mutex::new(Vec::new());
+        let batch = engine.match_batch_on(list, Some(&state), &|i, a| {
+            let engine = a.as_ref().map(|r| r.engine).ok();
+            told.lock().unwrap().push((i, engine));
+        });
         drop(sinks);
+        let mut told = told.into_inner().unwrap();
+        told.sort_by_key(|t| t.0);
+        assert_eq!(
+            told,
+            (0..4)
+                .map(|i| (i, Some(EngineKind::Dfs)))
+                .collect::<Vec<_>>()
+        );
         assert_eq!((batch.batched, batch.on_cpu), (4, 4));
         for ((q, r), mut got) in queries.iter().zip(&batch.reports).zip(rows) {
             let r = r.as_ref().unwrap();

@@ -26,7 +26,7 @@ use crate::{EngineKind, MatchError, MatchOptions, Semantics};
 
 #[path = "batch_engine.rs"]
 mod batch;
-pub use batch::{BatchPhases, BatchQuery, BatchReport, SHARE_AFTER};
+pub use batch::{Answered, BatchPhases, BatchQuery, BatchReport, SHARE_AFTER};
 
 /// A graph prepared for matching: planner statistics and the node-label index, computed once.
 pub struct Engine<'g> {
@@ -576,7 +576,7 @@ impl<'g> Engine<'g> {
             }
             times.filter = report.filter.filter_time;
             times.join = report.times.join;
-            return finish(out, report, times, start);
+            return finish(&out, report, times, start);
         }
         let g = self.view();
         let injective = opts.semantics == Semantics::Iso;
@@ -635,7 +635,7 @@ impl<'g> Engine<'g> {
             kj.run(&ecs, &out)?;
         }
         times.join = join_start.elapsed() - times.edge_candidates;
-        finish(out, report, times, start)
+        finish(&out, report, times, start)
     }
 
     /// The CPU engine: candidate space, then the search (`search/`), straight into the output.
@@ -840,13 +840,13 @@ fn shares_variable(q: &QueryGraph, components: &[Vec<usize>]) -> bool {
 
 /// The report of a match whose rows went to `out`: its rows, limit and time flags, or its error.
 fn finish(
-    out: Output,
+    out: &Output,
     mut report: MatchReport,
     mut times: Timings,
     start: Instant,
 ) -> Result<MatchReport, MatchError> {
     report.timed_out = out.timed_out();
-    let (rows, limit_reached, error) = out.finish();
+    let (rows, limit_reached, error) = out.outcome();
     if let Some(e) = error {
         return Err(e);
     }

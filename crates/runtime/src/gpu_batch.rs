@@ -84,10 +84,22 @@ struct Room {
     capacity: u64,
 }
 
+/// Told of each query of a batch (its index in the items) as soon as its answer is final (its
+/// `result` set, its output complete), with the bytes the device arena holds then: the queries
+/// answered before the join (a budget refused, an empty candidate set), then those whose levels
+/// fit their rooms as the batch's reads return, then each that goes on alone as it ends. Before,
+/// every query waited for the slowest (a server's light requests for the heavy one beside them).
+pub(crate) type OnAnswer<'h> = dyn FnMut(usize, &mut BatchItem, u64) + 'h;
+
 impl<D: Device> Pipeline<'_, D> {
-    /// Answers the queries of `items` as one batch; each item's `result` is set. An
-    /// error returned is the device's and concerns every query still unanswered.
-    pub(crate) fn run_batch(&mut self, items: &mut [BatchItem]) -> Result<BatchPhases, MatchError> {
+    /// Answers the queries of `items` as one batch; each item's `result` is set and handed to
+    /// `on_answer` as it becomes final. An error returned is the device's and concerns every
+    /// query not handed over yet.
+    pub(crate) fn run_batch(
+        &mut self,
+        items: &mut [BatchItem],
+        on_answer: &mut OnAnswer,
+    ) -> Result<BatchPhases, MatchError> {
         let start = Instant::now();
         let before = self.dev.counters();
         let stride = bits::words_for(self.graph.nodes);
@@ -248,6 +260,14 @@ impl<D: Device> Pipeline<'_, D> {
                 result
             });
         }
+        // The others are answered already.
+        let mut joins = vec![false; items.len()];
+        for (_, j) in &joined {
+            joins[j.item] = true;
+        }
+        for (i, _) in joins.iter().enumerate().filter(|(_, &j)| !j) {
+            on_answer(i, &mut items[i], self.arena.bytes());
+        }
         let jqs: Vec<JoinQuery> = joined
             .iter()
             .map(|(k, j)| JoinQuery {
@@ -268,19 +288,21 @@ impl<D: Device> Pipeline<'_, D> {
             ..Default::default()
         };
         let batched: Vec<Joined> = joined.into_iter().map(|(_, j)| j).collect();
-        let (levels, after) = self.levels_batch(items, &batched, &qspaces, start)?;
+        let (levels, after) = self.levels_batch(items, &batched, &qspaces, start, on_answer)?;
         phases.levels = levels;
         phases.alone = after;
         Ok(phases)
     }
 
-    /// The levels of every joined query: depth by depth, one launch each, then one read.
+    /// The levels of every joined query: depth by depth, one launch each, then one read; the
+    /// queries whose levels fit are answered first, then those that go on alone.
     fn levels_batch(
         &mut self,
         items: &mut [BatchItem],
         joined: &[Joined],
         qs: &[QuerySpace],
         start: Instant,
+        on_answer: &mut OnAnswer,
     ) -> Result<(Duration, Duration), MatchError> {
         if joined.is_empty() {
             return Ok(Default::default());
@@ -453,7 +475,9 @@ impl<D: Device> Pipeline<'_, D> {
         let rows = self.read_rows(items, joined, &rooms, &counters, &overs)?;
         let batch_time = start.elapsed();
         let levels = began.elapsed();
-        for (j, (jq, q)) in joined.iter().zip(qs).enumerate() {
+        let fit = (0..joined.len()).filter(|&j| overs[j].is_none());
+        for j in fit.chain((0..joined.len()).filter(|&j| overs[j].is_some())) {
+            let (jq, q) = (&joined[j], &qs[j]);
             let it = &mut items[jq.item];
             charge_share(it.out, start, batch_time, joined.len());
             let done = Done {
@@ -464,6 +488,7 @@ impl<D: Device> Pipeline<'_, D> {
             if let Err(e) = self.finish_query(it, jq, q, &rooms[j], done) {
                 it.result = Some(Err(e));
             }
+            on_answer(jq.item, it, self.arena.bytes());
         }
         Ok((levels, began.elapsed() - levels))
     }

@@ -38,7 +38,7 @@ pub use compressed::{CompressedEngine, CompressedReport, ExpansionStats};
 pub use cost::{AutoChoice, CostFileError, DeviceCosts, Reason};
 pub use device::DeviceCounters;
 pub use engine::{
-    component_query, count_product, counts_multiply, look_ahead, self_check, BatchPhases,
+    component_query, count_product, counts_multiply, look_ahead, self_check, Answered, BatchPhases,
     BatchQuery, BatchReport, Engine, MatchReport, SearchSummary, Timings, SHARE_AFTER,
 };
 pub use error::MatchError;

@@ -278,15 +278,21 @@ impl<'a> Output<'a> {
 
     /// Rows (or matches counted), whether the limit cut the answer short, and any error.
     pub fn finish(self) -> (u128, bool, Option<MatchError>) {
-        let state = self.state.into_inner().unwrap_or_else(|p| p.into_inner());
+        self.outcome()
+    }
+
+    /// [`Output::finish`] without giving the output up: a query of a device batch is answered
+    /// while the batch still holds its output (its sink stays borrowed until the batch ends).
+    pub(crate) fn outcome(&self) -> (u128, bool, Option<MatchError>) {
+        let state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         let limit_reached = self.limit_reached.load(Ordering::Relaxed);
         let total = if self.count_only {
-            let counted = self.counted.into_inner().unwrap_or_else(|p| p.into_inner());
+            let counted = *self.counted.lock().unwrap_or_else(|p| p.into_inner());
             self.limit.map_or(counted, |l| counted.min(u128::from(l)))
         } else {
             u128::from(state.emitted)
         };
-        (total, limit_reached, state.error)
+        (total, limit_reached, state.error.clone())
     }
 }
 

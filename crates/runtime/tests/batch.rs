@@ -3,7 +3,8 @@
 //! batch's launches and reads per query, and each query's own errors and limits.
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use gpsense_graph::ingest::{ingest, IngestOptions, NoProgress};
@@ -424,4 +425,70 @@ fn row_queries_that_overflow_or_fail_leave_the_others_rows_right() {
     }
     let big_rows = answered[1].as_ref().unwrap().0.len();
     assert!(big_rows > 4096, "{big_rows} rows fit a batch room");
+}
+
+/// A query whose levels fit its batch room is answered as the batch's reads return, before a
+/// query given ahead of it whose level outgrew its room (36,885 rows against 4,096) has handed out
+/// a row alone: a server's light request does not wait for the heavy one in its batch. Each
+/// answer is handed over once, the same as the batch's report.
+#[test]
+fn a_query_that_fits_is_answered_before_one_that_goes_on_alone() {
+    let engine = Engine::new(conceptnet());
+    let heavy = compiled("SELECT * WHERE { ?x IsA ?y . ?y IsA ?z }");
+    let light = compiled("SELECT ?x WHERE { ?x IsA animal . ?x AtLocation home }");
+    let opts = options(EngineKind::Emulated);
+    let heavy_rows = AtomicU64::new(0);
+    let mut heavy_sink = |b: RowBatch| {
+        heavy_rows.fetch_add(b.rows as u64, Relaxed);
+        true
+    };
+    let mut light_sink = |_: RowBatch| true;
+    let list = vec![
+        BatchQuery {
+            q: &heavy,
+            opts: &opts,
+            rows: Some(&mut heavy_sink),
+        },
+        BatchQuery {
+            q: &light,
+            opts: &opts,
+            rows: Some(&mut light_sink),
+        },
+        BatchQuery {
+            q: &light,
+            opts: &opts,
+            rows: None,
+        },
+    ];
+    // Each answer as told: its index, the heavy query's rows by then, its rows.
+    let told = Mutex::new(Vec::new());
+    let batch = engine.match_batch_each(list, &|i, a| {
+        let rows = a.as_ref().map(|r| r.rows).ok();
+        told.lock()
+            .unwrap()
+            .push((i, heavy_rows.load(Relaxed), rows));
+    });
+    let told = told.into_inner().unwrap();
+    assert_eq!((batch.batched, batch.batches), (3, 1));
+    let order: Vec<usize> = told.iter().map(|t| t.0).collect();
+    assert_eq!(order, [1, 2, 0], "fitting queries first, each once");
+    assert_eq!(
+        (told[0].1, told[1].1),
+        (0, 0),
+        "the light queries waited for the heavy one's rows"
+    );
+    let want = dfs_rows(&engine, &heavy, Semantics::Iso).len() as u64;
+    assert!(
+        want > 4096,
+        "the heavy query fits its batch room ({want} rows)"
+    );
+    assert_eq!((told[2].1, told[2].2), (want, Some(u128::from(want))));
+    for (i, _, rows) in &told {
+        let reported = batch.reports[*i].as_ref().map(|r| r.rows).ok();
+        assert_eq!(
+            *rows, reported,
+            "query {i}: told one answer, reported another"
+        );
+    }
+    assert!(told[0].2.is_some_and(|n| n > 0) && told[0].2 == told[1].2);
 }
