@@ -53,13 +53,28 @@ fn counting_requests() -> Vec<(String, &'static str)> {
 /// Sends every request at once, each on its own connection (`params` after the query); the
 /// replies in order.
 fn all_at_once(port: u16, requests: &[(String, &'static str)], params: &[&str]) -> Vec<Reply> {
+    timed_at_once(port, requests, params)
+        .into_iter()
+        .map(|(reply, _)| reply)
+        .collect()
+}
+
+/// [`all_at_once`], each reply with when it had come in whole.
+fn timed_at_once(
+    port: u16,
+    requests: &[(String, &'static str)],
+    params: &[&str],
+) -> Vec<(Reply, Instant)> {
     let threads: Vec<_> = requests
         .iter()
         .cloned()
         .zip(params.iter().copied().chain(std::iter::repeat("")))
         .map(|((q, accept), params)| {
             let path = format!("/query?query={}{params}", encode(&q));
-            thread::spawn(move || request(port, "GET", &path, &[("Accept", accept)], b""))
+            thread::spawn(move || {
+                let reply = request(port, "GET", &path, &[("Accept", accept)], b"");
+                (reply, Instant::now())
+            })
         })
         .collect();
     threads
@@ -252,9 +267,53 @@ fn a_failing_request_leaves_the_rest_of_its_batch_answered() {
 }
 
 #[test]
+fn light_requests_are_not_held_by_a_heavy_one_in_their_batch() {
+    // A count of every 5-edge path outgrows its batch room and goes on alone after the batch
+    // until its time limit; the light requests beside it (their levels fit) are replied to as
+    // the batch's reads return, not after it. Before, each waited for the heavy one's limit.
+    let heavy = "SELECT (COUNT(*) AS ?n) WHERE { ?a ?r ?b . ?b ?s ?c . ?c ?t ?d . ?d ?u ?e . \
+                 ?e ?v ?f }";
+    let mut requests = vec![(heavy.to_owned(), "text/csv")];
+    let light = counting_requests();
+    let mut select = select_requests();
+    select.truncate(2);
+    let dfs = Server::start(&["--engine", "dfs"]);
+    let expected: Vec<String> = light
+        .iter()
+        .chain(&select)
+        .map(|(q, a)| dfs.query(q, a).body)
+        .collect();
+    requests.extend(light);
+    requests.extend(select);
+    let s = batching_server(&["--timeout-ms", "60000"]);
+    let sent = Instant::now();
+    let replies = timed_at_once(s.port, &requests, &["&timeout=6000"]);
+    let ((heavy, heavy_at), answered) = replies.split_first().expect("replies");
+    let last = answered
+        .iter()
+        .map(|(_, at)| *at)
+        .max()
+        .expect("light replies");
+    eprintln!(
+        "{} light requests replied to within {} ms, the heavy one after {} ms",
+        answered.len(),
+        (last - sent).as_millis(),
+        (*heavy_at - sent).as_millis()
+    );
+    assert_eq!(heavy.status, 503, "{}", heavy.body);
+    assert_eq!(batching(&s, "batches"), 1, "one batch: the test's premise");
+    for ((reply, at), want) in answered.iter().zip(&expected) {
+        assert_eq!(reply.status, 200, "{}", reply.body);
+        assert_eq!(sorted_rows(&reply.body), sorted_rows(want));
+        assert!(at < heavy_at, "a light request waited for the heavy one");
+    }
+}
+
+#[test]
 fn a_device_failure_in_a_batch_fails_its_requests_and_the_server_goes_on() {
-    // Every launch of the batch's join fails: on `emulated` each query of the batch gets the
-    // device's error (under `auto` they would be counted on the CPU instead).
+    // Every launch of the batch's join fails: on `emulated` each query of the batch that reached
+    // the join gets the device's error (under `auto` they would be counted on the CPU instead);
+    // one answered before it (`cat IsA cat`: no candidate) keeps its answer.
     let env = [("GPSENSE_EMULATOR_FAULT", "extend_warp_batch")];
     let base = [
         "--engine",
@@ -266,8 +325,13 @@ fn a_device_failure_in_a_batch_fails_its_requests_and_the_server_goes_on() {
     ];
     let s = Server::start_with_env(&env, &[&base[..], &["--batch-window-ms", "500"]].concat());
     let requests = counting_requests();
-    for reply in all_at_once(s.port, &requests, &[]) {
-        assert_eq!(reply.status, 500, "{}", reply.body);
+    let dfs = Server::start(&["--engine", "dfs"]);
+    for ((q, accept), reply) in requests.iter().zip(all_at_once(s.port, &requests, &[])) {
+        if q.contains("c:cat r:IsA c:cat") {
+            assert_eq!((reply.status, reply.body), (200, dfs.query(q, accept).body));
+            continue;
+        }
+        assert_eq!(reply.status, 500, "{q}: {}", reply.body);
         assert!(reply.body.contains("extend_warp_batch"), "{}", reply.body);
     }
     assert!(batching(&s, "batches") < requests.len() as u64);

@@ -84,11 +84,15 @@ pub fn report(q: &QueryGraph, g: &KnowledgeGraph, r: &MatchReport) -> String {
     }
     if let Some(d) = &r.device_report {
         let c = &d.counters;
-        // A batch's calls serve all its queries: they are not this query's alone.
+        // A batch's calls serve all its queries: they are not this query's alone. A query is
+        // answered as soon as its answer is final: the calls are the batch's up to then.
         let whose = match d.batch {
             0 => String::new(),
             1 => " (a batch of 1 query)".to_owned(),
-            n => format!(" (its batch of {} queries, together)", thousands(n)),
+            n => format!(
+                " (its batch of {} queries, together, up to this answer)",
+                thousands(n)
+            ),
         };
         let _ = writeln!(
             out,

@@ -38,6 +38,7 @@ pub enum Matcher<'g> {
 /// assert!(r.report.rows > 0 && r.expansion.is_none());
 /// # Ok::<(), gpsense::Error>(())
 /// ```
+#[derive(Clone, Debug)]
 pub struct Reported {
     /// What the engine did.
     pub report: MatchReport,

@@ -10,7 +10,9 @@ use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 use gpsense_graph::KnowledgeGraph;
 use gpsense_graph::rdf::TermKind;
 use gpsense_planner::{Form, OrderKey, Prepared, Projected, QueryGraph};
-use gpsense_runtime::{BatchQuery, BatchReport, MatchError, MatchOptions, RowBatch, Semantics};
+use gpsense_runtime::{
+    BatchQuery, BatchReport, MatchError, MatchOptions, MatchReport, RowBatch, Semantics,
+};
 use hashbrown::HashSet;
 
 use crate::matcher::{Matcher, Reported};
@@ -256,14 +258,30 @@ type Sent<'q, 'o> = (
 /// # Ok::<(), gpsense::Error>(())
 /// ```
 pub fn match_batch(m: &Matcher, queries: Vec<Asked>) -> BatchCounts {
+    match_batch_each(m, queries, &|_, _| {})
+}
+
+/// What [`match_batch_each`] hands each query's final answer to, with its index.
+pub type Answered<'h> = dyn Fn(usize, &Result<Reported, MatchError>) + Sync + 'h;
+
+/// [`match_batch`], each query's answer also handed to `answered` (with its index among
+/// `queries`) as soon as it is final: one answered alone at once, a batched one as its batch
+/// finds it ([`gpsense_runtime::Engine::match_batch_each`]: the queries that fit their batch
+/// room before those that go on alone after it). A SELECT's rows are all in its sink by then.
+/// Each index is handed over once.
+pub fn match_batch_each(m: &Matcher, queries: Vec<Asked>, answered: &Answered) -> BatchCounts {
     let mut answers: Vec<Option<Result<Reported, MatchError>>> =
         queries.iter().map(|_| None).collect();
     let compressed = matches!(m, Matcher::Compressed(_));
     let mut sent: Vec<Sent> = Vec::new();
+    let mut answer = |i: usize, a: Result<Reported, MatchError>| {
+        answered(i, &a);
+        answers[i] = Some(a);
+    };
     for (i, Asked { p, opts, rows }) in queries.into_iter().enumerate() {
         if let Some(sink) = rows {
             if needs_stage(p) || compressed {
-                answers[i] = Some(select(m, p, opts, sink));
+                answer(i, select(m, p, opts, sink));
             } else {
                 sent.push((
                     i,
@@ -274,7 +292,7 @@ pub fn match_batch(m: &Matcher, queries: Vec<Asked>) -> BatchCounts {
                 ));
             }
         } else if !p.filters.is_empty() || compressed {
-            answers[i] = Some(count(m, p, opts));
+            answer(i, count(m, p, opts));
         } else if p.offset == 0 {
             sent.push((i, Cow::Borrowed(&p.graph), Cow::Borrowed(opts), 0, None));
         } else {
@@ -288,6 +306,8 @@ pub fn match_batch(m: &Matcher, queries: Vec<Asked>) -> BatchCounts {
             sent.push((i, Cow::Owned(q), Cow::Owned(o), p.offset, None));
         }
     }
+    // Each batched query's place among `queries` and the OFFSET to take off its count.
+    let places: Vec<(usize, u64)> = sent.iter().map(|s| (s.0, s.3)).collect();
     let list: Vec<BatchQuery> = sent
         .iter_mut()
         .map(|(_, q, o, _, rows)| BatchQuery {
@@ -296,21 +316,29 @@ pub fn match_batch(m: &Matcher, queries: Vec<Asked>) -> BatchCounts {
             rows: rows.take(),
         })
         .collect();
-    let mut batch = m.engine().match_batch(list);
-    for ((i, _, _, offset, _), r) in sent.iter().zip(std::mem::take(&mut batch.reports)) {
-        answers[*i] = Some(r.map(|mut report| {
-            report.rows = report.rows.saturating_sub(u128::from(*offset));
-            Reported {
-                report,
-                expansion: None,
-            }
-        }));
+    let mut batch = m.engine().match_batch_each(list, &|k, r| {
+        let (i, offset) = places[k];
+        answered(i, &reported(r.clone(), offset));
+    });
+    for (&(i, offset), r) in places.iter().zip(std::mem::take(&mut batch.reports)) {
+        answers[i] = Some(reported(r, offset));
     }
     let answers = answers
         .into_iter()
         .map(|a| a.unwrap_or(Err(MatchError::Plan("query not answered".into()))))
         .collect();
     BatchCounts { answers, batch }
+}
+
+/// A batched query's answer with its OFFSET taken off its count.
+fn reported(r: Result<MatchReport, MatchError>, offset: u64) -> Result<Reported, MatchError> {
+    r.map(|mut report| {
+        report.rows = report.rows.saturating_sub(u128::from(offset));
+        Reported {
+            report,
+            expansion: None,
+        }
+    })
 }
 
 /// Whether there is a solution (`ASK`).

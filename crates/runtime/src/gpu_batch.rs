@@ -17,7 +17,9 @@
 //! answered as timed out), its levels stop on its own clock (`budget_ns`) and LIMIT (`stop_at`),
 //! and a query whose levels
 //! outgrow their batch buffers runs on alone after the batch from the first level that overflowed
-//! (queued, growing or depth first, as [`Levels`] runs a query alone), its errors its own.
+//! (queued, growing or depth first, as [`Levels`] runs a query alone), its errors its own. Each
+//! query is handed over ([`OnAnswer`]) as soon as its answer is final, the ones that fit before
+//! the ones that go on alone.
 
 use std::time::{Duration, Instant};
 

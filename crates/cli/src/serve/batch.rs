@@ -10,7 +10,7 @@
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use gpsense::solutions::{self, Asked};
@@ -285,13 +285,13 @@ fn run_batch(matcher: &Matcher, pending: Vec<Job>, stats: &Stats) {
     if jobs.is_empty() {
         return;
     }
-    let mut held: Vec<Vec<u32>> = jobs.iter().map(|_| Vec::new()).collect();
+    let held: Vec<Mutex<Vec<u32>>> = jobs.iter().map(|_| Mutex::default()).collect();
     let mut sinks: Vec<_> = held
-        .iter_mut()
+        .iter()
         .zip(&jobs)
         .map(|(h, j)| {
             let most = j.rows.unwrap_or(0);
-            move |b: RowBatch| hold(h, b, most)
+            move |b: RowBatch| hold(&mut h.lock().unwrap_or_else(|e| e.into_inner()), b, most)
         })
         .collect();
     let asked: Vec<Asked> = jobs
@@ -307,9 +307,18 @@ fn run_batch(matcher: &Matcher, pending: Vec<Job>, stats: &Stats) {
             }
         })
         .collect();
-    // A panic in the engine answers this batch's requests with an error and keeps the thread.
-    let answered =
-        std::panic::catch_unwind(AssertUnwindSafe(|| solutions::match_batch(matcher, asked)));
+    // Each request is replied to as soon as its answer is final: one whose levels fit its batch
+    // room does not wait for a heavy one that goes on alone after the batch.
+    let reply = |i: usize, answer: &Result<Reported, gpsense_runtime::MatchError>| {
+        let rows = std::mem::take(&mut *held[i].lock().unwrap_or_else(|e| e.into_inner()));
+        let answer = answer.clone().map(|r| (r, rows)).map_err(Failure::from);
+        let _ = jobs[i].reply.try_send(answer);
+    };
+    // A panic in the engine answers this batch's requests not replied to yet with an error (their
+    // senders dropped) and keeps the thread.
+    let answered = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        solutions::match_batch_each(matcher, asked, &reply)
+    }));
     drop(sinks);
     let Ok(answered) = answered else {
         eprintln!("error: a batch of {} queries failed", jobs.len());
@@ -319,11 +328,6 @@ fn run_batch(matcher: &Matcher, pending: Vec<Job>, stats: &Stats) {
     stats.add(b);
     let selects = jobs.iter().filter(|j| j.rows.is_some()).count();
     log_batch(jobs.len(), selects, b, started.elapsed());
-    for ((job, answer), rows) in jobs.into_iter().zip(answered.answers).zip(held) {
-        let _ = job
-            .reply
-            .try_send(answer.map(|r| (r, rows)).map_err(Failure::from));
-    }
 }
 
 /// The batch on stderr: always when the GPU failed during it (as `query` says so), with `-v`
