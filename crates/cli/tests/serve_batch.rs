@@ -302,11 +302,54 @@ fn light_requests_are_not_held_by_a_heavy_one_in_their_batch() {
     );
     assert_eq!(heavy.status, 503, "{}", heavy.body);
     assert_eq!(batching(&s, "batches"), 1, "one batch: the test's premise");
+    assert_eq!(batching(&s, "left"), 1, "the heavy query was not left to answer alone");
     for ((reply, at), want) in answered.iter().zip(&expected) {
         assert_eq!(reply.status, 200, "{}", reply.body);
         assert_eq!(sorted_rows(&reply.body), sorted_rows(want));
         assert!(at < heavy_at, "a light request waited for the heavy one");
     }
+}
+
+#[test]
+fn a_heavy_request_alone_does_not_hold_back_the_next_batches() {
+    // The heavy count outgrows its batch room: its batch leaves it to its own thread, which
+    // answers it alone on the device's other arena until its 6 s limit. Light requests sent
+    // meanwhile go through batches of their own and are answered before it ends (before, each
+    // waited for the device until the heavy one's limit: 4.5 s on the emulator).
+    let heavy = "SELECT (COUNT(*) AS ?n) WHERE { ?a ?r ?b . ?b ?s ?c . ?c ?t ?d . ?d ?u ?e . \
+                 ?e ?v ?f }";
+    let s = Server::start(&[
+        "--engine",
+        "emulated",
+        "--max-concurrent",
+        "4",
+        "--light-slots",
+        "0",
+        "--timeout-ms",
+        "60000",
+    ]);
+    let port = s.port;
+    let path = format!("/query?query={}&timeout=6000", encode(heavy));
+    let heavy = thread::spawn(move || {
+        let reply = request(port, "GET", &path, &[("Accept", "text/csv")], b"");
+        (reply, Instant::now())
+    });
+    wait_batching(&s, "left", 1);
+    let dfs = Server::start(&["--engine", "dfs"]);
+    let light = counting_requests();
+    let mut answered_at = Vec::new();
+    for (q, accept) in &light[..3] {
+        let reply = s.query(q, accept);
+        answered_at.push(Instant::now());
+        assert_eq!((reply.status, reply.body), (200, dfs.query(q, accept).body));
+    }
+    let (heavy, heavy_at) = heavy.join().expect("the heavy request");
+    assert_eq!(heavy.status, 503, "{}", heavy.body);
+    assert!(
+        answered_at.iter().all(|at| *at < heavy_at),
+        "a light request waited for the heavy one"
+    );
+    assert_eq!(batching(&s, "batches"), 4);
 }
 
 #[test]

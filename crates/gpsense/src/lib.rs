@@ -37,7 +37,8 @@ pub use gpsense_compress::CompressOptions;
 pub use gpsense_graph::ingest::{NoProgress, Progress};
 pub use gpsense_planner::{Dialect, Form, Prepared};
 pub use gpsense_runtime::{
-    BatchReport, DeviceCounters, EngineKind, MatchOptions, MatchReport, RowBatch, Semantics,
+    BatchReport, DeviceCounters, EngineKind, MatchOptions, MatchReport, Outgrown, RowBatch,
+    Semantics,
 };
 pub use gpsense_sparql as sparql;
 pub use gpsense_trust as trust;

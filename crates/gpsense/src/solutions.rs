@@ -11,7 +11,7 @@ use gpsense_graph::KnowledgeGraph;
 use gpsense_graph::rdf::TermKind;
 use gpsense_planner::{Form, OrderKey, Prepared, Projected, QueryGraph};
 use gpsense_runtime::{
-    BatchQuery, BatchReport, MatchError, MatchOptions, MatchReport, RowBatch, Semantics,
+    BatchQuery, BatchReport, MatchError, MatchOptions, MatchReport, Outgrown, RowBatch, Semantics,
 };
 use hashbrown::HashSet;
 
@@ -258,7 +258,7 @@ type Sent<'q, 'o> = (
 /// # Ok::<(), gpsense::Error>(())
 /// ```
 pub fn match_batch(m: &Matcher, queries: Vec<Asked>) -> BatchCounts {
-    match_batch_each(m, queries, &|_, _| {})
+    match_batch_each(m, queries, Outgrown::GoOn, &|_, _| {})
 }
 
 /// What [`match_batch_each`] hands each query's final answer to, with its index.
@@ -268,8 +268,14 @@ pub type Answered<'h> = dyn Fn(usize, &Result<Reported, MatchError>) + Sync + 'h
 /// `queries`) as soon as it is final: one answered alone at once, a batched one as its batch
 /// finds it ([`gpsense_runtime::Engine::match_batch_each`]: the queries that fit their batch
 /// room before those that go on alone after it). A SELECT's rows are all in its sink by then.
-/// Each index is handed over once.
-pub fn match_batch_each(m: &Matcher, queries: Vec<Asked>, answered: &Answered) -> BatchCounts {
+/// Each index is handed over once. Under [`Outgrown::Leave`], a batched query whose level outgrew
+/// its batch room is answered [`MatchError::OutgrewBatch`], for the caller to answer it alone.
+pub fn match_batch_each(
+    m: &Matcher,
+    queries: Vec<Asked>,
+    outgrown: Outgrown,
+    answered: &Answered,
+) -> BatchCounts {
     let mut answers: Vec<Option<Result<Reported, MatchError>>> =
         queries.iter().map(|_| None).collect();
     let compressed = matches!(m, Matcher::Compressed(_));
@@ -316,7 +322,7 @@ pub fn match_batch_each(m: &Matcher, queries: Vec<Asked>, answered: &Answered) -
             rows: rows.take(),
         })
         .collect();
-    let mut batch = m.engine().match_batch_each(list, &|k, r| {
+    let mut batch = m.engine().match_batch_each(list, outgrown, &|k, r| {
         let (i, offset) = places[k];
         answered(i, &reported(r.clone(), offset));
     });

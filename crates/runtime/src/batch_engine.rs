@@ -45,6 +45,17 @@ type Sinks<'o> = Vec<Option<OnRows<'o>>>;
 /// Answers by query index.
 type Answers = Vec<(usize, Result<MatchReport, MatchError>)>;
 
+/// What a device batch does with a query whose level outgrew its room in the batch.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Outgrown {
+    /// It goes on alone after the batch, on the batch's thread and buffers (a file of queries).
+    #[default]
+    GoOn,
+    /// It is answered [`MatchError::OutgrewBatch`] with the others, for the caller to answer it
+    /// alone elsewhere (`serve`: on the request's own thread, beside the next batches).
+    Leave,
+}
+
 /// What [`Engine::match_batch_each`] hands each query's final answer to, with its index.
 pub type Answered<'h> = dyn Fn(usize, &Result<MatchReport, MatchError>) + Sync + 'h;
 
@@ -203,6 +214,7 @@ struct Key {
     semantics: Semantics,
     refine_rounds: u32,
     auto: bool,
+    outgrown: Outgrown,
 }
 
 /// Where a query of [`Engine::match_batch`] goes.
@@ -232,20 +244,27 @@ impl Engine<'_> {
     /// query whose level outgrows its batch room goes on alone after the batch. Each report's
     /// `rows` is the rows handed out (or the count).
     pub fn match_batch(&self, queries: Vec<BatchQuery>) -> BatchReport {
-        self.match_batch_each(queries, &|_, _| {})
+        self.match_batch_each(queries, Outgrown::GoOn, &|_, _| {})
     }
 
     /// [`Engine::match_batch`], each query's answer also handed to `answered` (with its index)
     /// as soon as it is final, from whichever thread found it: a query whose levels fit its batch
     /// room is answered when the batch's reads return, not after the queries that go on alone
     /// (a server replies to each request then; its rows, if it wanted them, are all handed out by
-    /// then). Each index is handed over once.
+    /// then). Each index is handed over once. `outgrown` says what a batch does with a query
+    /// whose level outgrew its room.
     pub fn match_batch_each(
         &self,
         queries: Vec<BatchQuery>,
+        outgrown: Outgrown,
         answered: &Answered<'_>,
     ) -> BatchReport {
-        self.match_batch_on(queries, None::<&DeviceState<HostDevice>>, answered)
+        self.match_batch_on(
+            queries,
+            None::<&DeviceState<HostDevice>>,
+            outgrown,
+            answered,
+        )
     }
 
     /// Whether [`Engine::count_batch`] would count `q` on the device: on `gpu` and `emulated`,
@@ -270,7 +289,7 @@ impl Engine<'_> {
         queries: &[(&QueryGraph, &MatchOptions)],
         device: Option<&DeviceState<D>>,
     ) -> BatchReport {
-        self.match_batch_on(counting(queries), device, &|_, _| {})
+        self.match_batch_on(counting(queries), device, Outgrown::GoOn, &|_, _| {})
     }
 
     /// [`Engine::match_batch`], with `device` standing in for the GPU that `auto` would take (the
@@ -279,6 +298,7 @@ impl Engine<'_> {
         &self,
         queries: Vec<BatchQuery>,
         device: Option<&DeviceState<D>>,
+        outgrown: Outgrown,
         answered: &Answered<'_>,
     ) -> BatchReport {
         let start = Instant::now();
@@ -303,6 +323,11 @@ impl Engine<'_> {
         let mut alone = Vec::new();
         let mut either: Vec<(Key, Vec<Pending>)> = Vec::new();
         for (index, (entry, sink)) in entries.into_iter().zip(sinks).enumerate() {
+            let entry = match entry {
+                Entry::Batch(key, p) => Entry::Batch(Key { outgrown, ..key }, p),
+                Entry::Either(key, p) => Entry::Either(Key { outgrown, ..key }, p),
+                e => e,
+            };
             match entry {
                 Entry::Either(key, p) => match either.iter_mut().find(|(k, _)| *k == key) {
                     Some((_, list)) => list.push(*p),
@@ -697,6 +722,7 @@ impl Engine<'_> {
             semantics: opts.semantics,
             refine_rounds: opts.refine_rounds,
             auto: auto.is_some(),
+            outgrown: Outgrown::GoOn,
         };
         let pending = Pending {
             index,
@@ -751,10 +777,11 @@ impl<D: Device> DeviceState<D> {
             engine,
             semantics,
             refine_rounds,
+            outgrown,
             ..
         } = key;
-        let mut arena = self.arena.lock().unwrap_or_else(|e| e.into_inner());
-        let free = self.dev.free_memory()?;
+        let mut arena = self.batch_arena.lock().unwrap_or_else(|e| e.into_inner());
+        let free = self.free_for(BATCHED)?;
         let mut uncounted: Vec<_> = planned.iter().map(|_| |_: RowBatch| true).collect();
         let outs: Vec<Output> = planned
             .iter()
@@ -795,6 +822,10 @@ impl<D: Device> DeviceState<D> {
                 result: None,
             })
             .collect();
+        // The batch's queries are small by design (one that outgrows its room leaves it or goes on
+        // alone): the largest budget among them stands for the batch's.
+        let most = items.iter().map(|it| it.memory_budget).max().unwrap_or(0);
+        let _lease = self.reserve(BATCHED, most.saturating_sub(held));
         let before = self.dev.counters();
         // A query's report carries the batch's device calls up to its answer.
         let mut on_answer = |i: usize, it: &mut BatchItem, arena_bytes: u64| {
@@ -846,7 +877,7 @@ impl<D: Device> DeviceState<D> {
             limit: None,
             segment: self.segment,
         }
-        .run_batch(&mut items, &mut on_answer)?;
+        .run_batch(&mut items, outgrown, &mut on_answer)?;
         Ok((self.dev.counters() - before, phases))
     }
 }
@@ -1131,7 +1162,7 @@ mod tests {
             .collect();
         // The device's failures are not told: the CPU's answers are, each once.
         let told = Mutex::new(Vec::new());
-        let batch = engine.match_batch_on(list, Some(&state), &|i, a| {
+        let batch = engine.match_batch_on(list, Some(&state), Outgrown::GoOn, &|i, a| {
             let engine = a.as_ref().map(|r| r.engine).ok();
             told.lock().unwrap().push((i, engine));
         });
@@ -1156,6 +1187,25 @@ mod tests {
             assert_eq!(got, want);
             assert_eq!(r.rows, want.len() as u128);
         }
+    }
+
+    /// The two arenas' users leave each other what they may still allocate: a batch's reservation
+    /// comes off a query alone's free memory while the batch runs, and back when it ends.
+    #[test]
+    fn an_arena_leaves_the_other_its_reservation() {
+        let g = load(hprd("data_graph/HPRD.graph"));
+        let mut dev = HostDevice::default();
+        dev.free_memory = Some(1 << 30);
+        let state = DeviceState::new(dev, &g).unwrap();
+        {
+            let _batch = state.reserve(BATCHED, 600 << 20);
+            assert_eq!(state.free_for(ALONE).unwrap(), 424 << 20);
+            assert_eq!(state.free_for(BATCHED).unwrap(), 1 << 30);
+            let _alone = state.reserve(ALONE, 100 << 20);
+            assert_eq!(state.free_for(BATCHED).unwrap(), 924 << 20);
+        }
+        assert_eq!(state.free_for(ALONE).unwrap(), 1 << 30);
+        assert_eq!(state.free_for(BATCHED).unwrap(), 1 << 30);
     }
 
     /// HPRD's first eight `query_dense_16_N`.

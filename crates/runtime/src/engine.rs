@@ -8,6 +8,7 @@ use gpsense_planner::{
     plan_brief, plan_with, EdgeLabel, Plan, PlannerStats, Projected, QueryEdge, QueryGraph,
 };
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::cost::{AutoChoice, DegreeMoments, DeviceCosts, QueryShape};
@@ -26,7 +27,7 @@ use crate::{EngineKind, MatchError, MatchOptions, Semantics};
 
 #[path = "batch_engine.rs"]
 mod batch;
-pub use batch::{Answered, BatchPhases, BatchQuery, BatchReport, SHARE_AFTER};
+pub use batch::{Answered, BatchPhases, BatchQuery, BatchReport, Outgrown, SHARE_AFTER};
 
 /// A graph prepared for matching: planner statistics and the node-label index, computed once.
 pub struct Engine<'g> {
@@ -175,7 +176,14 @@ fn pool_threads() -> usize {
 pub struct DeviceState<D: Device> {
     dev: D,
     graph: DeviceGraph<D>,
+    /// The buffers of one query at a time (and of the queries a batch leaves to go on alone).
     arena: Mutex<Arena<D>>,
+    /// The buffers of one batch at a time: a batch runs beside a heavy query alone (a server's
+    /// next batch does not wait for the heavy query of the one before).
+    batch_arena: Mutex<Arena<D>>,
+    /// Device memory the user of each arena ([`ALONE`], [`BATCHED`]) may still allocate: the
+    /// other computes its budget from the free memory less this.
+    reserved: [AtomicU64; 2],
     /// Entries per segment of a long pivot list in the warp join (0: a warp per partial match).
     segment: u64,
 }
@@ -1020,6 +1028,19 @@ pub fn self_check<D: Device>(dev: D) -> Result<D, DeviceError> {
     Ok(state.dev)
 }
 
+/// [`DeviceState`]'s arenas: of single queries, of batches.
+const ALONE: usize = 0;
+const BATCHED: usize = 1;
+
+/// An arena user's reservation of device memory, given back when it ends.
+struct Reserved<'a>(&'a AtomicU64);
+
+impl Drop for Reserved<'_> {
+    fn drop(&mut self) {
+        self.0.store(0, Ordering::Release);
+    }
+}
+
 impl<D: Device> DeviceState<D> {
     fn new(dev: D, g: &KnowledgeGraph) -> Result<Self, DeviceError> {
         let graph = DeviceGraph::new(&dev, g)?;
@@ -1027,8 +1048,23 @@ impl<D: Device> DeviceState<D> {
             dev,
             graph,
             arena: Mutex::new(Arena::default()),
+            batch_arena: Mutex::new(Arena::default()),
+            reserved: [AtomicU64::new(0), AtomicU64::new(0)],
             segment: segment_for(g),
         })
+    }
+
+    /// The device's free memory as the user of arena `side` may take it: less what the other
+    /// arena's user may still allocate.
+    fn free_for(&self, side: usize) -> Result<u64, DeviceError> {
+        let other = self.reserved[1 - side].load(Ordering::Acquire);
+        Ok(self.dev.free_memory()?.saturating_sub(other))
+    }
+
+    /// Reserves `bytes` for arena `side`'s user until the lease is dropped.
+    fn reserve(&self, side: usize, bytes: u64) -> Reserved<'_> {
+        self.reserved[side].store(bytes, Ordering::Release);
+        Reserved(&self.reserved[side])
     }
 
     /// The device pipeline for one query, into `out`; fills `report`'s filter, join plan, device
@@ -1044,14 +1080,15 @@ impl<D: Device> DeviceState<D> {
         out: &Output,
         report: &mut MatchReport,
     ) -> Result<(), MatchError> {
-        // One query at a time per device: they share the arena (and, on a GPU, the stream).
+        // One query at a time per arena (beside one batch; on a GPU they share the stream).
         let mut arena = self.arena.lock().unwrap_or_else(|e| e.into_inner());
         let start = Instant::now();
         let memory_budget = crate::device::memory::query_budget(
             opts.memory_budget,
-            self.dev.free_memory()?,
+            self.free_for(ALONE)?,
             arena.bytes(),
         );
+        let _lease = self.reserve(ALONE, memory_budget.saturating_sub(arena.bytes()));
         let (join_plan, filter, device) = Pipeline {
             dev: &self.dev,
             graph: &self.graph,

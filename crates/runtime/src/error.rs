@@ -44,6 +44,11 @@ pub enum MatchError {
     DistinctTooLarge { bytes: u64 },
     #[error("ORDER BY needs more than the memory budget ({bytes} bytes) to hold the rows it sorts; raise --memory-budget, or narrow the query")]
     OrderTooLarge { bytes: u64 },
+    #[error(
+        "level {level} of the query found {rows} partial matches, more than its room of {room} in \
+         its device batch; the batch left it to be answered alone"
+    )]
+    OutgrewBatch { level: usize, rows: u64, room: u64 },
     #[error("invalid plan: {0}")]
     Plan(String),
     #[error(transparent)]

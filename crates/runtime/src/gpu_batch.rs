@@ -38,7 +38,7 @@ use super::{
     SEGMENT_PARENT_BYTES,
 };
 use crate::device::{as_bytes, read, Device, Launch};
-use crate::engine::BatchPhases;
+use crate::engine::{BatchPhases, Outgrown};
 use crate::filtering::FilterReport;
 use crate::gpu_leaves::{self, LeafGroup};
 use crate::layout::Layout;
@@ -100,6 +100,7 @@ impl<D: Device> Pipeline<'_, D> {
     pub(crate) fn run_batch(
         &mut self,
         items: &mut [BatchItem],
+        outgrown: Outgrown,
         on_answer: &mut OnAnswer,
     ) -> Result<BatchPhases, MatchError> {
         let start = Instant::now();
@@ -290,7 +291,8 @@ impl<D: Device> Pipeline<'_, D> {
             ..Default::default()
         };
         let batched: Vec<Joined> = joined.into_iter().map(|(_, j)| j).collect();
-        let (levels, after) = self.levels_batch(items, &batched, &qspaces, start, on_answer)?;
+        let (levels, after) =
+            self.levels_batch(items, &batched, &qspaces, start, outgrown, on_answer)?;
         phases.levels = levels;
         phases.alone = after;
         Ok(phases)
@@ -304,6 +306,7 @@ impl<D: Device> Pipeline<'_, D> {
         joined: &[Joined],
         qs: &[QuerySpace],
         start: Instant,
+        outgrown: Outgrown,
         on_answer: &mut OnAnswer,
     ) -> Result<(Duration, Duration), MatchError> {
         if joined.is_empty() {
@@ -482,6 +485,15 @@ impl<D: Device> Pipeline<'_, D> {
             let (jq, q) = (&joined[j], &qs[j]);
             let it = &mut items[jq.item];
             charge_share(it.out, start, batch_time, joined.len());
+            if let (Some(d), Outgrown::Leave) = (overs[j], outgrown) {
+                it.result = Some(Err(MatchError::OutgrewBatch {
+                    level: d,
+                    rows: counters[j][3 * d],
+                    room: rooms[j][d].capacity,
+                }));
+                on_answer(jq.item, it, self.arena.bytes());
+                continue;
+            }
             let done = Done {
                 c: counters[j],
                 over: overs[j],

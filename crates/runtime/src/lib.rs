@@ -39,7 +39,7 @@ pub use cost::{AutoChoice, CostFileError, DeviceCosts, Reason};
 pub use device::DeviceCounters;
 pub use engine::{
     component_query, count_product, counts_multiply, look_ahead, self_check, Answered, BatchPhases,
-    BatchQuery, BatchReport, Engine, MatchReport, SearchSummary, Timings, SHARE_AFTER,
+    BatchQuery, BatchReport, Engine, MatchReport, Outgrown, SearchSummary, Timings, SHARE_AFTER,
 };
 pub use error::MatchError;
 pub use filtering::FilterReport;

@@ -11,7 +11,7 @@ use gpsense_graph::ingest::{ingest, IngestOptions, NoProgress};
 use gpsense_graph::KnowledgeGraph;
 use gpsense_planner::{benchmark_query, QueryGraph};
 use gpsense_runtime::{
-    BatchQuery, Engine, EngineKind, MatchError, MatchOptions, RowBatch, Semantics,
+    BatchQuery, Engine, EngineKind, MatchError, MatchOptions, Outgrown, RowBatch, Semantics,
 };
 
 fn dataset(rel: &str) -> PathBuf {
@@ -462,7 +462,7 @@ fn a_query_that_fits_is_answered_before_one_that_goes_on_alone() {
     ];
     // Each answer as told: its index, the heavy query's rows by then, its rows.
     let told = Mutex::new(Vec::new());
-    let batch = engine.match_batch_each(list, &|i, a| {
+    let batch = engine.match_batch_each(list, Outgrown::GoOn, &|i, a| {
         let rows = a.as_ref().map(|r| r.rows).ok();
         told.lock()
             .unwrap()
@@ -491,4 +491,81 @@ fn a_query_that_fits_is_answered_before_one_that_goes_on_alone() {
         );
     }
     assert!(told[0].2.is_some_and(|n| n > 0) && told[0].2 == told[1].2);
+}
+
+/// Under `Outgrown::Leave` a query whose level outgrew its batch room is answered
+/// `OutgrewBatch` with the others, its rows never handed out, for the caller to answer it alone.
+#[test]
+fn a_batch_leaves_an_outgrown_query_to_its_caller() {
+    let engine = Engine::new(conceptnet());
+    let heavy = compiled("SELECT * WHERE { ?x IsA ?y . ?y IsA ?z }");
+    let light = compiled("SELECT ?x WHERE { ?x IsA animal . ?x AtLocation home }");
+    let opts = options(EngineKind::Emulated);
+    let handed = AtomicU64::new(0);
+    let mut heavy_sink = |b: RowBatch| {
+        handed.fetch_add(b.rows as u64, Relaxed);
+        true
+    };
+    let list = vec![
+        BatchQuery {
+            q: &heavy,
+            opts: &opts,
+            rows: Some(&mut heavy_sink),
+        },
+        BatchQuery {
+            q: &light,
+            opts: &opts,
+            rows: None,
+        },
+    ];
+    let batch = engine.match_batch_each(list, Outgrown::Leave, &|_, _| {});
+    match &batch.reports[0] {
+        Err(MatchError::OutgrewBatch { level, rows, room }) => {
+            assert!(rows > room, "level {level}: {rows} rows, room {room}");
+        }
+        other => panic!("the heavy query was not left: {other:?}"),
+    }
+    assert_eq!(handed.load(Relaxed), 0, "a left query handed out rows");
+    let alone = engine.count(&light, &opts).unwrap().rows;
+    assert_eq!(batch.reports[1].as_ref().unwrap().rows, alone);
+}
+
+/// A batch and a query alone on the same device state use their own buffers: a batch of light
+/// queries is answered while a heavy count runs alone on another thread (before, the batch waited
+/// for the device's one arena until the count's time limit).
+#[test]
+fn a_batch_runs_beside_a_heavy_query_alone() {
+    let engine = Engine::new(conceptnet());
+    let heavy = compiled("SELECT * WHERE { ?a ?r ?b . ?b ?s ?c . ?c ?t ?d . ?d ?u ?e . ?e ?v ?f }");
+    let light = compiled("SELECT ?x WHERE { ?x IsA animal . ?x AtLocation home }");
+    let opts = options(EngineKind::Emulated);
+    let limited = MatchOptions {
+        timeout: Some(Duration::from_secs(6)),
+        ..opts.clone()
+    };
+    // Warm: the device state and its graph are built once.
+    let want = engine.count(&light, &opts).unwrap().rows;
+    let started = AtomicU64::new(0);
+    let (heavy_done, batch_done) = std::thread::scope(|s| {
+        let alone = s.spawn(|| {
+            started.store(1, Relaxed);
+            let r = engine.count(&heavy, &limited).unwrap();
+            assert!(r.timed_out, "the heavy count ended within its limit");
+            std::time::Instant::now()
+        });
+        while started.load(Relaxed) == 0 {
+            std::thread::yield_now();
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        let batch = engine.count_batch(&[(&light, &opts), (&light, &opts)]);
+        for r in &batch.reports {
+            assert_eq!(r.as_ref().unwrap().rows, want);
+        }
+        let batch_done = std::time::Instant::now();
+        (alone.join().unwrap(), batch_done)
+    });
+    assert!(
+        batch_done < heavy_done,
+        "the batch waited for the heavy query"
+    );
 }

@@ -5,7 +5,10 @@
 //! `match_batch` call: one sequence of device launches instead of one per request. Each request
 //! keeps its own time limit (counted from when its thread took it up, in its slot: the batch gets
 //! what is left of it), cancel flag, LIMIT, errors and format; its thread waits for its count or
-//! its rows (held by the batch, at most its LIMIT's) and writes the answer as before.
+//! its rows (held by the batch, at most its LIMIT's) and writes the answer as before. Each is
+//! replied to as soon as its own answer is final, and a query whose level outgrows its batch room
+//! is left to its own thread to be answered alone (`Outgrown::Leave`), on the device's other
+//! arena: the batching thread goes on to the next batch instead of running it.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
@@ -16,7 +19,7 @@ use std::time::{Duration, Instant};
 use gpsense::solutions::{self, Asked};
 use gpsense::{Matcher, Reported};
 use gpsense_planner::{Form, Prepared};
-use gpsense_runtime::{BatchReport, EngineKind, MatchOptions, RowBatch};
+use gpsense_runtime::{BatchReport, EngineKind, MatchError, MatchOptions, Outgrown, RowBatch};
 use serde_json::{json, Value};
 
 use super::execute::Failure;
@@ -100,6 +103,9 @@ pub struct Stats {
     reads: AtomicU64,
     /// Queries answered on the CPU after the GPU failed during a batch (`auto`).
     on_cpu: AtomicU64,
+    /// Queries whose level outgrew their batch room, left to their own threads to be answered
+    /// alone (beside the next batches, not ahead of them).
+    left: AtomicU64,
 }
 
 impl Stats {
@@ -190,6 +196,7 @@ impl Batcher {
             "launches": s.launches.load(Relaxed),
             "reads": s.reads.load(Relaxed),
             "on_cpu": s.on_cpu.load(Relaxed),
+            "left": s.left.load(Relaxed),
         })
     }
 }
@@ -308,8 +315,11 @@ fn run_batch(matcher: &Matcher, pending: Vec<Job>, stats: &Stats) {
         })
         .collect();
     // Each request is replied to as soon as its answer is final: one whose levels fit its batch
-    // room does not wait for a heavy one that goes on alone after the batch.
-    let reply = |i: usize, answer: &Result<Reported, gpsense_runtime::MatchError>| {
+    // room does not wait for a heavy one, which its own thread answers alone.
+    let reply = |i: usize, answer: &Result<Reported, MatchError>| {
+        if let Err(MatchError::OutgrewBatch { .. }) = answer {
+            stats.left.fetch_add(1, Relaxed);
+        }
         let rows = std::mem::take(&mut *held[i].lock().unwrap_or_else(|e| e.into_inner()));
         let answer = answer.clone().map(|r| (r, rows)).map_err(Failure::from);
         let _ = jobs[i].reply.try_send(answer);
@@ -317,7 +327,7 @@ fn run_batch(matcher: &Matcher, pending: Vec<Job>, stats: &Stats) {
     // A panic in the engine answers this batch's requests not replied to yet with an error (their
     // senders dropped) and keeps the thread.
     let answered = std::panic::catch_unwind(AssertUnwindSafe(|| {
-        solutions::match_batch_each(matcher, asked, &reply)
+        solutions::match_batch_each(matcher, asked, Outgrown::Leave, &reply)
     }));
     drop(sinks);
     let Ok(answered) = answered else {

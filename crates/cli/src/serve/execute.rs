@@ -204,7 +204,8 @@ impl Engine {
     }
 
     /// COUNT(*) or ASK counted in the batcher's next batch, answered as [`Self::count`] and
-    /// [`Self::ask`] answer.
+    /// [`Self::ask`] answer; one that outgrew its batch room is answered alone, here, with what is
+    /// left of its time limit.
     fn batched(
         &self,
         batcher: &Batcher,
@@ -213,15 +214,22 @@ impl Engine {
         opts: MatchOptions,
         arrived: Instant,
     ) -> Result<Answer, Failure> {
-        let opts = ask_options(&p, &opts);
+        let asked = ask_options(&p, &opts);
         let variable = match &p.form {
             Form::Count { variable, .. } => Some(variable.clone()),
             _ => None,
         };
-        let report = batcher
-            .answer(self.matcher, p, opts, arrived, None)?
-            .0
-            .report;
+        let again = p.clone();
+        let report = match batcher.answer(self.matcher, p, asked, arrived, None) {
+            Err(Failure::Engine(MatchError::OutgrewBatch { .. })) => {
+                let left = time_left(opts, arrived);
+                return match &variable {
+                    Some(variable) => self.count(req, &again, &left, variable),
+                    None => self.ask(req, &again, &left),
+                };
+            }
+            answered => answered?.0.report,
+        };
         let warning = on_cpu(&report);
         let body = match variable {
             None if report.timed_out && report.rows == 0 => {
@@ -256,7 +264,8 @@ impl Engine {
     }
 
     /// A SELECT answered in the batcher's next batch, its rows written as [`Self::select`] writes
-    /// them, after the batch.
+    /// them, after the batch; one that outgrew its batch room is answered alone, here, streaming,
+    /// with what is left of its time limit.
     fn batched_select(
         &self,
         batcher: &Batcher,
@@ -274,7 +283,14 @@ impl Engine {
         let most = usize::try_from(req.max_bytes)
             .unwrap_or(usize::MAX)
             .saturating_add(width);
-        let (reported, values) = batcher.answer(self.matcher, p, opts, arrived, Some(most))?;
+        let again = p.clone();
+        let (reported, values) =
+            match batcher.answer(self.matcher, p, opts.clone(), arrived, Some(most)) {
+                Err(Failure::Engine(MatchError::OutgrewBatch { .. })) => {
+                    return self.select(req, &again, time_left(opts, arrived), out);
+                }
+                answered => answered?,
+            };
         for row in values.chunks_exact(width.max(1)).take_while(|_| width > 0) {
             if let Err(cut) = rows.write(row) {
                 rows.cut = Some(cut);
@@ -737,6 +753,13 @@ fn count_body(format: Format, variable: &str, n: u128) -> Vec<u8> {
     let mut writer = SolutionsWriter::new(format, &[variable.to_owned()]);
     writer.row(&[Term::typed(n.to_string(), XSD_INTEGER)]);
     writer.finish()
+}
+
+/// `opts` with what is left of its time limit, counted from `arrived`: a query a batch left to be
+/// answered alone.
+fn time_left(mut opts: MatchOptions, arrived: Instant) -> MatchOptions {
+    opts.timeout = opts.timeout.map(|t| t.saturating_sub(arrived.elapsed()));
+    opts
 }
 
 #[cfg(test)]
