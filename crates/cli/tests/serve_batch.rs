@@ -1,6 +1,7 @@
 //! `gpsense serve` answering concurrent COUNT(*), ASK and SELECT requests as device batches
 //! (`--engine emulated`, the embedded ConceptNet-100K): answers as one at a time, fewer batches
-//! than requests (the `/health` counters), and each request's own failure and cancellation.
+//! than requests (the `/health` counters), each request's own failure and cancellation, and
+//! light requests and batches never waiting for a heavy query's hold on the device.
 
 mod common;
 
@@ -302,7 +303,11 @@ fn light_requests_are_not_held_by_a_heavy_one_in_their_batch() {
     );
     assert_eq!(heavy.status, 503, "{}", heavy.body);
     assert_eq!(batching(&s, "batches"), 1, "one batch: the test's premise");
-    assert_eq!(batching(&s, "left"), 1, "the heavy query was not left to answer alone");
+    assert_eq!(
+        batching(&s, "left"),
+        1,
+        "the heavy query was not left to answer alone"
+    );
     for ((reply, at), want) in answered.iter().zip(&expected) {
         assert_eq!(reply.status, 200, "{}", reply.body);
         assert_eq!(sorted_rows(&reply.body), sorted_rows(want));
@@ -350,6 +355,58 @@ fn a_heavy_request_alone_does_not_hold_back_the_next_batches() {
         "a light request waited for the heavy one"
     );
     assert_eq!(batching(&s, "batches"), 4);
+}
+
+#[test]
+fn a_light_request_alone_runs_beside_a_heavy_one_on_the_device() {
+    // Neither is batched (a FILTER): each runs alone on the device. The heavy count fills the one
+    // main slot and holds the main lane's device buffers until its 6 s limit; the light requests,
+    // admitted to the light lane, take that lane's buffers and are answered meanwhile. Before,
+    // they waited for the device past the light limit, were sent to the main lane as heavy, and
+    // waited there.
+    let heavy = "SELECT (COUNT(*) AS ?n) WHERE { ?a ?r ?b . ?b ?s ?c . ?c ?t ?d . ?d ?u ?e . \
+                 ?e ?v ?f FILTER(?a != ?f) }";
+    let light = format!("{P}SELECT ?x WHERE {{ ?x r:IsA c:animal FILTER(?x != c:cat) }}");
+    let s = Server::start(&[
+        "--engine",
+        "emulated",
+        "--max-concurrent",
+        "1",
+        "--light-slots",
+        "1",
+        "--timeout-ms",
+        "6000",
+    ]);
+    let port = s.port;
+    let path = format!("/query?query={}", encode(heavy));
+    let heavy = thread::spawn(move || {
+        let reply = request(port, "GET", &path, &[("Accept", "text/csv")], b"");
+        (reply, Instant::now())
+    });
+    let start = Instant::now();
+    while !s.get("/health", "*/*").body.contains(r#""running":1"#) {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the heavy query never ran"
+        );
+        thread::sleep(Duration::from_millis(20));
+    }
+    thread::sleep(Duration::from_millis(500));
+    let dfs = Server::start(&["--engine", "dfs"]);
+    let want = dfs.query(&light, "text/csv").body;
+    let mut answered_at = Vec::new();
+    for _ in 0..3 {
+        let reply = s.query(&light, "text/csv");
+        answered_at.push(Instant::now());
+        assert_eq!(reply.status, 200, "{}", reply.body);
+        assert_eq!(sorted_rows(&reply.body), sorted_rows(&want));
+    }
+    let (heavy, heavy_at) = heavy.join().expect("the heavy request");
+    assert_eq!(heavy.status, 503, "{}", heavy.body);
+    assert!(
+        answered_at.iter().all(|at| *at < heavy_at),
+        "a light request waited for the heavy one"
+    );
 }
 
 #[test]

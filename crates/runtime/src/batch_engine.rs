@@ -780,7 +780,9 @@ impl<D: Device> DeviceState<D> {
             outgrown,
             ..
         } = key;
-        let mut arena = self.batch_arena.lock().unwrap_or_else(|e| e.into_inner());
+        let mut arena = self.arenas[BATCHED]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         let free = self.free_for(BATCHED)?;
         let mut uncounted: Vec<_> = planned.iter().map(|_| |_: RowBatch| true).collect();
         let outs: Vec<Output> = planned
@@ -1189,7 +1191,7 @@ mod tests {
         }
     }
 
-    /// The two arenas' users leave each other what they may still allocate: a batch's reservation
+    /// The arenas' users leave each other what they may still allocate: a batch's reservation
     /// comes off a query alone's free memory while the batch runs, and back when it ends.
     #[test]
     fn an_arena_leaves_the_other_its_reservation() {
@@ -1199,12 +1201,13 @@ mod tests {
         let state = DeviceState::new(dev, &g).unwrap();
         {
             let _batch = state.reserve(BATCHED, 600 << 20);
-            assert_eq!(state.free_for(ALONE).unwrap(), 424 << 20);
+            assert_eq!(state.free_for(MAIN).unwrap(), 424 << 20);
             assert_eq!(state.free_for(BATCHED).unwrap(), 1 << 30);
-            let _alone = state.reserve(ALONE, 100 << 20);
+            let _alone = state.reserve(MAIN, 100 << 20);
             assert_eq!(state.free_for(BATCHED).unwrap(), 924 << 20);
+            assert_eq!(state.free_for(LIGHT).unwrap(), 324 << 20);
         }
-        assert_eq!(state.free_for(ALONE).unwrap(), 1 << 30);
+        assert_eq!(state.free_for(MAIN).unwrap(), 1 << 30);
         assert_eq!(state.free_for(BATCHED).unwrap(), 1 << 30);
     }
 

@@ -23,7 +23,7 @@ use crate::layout::{DataShape, Layout};
 use crate::output::{OnRows, Output, RowBatch};
 use crate::search::{Context, Dag, OwnerPool, RoomPool, SearchStats};
 use crate::space::{prepared_spaces, SpaceBuilder, SpacePool};
-use crate::{EngineKind, MatchError, MatchOptions, Semantics};
+use crate::{DeviceLane, EngineKind, MatchError, MatchOptions, Semantics};
 
 #[path = "batch_engine.rs"]
 mod batch;
@@ -176,14 +176,14 @@ fn pool_threads() -> usize {
 pub struct DeviceState<D: Device> {
     dev: D,
     graph: DeviceGraph<D>,
-    /// The buffers of one query at a time (and of the queries a batch leaves to go on alone).
-    arena: Mutex<Arena<D>>,
-    /// The buffers of one batch at a time: a batch runs beside a heavy query alone (a server's
-    /// next batch does not wait for the heavy query of the one before).
-    batch_arena: Mutex<Arena<D>>,
-    /// Device memory the user of each arena ([`ALONE`], [`BATCHED`]) may still allocate: the
-    /// other computes its budget from the free memory less this.
-    reserved: [AtomicU64; 2],
+    /// The buffers of one user at a time each: a query alone in the main lane ([`MAIN`], and the
+    /// queries a batch leaves to go on alone), one in the light lane ([`LIGHT`]), a batch
+    /// ([`BATCHED`]). A light query or a batch runs beside a heavy query alone (a server's next
+    /// batch, or its light lane, does not wait for a heavy query's time limit).
+    arenas: [Mutex<Arena<D>>; 3],
+    /// Device memory each arena's user may still allocate: the others compute their budgets from
+    /// the free memory less these.
+    reserved: [AtomicU64; 3],
     /// Entries per segment of a long pivot list in the warp join (0: a warp per partial match).
     segment: u64,
 }
@@ -1028,9 +1028,10 @@ pub fn self_check<D: Device>(dev: D) -> Result<D, DeviceError> {
     Ok(state.dev)
 }
 
-/// [`DeviceState`]'s arenas: of single queries, of batches.
-const ALONE: usize = 0;
-const BATCHED: usize = 1;
+/// [`DeviceState`]'s arenas: of single queries in the main lane and in the light lane, of batches.
+const MAIN: usize = 0;
+const LIGHT: usize = 1;
+const BATCHED: usize = 2;
 
 /// An arena user's reservation of device memory, given back when it ends.
 struct Reserved<'a>(&'a AtomicU64);
@@ -1047,18 +1048,20 @@ impl<D: Device> DeviceState<D> {
         Ok(DeviceState {
             dev,
             graph,
-            arena: Mutex::new(Arena::default()),
-            batch_arena: Mutex::new(Arena::default()),
-            reserved: [AtomicU64::new(0), AtomicU64::new(0)],
+            arenas: Default::default(),
+            reserved: Default::default(),
             segment: segment_for(g),
         })
     }
 
     /// The device's free memory as the user of arena `side` may take it: less what the other
-    /// arena's user may still allocate.
+    /// arenas' users may still allocate.
     fn free_for(&self, side: usize) -> Result<u64, DeviceError> {
-        let other = self.reserved[1 - side].load(Ordering::Acquire);
-        Ok(self.dev.free_memory()?.saturating_sub(other))
+        let others: u64 = (self.reserved.iter().enumerate())
+            .filter(|&(k, _)| k != side)
+            .map(|(_, r)| r.load(Ordering::Acquire))
+            .sum();
+        Ok(self.dev.free_memory()?.saturating_sub(others))
     }
 
     /// Reserves `bytes` for arena `side`'s user until the lease is dropped.
@@ -1068,7 +1071,9 @@ impl<D: Device> DeviceState<D> {
     }
 
     /// The device pipeline for one query, into `out`; fills `report`'s filter, join plan, device
-    /// counters and join time.
+    /// counters and join time. Under `single_thread` its host work (and the emulator's launches)
+    /// runs in a pool of one thread of its own, not in the shared pool, where a heavy query's
+    /// work would be ahead of it.
     #[allow(clippy::too_many_arguments)]
     fn run(
         &self,
@@ -1080,15 +1085,43 @@ impl<D: Device> DeviceState<D> {
         out: &Output,
         report: &mut MatchReport,
     ) -> Result<(), MatchError> {
-        // One query at a time per arena (beside one batch; on a GPU they share the stream).
-        let mut arena = self.arena.lock().unwrap_or_else(|e| e.into_inner());
+        let mut run = || self.run_here(engine, q, layout, opts, limit, out, report);
+        let one = opts
+            .single_thread
+            .then(|| rayon::ThreadPoolBuilder::new().num_threads(1).build().ok())
+            .flatten();
+        match one {
+            Some(one) => one.install(run),
+            None => run(),
+        }
+    }
+
+    /// [`DeviceState::run`] in the current rayon pool.
+    #[allow(clippy::too_many_arguments)]
+    fn run_here(
+        &self,
+        engine: &Engine,
+        q: &QueryGraph,
+        layout: &Layout,
+        opts: &MatchOptions,
+        limit: Option<u64>,
+        out: &Output,
+        report: &mut MatchReport,
+    ) -> Result<(), MatchError> {
+        // One query at a time per arena (beside the other lane's and a batch; on a GPU they share
+        // the stream).
+        let side = match opts.device_lane {
+            DeviceLane::Main => MAIN,
+            DeviceLane::Light => LIGHT,
+        };
+        let mut arena = self.arenas[side].lock().unwrap_or_else(|e| e.into_inner());
         let start = Instant::now();
         let memory_budget = crate::device::memory::query_budget(
             opts.memory_budget,
-            self.free_for(ALONE)?,
+            self.free_for(side)?,
             arena.bytes(),
         );
-        let _lease = self.reserve(ALONE, memory_budget.saturating_sub(arena.bytes()));
+        let _lease = self.reserve(side, memory_budget.saturating_sub(arena.bytes()));
         let (join_plan, filter, device) = Pipeline {
             dev: &self.dev,
             graph: &self.graph,
