@@ -84,6 +84,15 @@ fn timed_at_once(
         .collect()
 }
 
+/// `query` (CSV, `params` after it) sent on a thread of its own: its reply, and when it came.
+fn in_background(port: u16, query: &str, params: &str) -> thread::JoinHandle<(Reply, Instant)> {
+    let path = format!("/query?query={}{params}", encode(query));
+    thread::spawn(move || {
+        let reply = request(port, "GET", &path, &[("Accept", "text/csv")], b"");
+        (reply, Instant::now())
+    })
+}
+
 /// A number in `/health`'s `batching` object.
 fn batching(s: &Server, key: &str) -> u64 {
     let body = s.get("/health", "*/*").body;
@@ -333,12 +342,7 @@ fn a_heavy_request_alone_does_not_hold_back_the_next_batches() {
         "--timeout-ms",
         "60000",
     ]);
-    let port = s.port;
-    let path = format!("/query?query={}&timeout=6000", encode(heavy));
-    let heavy = thread::spawn(move || {
-        let reply = request(port, "GET", &path, &[("Accept", "text/csv")], b"");
-        (reply, Instant::now())
-    });
+    let heavy = in_background(s.port, heavy, "&timeout=6000");
     wait_batching(&s, "left", 1);
     let dfs = Server::start(&["--engine", "dfs"]);
     let light = counting_requests();
@@ -377,12 +381,7 @@ fn a_light_request_alone_runs_beside_a_heavy_one_on_the_device() {
         "--timeout-ms",
         "6000",
     ]);
-    let port = s.port;
-    let path = format!("/query?query={}", encode(heavy));
-    let heavy = thread::spawn(move || {
-        let reply = request(port, "GET", &path, &[("Accept", "text/csv")], b"");
-        (reply, Instant::now())
-    });
+    let heavy = in_background(s.port, heavy, "");
     let start = Instant::now();
     while !s.get("/health", "*/*").body.contains(r#""running":1"#) {
         assert!(

@@ -572,16 +572,12 @@ impl<'g> Engine<'g> {
         }
         if matches!(engine, EngineKind::Gpu | EngineKind::Emulated) {
             let out = output(q, by_node(q), opts, limit, count_only, on_rows, start);
-            match (device, engine) {
-                (Some(d), _) => d.run(self, q, &layout, opts, limit, &out, &mut report)?,
-                (None, EngineKind::Gpu) => {
-                    self.gpu()?
-                        .run(self, q, &layout, opts, limit, &out, &mut report)?
-                }
-                _ => self
-                    .emulator()?
-                    .run(self, q, &layout, opts, limit, &out, &mut report)?,
-            }
+            let r = &mut report;
+            own_pool(opts.single_thread, || match (device, engine) {
+                (Some(d), _) => d.run(self, q, &layout, opts, limit, &out, r),
+                (None, EngineKind::Gpu) => self.gpu()?.run(self, q, &layout, opts, limit, &out, r),
+                _ => self.emulator()?.run(self, q, &layout, opts, limit, &out, r),
+            })?;
             times.filter = report.filter.filter_time;
             times.join = report.times.join;
             return finish(&out, report, times, start);
@@ -846,6 +842,16 @@ fn shares_variable(q: &QueryGraph, components: &[Vec<usize>]) -> bool {
     })
 }
 
+/// `f` in a pool of one thread of its own when `single`, else in the current pool: a device
+/// query's host work (and the emulator's launches) then never queue behind a heavy query's work
+/// in the shared pool.
+fn own_pool<R: Send>(single: bool, f: impl FnOnce() -> R + Send) -> R {
+    match single.then(|| rayon::ThreadPoolBuilder::new().num_threads(1).build().ok()) {
+        Some(Some(one)) => one.install(f),
+        _ => f(),
+    }
+}
+
 /// The report of a match whose rows went to `out`: its rows, limit and time flags, or its error.
 fn finish(
     out: &Output,
@@ -1071,34 +1077,9 @@ impl<D: Device> DeviceState<D> {
     }
 
     /// The device pipeline for one query, into `out`; fills `report`'s filter, join plan, device
-    /// counters and join time. Under `single_thread` its host work (and the emulator's launches)
-    /// runs in a pool of one thread of its own, not in the shared pool, where a heavy query's
-    /// work would be ahead of it.
+    /// counters and join time.
     #[allow(clippy::too_many_arguments)]
     fn run(
-        &self,
-        engine: &Engine,
-        q: &QueryGraph,
-        layout: &Layout,
-        opts: &MatchOptions,
-        limit: Option<u64>,
-        out: &Output,
-        report: &mut MatchReport,
-    ) -> Result<(), MatchError> {
-        let mut run = || self.run_here(engine, q, layout, opts, limit, out, report);
-        let one = opts
-            .single_thread
-            .then(|| rayon::ThreadPoolBuilder::new().num_threads(1).build().ok())
-            .flatten();
-        match one {
-            Some(one) => one.install(run),
-            None => run(),
-        }
-    }
-
-    /// [`DeviceState::run`] in the current rayon pool.
-    #[allow(clippy::too_many_arguments)]
-    fn run_here(
         &self,
         engine: &Engine,
         q: &QueryGraph,
