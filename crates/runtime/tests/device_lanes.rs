@@ -1,7 +1,7 @@
 //! One device shared by concurrent users (a server's threads): a query alone in the main lane, one
 //! in the light lane (`DeviceLane::Light`) and a batch each take buffers of their own, so a light
 //! query or a batch runs beside a heavy query alone instead of waiting for the device until the
-//! heavy query's time limit. On ConceptNet-100K, emulated.
+//! heavy query's time limit; each counts its own device calls. On ConceptNet-100K, emulated.
 
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::{Duration, Instant};
@@ -59,11 +59,16 @@ fn a_batch_runs_beside_a_heavy_query_alone() {
     let light = compiled(LIGHT);
     let want = warm(&engine, &light);
     let opts = options(EngineKind::Emulated, 1 << 30);
+    let batch = || engine.count_batch(&[(&light, &opts), (&light, &opts)]);
+    let alone = batch().counters;
     let (light_done, heavy_done) = beside_heavy(&engine, || {
-        let batch = engine.count_batch(&[(&light, &opts), (&light, &opts)]);
-        for r in &batch.reports {
+        let beside = batch();
+        for r in &beside.reports {
             assert_eq!(r.as_ref().unwrap().rows, want);
         }
+        // Its own calls only: the heavy query's, on another thread meanwhile, are not its.
+        let calls = |c: gpsense_runtime::DeviceCounters| (c.launches, c.syncs);
+        assert_eq!(calls(beside.counters), calls(alone));
     });
     assert!(
         light_done < heavy_done,

@@ -106,7 +106,7 @@ mod imp {
                 stream,
                 functions,
                 name: format!("{name} (sm_{major}{minor})"),
-                counting: Counting::default(),
+                counting: Counting,
                 fault,
                 force_mapped: std::env::var("GPSENSE_GPU_MAPPED").is_ok_and(|v| v == "1"),
             })

@@ -481,12 +481,32 @@ mod tests {
         assert_ne!(a, b);
     }
 
+    /// A device shared by threads counts each thread's calls apart: a server's batch reports its
+    /// own launches and reads, not those of a query alone on another thread meanwhile.
+    #[test]
+    fn each_thread_counts_its_own_calls() {
+        let dev = HostDevice::default();
+        let before = dev.counters();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let mine = dev.counters();
+                let buf = dev.alloc_zeroed(24).unwrap();
+                dev.write_bytes(&buf, 0, &[7; 24]).unwrap();
+                let _: Vec<u64> = super::super::read(&dev, &buf, 0, 3).unwrap();
+                let calls = dev.counters() - mine;
+                assert_eq!((calls.syncs, calls.bytes_up, calls.bytes_down), (1, 24, 24));
+            });
+        });
+        assert_eq!(dev.counters() - before, DeviceCounters::default());
+    }
+
     #[test]
     fn two_threads_writing_one_element_fail_the_launch() {
         let dev = HostDevice {
             check_writes: true,
             ..Default::default()
         };
+        let before = dev.counters();
         let words = super::super::upload(&dev, &[0b1011u32, 0b1]).unwrap();
         let out = dev.alloc_zeroed(64).unwrap();
         let offsets = super::super::upload(&dev, &[0u64, 3]).unwrap();
@@ -518,7 +538,7 @@ mod tests {
             },
         };
         dev.launch(&Launch::CountWords(count), 2).unwrap();
-        assert_eq!(dev.counters().launches, 3);
+        assert_eq!((dev.counters() - before).launches, 3);
         // A body that fails a check (offsets for one word only) is an error, not a crash.
         let short = WriteWordsArgs {
             offsets: DevSlice {

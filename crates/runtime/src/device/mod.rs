@@ -10,7 +10,6 @@ pub mod host;
 pub mod memory;
 
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use gpsense_kernels::abi::{self, DevSlice, KernelSig};
 use thiserror::Error;
@@ -127,7 +126,7 @@ impl Launch {
 /// Threads per block for every kernel, on the GPU and in the emulator.
 pub const BLOCK: u32 = 256;
 
-/// What a device was asked to do, counted since it was opened: the measure of a GPU program's
+/// What a device was asked to do from one thread ([`Counting`]): the measure of a GPU program's
 /// overheads that needs no GPU (the emulator counts the same calls).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DeviceCounters {
@@ -187,63 +186,72 @@ impl std::ops::AddAssign for DeviceCounters {
     }
 }
 
-/// The counters as atomics, kept by each device.
+/// The counters a device keeps, per calling thread: a device shared by a server's threads
+/// (a batch, a query alone in each lane) counts each user's calls apart, so the difference of two
+/// snapshots on one thread is that thread's calls alone, whatever the others did meanwhile.
 #[derive(Debug, Default)]
-pub struct Counting {
-    launches: AtomicU64,
-    syncs: AtomicU64,
-    allocations: AtomicU64,
-    bytes_up: AtomicU64,
-    bytes_down: AtomicU64,
-    warp_span: AtomicU64,
-    warp_mean: AtomicU64,
-    read_ns: AtomicU64,
-    launch_ns: AtomicU64,
-    write_ns: AtomicU64,
+pub struct Counting;
+
+thread_local! {
+    static CALLS: std::cell::Cell<DeviceCounters> = const {
+        std::cell::Cell::new(DeviceCounters {
+            launches: 0,
+            syncs: 0,
+            allocations: 0,
+            bytes_up: 0,
+            bytes_down: 0,
+            warp_span: 0,
+            warp_mean: 0,
+            read_ns: 0,
+            launch_ns: 0,
+            write_ns: 0,
+        })
+    };
 }
 
 impl Counting {
+    fn add(&self, f: impl FnOnce(&mut DeviceCounters)) {
+        CALLS.with(|c| {
+            let mut calls = c.get();
+            f(&mut calls);
+            c.set(calls);
+        });
+    }
     pub fn launch(&self) {
-        self.launches.fetch_add(1, Relaxed);
+        self.add(|c| c.launches += 1);
     }
     pub fn alloc(&self) {
-        self.allocations.fetch_add(1, Relaxed);
+        self.add(|c| c.allocations += 1);
     }
     pub fn up(&self, bytes: usize) {
-        self.bytes_up.fetch_add(bytes as u64, Relaxed);
+        self.add(|c| c.bytes_up += bytes as u64);
     }
     pub fn down(&self, bytes: usize) {
-        self.syncs.fetch_add(1, Relaxed);
-        self.bytes_down.fetch_add(bytes as u64, Relaxed);
+        self.add(|c| {
+            c.syncs += 1;
+            c.bytes_down += bytes as u64;
+        });
     }
     /// One warp-join launch's busiest warp and mean work-item, in steps.
     pub fn warp_balance(&self, span: u64, mean: u64) {
-        self.warp_span.fetch_add(span, Relaxed);
-        self.warp_mean.fetch_add(mean, Relaxed);
+        self.add(|c| {
+            c.warp_span += span;
+            c.warp_mean += mean;
+        });
     }
     /// Host time of one read, and of queueing one launch.
     pub fn read_took(&self, t: std::time::Duration) {
-        self.read_ns.fetch_add(t.as_nanos() as u64, Relaxed);
+        self.add(|c| c.read_ns += t.as_nanos() as u64);
     }
     pub fn launch_took(&self, t: std::time::Duration) {
-        self.launch_ns.fetch_add(t.as_nanos() as u64, Relaxed);
+        self.add(|c| c.launch_ns += t.as_nanos() as u64);
     }
     pub fn write_took(&self, t: std::time::Duration) {
-        self.write_ns.fetch_add(t.as_nanos() as u64, Relaxed);
+        self.add(|c| c.write_ns += t.as_nanos() as u64);
     }
+    /// The calling thread's calls so far.
     pub fn snapshot(&self) -> DeviceCounters {
-        DeviceCounters {
-            launches: self.launches.load(Relaxed),
-            syncs: self.syncs.load(Relaxed),
-            allocations: self.allocations.load(Relaxed),
-            bytes_up: self.bytes_up.load(Relaxed),
-            bytes_down: self.bytes_down.load(Relaxed),
-            warp_span: self.warp_span.load(Relaxed),
-            warp_mean: self.warp_mean.load(Relaxed),
-            read_ns: self.read_ns.load(Relaxed),
-            launch_ns: self.launch_ns.load(Relaxed),
-            write_ns: self.write_ns.load(Relaxed),
-        }
+        CALLS.with(|c| c.get())
     }
 }
 
