@@ -363,11 +363,10 @@ fn a_heavy_request_alone_does_not_hold_back_the_next_batches() {
 
 #[test]
 fn a_light_request_alone_runs_beside_a_heavy_one_on_the_device() {
-    // Neither is batched (a FILTER): each runs alone on the device. The heavy count fills the one
-    // main slot and holds the main lane's device buffers until its 6 s limit; the light requests,
-    // admitted to the light lane, take that lane's buffers and are answered meanwhile. Before,
-    // they waited for the device past the light limit, were sent to the main lane as heavy, and
-    // waited there.
+    // Neither is batched (a FILTER): each runs alone on the device, in a main slot of its own.
+    // The heavy count holds its device buffers until its 6 s limit; the light requests take
+    // buffers of their own and are answered meanwhile. Before, they waited for the device's one
+    // set of buffers until the heavy count's limit.
     let heavy = "SELECT (COUNT(*) AS ?n) WHERE { ?a ?r ?b . ?b ?s ?c . ?c ?t ?d . ?d ?u ?e . \
                  ?e ?v ?f FILTER(?a != ?f) }";
     let light = format!("{P}SELECT ?x WHERE {{ ?x r:IsA c:animal FILTER(?x != c:cat) }}");
@@ -375,9 +374,9 @@ fn a_light_request_alone_runs_beside_a_heavy_one_on_the_device() {
         "--engine",
         "emulated",
         "--max-concurrent",
-        "1",
+        "2",
         "--light-slots",
-        "1",
+        "0",
         "--timeout-ms",
         "6000",
     ]);

@@ -780,10 +780,8 @@ impl<D: Device> DeviceState<D> {
             outgrown,
             ..
         } = key;
-        let mut arena = self.arenas[BATCHED]
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        let free = self.free_for(BATCHED)?;
+        let mut arena = self.arenas.take();
+        let free = self.free_memory()?;
         let mut uncounted: Vec<_> = planned.iter().map(|_| |_: RowBatch| true).collect();
         let outs: Vec<Output> = planned
             .iter()
@@ -827,7 +825,7 @@ impl<D: Device> DeviceState<D> {
         // The batch's queries are small by design (one that outgrows its room leaves it or goes on
         // alone): the largest budget among them stands for the batch's.
         let most = items.iter().map(|it| it.memory_budget).max().unwrap_or(0);
-        let _lease = self.reserve(BATCHED, most.saturating_sub(held));
+        let _lease = self.reserve(most.saturating_sub(held));
         let before = self.dev.counters();
         // A query's report carries the batch's device calls up to its answer.
         let mut on_answer = |i: usize, it: &mut BatchItem, arena_bytes: u64| {
@@ -1191,24 +1189,32 @@ mod tests {
         }
     }
 
-    /// The arenas' users leave each other what they may still allocate: a batch's reservation
-    /// comes off a query alone's free memory while the batch runs, and back when it ends.
+    /// The device's users leave each other what they may still allocate: a batch's reservation
+    /// comes off a query alone's free memory while the batch runs, and back when it ends; an
+    /// arena taken while the idle one is in use is a new one, and the larger stays idle.
     #[test]
-    fn an_arena_leaves_the_other_its_reservation() {
+    fn users_leave_each_other_their_reservations_and_arenas() {
         let g = load(hprd("data_graph/HPRD.graph"));
         let mut dev = HostDevice::default();
         dev.free_memory = Some(1 << 30);
         let state = DeviceState::new(dev, &g).unwrap();
         {
-            let _batch = state.reserve(BATCHED, 600 << 20);
-            assert_eq!(state.free_for(MAIN).unwrap(), 424 << 20);
-            assert_eq!(state.free_for(BATCHED).unwrap(), 1 << 30);
-            let _alone = state.reserve(MAIN, 100 << 20);
-            assert_eq!(state.free_for(BATCHED).unwrap(), 924 << 20);
-            assert_eq!(state.free_for(LIGHT).unwrap(), 324 << 20);
+            let _batch = state.reserve(600 << 20);
+            assert_eq!(state.free_memory().unwrap(), 424 << 20);
+            let _alone = state.reserve(100 << 20);
+            assert_eq!(state.free_memory().unwrap(), 324 << 20);
         }
-        assert_eq!(state.free_for(MAIN).unwrap(), 1 << 30);
-        assert_eq!(state.free_for(BATCHED).unwrap(), 1 << 30);
+        assert_eq!(state.free_memory().unwrap(), 1 << 30);
+        {
+            let mut first = state.arenas.take();
+            first.hold(&state.dev, 1 << 20).unwrap();
+            let second = state.arenas.take();
+            assert_eq!(second.bytes(), 0, "the first's buffers are its own");
+        }
+        assert!(
+            state.arenas.take().bytes() >= 1 << 20,
+            "the larger stays idle"
+        );
     }
 
     /// HPRD's first eight `query_dense_16_N`.

@@ -23,7 +23,7 @@ use crate::layout::{DataShape, Layout};
 use crate::output::{OnRows, Output, RowBatch};
 use crate::search::{Context, Dag, OwnerPool, RoomPool, SearchStats};
 use crate::space::{prepared_spaces, SpaceBuilder, SpacePool};
-use crate::{DeviceLane, EngineKind, MatchError, MatchOptions, Semantics};
+use crate::{EngineKind, MatchError, MatchOptions, Semantics};
 
 #[path = "batch_engine.rs"]
 mod batch;
@@ -176,14 +176,11 @@ fn pool_threads() -> usize {
 pub struct DeviceState<D: Device> {
     dev: D,
     graph: DeviceGraph<D>,
-    /// The buffers of one user at a time each: a query alone in the main lane ([`MAIN`], and the
-    /// queries a batch leaves to go on alone), one in the light lane ([`LIGHT`]), a batch
-    /// ([`BATCHED`]). A light query or a batch runs beside a heavy query alone (a server's next
-    /// batch, or its light lane, does not wait for a heavy query's time limit).
-    arenas: [Mutex<Arena<D>>; 3],
-    /// Device memory each arena's user may still allocate: the others compute their budgets from
-    /// the free memory less these.
-    reserved: [AtomicU64; 3],
+    /// The users' buffers, one set (arena) each while they run ([`Arenas`]).
+    arenas: Arenas<D>,
+    /// Device memory the running users may still allocate, together: each computes its budget
+    /// from the free memory less this, then adds its own ([`DeviceState::reserve`]).
+    reserved: AtomicU64,
     /// Entries per segment of a long pivot list in the warp join (0: a warp per partial match).
     segment: u64,
 }
@@ -1034,17 +1031,76 @@ pub fn self_check<D: Device>(dev: D) -> Result<D, DeviceError> {
     Ok(state.dev)
 }
 
-/// [`DeviceState`]'s arenas: of single queries in the main lane and in the light lane, of batches.
-const MAIN: usize = 0;
-const LIGHT: usize = 1;
-const BATCHED: usize = 2;
+/// Buffer sets (arenas) for a device's users, one each while they run: a server's queries alone
+/// and its batches run side by side instead of each waiting for the device until the one before
+/// reaches its time limit. One idle arena stays, the largest, so a warm query allocates nothing;
+/// the others give their buffers back as they end.
+pub(crate) struct Arenas<D: Device> {
+    idle: Mutex<Option<Arena<D>>>,
+}
 
-/// An arena user's reservation of device memory, given back when it ends.
-struct Reserved<'a>(&'a AtomicU64);
+impl<D: Device> Default for Arenas<D> {
+    fn default() -> Self {
+        Arenas {
+            idle: Mutex::new(None),
+        }
+    }
+}
+
+impl<D: Device> Arenas<D> {
+    /// The idle arena, or a new empty one when it is taken.
+    pub(crate) fn take(&self) -> Taken<'_, D> {
+        let idle = self.idle.lock().unwrap_or_else(|e| e.into_inner()).take();
+        Taken {
+            arena: Some(idle.unwrap_or_default()),
+            from: self,
+        }
+    }
+}
+
+/// An arena taken from [`Arenas`], given back when dropped.
+pub(crate) struct Taken<'a, D: Device> {
+    arena: Option<Arena<D>>,
+    from: &'a Arenas<D>,
+}
+
+impl<D: Device> std::ops::Deref for Taken<'_, D> {
+    type Target = Arena<D>;
+    fn deref(&self) -> &Arena<D> {
+        self.arena.as_ref().expect("an arena until dropped")
+    }
+}
+
+impl<D: Device> std::ops::DerefMut for Taken<'_, D> {
+    fn deref_mut(&mut self) -> &mut Arena<D> {
+        self.arena.as_mut().expect("an arena until dropped")
+    }
+}
+
+impl<D: Device> Drop for Taken<'_, D> {
+    fn drop(&mut self) {
+        let Some(arena) = self.arena.take() else {
+            return;
+        };
+        let mut idle = self.from.idle.lock().unwrap_or_else(|e| e.into_inner());
+        if idle
+            .as_ref()
+            .is_none_or(|kept| kept.bytes() < arena.bytes())
+        {
+            *idle = Some(arena);
+        }
+    }
+}
+
+/// A user's reservation of device memory, given back when it ends.
+struct Reserved<'a> {
+    total: &'a AtomicU64,
+    bytes: u64,
+}
 
 impl Drop for Reserved<'_> {
     fn drop(&mut self) {
-        self.0.store(0, Ordering::Release);
+        self.total.fetch_sub(self.bytes, Ordering::AcqRel);
     }
 }
 
@@ -1060,20 +1116,20 @@ impl<D: Device> DeviceState<D> {
         })
     }
 
-    /// The device's free memory as the user of arena `side` may take it: less what the other
-    /// arenas' users may still allocate.
-    fn free_for(&self, side: usize) -> Result<u64, DeviceError> {
-        let others: u64 = (self.reserved.iter().enumerate())
-            .filter(|&(k, _)| k != side)
-            .map(|(_, r)| r.load(Ordering::Acquire))
-            .sum();
+    /// The device's free memory as a user about to reserve may take it: less what the running
+    /// users may still allocate.
+    fn free_memory(&self) -> Result<u64, DeviceError> {
+        let others = self.reserved.load(Ordering::Acquire);
         Ok(self.dev.free_memory()?.saturating_sub(others))
     }
 
-    /// Reserves `bytes` for arena `side`'s user until the lease is dropped.
-    fn reserve(&self, side: usize, bytes: u64) -> Reserved<'_> {
-        self.reserved[side].store(bytes, Ordering::Release);
-        Reserved(&self.reserved[side])
+    /// Reserves `bytes` for a user until the lease is dropped.
+    fn reserve(&self, bytes: u64) -> Reserved<'_> {
+        self.reserved.fetch_add(bytes, Ordering::AcqRel);
+        Reserved {
+            total: &self.reserved,
+            bytes,
+        }
     }
 
     /// The device pipeline for one query, into `out`; fills `report`'s filter, join plan, device
@@ -1089,20 +1145,15 @@ impl<D: Device> DeviceState<D> {
         out: &Output,
         report: &mut MatchReport,
     ) -> Result<(), MatchError> {
-        // One query at a time per arena (beside the other lane's and a batch; on a GPU they share
-        // the stream).
-        let side = match opts.device_lane {
-            DeviceLane::Main => MAIN,
-            DeviceLane::Light => LIGHT,
-        };
-        let mut arena = self.arenas[side].lock().unwrap_or_else(|e| e.into_inner());
+        // Buffers of its own, beside the other users' (on a GPU they share the stream).
+        let mut arena = self.arenas.take();
         let start = Instant::now();
         let memory_budget = crate::device::memory::query_budget(
             opts.memory_budget,
-            self.free_for(side)?,
+            self.free_memory()?,
             arena.bytes(),
         );
-        let _lease = self.reserve(side, memory_budget.saturating_sub(arena.bytes()));
+        let _lease = self.reserve(memory_budget.saturating_sub(arena.bytes()));
         let (join_plan, filter, device) = Pipeline {
             dev: &self.dev,
             graph: &self.graph,

@@ -186,6 +186,12 @@ impl<D: Device> Default for Arena<D> {
 }
 
 impl<D: Device> Arena<D> {
+    /// Grows a buffer to `bytes` (tests of the arenas' reuse).
+    #[cfg(test)]
+    pub(crate) fn hold(&mut self, dev: &D, bytes: usize) -> Result<(), DeviceError> {
+        self.scratch.ensure(dev, bytes).map(|_| ())
+    }
+
     pub(crate) fn bytes(&self) -> u64 {
         (self.filter.cap + self.space.cap + self.scratch.cap + self.batch_jobs.cap) as u64
             + self.batch_rows.cap as u64

@@ -46,7 +46,6 @@ pub use filtering::FilterReport;
 pub use gpu_pipeline::{DeviceGraph, DeviceReport};
 pub use layout::MAX_QUERY_NODES;
 pub use options::{
-    default_memory_budget, parse_bytes, physical_memory, DeviceLane, EngineKind, MatchOptions,
-    Semantics,
+    default_memory_budget, parse_bytes, physical_memory, EngineKind, MatchOptions, Semantics,
 };
 pub use output::RowBatch;

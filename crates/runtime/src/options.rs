@@ -92,16 +92,6 @@ impl fmt::Display for EngineKind {
     }
 }
 
-/// Which of a device's buffer sets (arenas) a query alone takes. A server's light lane has one of
-/// its own: its queries are cut short at the light limit, so a light query never waits for a heavy
-/// one to let go of the device's buffers (a batch has a third of its own).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum DeviceLane {
-    #[default]
-    Main,
-    Light,
-}
-
 /// Settings of one match.
 #[derive(Clone, Debug)]
 pub struct MatchOptions {
@@ -138,8 +128,6 @@ pub struct MatchOptions {
     /// caller runs the match inside a rayon pool of its own (`ThreadPool::install`). The device
     /// engines call back while holding the device; a caller must not block there.
     pub blocking_rows: bool,
-    /// The device's buffers a device query alone takes ([`DeviceLane`]).
-    pub device_lane: DeviceLane,
 }
 
 impl Default for MatchOptions {
@@ -158,7 +146,6 @@ impl Default for MatchOptions {
             check_every: 1024,
             explain: false,
             blocking_rows: false,
-            device_lane: DeviceLane::Main,
         }
     }
 }

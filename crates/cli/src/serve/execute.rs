@@ -13,7 +13,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use gpsense_graph::KnowledgeGraph;
 use gpsense_planner::{Form, Prepared, Projected};
-use gpsense_runtime::{DeviceLane, MatchError, MatchOptions, MatchReport, RowBatch};
+use gpsense_runtime::{MatchError, MatchOptions, MatchReport, RowBatch};
 
 use super::batch::{batchable, Batcher};
 use super::limits::Lane;
@@ -135,12 +135,8 @@ impl Engine {
         opts.timeout = Some(if light { req.light_limit } else { req.timeout });
         opts.cancel = Some(req.cancel.clone());
         // A light query runs on its own thread, not in the shared pool, where a heavy query's
-        // work would be ahead of it, and on a device with buffers of its own, which a heavy
-        // query alone never holds.
+        // work would be ahead of it.
         opts.single_thread |= req.lane == Lane::Light;
-        if req.lane == Lane::Light {
-            opts.device_lane = DeviceLane::Light;
-        }
         let cpu_at_start = thread_cpu_time();
         let mut batched = false;
         let (result, has_limit) = match reading {
