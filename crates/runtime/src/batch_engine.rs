@@ -781,7 +781,15 @@ impl<D: Device> DeviceState<D> {
             ..
         } = key;
         let mut arena = self.arenas.take();
-        let free = self.free_memory()?;
+        let held = arena.bytes();
+        // The batch's queries are small by design (one that outgrows its room leaves it or goes on
+        // alone): the largest budget among them stands for the batch's.
+        let (free, _lease) = self.lease(|free| {
+            let budget =
+                |p: &Planned| crate::device::memory::query_budget(p.opts.memory_budget, free, held);
+            let most = planned.iter().map(budget).max().unwrap_or(0);
+            (free, most.saturating_sub(held))
+        })?;
         let mut uncounted: Vec<_> = planned.iter().map(|_| |_: RowBatch| true).collect();
         let outs: Vec<Output> = planned
             .iter()
@@ -804,7 +812,6 @@ impl<D: Device> DeviceState<D> {
                 )
             })
             .collect();
-        let held = arena.bytes();
         let mut items: Vec<BatchItem> = planned
             .iter()
             .zip(&outs)
@@ -822,10 +829,6 @@ impl<D: Device> DeviceState<D> {
                 result: None,
             })
             .collect();
-        // The batch's queries are small by design (one that outgrows its room leaves it or goes on
-        // alone): the largest budget among them stands for the batch's.
-        let most = items.iter().map(|it| it.memory_budget).max().unwrap_or(0);
-        let _lease = self.reserve(most.saturating_sub(held));
         let before = self.dev.counters();
         // A query's report carries the batch's device calls up to its answer.
         let mut on_answer = |i: usize, it: &mut BatchItem, arena_bytes: u64| {

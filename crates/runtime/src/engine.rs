@@ -179,8 +179,11 @@ pub struct DeviceState<D: Device> {
     /// The users' buffers, one set (arena) each while they run ([`Arenas`]).
     arenas: Arenas<D>,
     /// Device memory the running users may still allocate, together: each computes its budget
-    /// from the free memory less this, then adds its own ([`DeviceState::reserve`]).
+    /// from the free memory less this, then adds its own ([`DeviceState::lease`]).
     reserved: AtomicU64,
+    /// Held while a user computes its budget and reserves it, so that two users starting at once
+    /// do not both count the same free bytes.
+    reserving: Mutex<()>,
     /// Entries per segment of a long pivot list in the warp join (0: a warp per partial match).
     segment: u64,
 }
@@ -1112,6 +1115,7 @@ impl<D: Device> DeviceState<D> {
             graph,
             arenas: Default::default(),
             reserved: Default::default(),
+            reserving: Mutex::new(()),
             segment: segment_for(g),
         })
     }
@@ -1132,6 +1136,17 @@ impl<D: Device> DeviceState<D> {
         }
     }
 
+    /// `budget` of the free memory (less the running users' reservations), and the reservation it
+    /// asks for, made under one lock with the reading.
+    fn lease<T>(
+        &self,
+        budget: impl FnOnce(u64) -> (T, u64),
+    ) -> Result<(T, Reserved<'_>), DeviceError> {
+        let _one = self.reserving.lock().unwrap_or_else(|e| e.into_inner());
+        let (t, bytes) = budget(self.free_memory()?);
+        Ok((t, self.reserve(bytes)))
+    }
+
     /// The device pipeline for one query, into `out`; fills `report`'s filter, join plan, device
     /// counters and join time.
     #[allow(clippy::too_many_arguments)]
@@ -1148,12 +1163,11 @@ impl<D: Device> DeviceState<D> {
         // Buffers of its own, beside the other users' (on a GPU they share the stream).
         let mut arena = self.arenas.take();
         let start = Instant::now();
-        let memory_budget = crate::device::memory::query_budget(
-            opts.memory_budget,
-            self.free_memory()?,
-            arena.bytes(),
-        );
-        let _lease = self.reserve(memory_budget.saturating_sub(arena.bytes()));
+        let held = arena.bytes();
+        let (memory_budget, _lease) = self.lease(|free| {
+            let budget = crate::device::memory::query_budget(opts.memory_budget, free, held);
+            (budget, budget.saturating_sub(held))
+        })?;
         let (join_plan, filter, device) = Pipeline {
             dev: &self.dev,
             graph: &self.graph,
