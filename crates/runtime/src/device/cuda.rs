@@ -106,7 +106,7 @@ mod imp {
                 stream,
                 functions,
                 name: format!("{name} (sm_{major}{minor})"),
-                counting: Counting,
+                counting: Counting::default(),
                 fault,
                 force_mapped: std::env::var("GPSENSE_GPU_MAPPED").is_ok_and(|v| v == "1"),
             })

@@ -482,7 +482,8 @@ mod tests {
     }
 
     /// A device shared by threads counts each thread's calls apart: a server's batch reports its
-    /// own launches and reads, not those of a query alone on another thread meanwhile.
+    /// own launches and reads, not those of a query alone on another thread meanwhile, nor those
+    /// of another device.
     #[test]
     fn each_thread_counts_its_own_calls() {
         let dev = HostDevice::default();
@@ -497,6 +498,11 @@ mod tests {
                 assert_eq!((calls.syncs, calls.bytes_up, calls.bytes_down), (1, 24, 24));
             });
         });
+        assert_eq!(dev.counters() - before, DeviceCounters::default());
+        // Nor are another device's calls on this thread (another engine's, another test's).
+        let other = HostDevice::default();
+        other.alloc_zeroed(8).unwrap();
+        assert_eq!(other.counters().allocations, 1);
         assert_eq!(dev.counters() - before, DeviceCounters::default());
     }
 

@@ -187,34 +187,43 @@ impl std::ops::AddAssign for DeviceCounters {
 }
 
 /// The counters a device keeps, per calling thread: a device shared by a server's threads
-/// (a batch, a query alone in each lane) counts each user's calls apart, so the difference of two
-/// snapshots on one thread is that thread's calls alone, whatever the others did meanwhile.
-#[derive(Debug, Default)]
-pub struct Counting;
+/// (a batch, queries alone) counts each user's calls apart, so the difference of two snapshots on
+/// one thread is that thread's calls to this device alone, whatever the others did meanwhile.
+/// (A rayon worker that runs another user's job of the same device while it waits would count
+/// that job's calls too; the device's users call it from their own threads.)
+#[derive(Debug)]
+pub struct Counting {
+    /// Which device: a thread's calls to other devices are not this one's.
+    id: u64,
+}
+
+impl Default for Counting {
+    fn default() -> Self {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        Counting {
+            id: NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+        }
+    }
+}
 
 thread_local! {
-    static CALLS: std::cell::Cell<DeviceCounters> = const {
-        std::cell::Cell::new(DeviceCounters {
-            launches: 0,
-            syncs: 0,
-            allocations: 0,
-            bytes_up: 0,
-            bytes_down: 0,
-            warp_span: 0,
-            warp_mean: 0,
-            read_ns: 0,
-            launch_ns: 0,
-            write_ns: 0,
-        })
-    };
+    /// Per device this thread called, its calls.
+    static CALLS: std::cell::RefCell<Vec<(u64, DeviceCounters)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
 }
 
 impl Counting {
     fn add(&self, f: impl FnOnce(&mut DeviceCounters)) {
-        CALLS.with(|c| {
-            let mut calls = c.get();
-            f(&mut calls);
-            c.set(calls);
+        CALLS.with(|calls| {
+            let mut calls = calls.borrow_mut();
+            match calls.iter_mut().find(|(id, _)| *id == self.id) {
+                Some((_, mine)) => f(mine),
+                None => {
+                    let mut mine = DeviceCounters::default();
+                    f(&mut mine);
+                    calls.push((self.id, mine));
+                }
+            }
         });
     }
     pub fn launch(&self) {
@@ -249,9 +258,13 @@ impl Counting {
     pub fn write_took(&self, t: std::time::Duration) {
         self.add(|c| c.write_ns += t.as_nanos() as u64);
     }
-    /// The calling thread's calls so far.
+    /// The calling thread's calls to this device so far.
     pub fn snapshot(&self) -> DeviceCounters {
-        CALLS.with(|c| c.get())
+        CALLS.with(|calls| {
+            let calls = calls.borrow();
+            let mine = calls.iter().find(|(id, _)| *id == self.id);
+            mine.map(|&(_, c)| c).unwrap_or_default()
+        })
     }
 }
 
