@@ -1163,30 +1163,48 @@ impl<D: Device> DeviceState<D> {
         // Buffers of its own, beside the other users' (on a GPU they share the stream).
         let mut arena = self.arenas.take();
         let start = Instant::now();
-        let held = arena.bytes();
-        let (memory_budget, _lease) = self.lease(|free| {
-            let budget = crate::device::memory::query_budget(opts.memory_budget, free, held);
-            (budget, budget.saturating_sub(held))
-        })?;
-        let (join_plan, filter, device) = Pipeline {
-            dev: &self.dev,
-            graph: &self.graph,
-            host: engine.view(),
-            arena: &mut arena,
-            semantics: opts.semantics,
-            shape: engine.shape,
-            memory_budget,
-            refine_rounds: opts.refine_rounds,
-            limit,
-            segment: self.segment,
+        loop {
+            let held = arena.bytes();
+            let shared = self.reserved.load(Ordering::Acquire) > 0;
+            let (memory_budget, lease) = self.lease(|free| {
+                let budget = crate::device::memory::query_budget(opts.memory_budget, free, held);
+                (budget, budget.saturating_sub(held))
+            })?;
+            let ran = Pipeline {
+                dev: &self.dev,
+                graph: &self.graph,
+                host: engine.view(),
+                arena: &mut arena,
+                semantics: opts.semantics,
+                shape: engine.shape,
+                memory_budget,
+                refine_rounds: opts.refine_rounds,
+                limit,
+                segment: self.segment,
+            }
+            .run(q, &report.plan, layout, out);
+            drop(lease);
+            // Refused only because other users held part of the device's memory: it waits for
+            // them to end (within its time limit) and tries again, as it waited for the device
+            // when queries took it in turn.
+            if let Err(MatchError::DeviceBudget { .. }) = ran {
+                if shared && out.handed_out() == 0 {
+                    while self.reserved.load(Ordering::Acquire) > 0 && !out.stopped() {
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                    if !out.stopped() {
+                        continue;
+                    }
+                }
+            }
+            let (join_plan, filter, device) = ran?;
+            report.times.join = start.elapsed().saturating_sub(filter.filter_time);
+            report.filter = filter;
+            report.join_plan = join_plan;
+            report.device = Some(self.dev.describe());
+            report.device_report = Some(device);
+            return Ok(());
         }
-        .run(q, &report.plan, layout, out)?;
-        report.times.join = start.elapsed().saturating_sub(filter.filter_time);
-        report.filter = filter;
-        report.join_plan = join_plan;
-        report.device = Some(self.dev.describe());
-        report.device_report = Some(device);
-        Ok(())
     }
 
     /// What the device is.
