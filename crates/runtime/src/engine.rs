@@ -1120,11 +1120,12 @@ impl<D: Device> DeviceState<D> {
         })
     }
 
-    /// The device's free memory as a user about to reserve may take it: less what the running
-    /// users may still allocate.
+    /// The device's free memory as a user about to reserve may take it. The running users'
+    /// reservations are not taken off it: a half-read stream's query (Python, under the
+    /// emulator's 8 MiB) then left the next query too little; they are only what a refused
+    /// query waits for before it tries again.
     fn free_memory(&self) -> Result<u64, DeviceError> {
-        let others = self.reserved.load(Ordering::Acquire);
-        Ok(self.dev.free_memory()?.saturating_sub(others))
+        self.dev.free_memory()
     }
 
     /// Reserves `bytes` for a user until the lease is dropped.
