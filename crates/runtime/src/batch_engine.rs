@@ -529,7 +529,10 @@ impl Engine<'_> {
                     Err(MatchError::Device(e)) if key.auto && !handed_out => {
                         batch.fallback.get_or_insert_with(|| e.to_string());
                         batch.on_cpu += 1;
-                        self.forget_gpu();
+                        // Memory others hold is no fault of the device: it stays open.
+                        if !matches!(e, DeviceError::OutOfMemory(_)) {
+                            self.forget_gpu();
+                        }
                         let sink: Option<OnRows> = match sink {
                             Some(s) => Some(&mut **s),
                             None => None,
@@ -749,7 +752,10 @@ impl Engine<'_> {
         e: &DeviceError,
     ) -> Result<MatchReport, MatchError> {
         let mut report = self.answer_on_dfs(p.q, p.opts, p.auto.clone(), sink)?;
-        report.fallback = Some(format!("the GPU failed during a batch ({e})"));
+        report.fallback = Some(match e {
+            DeviceError::OutOfMemory(_) => format!("the GPU had no memory to spare ({e})"),
+            _ => format!("the GPU failed during a batch ({e})"),
+        });
         Ok(report)
     }
 }
@@ -782,14 +788,8 @@ impl<D: Device> DeviceState<D> {
         } = key;
         let mut arena = self.arenas.take();
         let held = arena.bytes();
-        // The batch's queries are small by design (one that outgrows its room leaves it or goes on
-        // alone): the largest budget among them stands for the batch's.
-        let (free, _lease) = self.lease(|free| {
-            let budget =
-                |p: &Planned| crate::device::memory::query_budget(p.opts.memory_budget, free, held);
-            let most = planned.iter().map(budget).max().unwrap_or(0);
-            (free, most.saturating_sub(held))
-        })?;
+        let _running = self.users.start();
+        let free = self.dev.free_memory()?;
         let mut uncounted: Vec<_> = planned.iter().map(|_| |_: RowBatch| true).collect();
         let outs: Vec<Output> = planned
             .iter()
@@ -1190,33 +1190,6 @@ mod tests {
             assert_eq!(got, want);
             assert_eq!(r.rows, want.len() as u128);
         }
-    }
-
-    /// The device's users leave each other what they may still allocate: a batch's reservation
-    /// comes off a query alone's free memory while the batch runs, and back when it ends; an
-    /// arena taken while the idle one is in use is a new one, and the larger stays idle.
-    #[test]
-    fn users_leave_each_other_their_reservations_and_arenas() {
-        let g = load(hprd("data_graph/HPRD.graph"));
-        let mut dev = HostDevice::default();
-        dev.free_memory = Some(1 << 30);
-        let state = DeviceState::new(dev, &g).unwrap();
-        {
-            let _batch = state.reserve(600 << 20);
-            let _alone = state.reserve(100 << 20);
-            assert_eq!(state.reserved.load(Ordering::Relaxed), 700 << 20);
-        }
-        assert_eq!(state.reserved.load(Ordering::Relaxed), 0);
-        {
-            let mut first = state.arenas.take();
-            first.hold(&state.dev, 1 << 20).unwrap();
-            let second = state.arenas.take();
-            assert_eq!(second.bytes(), 0, "the first's buffers are its own");
-        }
-        assert!(
-            state.arenas.take().bytes() >= 1 << 20,
-            "the larger stays idle"
-        );
     }
 
     /// HPRD's first eight `query_dense_16_N`.

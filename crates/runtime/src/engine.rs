@@ -8,7 +8,6 @@ use gpsense_planner::{
     plan_brief, plan_with, EdgeLabel, Plan, PlannerStats, Projected, QueryEdge, QueryGraph,
 };
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::cost::{AutoChoice, DegreeMoments, DeviceCosts, QueryShape};
@@ -17,12 +16,13 @@ use crate::device::host::HostDevice;
 use crate::device::{Device, DeviceError};
 use crate::executor::Executor;
 use crate::filtering::{FilterReport, Filtering, LabelIndex, NeighbourLabels};
-use crate::gpu_pipeline::{Arena, DeviceGraph, DeviceReport, Pipeline};
+use crate::gpu_pipeline::{DeviceGraph, DeviceReport, Pipeline};
 use crate::kernel_join::KernelJoin;
 use crate::layout::{DataShape, Layout};
 use crate::output::{OnRows, Output, RowBatch};
 use crate::search::{Context, Dag, OwnerPool, RoomPool, SearchStats};
 use crate::space::{prepared_spaces, SpaceBuilder, SpacePool};
+use crate::users::{Arenas, Users};
 use crate::{EngineKind, MatchError, MatchOptions, Semantics};
 
 #[path = "batch_engine.rs"]
@@ -176,14 +176,10 @@ fn pool_threads() -> usize {
 pub struct DeviceState<D: Device> {
     dev: D,
     graph: DeviceGraph<D>,
-    /// The users' buffers, one set (arena) each while they run ([`Arenas`]).
+    /// The users' buffers, one set (arena) each while they run.
     arenas: Arenas<D>,
-    /// Device memory the running users may still allocate, together: each computes its budget
-    /// from the free memory less this, then adds its own ([`DeviceState::lease`]).
-    reserved: AtomicU64,
-    /// Held while a user computes its budget and reserves it, so that two users starting at once
-    /// do not both count the same free bytes.
-    reserving: Mutex<()>,
+    /// The users running now: a query refused for memory while others ran waits for them.
+    users: Users,
     /// Entries per segment of a long pivot list in the warp join (0: a warp per partial match).
     segment: u64,
 }
@@ -461,7 +457,10 @@ impl<'g> Engine<'g> {
         );
         match first {
             Err(MatchError::Device(e)) if handed_out == 0 => {
-                self.forget_gpu();
+                // Memory others hold is no fault of the device: it stays open.
+                if !matches!(e, DeviceError::OutOfMemory(_)) {
+                    self.forget_gpu();
+                }
                 let cpu = MatchOptions {
                     engine: EngineKind::Dfs,
                     ..opts.clone()
@@ -473,7 +472,10 @@ impl<'g> Engine<'g> {
                     on_rows,
                     None::<&DeviceState<HostDevice>>,
                 )?;
-                report.fallback = Some(format!("the GPU failed during the query ({e})"));
+                report.fallback = Some(match e {
+                    DeviceError::OutOfMemory(_) => format!("the GPU had no memory to spare ({e})"),
+                    _ => format!("the GPU failed during the query ({e})"),
+                });
                 report.auto = Some(self.auto_choice(q, &report.plan, opts, count_only));
                 Ok(report)
             }
@@ -844,12 +846,23 @@ fn shares_variable(q: &QueryGraph, components: &[Vec<usize>]) -> bool {
 
 /// `f` in a pool of one thread of its own when `single`, else in the current pool: a device
 /// query's host work (and the emulator's launches) then never queue behind a heavy query's work
-/// in the shared pool.
+/// in the shared pool. The pool is the calling thread's, kept while it lives: starting a thread
+/// per query would add its start to every light query.
 fn own_pool<R: Send>(single: bool, f: impl FnOnce() -> R + Send) -> R {
-    match single.then(|| rayon::ThreadPoolBuilder::new().num_threads(1).build().ok()) {
-        Some(Some(one)) => one.install(f),
-        _ => f(),
+    thread_local! {
+        static ONE: std::cell::OnceCell<Option<rayon::ThreadPool>> =
+            const { std::cell::OnceCell::new() };
     }
+    if !single {
+        return f();
+    }
+    ONE.with(|one| {
+        let pool = one.get_or_init(|| rayon::ThreadPoolBuilder::new().num_threads(1).build().ok());
+        match pool {
+            Some(pool) => pool.install(f),
+            None => f(),
+        }
+    })
 }
 
 /// The report of a match whose rows went to `out`: its rows, limit and time flags, or its error.
@@ -1034,79 +1047,6 @@ pub fn self_check<D: Device>(dev: D) -> Result<D, DeviceError> {
     Ok(state.dev)
 }
 
-/// Buffer sets (arenas) for a device's users, one each while they run: a server's queries alone
-/// and its batches run side by side instead of each waiting for the device until the one before
-/// reaches its time limit. One idle arena stays, the largest, so a warm query allocates nothing;
-/// the others give their buffers back as they end.
-pub(crate) struct Arenas<D: Device> {
-    idle: Mutex<Option<Arena<D>>>,
-}
-
-impl<D: Device> Default for Arenas<D> {
-    fn default() -> Self {
-        Arenas {
-            idle: Mutex::new(None),
-        }
-    }
-}
-
-impl<D: Device> Arenas<D> {
-    /// The idle arena, or a new empty one when it is taken.
-    pub(crate) fn take(&self) -> Taken<'_, D> {
-        let idle = self.idle.lock().unwrap_or_else(|e| e.into_inner()).take();
-        Taken {
-            arena: Some(idle.unwrap_or_default()),
-            from: self,
-        }
-    }
-}
-
-/// An arena taken from [`Arenas`], given back when dropped.
-pub(crate) struct Taken<'a, D: Device> {
-    arena: Option<Arena<D>>,
-    from: &'a Arenas<D>,
-}
-
-impl<D: Device> std::ops::Deref for Taken<'_, D> {
-    type Target = Arena<D>;
-    fn deref(&self) -> &Arena<D> {
-        self.arena.as_ref().expect("an arena until dropped")
-    }
-}
-
-impl<D: Device> std::ops::DerefMut for Taken<'_, D> {
-    fn deref_mut(&mut self) -> &mut Arena<D> {
-        self.arena.as_mut().expect("an arena until dropped")
-    }
-}
-
-impl<D: Device> Drop for Taken<'_, D> {
-    fn drop(&mut self) {
-        let Some(arena) = self.arena.take() else {
-            return;
-        };
-        let mut idle = self.from.idle.lock().unwrap_or_else(|e| e.into_inner());
-        if idle
-            .as_ref()
-            .is_none_or(|kept| kept.bytes() < arena.bytes())
-        {
-            *idle = Some(arena);
-        }
-    }
-}
-
-/// A user's reservation of device memory, given back when it ends.
-struct Reserved<'a> {
-    total: &'a AtomicU64,
-    bytes: u64,
-}
-
-impl Drop for Reserved<'_> {
-    fn drop(&mut self) {
-        self.total.fetch_sub(self.bytes, Ordering::AcqRel);
-    }
-}
-
 impl<D: Device> DeviceState<D> {
     fn new(dev: D, g: &KnowledgeGraph) -> Result<Self, DeviceError> {
         let graph = DeviceGraph::new(&dev, g)?;
@@ -1114,38 +1054,9 @@ impl<D: Device> DeviceState<D> {
             dev,
             graph,
             arenas: Default::default(),
-            reserved: Default::default(),
-            reserving: Mutex::new(()),
+            users: Default::default(),
             segment: segment_for(g),
         })
-    }
-
-    /// The device's free memory as a user about to reserve may take it. The running users'
-    /// reservations are not taken off it: a half-read stream's query (Python, under the
-    /// emulator's 8 MiB) then left the next query too little; they are only what a refused
-    /// query waits for before it tries again.
-    fn free_memory(&self) -> Result<u64, DeviceError> {
-        self.dev.free_memory()
-    }
-
-    /// Reserves `bytes` for a user until the lease is dropped.
-    fn reserve(&self, bytes: u64) -> Reserved<'_> {
-        self.reserved.fetch_add(bytes, Ordering::AcqRel);
-        Reserved {
-            total: &self.reserved,
-            bytes,
-        }
-    }
-
-    /// `budget` of the free memory (less the running users' reservations), and the reservation it
-    /// asks for, made under one lock with the reading.
-    fn lease<T>(
-        &self,
-        budget: impl FnOnce(u64) -> (T, u64),
-    ) -> Result<(T, Reserved<'_>), DeviceError> {
-        let _one = self.reserving.lock().unwrap_or_else(|e| e.into_inner());
-        let (t, bytes) = budget(self.free_memory()?);
-        Ok((t, self.reserve(bytes)))
     }
 
     /// The device pipeline for one query, into `out`; fills `report`'s filter, join plan, device
@@ -1165,12 +1076,12 @@ impl<D: Device> DeviceState<D> {
         let mut arena = self.arenas.take();
         let start = Instant::now();
         loop {
-            let held = arena.bytes();
-            let shared = self.reserved.load(Ordering::Acquire) > 0;
-            let (memory_budget, lease) = self.lease(|free| {
-                let budget = crate::device::memory::query_budget(opts.memory_budget, free, held);
-                (budget, budget.saturating_sub(held))
-            })?;
+            let running = self.users.start();
+            let memory_budget = crate::device::memory::query_budget(
+                opts.memory_budget,
+                self.dev.free_memory()?,
+                arena.bytes(),
+            );
             let ran = Pipeline {
                 dev: &self.dev,
                 graph: &self.graph,
@@ -1184,19 +1095,15 @@ impl<D: Device> DeviceState<D> {
                 segment: self.segment,
             }
             .run(q, &report.plan, layout, out);
-            drop(lease);
-            // Refused only because other users held part of the device's memory: it waits for
-            // them to end (within its time limit) and tries again, as it waited for the device
-            // when queries took it in turn.
-            if let Err(MatchError::DeviceBudget { .. }) = ran {
-                if shared && out.handed_out() == 0 {
-                    while self.reserved.load(Ordering::Acquire) > 0 && !out.stopped() {
-                        std::thread::sleep(Duration::from_millis(1));
-                    }
-                    if !out.stopped() {
-                        continue;
-                    }
-                }
+            let others = running.others;
+            drop(running);
+            let refused = matches!(
+                ran,
+                Err(MatchError::DeviceBudget { .. }
+                    | MatchError::Device(DeviceError::OutOfMemory(_)))
+            );
+            if refused && out.handed_out() == 0 && self.make_room(others, out) {
+                continue;
             }
             let (join_plan, filter, device) = ran?;
             report.times.join = start.elapsed().saturating_sub(filter.filter_time);
@@ -1206,6 +1113,18 @@ impl<D: Device> DeviceState<D> {
             report.device_report = Some(device);
             return Ok(());
         }
+    }
+
+    /// After a query was refused for memory (by its budget, or by an allocation the device could
+    /// not grant while others held memory), before it handed anything out: whether to try
+    /// again, having given the idle arenas' buffers back, or, when other users ran beside it,
+    /// having waited for them to end (within its time limit), as it waited for the device when
+    /// queries took it in turn.
+    fn make_room(&self, others: bool, out: &Output) -> bool {
+        if self.arenas.release_idle() {
+            return true;
+        }
+        others && self.users.wait_for_none(|| out.stopped())
     }
 
     /// What the device is.
@@ -1267,5 +1186,85 @@ mod tests {
                 assert!(err.contains("self-check"), "{err}");
             }
         }
+    }
+
+    /// `q`'s rows counted on `state`'s device while another user runs there for 200 ms (it
+    /// holds an arena it took), and when that user ended.
+    fn beside_another_user<D: Device>(
+        cpu: &Engine,
+        state: &DeviceState<D>,
+        q: &QueryGraph,
+    ) -> (Result<usize, MatchError>, Instant) {
+        let opts = MatchOptions {
+            engine: EngineKind::Dfs,
+            ..MatchOptions::default()
+        };
+        let started = std::sync::Barrier::new(2);
+        std::thread::scope(|s| {
+            let other = s.spawn(|| {
+                let _running = state.users.start();
+                let _arena = state.arenas.take();
+                started.wait();
+                std::thread::sleep(Duration::from_millis(200));
+                Instant::now()
+            });
+            started.wait();
+            let mut rows = 0;
+            let sink = &mut |b: RowBatch| {
+                rows += b.iter().count();
+                true
+            };
+            let ran = cpu.execute_on(q, &opts, false, sink, Some(state));
+            (ran.map(|_| rows), other.join().unwrap())
+        })
+    }
+
+    /// On a device whose free memory is what its buffers leave (a GPU's), a query refused because
+    /// another user held the memory waits for that user to end and tries again, the idle arena it
+    /// left given back first; before, it failed with the other's memory still counted.
+    #[test]
+    fn a_query_refused_for_memory_another_user_holds_waits_and_tries_again() {
+        let g = check_graph().unwrap();
+        let cpu = Engine::new(&g);
+        let q = gpsense_planner::compile(CHECK_QUERIES[0], &g).unwrap();
+        let want = cpu.collect(&q, &MatchOptions::default()).unwrap().0.len();
+        let mut dev = HostDevice::default();
+        dev.total_memory = Some(1 << 40);
+        let mut state = DeviceState::new(dev, &g).unwrap();
+        // Warm: its arena stays idle.
+        assert_eq!(beside_another_user(&cpu, &state, &q).0.unwrap(), want);
+        // Now the device has no byte more than the graph and the warm arena hold.
+        let in_use = (1 << 40) - state.dev.free_memory().unwrap();
+        state.dev.total_memory = Some(in_use);
+        let (answered, other_ended) = beside_another_user(&cpu, &state, &q);
+        assert_eq!(answered.unwrap(), want);
+        assert!(Instant::now() >= other_ended);
+        assert_eq!(state.users.running(), 0);
+    }
+
+    /// An allocation the device cannot grant while another user runs (two users budgeted from
+    /// the same free memory) is not a fault: the query waits for the other and tries again.
+    #[test]
+    fn a_query_out_of_memory_beside_another_user_tries_again_after_it() {
+        let g = check_graph().unwrap();
+        let cpu = Engine::new(&g);
+        let q = gpsense_planner::compile(CHECK_QUERIES[0], &g).unwrap();
+        let want = cpu.collect(&q, &MatchOptions::default()).unwrap().0.len();
+        let failed_once = std::sync::atomic::AtomicBool::new(false);
+        let dev = Hooked {
+            inner: HostDevice::from_env(),
+            hook: |d: &HostDevice, l: &crate::device::Launch, n| {
+                if failed_once.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                    d.launch(l, n)
+                } else {
+                    Err(DeviceError::OutOfMemory("taken by the other user".into()))
+                }
+            },
+        };
+        let state = DeviceState::new(dev, &g).unwrap();
+        let (answered, other_ended) = beside_another_user(&cpu, &state, &q);
+        assert_eq!(answered.unwrap(), want);
+        assert!(failed_once.into_inner());
+        assert!(Instant::now() >= other_ended);
     }
 }

@@ -32,6 +32,7 @@ mod search;
 mod space;
 mod spares;
 mod two_ends;
+mod users;
 mod warm;
 
 pub use compressed::{CompressedEngine, CompressedReport, ExpansionStats};

@@ -190,7 +190,13 @@ mod imp {
             let slice = self
                 .stream
                 .alloc_zeros::<u8>(bytes.max(16).next_multiple_of(16))
-                .map_err(driver("allocating device memory"))?;
+                .map_err(|e| match e.0 {
+                    // Not a fault: other users hold the memory (the context stays usable).
+                    sys::cudaError_enum::CUDA_ERROR_OUT_OF_MEMORY => {
+                        DeviceError::OutOfMemory(format!("out of memory allocating {bytes} bytes"))
+                    }
+                    _ => driver("allocating device memory")(e),
+                })?;
             Ok(CudaBuffer::Device(slice))
         }
 

@@ -28,6 +28,11 @@ use super::{Counting, Device, DeviceCounters, DeviceError, Launch, BLOCK};
 pub struct HostDevice {
     /// Memory it pretends to have free (for tests of the memory planner); `None`: the budget rules.
     pub free_memory: Option<u64>,
+    /// Memory it has in all, as a GPU: what its buffers hold now is taken off the free memory it
+    /// reports, and an allocation past it fails (for tests of users sharing a device).
+    pub total_memory: Option<u64>,
+    /// Bytes its buffers hold now.
+    in_use: Arc<AtomicU64>,
     /// Keep the shadow map of writes and fail a launch on two plain writes to one element.
     pub check_writes: bool,
     /// Place the graph in "host-mapped" memory whatever its size.
@@ -44,7 +49,9 @@ impl HostDevice {
     /// The emulator as tests and the CLI use it: writes checked in debug builds or with
     /// `GPSENSE_EMULATOR_CHECK=1` (`=0`: never), the host-mapped placement with
     /// `GPSENSE_EMULATOR_MAPPED=1`, a device with only so much free memory with
-    /// `GPSENSE_EMULATOR_FREE=64M` (what a busy GPU reports), every launch of one kernel failing
+    /// `GPSENSE_EMULATOR_FREE=64M` (what a busy GPU reports), a device of so much memory in all,
+    /// its buffers taken off what it reports free, with `GPSENSE_EMULATOR_MEMORY=64M`, every
+    /// launch of one kernel failing
     /// with `GPSENSE_EMULATOR_FAULT=extend_warp_batch` (a kernel's name).
     pub fn from_env() -> Self {
         let var = |k: &str| std::env::var(k).ok();
@@ -57,6 +64,7 @@ impl HostDevice {
             },
             force_mapped: on("GPSENSE_EMULATOR_MAPPED"),
             free_memory: var("GPSENSE_EMULATOR_FREE").and_then(|v| crate::parse_bytes(&v).ok()),
+            total_memory: var("GPSENSE_EMULATOR_MEMORY").and_then(|v| crate::parse_bytes(&v).ok()),
             fault_in: var("GPSENSE_EMULATOR_FAULT").filter(|v| !v.is_empty()),
             ..Default::default()
         }
@@ -67,6 +75,8 @@ impl HostDevice {
 pub struct HostBuffer {
     ptr: *mut u8,
     layout: Layout,
+    /// Its device's bytes in use, given back on drop.
+    in_use: Arc<AtomicU64>,
 }
 
 // The emulator hands the buffer's address to kernels that synchronise their own accesses.
@@ -76,7 +86,9 @@ unsafe impl Sync for HostBuffer {}
 impl Drop for HostBuffer {
     fn drop(&mut self) {
         // Sound: allocated with this layout by `alloc_zeroed`.
-        unsafe { std::alloc::dealloc(self.ptr, self.layout) }
+        unsafe { std::alloc::dealloc(self.ptr, self.layout) };
+        self.in_use
+            .fetch_sub(self.layout.size() as u64, Ordering::Relaxed);
     }
 }
 
@@ -108,7 +120,10 @@ impl Device for HostDevice {
     }
 
     fn free_memory(&self) -> Result<u64, DeviceError> {
-        Ok(self.free_memory.unwrap_or(u64::MAX))
+        let left = self.total_memory.map_or(u64::MAX, |t| {
+            t.saturating_sub(self.in_use.load(Ordering::Relaxed))
+        });
+        Ok(self.free_memory.unwrap_or(u64::MAX).min(left))
     }
 
     fn force_mapped(&self) -> bool {
@@ -119,15 +134,30 @@ impl Device for HostDevice {
         self.counting.alloc();
         let layout = Layout::from_size_align(bytes.max(16).next_multiple_of(16), 16)
             .map_err(|e| DeviceError::Memory(format!("{bytes} bytes: {e}")))?;
+        let size = layout.size() as u64;
+        let before = self.in_use.fetch_add(size, Ordering::Relaxed);
+        if self.total_memory.is_some_and(|t| before + size > t) {
+            self.in_use.fetch_sub(size, Ordering::Relaxed);
+            return Err(DeviceError::OutOfMemory(format!(
+                "out of memory: {bytes} bytes asked, {} of the emulated device's {} in use",
+                before,
+                self.total_memory.unwrap_or_default()
+            )));
+        }
         // Sound: the layout has a non-zero size. `black_box`: an optimised build may otherwise drop
         // an allocation freed unused (as a failed request in a test is) and take it as granted.
         let ptr = std::hint::black_box(unsafe { std::alloc::alloc_zeroed(layout) });
         if ptr.is_null() {
+            self.in_use.fetch_sub(size, Ordering::Relaxed);
             return Err(DeviceError::Memory(format!(
                 "cannot allocate {bytes} bytes for the emulated device"
             )));
         }
-        Ok(HostBuffer { ptr, layout })
+        Ok(HostBuffer {
+            ptr,
+            layout,
+            in_use: self.in_use.clone(),
+        })
     }
 
     fn map_host_bytes(&self, bytes: &[u8]) -> Result<HostBuffer, DeviceError> {

@@ -24,6 +24,10 @@ pub enum DeviceError {
     Ptx(String),
     #[error("device memory: {0}")]
     Memory(String),
+    /// An allocation the device could not grant now: other users (processes or this one's other
+    /// queries) hold the memory. Not a fault: the device stays usable.
+    #[error("device memory: {0}")]
+    OutOfMemory(String),
     #[error("emulator: {0}")]
     Race(String),
     #[error("{0} (a bug in gpsense: please report it; the device stays usable)")]

@@ -1,0 +1,222 @@
+//! The device's users (a query alone, a batch) running side by side: each takes a buffer set
+//! (arena) of its own from [`Arenas`] and counts itself in [`Users`] while its pipeline runs, so
+//! that a query refused for memory can tell whether others held part of it and wait for them.
+
+use std::sync::{Condvar, Mutex};
+use std::time::Duration;
+
+use crate::device::Device;
+use crate::gpu_pipeline::Arena;
+
+/// Idle arenas kept warm at most: as many users as a server commonly runs at once (a batch,
+/// queries alone in its slots) then allocate nothing when warm. More would only hold memory.
+const KEPT: usize = 4;
+
+/// Buffer sets for a device's users, one each while they run: a server's queries alone and its
+/// batches run side by side instead of each waiting for the device until the one before reaches
+/// its time limit. Up to [`KEPT`] idle arenas stay, the largest, so that users of different sizes
+/// running at once each find theirs warm; a user refused for memory gives the idle ones back
+/// first ([`Arenas::release_idle`]).
+pub(crate) struct Arenas<D: Device> {
+    idle: Mutex<Vec<Arena<D>>>,
+}
+
+impl<D: Device> Default for Arenas<D> {
+    fn default() -> Self {
+        Arenas {
+            idle: Mutex::new(Vec::new()),
+        }
+    }
+}
+
+impl<D: Device> Arenas<D> {
+    /// The largest idle arena (a user's size is known only once it is planned), or a new empty
+    /// one when none is idle.
+    pub(crate) fn take(&self) -> Taken<'_, D> {
+        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        let largest = (0..idle.len()).max_by_key(|&i| idle[i].bytes());
+        let arena = largest.map(|i| idle.swap_remove(i)).unwrap_or_default();
+        Taken {
+            arena: Some(arena),
+            from: self,
+        }
+    }
+
+    /// Gives the idle arenas' buffers back to the device: whether there were any.
+    pub(crate) fn release_idle(&self) -> bool {
+        let released = std::mem::take(&mut *self.idle.lock().unwrap_or_else(|e| e.into_inner()));
+        !released.is_empty()
+    }
+
+    fn give_back(&self, arena: Arena<D>) {
+        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        idle.push(arena);
+        if idle.len() > KEPT {
+            let smallest = (0..idle.len()).min_by_key(|&i| idle[i].bytes());
+            if let Some(i) = smallest {
+                idle.swap_remove(i);
+            }
+        }
+    }
+}
+
+/// An arena taken from [`Arenas`], given back when dropped.
+pub(crate) struct Taken<'a, D: Device> {
+    arena: Option<Arena<D>>,
+    from: &'a Arenas<D>,
+}
+
+impl<D: Device> std::ops::Deref for Taken<'_, D> {
+    type Target = Arena<D>;
+    fn deref(&self) -> &Arena<D> {
+        self.arena.as_ref().expect("an arena until dropped")
+    }
+}
+
+impl<D: Device> std::ops::DerefMut for Taken<'_, D> {
+    fn deref_mut(&mut self) -> &mut Arena<D> {
+        self.arena.as_mut().expect("an arena until dropped")
+    }
+}
+
+impl<D: Device> Drop for Taken<'_, D> {
+    fn drop(&mut self) {
+        if let Some(arena) = self.arena.take() {
+            self.from.give_back(arena);
+        }
+    }
+}
+
+/// How many users are running on the device, and a signal when the last ends.
+#[derive(Default)]
+pub(crate) struct Users {
+    running: Mutex<usize>,
+    none_running: Condvar,
+}
+
+/// How often a user waiting for the others looks at its own stop (time limit, cancellation).
+const LOOK_AT_STOP: Duration = Duration::from_millis(20);
+
+impl Users {
+    /// Counts a user in until the returned guard drops.
+    pub(crate) fn start(&self) -> Running<'_> {
+        let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        let others = *running > 0;
+        *running += 1;
+        Running {
+            users: self,
+            others,
+        }
+    }
+
+    /// Users running now.
+    #[cfg(test)]
+    pub(crate) fn running(&self) -> usize {
+        *self.running.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Waits until no user runs or `stopped` says to stop looking: whether none runs.
+    pub(crate) fn wait_for_none(&self, stopped: impl Fn() -> bool) -> bool {
+        let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        while *running > 0 {
+            if stopped() {
+                return false;
+            }
+            running = self
+                .none_running
+                .wait_timeout(running, LOOK_AT_STOP)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        true
+    }
+}
+
+/// A running user, counted out when dropped.
+pub(crate) struct Running<'a> {
+    users: &'a Users,
+    /// Other users were running when this one started.
+    pub(crate) others: bool,
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        let mut running = self.users.running.lock().unwrap_or_else(|e| e.into_inner());
+        *running -= 1;
+        if *running == 0 {
+            self.users.none_running.notify_all();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::host::HostDevice;
+    use std::time::Instant;
+
+    #[test]
+    fn users_running_at_once_keep_their_arenas_warm_until_memory_is_short() {
+        let dev = HostDevice::default();
+        let arenas: Arenas<HostDevice> = Arenas::default();
+        {
+            let mut large = arenas.take();
+            large.hold(&dev, 1 << 20).unwrap();
+            let mut small = arenas.take();
+            assert_eq!(small.bytes(), 0, "the first's buffers are its own");
+            small.hold(&dev, 1 << 12).unwrap();
+        }
+        // Both stay idle: taken at once again, neither allocates; the first gets the larger.
+        let large = arenas.take();
+        let small = arenas.take();
+        assert!(large.bytes() >= 1 << 20);
+        assert!(small.bytes() >= 1 << 12 && small.bytes() < 1 << 20);
+        drop((large, small));
+        assert!(arenas.release_idle());
+        assert!(!arenas.release_idle());
+        assert_eq!(arenas.take().bytes(), 0, "given back to the device");
+    }
+
+    #[test]
+    fn at_most_the_largest_few_arenas_stay_idle() {
+        let dev = HostDevice::default();
+        let arenas: Arenas<HostDevice> = Arenas::default();
+        {
+            let taken: Vec<_> = (1..=KEPT + 2)
+                .map(|i| {
+                    let mut a = arenas.take();
+                    a.hold(&dev, i << 16).unwrap();
+                    a
+                })
+                .collect();
+            drop(taken);
+        }
+        let idle = arenas.idle.lock().unwrap();
+        let mut sizes: Vec<u64> = idle.iter().map(|a| a.bytes() >> 16).collect();
+        sizes.sort_unstable();
+        assert_eq!(sizes, (3..=KEPT as u64 + 2).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_user_knows_whether_others_run_and_can_wait_for_them() {
+        let users = Users::default();
+        let first = users.start();
+        assert!(!first.others);
+        let second = users.start();
+        assert!(second.others);
+        assert_eq!(users.running(), 2);
+        drop(second);
+        // Told to stop, it stops waiting while one still runs.
+        assert!(!users.wait_for_none(|| true));
+        let start = Instant::now();
+        std::thread::scope(|s| {
+            s.spawn(move || {
+                std::thread::sleep(Duration::from_millis(100));
+                drop(first);
+            });
+            assert!(users.wait_for_none(|| false));
+        });
+        assert!(start.elapsed() >= Duration::from_millis(100));
+        assert_eq!(users.running(), 0);
+    }
+}
