@@ -31,13 +31,36 @@ pub fn read_text(path: &Path, max_bytes: u64, max_line: usize) -> Result<String>
 }
 
 /// Opens `path` for reading, standard input for `-`.
-fn open(path: &Path) -> Result<Box<dyn Read>> {
+fn open(path: &Path) -> Result<Box<dyn Read + Send>> {
     if path.as_os_str() == "-" {
         return Ok(Box::new(io::stdin()));
     }
     let file =
         std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
     Ok(Box::new(file))
+}
+
+/// Whether reading `path` (`-`: standard input) may wait for a writer: anything but a regular
+/// file (a pipe, a FIFO, a terminal, a socket), or what cannot be told.
+fn may_wait(path: &Path) -> bool {
+    let meta = if path.as_os_str() == "-" {
+        stdin_metadata()
+    } else {
+        std::fs::metadata(path).ok()
+    };
+    !meta.is_some_and(|m| m.is_file())
+}
+
+#[cfg(unix)]
+fn stdin_metadata() -> Option<std::fs::Metadata> {
+    use std::os::fd::AsFd;
+    let fd = io::stdin().as_fd().try_clone_to_owned().ok()?;
+    std::fs::File::from(fd).metadata().ok()
+}
+
+#[cfg(not(unix))]
+fn stdin_metadata() -> Option<std::fs::Metadata> {
+    None
 }
 
 /// Reads the next line (with its `\n`) into `line`, at most `max` bytes; false at the end.
@@ -89,7 +112,9 @@ fn size(bytes: u64) -> String {
 /// query is complete when the next one starts or the input ends (see [`Splitter`]). Each is at
 /// most [`MAX_QUERY_BYTES`], so memory stays bounded however long the input.
 pub struct Queries {
-    reader: Box<dyn BufRead>,
+    reader: Box<dyn BufRead + Send>,
+    /// Whether reading may wait for a writer (a pipe, a terminal), not only for a disk.
+    waits: bool,
     /// The file, for messages.
     path: PathBuf,
     splitter: Splitter,
@@ -105,7 +130,9 @@ pub struct Queries {
 
 impl Queries {
     pub fn open(path: &Path) -> Result<Self> {
-        Ok(Self::new(Box::new(io::BufReader::new(open(path)?)), path))
+        let mut q = Self::new(Box::new(io::BufReader::new(open(path)?)), path);
+        q.waits = may_wait(path);
+        Ok(q)
     }
 
     /// The queries of a command-line argument.
@@ -114,9 +141,10 @@ impl Queries {
         Self::new(Box::new(reader), Path::new("the query"))
     }
 
-    fn new(reader: Box<dyn BufRead>, path: &Path) -> Self {
+    fn new(reader: Box<dyn BufRead + Send>, path: &Path) -> Self {
         Queries {
             reader,
+            waits: false,
             path: path.to_path_buf(),
             splitter: Splitter::default(),
             line: Vec::new(),
@@ -282,6 +310,72 @@ fn keyword_at(text: &[u8]) -> bool {
                 .get(k.len())
                 .is_none_or(|c| !c.is_ascii_alphanumeric() && *c != b':')
     })
+}
+
+/// How long a batch waits for one more query from an input that may wait for its writer: a
+/// writer's burst (`cat queries | gpsense`) fills the batch, a lone query waits no more than this.
+const ARRIVING: std::time::Duration = std::time::Duration::from_millis(2);
+
+/// The queries of a [`Queries`] for batches: from a regular file, read here, every query counts
+/// as arrived; from an input that may wait for its writer, read by a thread of its own, so that a
+/// batch takes what has arrived and never waits for queries the writer has not sent (a client
+/// that sends one query and waits for its answer).
+pub enum Arrivals {
+    Here(Queries),
+    Piped(std::sync::mpsc::Receiver<Result<(usize, String)>>),
+}
+
+impl Arrivals {
+    /// At most `ahead` queries are read ahead of those taken (none are for batches of one).
+    pub fn new(queries: Queries, ahead: usize) -> Self {
+        if !queries.waits || ahead <= 1 {
+            return Arrivals::Here(queries);
+        }
+        let (send, receive) = std::sync::mpsc::sync_channel(ahead.max(1));
+        let read = move || {
+            let mut queries = queries;
+            loop {
+                let next = queries.next_query().transpose();
+                let last = !matches!(next, Some(Ok(_)));
+                if next.is_none_or(|q| send.send(q).is_err()) || last {
+                    return;
+                }
+            }
+        };
+        // Detached: a reader blocked on its writer must not hold the command's exit.
+        match std::thread::Builder::new()
+            .name("gpsense-queries".into())
+            .spawn(read)
+        {
+            Ok(_) => Arrivals::Piped(receive),
+            Err(e) => {
+                let (send, receive) = std::sync::mpsc::sync_channel(1);
+                let _ = send.send(Err(anyhow::anyhow!("cannot start the input's reader: {e}")));
+                Arrivals::Piped(receive)
+            }
+        }
+    }
+
+    /// The next query, waiting for it; `None` at the end of the input.
+    pub fn next(&mut self) -> Result<Option<(usize, String)>> {
+        match self {
+            Arrivals::Here(q) => q.next_query(),
+            Arrivals::Piped(r) => r.recv().ok().transpose(),
+        }
+    }
+
+    /// The next query if it has arrived (within [`ARRIVING`]); `None` when none has.
+    pub fn arrived(&mut self) -> Option<Result<Option<(usize, String)>>> {
+        use std::sync::mpsc::RecvTimeoutError;
+        match self {
+            Arrivals::Here(q) => Some(q.next_query()),
+            Arrivals::Piped(r) => match r.recv_timeout(ARRIVING) {
+                Ok(q) => Some(q.map(Some)),
+                Err(RecvTimeoutError::Timeout) => None,
+                Err(RecvTimeoutError::Disconnected) => Some(Ok(None)),
+            },
+        }
+    }
 }
 
 #[cfg(test)]

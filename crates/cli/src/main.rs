@@ -138,10 +138,10 @@ enum Command {
         /// Also print notes on stderr: which engine `auto` chose and why, or why it runs on the CPU.
         #[arg(short, long, conflicts_with = "quiet", help_heading = help::OUTPUT)]
         verbose: bool,
-        /// With several queries (-f) on `--engine gpu`, `emulated` or `auto` with a GPU: read N
-        /// queries at a time and answer the counting ones (`--count`, COUNT(*), ASK) and the
-        /// SELECTs without FILTER, OFFSET or ORDER BY as one batch, one sequence of launches (1:
-        /// one query at a time).
+        /// With several queries (-f) on `--engine gpu`, `emulated` or `auto` with a GPU: take up
+        /// to N queries that have arrived (from a pipe, those its writer has sent) and answer the
+        /// counting ones (`--count`, COUNT(*), ASK) and the SELECTs without FILTER, OFFSET or
+        /// ORDER BY as one batch, one sequence of launches (1: one query at a time).
         #[arg(long, value_name = "N", default_value_t = 256, help_heading = help::ENGINE,
               value_parser = clap::value_parser!(u64).range(1..=65_536))]
         device_batch: u64,

@@ -728,17 +728,23 @@ fn a_peer_that_sends_what_no_process_sends_is_an_error() {
     // processes, workers, agreement, hostfile hash, role) by returning process 0's own with its
     // index and role changed, keeps up the heartbeat, and sends bytes timely never would: they
     // were waited on without end.
-    let join = |role: u64| {
+    let join = |role: u64| -> std::io::Result<TcpStream> {
         let mut s = connect(port_of(&hosts, 0));
         let mut header = [0u8; 56];
-        s.read_exact(&mut header).unwrap();
+        s.read_exact(&mut header)?;
         header[8..16].copy_from_slice(&1u64.to_le_bytes());
         header[48..56].copy_from_slice(&role.to_le_bytes());
-        s.write_all(&header).unwrap();
-        s
+        s.write_all(&header)?;
+        Ok(s)
     };
-    let mut data = join(0);
-    let mut control = join(1);
+    let (mut data, mut control) = match join(0).and_then(|d| Ok((d, join(1)?))) {
+        Ok(links) => links,
+        Err(e) => {
+            // Process 0 broke the handshake: what it said is the diagnosis.
+            let (code, stdout, err) = finish(zero, Duration::from_secs(20));
+            panic!("the handshake with process 0 failed ({e}); it exited {code:?}: {stdout} {err}");
+        }
+    };
     let beat = std::thread::spawn(move || {
         for _ in 0..60 {
             if control.write_all(&[1]).is_err() {

@@ -199,45 +199,15 @@ fn user_set_numbers_have_upper_bounds() {
 }
 
 /// `query -f -` answers each query as soon as its text is complete (the next one has started),
-/// while standard input stays open: it read the whole input first. `-f /dev/zero` ends at once
-/// with a clear error instead of growing without bound, and so do `trust -f` and `match
-/// --expected`.
+/// while standard input stays open: it read the whole input first, and on a device engine, which
+/// reads queries ahead for its batches, it waited for `--device-batch` queries. `-f /dev/zero`
+/// ends at once with a clear error instead of growing without bound, and so do `trust -f` and
+/// `match --expected`.
 #[test]
 fn queries_from_a_pipe_are_answered_as_they_arrive_and_files_are_bounded() {
-    use std::io::{BufRead, Write};
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_gpsense"))
-        .args(["-q", "query", "-f", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("run gpsense");
-    let mut stdin = child.stdin.take().unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (lines, received) = std::sync::mpsc::channel();
-    let reader = std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout).lines() {
-            let _ = lines.send(line.unwrap());
-        }
-    });
-    writeln!(stdin, "{ANIMALS_AT_HOME}\nSELECT * WHERE {{ cat IsA pet }}").unwrap();
-    stdin.flush().unwrap();
-    let wait = std::time::Duration::from_secs(60);
-    let mut first = Vec::new();
-    while first.len() < 3 {
-        match received.recv_timeout(wait) {
-            Ok(line) => first.push(line),
-            Err(e) => panic!("no answer while the input stays open ({e}): {first:?}"),
-        }
+    for engine in ["auto", "emulated"] {
+        answered_as_they_arrive(engine);
     }
-    first[1..].sort();
-    assert_eq!(first, ["x", "kitten", "lizard"]);
-    // The second is complete at the end of the input.
-    drop(stdin);
-    let status = child.wait().unwrap();
-    reader.join().unwrap();
-    let rest: Vec<String> = received.try_iter().collect();
-    assert_eq!(rest, ["", "yes"]);
-    assert!(status.success());
     let hprd = common::dataset("subgraph-matching/hprd-study");
     for args in [
         vec!["query", "-f", "/dev/zero"],
@@ -258,6 +228,44 @@ fn queries_from_a_pipe_are_answered_as_they_arrive_and_files_are_bounded() {
             "{args:?}: {err}"
         );
     }
+}
+
+/// Two queries through a pipe left open: the first answered before the input ends.
+fn answered_as_they_arrive(engine: &str) {
+    use std::io::{BufRead, Write};
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_gpsense"))
+        .args(["-q", "query", "--engine", engine, "-f", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("run gpsense");
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (lines, received) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let _ = lines.send(line.unwrap());
+        }
+    });
+    writeln!(stdin, "{ANIMALS_AT_HOME}\nSELECT * WHERE {{ cat IsA pet }}").unwrap();
+    stdin.flush().unwrap();
+    let wait = std::time::Duration::from_secs(60);
+    let mut first = Vec::new();
+    while first.len() < 3 {
+        match received.recv_timeout(wait) {
+            Ok(line) => first.push(line),
+            Err(e) => panic!("{engine}: no answer while the input stays open ({e}): {first:?}"),
+        }
+    }
+    first[1..].sort();
+    assert_eq!(first, ["x", "kitten", "lizard"], "{engine}");
+    // The second is complete at the end of the input.
+    drop(stdin);
+    let status = child.wait().unwrap();
+    reader.join().unwrap();
+    let rest: Vec<String> = received.try_iter().collect();
+    assert_eq!(rest, ["", "yes"], "{engine}");
+    assert!(status.success(), "{engine}");
 }
 
 /// An output that is one of the command's inputs is refused, however it is named (it replaced the

@@ -94,11 +94,12 @@ fn batching(matcher: &Matcher, args: &Args) -> bool {
 
 /// Several queries, answered as they arrive, result sets separated by a blank line; one that fails
 /// is reported and the others still run. Input that cannot be read ends the run. With `batch`
-/// above 1, that many queries are read before any is answered, and those the engine answers whole
+/// above 1, up to that many queries that have arrived are taken before any is answered (from a
+/// pipe, only those its writer has sent: [`input::Arrivals`]), and those the engine answers whole
 /// are answered together first ([`answer_ahead`]); the answers still go out in the input's order.
 fn run_several(
     first: (usize, String),
-    mut queries: input::Queries,
+    queries: input::Queries,
     matcher: &Matcher,
     args: &Args,
     batch: usize,
@@ -106,13 +107,14 @@ fn run_several(
     let mut tally = Tally::default();
     let mut batches = Batches::default();
     let mut pending = vec![first];
+    let mut queries = input::Arrivals::new(queries, batch);
     loop {
         let mut unread = None;
         while pending.len() < batch {
-            match queries.next_query() {
-                Ok(Some(q)) => pending.push(q),
-                Ok(None) => break,
-                Err(e) => {
+            match queries.arrived() {
+                Some(Ok(Some(q))) => pending.push(q),
+                None | Some(Ok(None)) => break,
+                Some(Err(e)) => {
                     unread = Some(e);
                     break;
                 }
@@ -138,7 +140,7 @@ fn run_several(
         if let Some(e) = unread {
             return Err(e);
         }
-        match queries.next_query()? {
+        match queries.next()? {
             Some(q) => pending.push(q),
             None => break,
         }
