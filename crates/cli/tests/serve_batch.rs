@@ -327,7 +327,7 @@ fn light_requests_are_not_held_by_a_heavy_one_in_their_batch() {
 #[test]
 fn a_heavy_request_alone_does_not_hold_back_the_next_batches() {
     // The heavy count outgrows its batch room: its batch leaves it to its own thread, which
-    // answers it alone on the device's other arena until its 6 s limit. Light requests sent
+    // answers it alone on device buffers of its own until its 6 s limit. Light requests sent
     // meanwhile go through batches of their own and are answered before it ends (before, each
     // waited for the device until the heavy one's limit: 4.5 s on the emulator).
     let heavy = "SELECT (COUNT(*) AS ?n) WHERE { ?a ?r ?b . ?b ?s ?c . ?c ?t ?d . ?d ?u ?e . \

@@ -1095,7 +1095,7 @@ impl<D: Device> DeviceState<D> {
                 segment: self.segment,
             }
             .run(q, &report.plan, layout, out);
-            let others = running.others;
+            let others = running.others();
             drop(running);
             let refused = matches!(
                 ran,

@@ -101,11 +101,11 @@ impl Users {
     /// Counts a user in until the returned guard drops.
     pub(crate) fn start(&self) -> Running<'_> {
         let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
-        let others = *running > 0;
+        let others_at_start = *running > 0;
         *running += 1;
         Running {
             users: self,
-            others,
+            others_at_start,
         }
     }
 
@@ -136,7 +136,14 @@ impl Users {
 pub(crate) struct Running<'a> {
     users: &'a Users,
     /// Other users were running when this one started.
-    pub(crate) others: bool,
+    others_at_start: bool,
+}
+
+impl Running<'_> {
+    /// Whether other users ran beside this one: at its start, or now.
+    pub(crate) fn others(&self) -> bool {
+        self.others_at_start || *self.users.running.lock().unwrap_or_else(|e| e.into_inner()) > 1
+    }
 }
 
 impl Drop for Running<'_> {
@@ -201,9 +208,10 @@ mod tests {
     fn a_user_knows_whether_others_run_and_can_wait_for_them() {
         let users = Users::default();
         let first = users.start();
-        assert!(!first.others);
+        assert!(!first.others_at_start);
         let second = users.start();
-        assert!(second.others);
+        assert!(second.others_at_start && second.others());
+        assert!(first.others(), "one started beside it");
         assert_eq!(users.running(), 2);
         drop(second);
         // Told to stop, it stops waiting while one still runs.

@@ -7,8 +7,8 @@
 //! what is left of it), cancel flag, LIMIT, errors and format; its thread waits for its count or
 //! its rows (held by the batch, at most its LIMIT's) and writes the answer as before. Each is
 //! replied to as soon as its own answer is final, and a query whose level outgrows its batch room
-//! is left to its own thread to be answered alone (`Outgrown::Leave`), on the device's other
-//! arena: the batching thread goes on to the next batch instead of running it.
+//! is left to its own thread to be answered alone (`Outgrown::Leave`), on device buffers of its
+//! own: the batching thread goes on to the next batch instead of running it.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
