@@ -255,8 +255,20 @@ fn a_client_that_leaves_frees_its_slot_in_every_query_form() {
 
 #[test]
 fn heavy_clients_do_not_starve_a_light_one() {
+    heavy_clients_beside_a_light_one(&[]);
+}
+
+/// On the device engine too: a heavy query that timed out in a light slot had spent its CPU time
+/// on its own pool's thread, not on its request's thread, so it was taken for starved, never
+/// remembered as heavy, and took a light slot again each time.
+#[test]
+fn heavy_clients_do_not_starve_a_light_one_on_the_device() {
+    heavy_clients_beside_a_light_one(&["--engine", "emulated"]);
+}
+
+fn heavy_clients_beside_a_light_one(engine: &[&str]) {
     let _serial = serial();
-    let s = Server::start(&["--max-concurrent", "2", "--timeout-ms", "1500"]);
+    let s = Server::start(&[&["--max-concurrent", "2", "--timeout-ms", "1500"], engine].concat());
     let port = s.port;
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let heavy: Vec<_> = (0..8)

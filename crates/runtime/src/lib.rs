@@ -38,6 +38,7 @@ mod warm;
 pub use compressed::{CompressedEngine, CompressedReport, ExpansionStats};
 pub use cost::{AutoChoice, CostFileError, DeviceCosts, Reason};
 pub use device::DeviceCounters;
+pub use engine::thread_work_time;
 pub use engine::{
     component_query, count_product, counts_multiply, look_ahead, self_check, Answered, BatchPhases,
     BatchQuery, BatchReport, Engine, MatchReport, Outgrown, SearchSummary, Timings, SHARE_AFTER,

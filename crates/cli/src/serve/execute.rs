@@ -137,7 +137,9 @@ impl Engine {
         // A light query runs on its own thread, not in the shared pool, where a heavy query's
         // work would be ahead of it.
         opts.single_thread |= req.lane == Lane::Light;
-        let cpu_at_start = thread_cpu_time();
+        // What it did on a core or the device: a light device query works on its own pool's
+        // thread and on the device, not on this one.
+        let work_at_start = gpsense_runtime::thread_work_time();
         let mut batched = false;
         let (result, has_limit) = match reading {
             Reading::Graph(p) => {
@@ -169,7 +171,7 @@ impl Engine {
             // Heavy if it had a fair share of a core (a quarter: beside two heavy queries on
             // two cores, a light thread gets a third); with less, only unlucky.
             Err(Failure::TimedOut(_)) if light => {
-                let worked = thread_cpu_time().saturating_sub(cpu_at_start);
+                let worked = gpsense_runtime::thread_work_time().saturating_sub(work_at_start);
                 Err(if worked * 4 < req.light_limit {
                     Failure::Starved
                 } else {
@@ -458,23 +460,6 @@ fn sparql_failure(e: sparql::SparqlError, req: &Request) -> Failure {
         sparql::SparqlError::TimedOut => Failure::TimedOut(req.timeout),
         e => Failure::BadQuery(e.to_string()),
     }
-}
-
-/// Time this thread has run on a core (zero where the platform cannot tell, which makes every
-/// light time-out count as heavy).
-fn thread_cpu_time() -> Duration {
-    #[cfg(unix)]
-    {
-        let mut t = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: clock_gettime only writes the struct passed.
-        if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) } == 0 {
-            return Duration::new(t.tv_sec as u64, t.tv_nsec as u32);
-        }
-    }
-    Duration::ZERO
 }
 
 /// Bytes a body's end may add after its last row (`</results></sparql>` is the longest).

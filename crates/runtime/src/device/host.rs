@@ -232,7 +232,11 @@ impl Device for HostDevice {
         // A failed check in a kernel body is a panic here; on a GPU, a raised fault flag. Both
         // become the same error.
         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            order.par_iter().for_each(|&b| {
+            // In rounds: rayon's workers take another caller's work (a light query beside this
+            // one) only when they find none of theirs, so one loop over a heavy launch's blocks
+            // held them all until it ended. Running a round's blocks before the next is one
+            // schedule a GPU may choose too.
+            let run_block = |b: u64| {
                 let first = b * BLOCK as u64;
                 let _context = Context::enter(shadow.clone());
                 if warp_kernel {
@@ -259,7 +263,16 @@ impl Device for HostDevice {
                         unsafe { run_thread(launch, t as usize) };
                     }
                 }
-            });
+            };
+            let mut size = FIRST_ROUND;
+            let mut rest = &order[..];
+            while !rest.is_empty() {
+                let (round, after) = rest.split_at(size.min(rest.len()));
+                let began = std::time::Instant::now();
+                round.par_iter().for_each(|&b| run_block(b));
+                size = next_round(size, began.elapsed());
+                rest = after;
+            }
         }));
         if let Err(panic) = ran {
             let what = panic
@@ -288,6 +301,24 @@ impl Device for HostDevice {
 
     fn counters(&self) -> DeviceCounters {
         self.counting.snapshot()
+    }
+}
+
+/// Blocks in a launch's first round; each next round is sized from the one before so that a
+/// round takes about [`ROUND_TIME`]: a heavy launch then leaves rayon's workers to another
+/// caller's work that often, and a light launch pays few rounds' joins.
+const FIRST_ROUND: usize = 64;
+const ROUND_TIME: std::time::Duration = std::time::Duration::from_millis(2);
+
+/// The next round's blocks after `size` took `took`: doubled while well under [`ROUND_TIME`],
+/// halved while over twice it.
+fn next_round(size: usize, took: std::time::Duration) -> usize {
+    if took < ROUND_TIME / 2 {
+        size.saturating_mul(2)
+    } else if took > ROUND_TIME * 2 {
+        (size / 2).max(1)
+    } else {
+        size
     }
 }
 

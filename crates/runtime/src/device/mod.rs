@@ -216,6 +216,12 @@ thread_local! {
         const { std::cell::RefCell::new(Vec::new()) };
 }
 
+/// The time the calling thread spent waiting for devices' reads, over every device it called.
+pub(crate) fn thread_read_wait() -> std::time::Duration {
+    let ns = CALLS.with(|calls| calls.borrow().iter().map(|(_, c)| c.read_ns).sum::<u64>());
+    std::time::Duration::from_nanos(ns)
+}
+
 impl Counting {
     fn add(&self, f: impl FnOnce(&mut DeviceCounters)) {
         CALLS.with(|calls| {
