@@ -3,7 +3,8 @@
 # (session.sh: gpu-check with EGSM, WordNet and ConceptNet in both placements and through a .gpsc,
 # HPRD-200 batched and alone, ncu; the GPU's own heavy yeast run left out unless HEAVY_GPU=1), the
 # suites side by side (batches.sh, two rounds, the heavy tail on dfs and auto), and the endpoint
-# on the device: answers under concurrent requests against dfs's, then throughput; and `auto`'s
+# on the device: answers under concurrent requests against dfs's, light requests' latency beside a
+# heavy client, then throughput; and `auto`'s
 # constants refitted to yeast's lone times (calibrate.sh).
 #
 #   benches/gpu/loan.sh BUNDLE OUT
@@ -28,6 +29,13 @@ for e in gpu auto; do
   timeout 120 python3 "$here/serve_compare.py" --gpsense "$G" -- --engine "$e" \
     > "$out/serve_compare_$e.txt" 2>&1
   echo "exit $?" >> "$out/serve_compare_$e.txt"
+done
+for e in gpu dfs; do
+  # Whether the device's users wait for each other on a GPU (one CUDA stream between them).
+  log "serve --engine $e, light requests beside a heavy client"
+  timeout 90 python3 "$here/serve_fairness.py" --gpsense "$G" -- --engine "$e" \
+    > "$out/serve_fairness_$e.txt" 2>&1
+  echo "exit $?" >> "$out/serve_fairness_$e.txt"
 done
 loader=$here/../../crates/cli/tests/sparql_clients/load.py
 for e in gpu dfs; do

@@ -1117,6 +1117,7 @@ impl<D: Device> DeviceState<D> {
         let start = Instant::now();
         loop {
             let running = self.users.start();
+            self.dev.user_starts();
             let memory_budget = crate::device::memory::query_budget(
                 opts.memory_budget,
                 self.dev.free_memory()?,

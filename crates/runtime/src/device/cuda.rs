@@ -33,7 +33,7 @@ mod imp {
 
     use cudarc::driver::result;
 
-    use super::super::{Counting, Device, DeviceError, Launch, BLOCK};
+    use super::super::{Counting, Device, DeviceError, Faults, Launch, BLOCK};
     use super::{arch_for, ptx_file_name, PTX_DIR};
 
     /// A kernel argument struct passed by value (they are `repr(C)` plain data, see `abi`).
@@ -55,6 +55,8 @@ mod imp {
         counting: Counting,
         /// Device address of the kernels' fault flag.
         fault: u64,
+        /// The faults seen, for the users running then.
+        faults: Faults,
         /// `GPSENSE_GPU_MAPPED=1`: the graph goes to pinned host memory whatever its size, to
         /// measure that placement on a device where the graph would fit.
         force_mapped: bool,
@@ -108,24 +110,31 @@ mod imp {
                 name: format!("{name} (sm_{major}{minor})"),
                 counting: Counting::default(),
                 fault,
+                faults: Faults::default(),
                 force_mapped: std::env::var("GPSENSE_GPU_MAPPED").is_ok_and(|v| v == "1"),
             })
         }
     }
 
     impl CudaDevice {
-        /// After a wait: whether a kernel raised the fault flag (then it is cleared and reported).
+        /// After a wait: whether a kernel raised the fault flag (then it is cleared), or another
+        /// user's wait saw one since this thread's user started ([`Faults`]).
         fn check_fault(&self) -> Result<(), DeviceError> {
             let mut flag = [0u32];
             unsafe { result::memcpy_dtoh_sync(&mut flag, self.fault) }
                 .map_err(driver("reading the kernels' fault flag"))?;
-            if flag[0] == 0 {
+            let raised = flag[0] != 0;
+            if raised {
+                unsafe { result::memset_d8_sync(self.fault, 0, 4) }
+                    .map_err(driver("clearing the kernels' fault flag"))?;
+            }
+            if !self.faults.after_wait(raised) {
                 return Ok(());
             }
-            unsafe { result::memset_d8_sync(self.fault, 0, 4) }
-                .map_err(driver("clearing the kernels' fault flag"))?;
             Err(DeviceError::Fault(
-                "a kernel failed a bounds check on the device".into(),
+                "a kernel failed a bounds check on the device (in this query or in one running \
+                 beside it on the device)"
+                    .into(),
             ))
         }
     }
@@ -292,6 +301,10 @@ mod imp {
 
         fn counters(&self) -> crate::device::DeviceCounters {
             self.counting.snapshot()
+        }
+
+        fn user_starts(&self) {
+            self.faults.user_starts();
         }
 
         fn address(&self, buf: &CudaBuffer) -> u64 {

@@ -319,6 +319,72 @@ pub trait Device: Sync {
     fn launch(&self, launch: &Launch, items: u64) -> Result<(), DeviceError>;
     /// Calls made so far.
     fn counters(&self) -> DeviceCounters;
+    /// A user (a query alone, a batch) starts on the calling thread: a fault raised before is
+    /// not its ([`Faults`]).
+    fn user_starts(&self) {}
+}
+
+/// Faults the kernels raise on a device that several users share (a server's queries alone and
+/// its batches): the kernels' one flag says that a kernel failed, not whose, and the first user
+/// to read after it would have taken the error and cleared the flag, the faulty query answering
+/// on as if complete. Every user running when a fault is seen gets the error instead.
+pub(crate) struct Faults {
+    /// Which device (a thread's marks for other devices are not this one's).
+    id: u64,
+    /// Faults seen so far.
+    seen: std::sync::atomic::AtomicU64,
+}
+
+thread_local! {
+    /// Per device, the faults seen when this thread's user started or last got one.
+    static KNOWN: std::cell::RefCell<Vec<(u64, u64)>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+impl Default for Faults {
+    fn default() -> Self {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        Faults {
+            id: NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            seen: Default::default(),
+        }
+    }
+}
+
+impl Faults {
+    /// The calling thread's user starts: the faults seen so far are not its.
+    pub(crate) fn user_starts(&self) {
+        let now = self.seen.load(std::sync::atomic::Ordering::Acquire);
+        self.mark(|known| *known = now);
+    }
+
+    /// After a wait, with whether the flag was raised (and cleared): whether a fault was seen
+    /// since the calling thread's user started (or last got one), by it or another user.
+    pub(crate) fn after_wait(&self, raised: bool) -> bool {
+        // Marked before the count moves: a first wait that raised it sees it.
+        self.mark(|_| ());
+        if raised {
+            self.seen.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        }
+        let now = self.seen.load(std::sync::atomic::Ordering::Acquire);
+        self.mark(|known| std::mem::replace(known, now) != now)
+    }
+
+    /// `f` on the calling thread's mark for this device (the faults seen then; a thread without
+    /// one is marked now: a user that never said it started counts from its first wait).
+    fn mark<R>(&self, f: impl FnOnce(&mut u64) -> R) -> R {
+        let now = self.seen.load(std::sync::atomic::Ordering::Acquire);
+        KNOWN.with(|known| {
+            let mut known = known.borrow_mut();
+            let at = match known.iter().position(|(id, _)| *id == self.id) {
+                Some(at) => at,
+                None => {
+                    known.push((self.id, now));
+                    known.len() - 1
+                }
+            };
+            f(&mut known[at].1)
+        })
+    }
 }
 
 /// A typed device buffer of `len` elements.
@@ -389,4 +455,48 @@ pub fn read<D: Device, T: Pod + Default>(
     };
     dev.read_bytes(buf, offset, bytes)?;
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fault seen by one user's wait reaches every user running then, once each, and not a user
+    /// that starts after it.
+    #[test]
+    fn a_fault_reaches_every_user_running_when_it_was_seen() {
+        let faults = Faults::default();
+        let other = std::sync::Barrier::new(2);
+        let seen = std::sync::Barrier::new(2);
+        std::thread::scope(|s| {
+            let t = s.spawn(|| {
+                faults.user_starts();
+                other.wait();
+                seen.wait();
+                // Not its flag: another user's wait cleared it, and it still gets the error.
+                let got = faults.after_wait(false);
+                (got, faults.after_wait(false))
+            });
+            faults.user_starts();
+            other.wait();
+            assert!(faults.after_wait(true), "the user whose wait saw the flag");
+            seen.wait();
+            assert_eq!(
+                t.join().unwrap(),
+                (true, false),
+                "the other running user, once"
+            );
+        });
+        assert!(!faults.after_wait(false), "told once");
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                faults.user_starts();
+                assert!(!faults.after_wait(false), "a user started after it");
+            });
+        });
+        // A thread's first wait that raises the flag gets it.
+        std::thread::scope(|s| {
+            s.spawn(|| assert!(faults.after_wait(true)));
+        });
+    }
 }
