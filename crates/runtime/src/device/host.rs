@@ -264,7 +264,12 @@ impl Device for HostDevice {
                     }
                 }
             };
-            let mut size = FIRST_ROUND;
+            // A small launch in one round: its joins would cost more than it holds the workers.
+            let mut size = if order.len() <= ONE_ROUND {
+                order.len()
+            } else {
+                FIRST_ROUND
+            };
             let mut rest = &order[..];
             while !rest.is_empty() {
                 let (round, after) = rest.split_at(size.min(rest.len()));
@@ -306,8 +311,9 @@ impl Device for HostDevice {
 
 /// Blocks in a launch's first round; each next round is sized from the one before so that a
 /// round takes about [`ROUND_TIME`]: a heavy launch then leaves rayon's workers to another
-/// caller's work that often, and a light launch pays few rounds' joins.
+/// caller's work that often. A launch of at most [`ONE_ROUND`] blocks runs in one.
 const FIRST_ROUND: usize = 64;
+const ONE_ROUND: usize = 256;
 const ROUND_TIME: std::time::Duration = std::time::Duration::from_millis(2);
 
 /// The next round's blocks after `size` took `took`: doubled while well under [`ROUND_TIME`],
