@@ -63,10 +63,22 @@ impl HostDevice {
                 _ => cfg!(debug_assertions),
             },
             force_mapped: on("GPSENSE_EMULATOR_MAPPED"),
-            free_memory: var("GPSENSE_EMULATOR_FREE").and_then(|v| crate::parse_bytes(&v).ok()),
-            total_memory: var("GPSENSE_EMULATOR_MEMORY").and_then(|v| crate::parse_bytes(&v).ok()),
+            free_memory: size_var("GPSENSE_EMULATOR_FREE"),
+            total_memory: size_var("GPSENSE_EMULATOR_MEMORY"),
             fault_in: var("GPSENSE_EMULATOR_FAULT").filter(|v| !v.is_empty()),
             ..Default::default()
+        }
+    }
+}
+
+/// A size in the environment (`64M`); one that is not a size is ignored with a warning.
+fn size_var(name: &str) -> Option<u64> {
+    let value = std::env::var(name).ok()?;
+    match crate::parse_bytes(&value) {
+        Ok(bytes) => Some(bytes),
+        Err(e) => {
+            eprintln!("warning: {name}={value} is ignored: {e}");
+            None
         }
     }
 }
