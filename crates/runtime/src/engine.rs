@@ -22,7 +22,7 @@ use crate::layout::{DataShape, Layout};
 use crate::output::{OnRows, Output, RowBatch};
 use crate::search::{Context, Dag, OwnerPool, RoomPool, SearchStats};
 use crate::space::{prepared_spaces, SpaceBuilder, SpacePool};
-use crate::users::{Arenas, Users};
+use crate::users::{own_pool, Arenas, Users};
 use crate::{EngineKind, MatchError, MatchOptions, Semantics};
 
 #[path = "batch_engine.rs"]
@@ -842,67 +842,6 @@ fn shares_variable(q: &QueryGraph, components: &[Vec<usize>]) -> bool {
         }
         EdgeLabel::Fixed(_) => false,
     })
-}
-
-/// `f` in a pool of one thread of its own when `single`, else in the current pool: a device
-/// query's host work (and the emulator's launches) then never queue behind a heavy query's work
-/// in the shared pool. The pool is the calling thread's, kept while it lives: starting a thread
-/// per query would add its start to every light query. Its thread's CPU time and device waits
-/// count as the caller's ([`thread_work_time`]).
-fn own_pool<R: Send>(single: bool, f: impl FnOnce() -> R + Send) -> R {
-    thread_local! {
-        static ONE: std::cell::OnceCell<Option<rayon::ThreadPool>> =
-            const { std::cell::OnceCell::new() };
-    }
-    if !single {
-        return f();
-    }
-    ONE.with(|one| {
-        let pool = one.get_or_init(|| rayon::ThreadPoolBuilder::new().num_threads(1).build().ok());
-        let Some(pool) = pool else {
-            return f();
-        };
-        let (r, worked) = pool.install(|| {
-            let before = own_work();
-            let r = f();
-            (r, own_work().saturating_sub(before))
-        });
-        ELSEWHERE.with(|e| e.set(e.get() + worked));
-        r
-    })
-}
-
-thread_local! {
-    /// What this thread's single-threaded queries did on their own pool's thread.
-    static ELSEWHERE: std::cell::Cell<Duration> = const { std::cell::Cell::new(Duration::ZERO) };
-}
-
-/// The calling thread's CPU time plus the time it waited for devices' reads.
-fn own_work() -> Duration {
-    thread_cpu_time() + crate::device::thread_read_wait()
-}
-
-/// The work done for the calling thread so far: its CPU time, its waits for a device's reads
-/// (the device's work, on a GPU), and the same of the pool thread each of its single-threaded
-/// queries ran on (`MatchOptions::single_thread`). A server tells a heavy query from a starved one
-/// by it: a light device query's CPU time is spent on its pool's thread, or on the device.
-pub fn thread_work_time() -> Duration {
-    own_work() + ELSEWHERE.with(|e| e.get())
-}
-
-fn thread_cpu_time() -> Duration {
-    #[cfg(unix)]
-    {
-        let mut t = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: clock_gettime only writes the struct passed.
-        if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) } == 0 {
-            return Duration::new(t.tv_sec as u64, t.tv_nsec as u32);
-        }
-    }
-    Duration::ZERO
 }
 
 /// The report of a match whose rows went to `out`: its rows, limit and time flags, or its error.

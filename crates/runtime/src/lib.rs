@@ -38,7 +38,6 @@ mod warm;
 pub use compressed::{CompressedEngine, CompressedReport, ExpansionStats};
 pub use cost::{AutoChoice, CostFileError, DeviceCosts, Reason};
 pub use device::DeviceCounters;
-pub use engine::thread_work_time;
 pub use engine::{
     component_query, count_product, counts_multiply, look_ahead, self_check, Answered, BatchPhases,
     BatchQuery, BatchReport, Engine, MatchReport, Outgrown, SearchSummary, Timings, SHARE_AFTER,
@@ -51,3 +50,4 @@ pub use options::{
     default_memory_budget, parse_bytes, physical_memory, EngineKind, MatchOptions, Semantics,
 };
 pub use output::RowBatch;
+pub use users::thread_work_time;

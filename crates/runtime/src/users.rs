@@ -1,6 +1,8 @@
 //! The device's users (a query alone, a batch) running side by side: each takes a buffer set
 //! (arena) of its own from [`Arenas`] and counts itself in [`Users`] while its pipeline runs, so
-//! that a query refused for memory can tell whether others held part of it and wait for them.
+//! that a query refused for memory can tell whether others held part of it and wait for them. A
+//! single-threaded user runs in a pool of its own ([`own_pool`]), its work counted as its
+//! caller's ([`thread_work_time`]).
 
 use std::sync::{Condvar, Mutex};
 use std::time::Duration;
@@ -156,6 +158,67 @@ impl Drop for Running<'_> {
     }
 }
 
+/// `f` in a pool of one thread of its own when `single`, else in the current pool: a device
+/// query's host work (and the emulator's launches) then never queue behind a heavy query's work
+/// in the shared pool. The pool is the calling thread's, kept while it lives: starting a thread
+/// per query would add its start to every light query. Its thread's CPU time and device waits
+/// count as the caller's ([`thread_work_time`]).
+pub(crate) fn own_pool<R: Send>(single: bool, f: impl FnOnce() -> R + Send) -> R {
+    thread_local! {
+        static ONE: std::cell::OnceCell<Option<rayon::ThreadPool>> =
+            const { std::cell::OnceCell::new() };
+    }
+    if !single {
+        return f();
+    }
+    ONE.with(|one| {
+        let pool = one.get_or_init(|| rayon::ThreadPoolBuilder::new().num_threads(1).build().ok());
+        let Some(pool) = pool else {
+            return f();
+        };
+        let (r, worked) = pool.install(|| {
+            let before = own_work();
+            let r = f();
+            (r, own_work().saturating_sub(before))
+        });
+        ELSEWHERE.with(|e| e.set(e.get() + worked));
+        r
+    })
+}
+
+thread_local! {
+    /// What this thread's single-threaded queries did on their own pool's thread.
+    static ELSEWHERE: std::cell::Cell<Duration> = const { std::cell::Cell::new(Duration::ZERO) };
+}
+
+/// The calling thread's CPU time plus the time it waited for devices' reads.
+fn own_work() -> Duration {
+    thread_cpu_time() + crate::device::thread_read_wait()
+}
+
+/// The work done for the calling thread so far: its CPU time, its waits for a device's reads
+/// (the device's work, on a GPU), and the same of the pool thread each of its single-threaded
+/// queries ran on (`MatchOptions::single_thread`). A server tells a heavy query from a starved one
+/// by it: a light device query's CPU time is spent on its pool's thread, or on the device.
+pub fn thread_work_time() -> Duration {
+    own_work() + ELSEWHERE.with(|e| e.get())
+}
+
+fn thread_cpu_time() -> Duration {
+    #[cfg(unix)]
+    {
+        let mut t = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: clock_gettime only writes the struct passed.
+        if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) } == 0 {
+            return Duration::new(t.tv_sec as u64, t.tv_nsec as u32);
+        }
+    }
+    Duration::ZERO
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -202,6 +265,22 @@ mod tests {
         let mut sizes: Vec<u64> = idle.iter().map(|a| a.bytes() >> 16).collect();
         sizes.sort_unstable();
         assert_eq!(sizes, (3..=KEPT as u64 + 2).collect::<Vec<_>>());
+    }
+
+    /// A single-threaded query's work on its own pool's thread counts as its caller's: a server
+    /// read only its request thread's CPU time and took a heavy device query for starved.
+    #[test]
+    fn work_in_a_query_s_own_pool_counts_as_the_caller_s() {
+        let before = thread_work_time();
+        let spun = own_pool(true, || {
+            let start = thread_cpu_time();
+            while thread_cpu_time() - start < Duration::from_millis(30) {
+                std::hint::black_box(0u64);
+            }
+            std::thread::current().id()
+        });
+        assert_ne!(spun, std::thread::current().id(), "it ran on the pool's thread");
+        assert!(thread_work_time() - before >= Duration::from_millis(30));
     }
 
     #[test]
