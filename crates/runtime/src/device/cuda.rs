@@ -117,6 +117,15 @@ mod imp {
     }
 
     impl CudaDevice {
+        /// Makes the context current on the calling thread, as cudarc's own calls do: the raw
+        /// copies below need it, and a device's users call from threads of their own (a server's,
+        /// a light query's pool).
+        fn bound(&self) -> Result<(), DeviceError> {
+            self.ctx
+                .bind_to_thread()
+                .map_err(driver("making the context current"))
+        }
+
         /// After a wait: whether a kernel raised the fault flag (then it is cleared), or another
         /// user's wait saw one since this thread's user started ([`Faults`]).
         fn check_fault(&self) -> Result<(), DeviceError> {
@@ -241,6 +250,7 @@ mod imp {
             offset: usize,
             bytes: &[u8],
         ) -> Result<(), DeviceError> {
+            self.bound()?;
             self.counting.up(bytes.len());
             let start = std::time::Instant::now();
             let written = match buf {
@@ -267,6 +277,7 @@ mod imp {
             offset: usize,
             len: usize,
         ) -> Result<(), DeviceError> {
+            self.bound()?;
             unsafe {
                 result::memset_d8_async(
                     self.address(buf) + offset as u64,
@@ -284,6 +295,7 @@ mod imp {
             offset: usize,
             out: &mut [u8],
         ) -> Result<(), DeviceError> {
+            self.bound()?;
             self.counting.down(out.len());
             let start = std::time::Instant::now();
             unsafe {
@@ -304,6 +316,8 @@ mod imp {
         }
 
         fn user_starts(&self) {
+            // A failure to bind shows at the user's first call, with its error.
+            let _ = self.bound();
             self.faults.user_starts();
         }
 
