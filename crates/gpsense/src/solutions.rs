@@ -269,7 +269,9 @@ pub type Answered<'h> = dyn Fn(usize, &Result<Reported, MatchError>) + Sync + 'h
 /// finds it ([`gpsense_runtime::Engine::match_batch_each`]: the queries that fit their batch
 /// room before those that go on alone after it). A SELECT's rows are all in its sink by then.
 /// Each index is handed over once. Under [`Outgrown::Leave`], a batched query whose level outgrew
-/// its batch room is answered [`MatchError::OutgrewBatch`], for the caller to answer it alone.
+/// its batch room is answered [`MatchError::OutgrewBatch`], and one refused for device memory
+/// that other users held [`MatchError::BatchShortOfMemory`], for the caller to answer it alone
+/// ([`MatchError::left_by_batch`]).
 pub fn match_batch_each(
     m: &Matcher,
     queries: Vec<Asked>,

@@ -90,6 +90,29 @@ fn refused(e: &MatchError) -> bool {
     )
 }
 
+/// Under [`Outgrown::Leave`], a batched query refused for device memory that its own budget
+/// allows (other users held it: the device refused an allocation, or its free memory left the
+/// query less than it needed), before it handed out rows, is left to its caller:
+/// [`MatchError::BatchShortOfMemory`]. Alone, it waits for the others and tries again.
+fn leave_if_short(
+    key: Key,
+    opts: &MatchOptions,
+    a: Result<MatchReport, MatchError>,
+    handed_out: bool,
+) -> Result<MatchReport, MatchError> {
+    let short = match &a {
+        Err(MatchError::Device(DeviceError::OutOfMemory(_))) => true,
+        Err(MatchError::DeviceBudget { bytes, .. }) => *bytes <= opts.memory_budget,
+        _ => false,
+    };
+    match a {
+        Err(e) if short && key.outgrown == Outgrown::Leave && !key.auto && !handed_out => {
+            Err(MatchError::BatchShortOfMemory(Box::new(e)))
+        }
+        a => a,
+    }
+}
+
 /// Whether a batched query's answer is a device failure that `auto` answers again on the CPU
 /// (unless it handed out rows already: on the CPU they would be handed out again).
 fn on_cpu_after(key: Key, a: &Result<MatchReport, MatchError>, handed_out: bool) -> bool {
@@ -486,6 +509,7 @@ impl Engine<'_> {
             let mut answers: Vec<Option<(Result<MatchReport, MatchError>, bool)>> =
                 planned.iter().map(|_| None).collect();
             let mut answered = |i: usize, a: Result<MatchReport, MatchError>, handed_out: bool| {
+                let a = leave_if_short(key, planned[i].opts, a, handed_out);
                 if !on_cpu_after(key, &a, handed_out) {
                     told(planned[i].index, &a);
                 }
@@ -520,7 +544,7 @@ impl Engine<'_> {
                 // The batch's error concerns the queries it had not answered.
                 let (a, handed_out) = match (a, &failed) {
                     (Some(a), _) => a,
-                    (None, Some(e)) => (Err(e.clone()), false),
+                    (None, Some(e)) => (leave_if_short(key, p.opts, Err(e.clone()), false), false),
                     (None, None) => (Err(MatchError::Plan("query not answered".into())), false),
                 };
                 // A query that handed out rows before the failure keeps its error: on the CPU
@@ -1190,6 +1214,54 @@ mod tests {
             assert!(!want.is_empty());
             assert_eq!(got, want);
             assert_eq!(r.rows, want.len() as u128);
+        }
+    }
+
+    /// Under `Outgrown::Leave` (a server's batches), a query refused for device memory that its
+    /// own budget allows (other users held it) is left to its caller, whose query alone waits for
+    /// them and tries again; before, the refusal was its answer. Under `GoOn`, or when its own
+    /// budget refuses it, the refusal stays its answer.
+    #[test]
+    fn a_batch_leaves_a_query_short_of_device_memory_to_its_caller() {
+        let g = load(hprd("data_graph/HPRD.graph"));
+        let engine = Engine::new(&g);
+        let mut dev = HostDevice::default();
+        // What a device that others use up reports.
+        dev.free_memory = Some(4 << 10);
+        let state = DeviceState::new(dev, &g);
+        assert!(engine.emulator.set(state).is_ok());
+        let queries = eight(&g);
+        let roomy = MatchOptions {
+            engine: EngineKind::Emulated,
+            ..MatchOptions::default()
+        };
+        let tight = MatchOptions {
+            memory_budget: 1 << 10,
+            ..roomy.clone()
+        };
+        let run = |outgrown, opts: &MatchOptions| {
+            let list = queries.iter().map(|q| BatchQuery {
+                q,
+                opts,
+                rows: None,
+            });
+            engine
+                .match_batch_each(list.collect(), outgrown, &|_, _| {})
+                .reports
+        };
+        for r in run(Outgrown::Leave, &roomy) {
+            assert!(
+                matches!(&r, Err(e @ MatchError::BatchShortOfMemory(_)) if e.left_by_batch()),
+                "{r:?}"
+            );
+        }
+        for (outgrown, opts) in [(Outgrown::GoOn, &roomy), (Outgrown::Leave, &tight)] {
+            for r in run(outgrown, opts) {
+                assert!(
+                    matches!(r, Err(MatchError::DeviceBudget { .. })),
+                    "{outgrown:?}: {r:?}"
+                );
+            }
         }
     }
 

@@ -49,8 +49,25 @@ pub enum MatchError {
          its device batch; the batch left it to be answered alone"
     )]
     OutgrewBatch { level: usize, rows: u64, room: u64 },
+    /// A batched query refused for device memory that its own budget allows: other users held
+    /// it. Under [`crate::Outgrown::Leave`] the batch leaves it to its caller, whose query alone
+    /// waits for them and tries again.
+    #[error("{0}; the batch left it to be answered alone")]
+    BatchShortOfMemory(Box<MatchError>),
     #[error("invalid plan: {0}")]
     Plan(String),
     #[error(transparent)]
     Device(#[from] crate::device::DeviceError),
+}
+
+impl MatchError {
+    /// Whether a device batch left the query to its caller to be answered alone
+    /// ([`crate::Outgrown::Leave`]): its level outgrew its batch room, or other users held the
+    /// device memory it needed.
+    pub fn left_by_batch(&self) -> bool {
+        matches!(
+            self,
+            MatchError::OutgrewBatch { .. } | MatchError::BatchShortOfMemory(_)
+        )
+    }
 }

@@ -279,7 +279,11 @@ mod tests {
             }
             std::thread::current().id()
         });
-        assert_ne!(spun, std::thread::current().id(), "it ran on the pool's thread");
+        assert_ne!(
+            spun,
+            std::thread::current().id(),
+            "it ran on the pool's thread"
+        );
         assert!(thread_work_time() - before >= Duration::from_millis(30));
     }
 

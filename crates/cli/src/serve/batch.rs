@@ -103,7 +103,8 @@ pub struct Stats {
     reads: AtomicU64,
     /// Queries answered on the CPU after the GPU failed during a batch (`auto`).
     on_cpu: AtomicU64,
-    /// Queries whose level outgrew their batch room, left to their own threads to be answered
+    /// Queries whose level outgrew their batch room, or refused for device memory that other
+    /// users held, left to their own threads to be answered
     /// alone (beside the next batches, not ahead of them).
     left: AtomicU64,
 }
@@ -317,7 +318,7 @@ fn run_batch(matcher: &Matcher, pending: Vec<Job>, stats: &Stats) {
     // Each request is replied to as soon as its answer is final: one whose levels fit its batch
     // room does not wait for a heavy one, which its own thread answers alone.
     let reply = |i: usize, answer: &Result<Reported, MatchError>| {
-        if let Err(MatchError::OutgrewBatch { .. }) = answer {
+        if answer.as_ref().is_err_and(MatchError::left_by_batch) {
             stats.left.fetch_add(1, Relaxed);
         }
         let rows = std::mem::take(&mut *held[i].lock().unwrap_or_else(|e| e.into_inner()));

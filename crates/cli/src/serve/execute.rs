@@ -223,7 +223,7 @@ impl Engine {
         };
         let again = p.clone();
         let report = match batcher.answer(self.matcher, p, asked, arrived, None) {
-            Err(Failure::Engine(MatchError::OutgrewBatch { .. })) => {
+            Err(Failure::Engine(e)) if e.left_by_batch() => {
                 let left = time_left(opts, arrived);
                 return match &variable {
                     Some(variable) => self.count(req, &again, &left, variable),
@@ -288,7 +288,7 @@ impl Engine {
         let again = p.clone();
         let (reported, values) =
             match batcher.answer(self.matcher, p, opts.clone(), arrived, Some(most)) {
-                Err(Failure::Engine(MatchError::OutgrewBatch { .. })) => {
+                Err(Failure::Engine(e)) if e.left_by_batch() => {
                     return self.select(req, &again, time_left(opts, arrived), out);
                 }
                 answered => answered?,
