@@ -777,6 +777,43 @@ fn counting_queries_of_a_file_are_answered_in_a_device_batch() {
     );
 }
 
+/// `query -f` on a device engine prints each answer of its batch as soon as it and those before it
+/// are final: a light count before a heavy one that goes on alone after the batch (with no time
+/// limit: far longer than the test) is printed while the heavy one runs. Before, every answer of
+/// the batch waited for its last.
+#[test]
+fn a_batch_prints_each_answer_as_soon_as_it_is_final() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("two.rq");
+    std::fs::write(
+        &f,
+        "SELECT * WHERE { ?x IsA animal . ?x AtLocation home }\n\
+         SELECT * WHERE { ?a ?r ?b . ?b ?s ?c . ?c ?t ?d . ?d ?u ?e . ?e ?v ?f }\n",
+    )
+    .unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_gpsense"))
+        .args(["-q", "query", "--count", "--engine", "emulated", "-f"])
+        .arg(&f)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("run gpsense");
+    let stdout = child.stdout.take().unwrap();
+    let (lines, received) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let _ = lines.send(line);
+        }
+    });
+    let first = received.recv_timeout(std::time::Duration::from_secs(60));
+    let running = child.try_wait().unwrap().is_none();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(first.ok().and_then(Result::ok).as_deref(), Some("2"));
+    assert!(running, "the heavy count ended first");
+}
+
 /// `query -f` on the emulated device answers the file's SELECT queries in one batch: each query's
 /// rows (sorted) as dfs gives them, in the file's order, as with one query at a time; a query that
 /// does not read is its own error, a LIMIT is kept to its query.

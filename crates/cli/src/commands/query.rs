@@ -3,14 +3,15 @@
 
 use std::io::{self, Write};
 use std::path::PathBuf;
-use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use gpsense_graph::KnowledgeGraph;
 use gpsense_planner::{Dialect, Form, Prepared, Projected, QueryError, QueryGraph};
 use gpsense_runtime::{
-    DeviceCounters, EngineKind, MatchError, MatchOptions, MatchReport, RowBatch,
+    DeviceCounters, EngineKind, MatchError, MatchOptions, MatchReport, Outgrown, RowBatch,
 };
 
 use crate::explain;
@@ -96,7 +97,7 @@ fn batching(matcher: &Matcher, args: &Args) -> bool {
 /// is reported and the others still run. Input that cannot be read ends the run. With `batch`
 /// above 1, up to that many queries that have arrived are taken before any is answered (from a
 /// pipe, only those its writer has sent: [`input::Arrivals`]), and those the engine answers whole
-/// are answered together first ([`answer_ahead`]); the answers still go out in the input's order.
+/// are answered together ([`answer_in_order`]); the answers go out in the input's order.
 fn run_several(
     first: (usize, String),
     queries: input::Queries,
@@ -120,23 +121,15 @@ fn run_several(
                 }
             }
         }
-        let mut ahead = if batch > 1 {
-            answer_ahead(&pending, matcher, args, &mut batches)
+        if batch > 1 {
+            answer_in_order(&pending, matcher, args, &mut batches, &mut tally)?;
         } else {
-            Vec::new()
-        };
-        ahead.resize_with(pending.len(), || None);
-        for ((line, text), counted) in pending.drain(..).zip(ahead) {
-            tally.queries += 1;
-            crate::out::note!("query {} (line {line}):", tally.queries);
-            // A blank line between result sets: the separator goes out with the next set.
-            let separator = if tally.printed { "\n" } else { "" };
-            let done = match counted {
-                Some(c) => c.print(matcher, args, separator),
-                None => run_one(&text, matcher, args, separator),
-            };
-            tally.record(done, line)?;
+            for (line, text) in &pending {
+                let done = tally.next(*line, |separator| run_one(text, matcher, args, separator));
+                tally.record(done, *line)?;
+            }
         }
+        pending.clear();
         if let Some(e) = unread {
             return Err(e);
         }
@@ -163,6 +156,16 @@ struct Tally {
 }
 
 impl Tally {
+    /// Announces the next query (starting on `line`) and answers it with `answer`, given the
+    /// separator its result set goes out after.
+    fn next(&mut self, line: usize, answer: impl FnOnce(&str) -> Result<()>) -> Result<()> {
+        self.queries += 1;
+        crate::out::note!("query {} (line {line}):", self.queries);
+        // A blank line between result sets: the separator goes out with the next set.
+        let separator = if self.printed { "\n" } else { "" };
+        answer(separator)
+    }
+
     /// Counts the outcome of query `self.queries` (starting on `line`), reporting its error; only
     /// a closed pipe ends the run.
     fn record(&mut self, done: Result<()>, line: usize) -> Result<()> {
@@ -243,21 +246,6 @@ fn counting_options(p: &Prepared, args: &Args, kind: Counting) -> MatchOptions {
     opts
 }
 
-/// A query answered ahead, in a batch: counted, or its rows held until its turn.
-enum Ahead {
-    Counted(Counted),
-    Listed(Listed),
-}
-
-impl Ahead {
-    fn print(self, matcher: &Matcher, args: &Args, separator: &str) -> Result<()> {
-        match self {
-            Ahead::Counted(c) => c.print(matcher, args, separator),
-            Ahead::Listed(l) => l.print(matcher, args, separator),
-        }
-    }
-}
-
 /// A SELECT answered ahead, in a batch: its projected rows, held.
 struct Listed {
     p: Prepared,
@@ -306,16 +294,13 @@ impl Counted {
 }
 
 /// The queries among `pending` on the graph path that the engine answers whole: the counting
-/// ones (`--count`, COUNT(*), ASK) and SELECTs without FILTER, OFFSET or ORDER BY, answered as one
-/// batch (`solutions::match_batch`), each with its own options, a SELECT's rows held for its turn;
-/// `None` for the others, which are answered in turn as one query alone. Each answer's time is the
-/// batch's divided by its queries.
-fn answer_ahead(
+/// ones (`--count`, COUNT(*), ASK) and SELECTs without FILTER, OFFSET or ORDER BY, with their place
+/// in `pending`, how a count is printed (`None`: rows) and their options.
+fn batchable(
     pending: &[(usize, String)],
     matcher: &Matcher,
     args: &Args,
-    batches: &mut Batches,
-) -> Vec<Option<Ahead>> {
+) -> Vec<(usize, Prepared, Option<Counting>, MatchOptions)> {
     let mut chosen = Vec::new();
     for (i, (_, text)) in pending.iter().enumerate() {
         // A text that does not read is answered alone, so that its error has its hints.
@@ -336,17 +321,49 @@ fn answer_ahead(
             None => {}
         }
     }
-    let mut out: Vec<Option<Ahead>> = pending.iter().map(|_| None).collect();
+    chosen
+}
+
+/// A batched query's answer, when it came (since the batch started).
+type Arrived = (Result<Reported, MatchError>, Duration);
+
+/// Answers `pending` in order, those [`batchable`] as one batch (`solutions::match_batch_each`,
+/// each with its own options, a SELECT's rows held for its turn) on a thread of its own, the
+/// others one by one here meanwhile. Each result set goes out as soon as it and those before it
+/// are final: a query that fits its batch room does not wait for one after it that goes on alone.
+/// A batched answer's time is the batch's up to it, divided by the batch's queries. A SELECT whose
+/// held rows would pass [`HELD_VALUES`] is answered again alone, streaming. When the output
+/// closes, the batch is stopped.
+fn answer_in_order(
+    pending: &[(usize, String)],
+    matcher: &Matcher,
+    args: &Args,
+    batches: &mut Batches,
+    tally: &mut Tally,
+) -> Result<()> {
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut chosen = batchable(pending, matcher, args);
     if chosen.is_empty() {
-        return out;
+        for (line, text) in pending {
+            let done = tally.next(*line, |separator| run_one(text, matcher, args, separator));
+            tally.record(done, *line)?;
+        }
+        return Ok(());
+    }
+    for (_, _, _, opts) in &mut chosen {
+        opts.cancel.get_or_insert_with(|| stop.clone());
+    }
+    let mut place: Vec<Option<usize>> = vec![None; pending.len()];
+    for (k, (i, ..)) in chosen.iter().enumerate() {
+        place[*i] = Some(k);
     }
     let held_values = AtomicUsize::new(0);
-    let mut held: Vec<Held> = chosen.iter().map(|_| Held::default()).collect();
+    let held: Vec<Mutex<Held>> = chosen.iter().map(|_| Mutex::default()).collect();
     let mut sinks: Vec<_> = held
-        .iter_mut()
+        .iter()
         .map(|h| {
             let held_values = &held_values;
-            move |b: RowBatch| h.take(b, held_values, HELD_VALUES)
+            move |b: RowBatch| lock(h).take(b, held_values, HELD_VALUES)
         })
         .collect();
     let asked: Vec<Asked> = chosen
@@ -360,33 +377,78 @@ fn answer_ahead(
             Asked { p, opts, rows }
         })
         .collect();
-    let start = Instant::now();
-    let counted = solutions::match_batch(matcher, asked);
-    drop(sinks);
-    let elapsed = start.elapsed() / chosen.len() as u32;
-    let b = &counted.batch;
-    batches.counters += b.counters;
-    batches.batches += b.batches;
-    batches.batched += b.batched;
-    crate::summary::note_batch(b);
-    for (((i, p, kind, _), answer), held) in chosen.into_iter().zip(counted.answers).zip(held) {
-        out[i] = match kind {
-            Some(kind) => Some(Ahead::Counted(Counted {
-                p,
-                kind,
-                answer,
-                elapsed,
-            })),
-            None if held.spilled => None,
-            None => Some(Ahead::Listed(Listed {
-                p,
-                answer,
-                values: held.values,
-                elapsed,
-            })),
-        };
-    }
-    out
+    let batched = chosen.len() as u32;
+    let (send, receive) = std::sync::mpsc::channel::<(usize, Arrived)>();
+    std::thread::scope(|s| {
+        let start = Instant::now();
+        let batch = s.spawn(move || {
+            // The sender goes with the thread: its end ends the waits below.
+            let tell = |k: usize, a: &Result<Reported, MatchError>| {
+                let _ = send.send((k, (a.clone(), start.elapsed())));
+            };
+            solutions::match_batch_each(matcher, asked, Outgrown::GoOn, &tell)
+        });
+        let mut arrived: Vec<Option<Arrived>> = chosen.iter().map(|_| None).collect();
+        let printed = (|| -> Result<()> {
+            for (j, (line, text)) in pending.iter().enumerate() {
+                let done = tally.next(*line, |separator| match place[j] {
+                    None => run_one(text, matcher, args, separator),
+                    Some(k) => {
+                        while arrived[k].is_none() {
+                            let Ok((at, a)) = receive.recv() else { break };
+                            arrived[at] = Some(a);
+                        }
+                        let (answer, at) = arrived[k].take().unwrap_or_else(|| {
+                            (
+                                Err(MatchError::Plan("query not answered".into())),
+                                start.elapsed(),
+                            )
+                        });
+                        let rows = std::mem::take(&mut *lock(&held[k]));
+                        held_values.fetch_sub(rows.values.len(), Ordering::Relaxed);
+                        let (_, p, kind, _) = &chosen[k];
+                        let elapsed = at / batched;
+                        let (p, answer) = (p.clone(), answer);
+                        match kind {
+                            Some(kind) => Counted {
+                                p,
+                                kind: *kind,
+                                answer,
+                                elapsed,
+                            }
+                            .print(matcher, args, separator),
+                            None if rows.spilled => run_one(text, matcher, args, separator),
+                            None => Listed {
+                                p,
+                                answer,
+                                values: rows.values,
+                                elapsed,
+                            }
+                            .print(matcher, args, separator),
+                        }
+                    }
+                });
+                tally.record(done, *line)?;
+            }
+            Ok(())
+        })();
+        if printed.is_err() {
+            stop.store(true, Ordering::Relaxed);
+        }
+        if let Ok(counted) = batch.join() {
+            let b = &counted.batch;
+            batches.counters += b.counters;
+            batches.batches += b.batches;
+            batches.batched += b.batched;
+            crate::summary::note_batch(b);
+        }
+        printed
+    })
+}
+
+/// `m` locked, whatever a panic elsewhere left in it.
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// A query's error with its positions counted in the file's (or the argument's) lines, the query
