@@ -30,12 +30,18 @@ for e in gpu auto; do
     > "$out/serve_compare_$e.txt" 2>&1
   echo "exit $?" >> "$out/serve_compare_$e.txt"
 done
-for e in gpu dfs; do
-  # Whether the device's users wait for each other on a GPU (one CUDA stream between them).
-  log "serve --engine $e, light requests beside a heavy client"
-  timeout 90 python3 "$here/serve_fairness.py" --gpsense "$G" -- --engine "$e" \
-    > "$out/serve_fairness_$e.txt" 2>&1
-  echo "exit $?" >> "$out/serve_fairness_$e.txt"
+# Whether the device's users wait for each other on a GPU: one CUDA stream between them, or
+# (GPSENSE_GPU_STREAMS=1) a stream per user, whose answers the quick gpu-check compares first.
+log "gpu-check --quick with a stream per user"
+GPSENSE_GPU_STREAMS=1 timeout 150 "$bundle/run.sh" --quick > "$out/streams_check.log" 2>&1
+echo "exit $?" >> "$out/streams_check.log"
+cp "$bundle/report.md" "$out/streams_report.md" 2>/dev/null
+for run in "gpu 0" "gpu 1" "dfs 0"; do
+  set -- $run
+  log "serve --engine $1 (GPSENSE_GPU_STREAMS=$2), light requests beside a heavy client"
+  GPSENSE_GPU_STREAMS=$2 timeout 90 python3 "$here/serve_fairness.py" --gpsense "$G" \
+    -- --engine "$1" > "$out/serve_fairness_$1_streams$2.txt" 2>&1
+  echo "exit $?" >> "$out/serve_fairness_$1_streams$2.txt"
 done
 loader=$here/../../crates/cli/tests/sparql_clients/load.py
 for e in gpu dfs; do

@@ -813,7 +813,7 @@ impl<D: Device> DeviceState<D> {
         let mut arena = self.arenas.take();
         let held = arena.bytes();
         let _running = self.users.start();
-        self.dev.user_starts();
+        let _on_device = crate::users::OnDevice::new(&self.dev);
         let free = self.dev.free_memory()?;
         let mut uncounted: Vec<_> = planned.iter().map(|_| |_: RowBatch| true).collect();
         let outs: Vec<Output> = planned

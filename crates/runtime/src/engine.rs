@@ -22,7 +22,7 @@ use crate::layout::{DataShape, Layout};
 use crate::output::{OnRows, Output, RowBatch};
 use crate::search::{Context, Dag, OwnerPool, RoomPool, SearchStats};
 use crate::space::{prepared_spaces, SpaceBuilder, SpacePool};
-use crate::users::{own_pool, Arenas, Users};
+use crate::users::{own_pool, Arenas, OnDevice, Users};
 use crate::{EngineKind, MatchError, MatchOptions, Semantics};
 
 #[path = "batch_engine.rs"]
@@ -1028,7 +1028,11 @@ pub fn self_check<D: Device>(dev: D) -> Result<D, DeviceError> {
 
 impl<D: Device> DeviceState<D> {
     fn new(dev: D, g: &KnowledgeGraph) -> Result<Self, DeviceError> {
-        let graph = DeviceGraph::new(&dev, g)?;
+        // The upload as a user of its own: done when it ends, before any query reads the graph.
+        let graph = {
+            let _upload = OnDevice::new(&dev);
+            DeviceGraph::new(&dev, g)?
+        };
         Ok(DeviceState {
             dev,
             graph,
@@ -1056,7 +1060,7 @@ impl<D: Device> DeviceState<D> {
         let start = Instant::now();
         loop {
             let running = self.users.start();
-            self.dev.user_starts();
+            let on_device = OnDevice::new(&self.dev);
             let memory_budget = crate::device::memory::query_budget(
                 opts.memory_budget,
                 self.dev.free_memory()?,
@@ -1076,6 +1080,7 @@ impl<D: Device> DeviceState<D> {
             }
             .run(q, &report.plan, layout, out);
             let others = running.others();
+            drop(on_device);
             drop(running);
             let refused = matches!(
                 ran,

@@ -139,7 +139,9 @@ impl<D: Device> Slab<D> {
     /// needs (in 4 KiB steps), not more: the memory budget counts it.
     fn ensure(&mut self, dev: &D, bytes: usize) -> Result<&D::Buffer, DeviceError> {
         if self.buf.is_none() || self.cap < bytes {
-            self.buf = None;
+            if let Some(old) = self.buf.take() {
+                dev.release(old);
+            }
             let cap = bytes.max(1).next_multiple_of(PAGE as usize);
             self.buf = Some(dev.alloc_zeroed(cap)?);
             self.cap = cap;

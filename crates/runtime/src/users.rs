@@ -89,6 +89,23 @@ impl<D: Device> Drop for Taken<'_, D> {
     }
 }
 
+/// A user's time on the device, on the calling thread, from [`Device::user_starts`] to
+/// [`Device::user_ends`] when dropped.
+pub(crate) struct OnDevice<'a, D: Device>(&'a D);
+
+impl<'a, D: Device> OnDevice<'a, D> {
+    pub(crate) fn new(dev: &'a D) -> Self {
+        dev.user_starts();
+        OnDevice(dev)
+    }
+}
+
+impl<D: Device> Drop for OnDevice<'_, D> {
+    fn drop(&mut self) {
+        self.0.user_ends();
+    }
+}
+
 /// How many users are running on the device, and a signal when the last ends.
 #[derive(Default)]
 pub(crate) struct Users {

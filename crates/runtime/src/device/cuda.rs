@@ -23,8 +23,10 @@ pub fn arch_for(major: i32, minor: i32) -> &'static str {
 
 #[cfg(feature = "cuda")]
 mod imp {
+    use std::cell::RefCell;
     use std::collections::HashMap;
-    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::{Arc, Mutex};
 
     use cudarc::driver::{
         sys, CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr, DeviceRepr, LaunchConfig,
@@ -49,7 +51,15 @@ mod imp {
 
     pub struct CudaDevice {
         ctx: Arc<CudaContext>,
+        /// The legacy default stream: every call's when users do not get streams of their own.
         stream: Arc<CudaStream>,
+        /// `GPSENSE_GPU_STREAMS=1`: each user (a query alone, a batch) queues its work on a
+        /// stream of its own (taken from `idle`, given back when it ends), so that users' work
+        /// overlaps on the device instead of queueing behind each other's.
+        own_streams: bool,
+        idle: Mutex<Vec<Arc<CudaStream>>>,
+        /// Which device, for the threads' current streams.
+        id: u64,
         functions: HashMap<&'static str, CudaFunction>,
         name: String,
         counting: Counting,
@@ -81,6 +91,10 @@ mod imp {
             let ctx = CudaContext::new(0).map_err(|e| {
                 DeviceError::Unavailable(format!("driver found but no usable CUDA device ({e})"))
             })?;
+            // The users order their own work (each ends when its stream is idle): per-use
+            // events on every buffer would only add calls.
+            // SAFETY: before any buffer exists; see `user_ends` for the ordering kept.
+            unsafe { ctx.disable_event_tracking() };
             let (major, minor) = ctx
                 .compute_capability()
                 .map_err(driver("querying the compute capability"))?;
@@ -103,9 +117,13 @@ mod imp {
                 let (ptr, _sync) = flag.device_ptr(&stream);
                 ptr
             };
+            static NEXT: AtomicU64 = AtomicU64::new(0);
             Ok(CudaDevice {
                 ctx,
                 stream,
+                own_streams: std::env::var("GPSENSE_GPU_STREAMS").is_ok_and(|v| v == "1"),
+                idle: Mutex::new(Vec::new()),
+                id: NEXT.fetch_add(1, Ordering::Relaxed),
                 functions,
                 name: format!("{name} (sm_{major}{minor})"),
                 counting: Counting::default(),
@@ -116,7 +134,24 @@ mod imp {
         }
     }
 
+    thread_local! {
+        /// Per device, the streams of the users running on this thread (the last is current).
+        static CURRENT: RefCell<Vec<(u64, Arc<CudaStream>)>> = const { RefCell::new(Vec::new()) };
+    }
+
     impl CudaDevice {
+        /// The calling thread's user's stream, or the default one.
+        fn stream(&self) -> Arc<CudaStream> {
+            let mine = CURRENT.with(|c| {
+                let c = c.borrow();
+                c.iter()
+                    .rev()
+                    .find(|(id, _)| *id == self.id)
+                    .map(|(_, s)| s.clone())
+            });
+            mine.unwrap_or_else(|| self.stream.clone())
+        }
+
         /// Makes the context current on the calling thread, as cudarc's own calls do: the raw
         /// copies below need it, and a device's users call from threads of their own (a server's,
         /// a light query's pool).
@@ -206,7 +241,7 @@ mod imp {
         fn alloc_zeroed(&self, bytes: usize) -> Result<CudaBuffer, DeviceError> {
             self.counting.alloc();
             let slice = self
-                .stream
+                .stream()
                 .alloc_zeros::<u8>(bytes.max(16).next_multiple_of(16))
                 .map_err(|e| match e.0 {
                     // Not a fault: other users hold the memory (the context stays usable).
@@ -259,7 +294,7 @@ mod imp {
                     result::memcpy_htod_async(
                         self.address(buf) + offset as u64,
                         bytes,
-                        self.stream.cu_stream(),
+                        self.stream().cu_stream(),
                     )
                 }
                 .map_err(driver("copying to the device")),
@@ -283,7 +318,7 @@ mod imp {
                     self.address(buf) + offset as u64,
                     0,
                     len,
-                    self.stream.cu_stream(),
+                    self.stream().cu_stream(),
                 )
             }
             .map_err(driver("zeroing device memory"))
@@ -298,15 +333,16 @@ mod imp {
             self.bound()?;
             self.counting.down(out.len());
             let start = std::time::Instant::now();
+            let stream = self.stream();
             unsafe {
                 result::memcpy_dtoh_async(
                     out,
                     self.address(buf) + offset as u64,
-                    self.stream.cu_stream(),
+                    stream.cu_stream(),
                 )
             }
             .map_err(driver("copying from the device"))?;
-            self.stream.synchronize().map_err(driver("synchronising"))?;
+            stream.synchronize().map_err(driver("synchronising"))?;
             self.counting.read_took(start.elapsed());
             self.check_fault()
         }
@@ -319,11 +355,53 @@ mod imp {
             // A failure to bind shows at the user's first call, with its error.
             let _ = self.bound();
             self.faults.user_starts();
+            if !self.own_streams {
+                return;
+            }
+            let idle = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
+            // Without a stream of its own (the driver refused one) it queues on the default one.
+            let stream = idle.or_else(|| self.ctx.new_stream().ok());
+            if let Some(stream) = stream {
+                CURRENT.with(|c| c.borrow_mut().push((self.id, stream)));
+            }
+        }
+
+        fn release(&self, buf: CudaBuffer) {
+            // A buffer is freed on the stream it was allocated on: one from another user's
+            // stream (an arena taken idle) would be freed there at once, and its memory handed
+            // to another allocation while this user's queued work still uses it.
+            if let CudaBuffer::Device(slice) = &buf {
+                let here = self.stream();
+                if self.own_streams && slice.stream().cu_stream() != here.cu_stream() {
+                    let _ = here.synchronize();
+                }
+            }
+            drop(buf);
+        }
+
+        fn user_ends(&self) {
+            if !self.own_streams {
+                return;
+            }
+            let mine = CURRENT.with(|c| {
+                let mut c = c.borrow_mut();
+                let at = c.iter().rposition(|(id, _)| *id == self.id)?;
+                Some(c.remove(at).1)
+            });
+            let Some(stream) = mine else { return };
+            // Its buffers may go to another user's stream next (an idle arena): what it queued
+            // must be done first. A stream that fails to synchronise is not used again.
+            if stream.synchronize().is_ok() {
+                self.idle
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(stream);
+            }
         }
 
         fn address(&self, buf: &CudaBuffer) -> u64 {
             match buf {
-                CudaBuffer::Device(slice) => slice.device_ptr(&self.stream).0,
+                CudaBuffer::Device(slice) => slice.device_ptr(&self.stream()).0,
                 CudaBuffer::Mapped(_, dptr) => *dptr,
             }
         }
@@ -347,7 +425,8 @@ mod imp {
                 block_dim: (block, 1, 1),
                 shared_mem_bytes: 0,
             };
-            let mut builder = self.stream.launch_builder(f);
+            let stream = self.stream();
+            let mut builder = stream.launch_builder(f);
             macro_rules! go {
                 ($a:expr) => {{
                     let arg = Arg(*$a);

@@ -22,7 +22,7 @@ use gpsense_kernels::entry;
 use gpsense_kernels::warp::HostWarp;
 use rayon::prelude::*;
 
-use super::{Counting, Device, DeviceCounters, DeviceError, Launch, BLOCK};
+use super::{Counting, Device, DeviceCounters, DeviceError, Lanes, Launch, BLOCK};
 
 #[derive(Debug, Default)]
 pub struct HostDevice {
@@ -41,6 +41,9 @@ pub struct HostDevice {
     /// tests of what a device failure mid-query or mid-batch leaves).
     pub fault_in: Option<String>,
     counting: Counting,
+    /// The threads its users run on: with `check_writes`, a call from another thread is an
+    /// error (on a GPU it would go to no user's stream).
+    lanes: Lanes,
     /// Seeds the block order of each launch.
     launches: AtomicU64,
 }
@@ -143,6 +146,7 @@ impl Device for HostDevice {
     }
 
     fn alloc_zeroed(&self, bytes: usize) -> Result<HostBuffer, DeviceError> {
+        self.on_lane("an allocation")?;
         self.counting.alloc();
         let layout = Layout::from_size_align(bytes.max(16).next_multiple_of(16), 16)
             .map_err(|e| DeviceError::Memory(format!("{bytes} bytes: {e}")))?;
@@ -185,6 +189,7 @@ impl Device for HostDevice {
         offset: usize,
         bytes: &[u8],
     ) -> Result<(), DeviceError> {
+        self.on_lane("a copy to the device")?;
         buf.check(offset, bytes.len())?;
         self.counting.up(bytes.len());
         // Sound: checked to lie inside the buffer; launches run to completion before this.
@@ -193,6 +198,7 @@ impl Device for HostDevice {
     }
 
     fn zero_bytes(&self, buf: &HostBuffer, offset: usize, len: usize) -> Result<(), DeviceError> {
+        self.on_lane("zeroing")?;
         buf.check(offset, len)?;
         // Sound: as in `write_bytes`.
         unsafe { std::ptr::write_bytes(buf.ptr.add(offset), 0, len) };
@@ -205,6 +211,7 @@ impl Device for HostDevice {
         offset: usize,
         out: &mut [u8],
     ) -> Result<(), DeviceError> {
+        self.on_lane("a read")?;
         buf.check(offset, out.len())?;
         self.counting.down(out.len());
         // Sound: as in `write_bytes`.
@@ -217,6 +224,7 @@ impl Device for HostDevice {
     }
 
     fn launch(&self, launch: &Launch, items: u64) -> Result<(), DeviceError> {
+        self.on_lane(launch.sig().name)?;
         self.counting.launch();
         if self.fault_in.as_deref() == Some(launch.sig().name) {
             return Err(DeviceError::Fault(format!(
@@ -318,6 +326,24 @@ impl Device for HostDevice {
 
     fn counters(&self) -> DeviceCounters {
         self.counting.snapshot()
+    }
+
+    fn user_starts(&self) {
+        self.lanes.start();
+    }
+
+    fn user_ends(&self) {
+        self.lanes.end();
+    }
+}
+
+impl HostDevice {
+    /// With `check_writes`: an error for `call` from a thread none of its users runs on.
+    fn on_lane(&self, call: &str) -> Result<(), DeviceError> {
+        if self.check_writes {
+            self.lanes.check(call)?;
+        }
+        Ok(())
     }
 }
 
@@ -534,12 +560,42 @@ impl<F: LaunchHook> Device for Hooked<F> {
     fn counters(&self) -> DeviceCounters {
         self.inner.counters()
     }
+    fn user_starts(&self) {
+        self.inner.user_starts();
+    }
+    fn user_ends(&self) {
+        self.inner.user_ends();
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use gpsense_kernels::abi::{CountWordsArgs, DevSlice, WriteWordsArgs};
+
+    /// Once users run, every call comes from a thread one of them runs on: on a GPU each user's
+    /// calls go to its own stream, and one from elsewhere would be ordered with none of them.
+    #[test]
+    fn a_call_from_a_thread_without_a_user_is_an_error() {
+        let mut dev = HostDevice::default();
+        dev.check_writes = true;
+        // Before any user (the graph's upload): from anywhere.
+        let buf = dev.alloc_zeroed(64).unwrap();
+        dev.user_starts();
+        dev.write_bytes(&buf, 0, &[1]).unwrap();
+        std::thread::scope(|s| {
+            let stray = s.spawn(|| dev.write_bytes(&buf, 0, &[2])).join().unwrap();
+            assert!(matches!(stray, Err(DeviceError::Race(_))), "{stray:?}");
+        });
+        dev.user_ends();
+        let mut out = [0u8; 1];
+        let after = dev.read_bytes(&buf, 0, &mut out);
+        assert!(matches!(after, Err(DeviceError::Race(_))), "{after:?}");
+        dev.user_starts();
+        dev.read_bytes(&buf, 0, &mut out).unwrap();
+        dev.user_ends();
+        assert_eq!(out, [1]);
+    }
 
     #[test]
     fn running_out_of_memory_is_an_error_not_an_abort() {

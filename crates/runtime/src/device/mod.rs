@@ -319,9 +319,77 @@ pub trait Device: Sync {
     fn launch(&self, launch: &Launch, items: u64) -> Result<(), DeviceError>;
     /// Calls made so far.
     fn counters(&self) -> DeviceCounters;
-    /// A user (a query alone, a batch) starts on the calling thread: a fault raised before is
-    /// not its ([`Faults`]).
+    /// A user (a query alone, a batch) starts on the calling thread: its calls until
+    /// [`Device::user_ends`] are its own (on a GPU, on a stream of its own, so that users' work
+    /// overlaps instead of queueing behind each other's), and a fault raised before is not its
+    /// ([`Faults`]). Every call of a user comes from that thread.
     fn user_starts(&self) {}
+    /// The user that started last on the calling thread ends, once the work it queued is done
+    /// (what it leaves, its buffers, may then go to another user).
+    fn user_ends(&self) {}
+    /// Gives `buf` back while the calling thread's user may still have work queued on it (a
+    /// buffer that grows): freed after that work.
+    fn release(&self, buf: Self::Buffer) {
+        drop(buf);
+    }
+}
+
+/// The devices with a user running on the calling thread ([`Device::user_starts`]), for the
+/// emulator's check that no call comes from elsewhere: on a GPU it would go to no user's stream.
+pub(crate) struct Lanes {
+    id: u64,
+    /// Whether a user ever started: before, the calls are the graph's upload.
+    started: std::sync::atomic::AtomicBool,
+}
+
+thread_local! {
+    static ACTIVE: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+impl Default for Lanes {
+    fn default() -> Self {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        Lanes {
+            id: NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            started: Default::default(),
+        }
+    }
+}
+
+impl std::fmt::Debug for Lanes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lanes").field("id", &self.id).finish()
+    }
+}
+
+impl Lanes {
+    pub(crate) fn start(&self) {
+        self.started
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        ACTIVE.with(|a| a.borrow_mut().push(self.id));
+    }
+
+    pub(crate) fn end(&self) {
+        ACTIVE.with(|a| {
+            let mut a = a.borrow_mut();
+            if let Some(at) = a.iter().rposition(|&id| id == self.id) {
+                a.remove(at);
+            }
+        });
+    }
+
+    /// An error for a call from a thread without a user of this device, once users run.
+    pub(crate) fn check(&self, call: &str) -> Result<(), DeviceError> {
+        if !self.started.load(std::sync::atomic::Ordering::Relaxed)
+            || ACTIVE.with(|a| a.borrow().contains(&self.id))
+        {
+            return Ok(());
+        }
+        Err(DeviceError::Race(format!(
+            "{call} from a thread without a user of the device: on a GPU it would go to no \
+             user's stream (a bug in gpsense)"
+        )))
+    }
 }
 
 /// Faults the kernels raise on a device that several users share (a server's queries alone and
