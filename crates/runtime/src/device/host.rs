@@ -577,8 +577,10 @@ mod tests {
     /// calls go to its own stream, and one from elsewhere would be ordered with none of them.
     #[test]
     fn a_call_from_a_thread_without_a_user_is_an_error() {
-        let mut dev = HostDevice::default();
-        dev.check_writes = true;
+        let dev = HostDevice {
+            check_writes: true,
+            ..HostDevice::default()
+        };
         // Before any user (the graph's upload): from anywhere.
         let buf = dev.alloc_zeroed(64).unwrap();
         dev.user_starts();
