@@ -320,9 +320,10 @@ pub trait Device: Sync {
     /// Calls made so far.
     fn counters(&self) -> DeviceCounters;
     /// A user (a query alone, a batch) starts on the calling thread: its calls until
-    /// [`Device::user_ends`] are its own (on a GPU, on a stream of its own, so that users' work
-    /// overlaps instead of queueing behind each other's), and a fault raised before is not its
-    /// ([`Faults`]). Every call of a user comes from that thread.
+    /// [`Device::user_ends`] are its own (on CUDA with `GPSENSE_GPU_STREAMS=1`, on a stream of its
+    /// own, so that users' work overlaps instead of queueing behind each other's), and a fault
+    /// raised before is not its (the device keeps the faults its waits saw). Every call of a user
+    /// comes from that thread.
     fn user_starts(&self) {}
     /// The user that started last on the calling thread ends, once the work it queued is done
     /// (what it leaves, its buffers, may then go to another user).
