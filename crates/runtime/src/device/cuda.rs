@@ -25,7 +25,6 @@ pub fn arch_for(major: i32, minor: i32) -> &'static str {
 mod imp {
     use std::cell::RefCell;
     use std::collections::HashMap;
-    use std::sync::atomic::{AtomicU64, Ordering};
     use std::sync::{Arc, Mutex};
 
     use cudarc::driver::{
@@ -35,7 +34,7 @@ mod imp {
 
     use cudarc::driver::result;
 
-    use super::super::{Counting, Device, DeviceError, Faults, Launch, BLOCK};
+    use super::super::{next_device_id, Counting, Device, DeviceError, Faults, Launch, BLOCK};
     use super::{arch_for, ptx_file_name, PTX_DIR};
 
     /// A kernel argument struct passed by value (they are `repr(C)` plain data, see `abi`).
@@ -117,13 +116,12 @@ mod imp {
                 let (ptr, _sync) = flag.device_ptr(&stream);
                 ptr
             };
-            static NEXT: AtomicU64 = AtomicU64::new(0);
             Ok(CudaDevice {
                 ctx,
                 stream,
                 own_streams: std::env::var("GPSENSE_GPU_STREAMS").is_ok_and(|v| v == "1"),
                 idle: Mutex::new(Vec::new()),
-                id: NEXT.fetch_add(1, Ordering::Relaxed),
+                id: next_device_id(),
                 functions,
                 name: format!("{name} (sm_{major}{minor})"),
                 counting: Counting::default(),

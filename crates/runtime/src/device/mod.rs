@@ -201,11 +201,17 @@ pub struct Counting {
     id: u64,
 }
 
+/// A number no other device's state in this process has: what a thread's per-device records
+/// (counters, lanes, faults seen, current streams) are keyed by.
+pub(crate) fn next_device_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
 impl Default for Counting {
     fn default() -> Self {
-        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         Counting {
-            id: NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            id: next_device_id(),
         }
     }
 }
@@ -349,9 +355,8 @@ thread_local! {
 
 impl Default for Lanes {
     fn default() -> Self {
-        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         Lanes {
-            id: NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            id: next_device_id(),
             started: Default::default(),
         }
     }
@@ -411,9 +416,8 @@ thread_local! {
 
 impl Default for Faults {
     fn default() -> Self {
-        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         Faults {
-            id: NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            id: next_device_id(),
             seen: Default::default(),
         }
     }
