@@ -1173,6 +1173,13 @@ mod tests {
         }
     }
 
+    /// The self-check's triangle and its rows on the CPU.
+    fn triangle(cpu: &Engine, g: &KnowledgeGraph) -> (QueryGraph, usize) {
+        let q = gpsense_planner::compile(CHECK_QUERIES[0], g).unwrap();
+        let want = cpu.collect(&q, &MatchOptions::default()).unwrap().0.len();
+        (q, want)
+    }
+
     /// `q`'s rows counted on `state`'s device while another user runs there for 200 ms (it
     /// holds an arena it took), and when that user ended.
     fn beside_another_user<D: Device>(
@@ -1211,8 +1218,7 @@ mod tests {
     fn a_query_refused_for_memory_another_user_holds_waits_and_tries_again() {
         let g = check_graph().unwrap();
         let cpu = Engine::new(&g);
-        let q = gpsense_planner::compile(CHECK_QUERIES[0], &g).unwrap();
-        let want = cpu.collect(&q, &MatchOptions::default()).unwrap().0.len();
+        let (q, want) = triangle(&cpu, &g);
         let mut dev = HostDevice::default();
         dev.total_memory = Some(1 << 40);
         let mut state = DeviceState::new(dev, &g).unwrap();
@@ -1233,8 +1239,7 @@ mod tests {
     fn a_query_out_of_memory_beside_another_user_tries_again_after_it() {
         let g = check_graph().unwrap();
         let cpu = Engine::new(&g);
-        let q = gpsense_planner::compile(CHECK_QUERIES[0], &g).unwrap();
-        let want = cpu.collect(&q, &MatchOptions::default()).unwrap().0.len();
+        let (q, want) = triangle(&cpu, &g);
         let failed_once = std::sync::atomic::AtomicBool::new(false);
         let dev = Hooked {
             inner: HostDevice::from_env(),

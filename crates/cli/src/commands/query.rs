@@ -124,10 +124,7 @@ fn run_several(
         if batch > 1 {
             answer_in_order(&pending, matcher, args, &mut batches, &mut tally)?;
         } else {
-            for (line, text) in &pending {
-                let done = tally.next(*line, |separator| run_one(text, matcher, args, separator));
-                tally.record(done, *line)?;
-            }
+            answer_each(&pending, matcher, args, &mut tally)?;
         }
         pending.clear();
         if let Some(e) = unread {
@@ -324,6 +321,20 @@ fn batchable(
     chosen
 }
 
+/// `pending` answered one by one, in order.
+fn answer_each(
+    pending: &[(usize, String)],
+    matcher: &Matcher,
+    args: &Args,
+    tally: &mut Tally,
+) -> Result<()> {
+    for (line, text) in pending {
+        let done = tally.next(*line, |separator| run_one(text, matcher, args, separator));
+        tally.record(done, *line)?;
+    }
+    Ok(())
+}
+
 /// A batched query's answer, when it came (since the batch started).
 type Arrived = (Result<Reported, MatchError>, Duration);
 
@@ -344,11 +355,7 @@ fn answer_in_order(
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let mut chosen = batchable(pending, matcher, args);
     if chosen.is_empty() {
-        for (line, text) in pending {
-            let done = tally.next(*line, |separator| run_one(text, matcher, args, separator));
-            tally.record(done, *line)?;
-        }
-        return Ok(());
+        return answer_each(pending, matcher, args, tally);
     }
     for (_, _, _, opts) in &mut chosen {
         opts.cancel.get_or_insert_with(|| stop.clone());

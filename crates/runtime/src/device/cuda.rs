@@ -144,6 +144,9 @@ mod imp {
     impl CudaDevice {
         /// The calling thread's user's stream, or the default one.
         fn stream(&self) -> Arc<CudaStream> {
+            if !self.own_streams {
+                return self.stream.clone();
+            }
             let mine = CURRENT.with(|c| {
                 let c = c.borrow();
                 c.iter()

@@ -201,6 +201,18 @@ pub struct Counting {
     id: u64,
 }
 
+/// The entry of device `id` in a thread's per-device list, made with `new` when missing.
+fn entry_for<T>(list: &mut Vec<(u64, T)>, id: u64, new: impl FnOnce() -> T) -> &mut T {
+    let at = match list.iter().position(|(d, _)| *d == id) {
+        Some(at) => at,
+        None => {
+            list.push((id, new()));
+            list.len() - 1
+        }
+    };
+    &mut list[at].1
+}
+
 /// A number no other device's state in this process has: what a thread's per-device records
 /// (counters, lanes, faults seen, current streams) are keyed by.
 pub(crate) fn next_device_id() -> u64 {
@@ -231,15 +243,11 @@ pub(crate) fn thread_read_wait() -> std::time::Duration {
 impl Counting {
     fn add(&self, f: impl FnOnce(&mut DeviceCounters)) {
         CALLS.with(|calls| {
-            let mut calls = calls.borrow_mut();
-            match calls.iter_mut().find(|(id, _)| *id == self.id) {
-                Some((_, mine)) => f(mine),
-                None => {
-                    let mut mine = DeviceCounters::default();
-                    f(&mut mine);
-                    calls.push((self.id, mine));
-                }
-            }
+            f(entry_for(
+                &mut calls.borrow_mut(),
+                self.id,
+                Default::default,
+            ))
         });
     }
     pub fn launch(&self) {
@@ -446,17 +454,7 @@ impl Faults {
     /// one is marked now: a user that never said it started counts from its first wait).
     fn mark<R>(&self, f: impl FnOnce(&mut u64) -> R) -> R {
         let now = self.seen.load(std::sync::atomic::Ordering::Acquire);
-        KNOWN.with(|known| {
-            let mut known = known.borrow_mut();
-            let at = match known.iter().position(|(id, _)| *id == self.id) {
-                Some(at) => at,
-                None => {
-                    known.push((self.id, now));
-                    known.len() - 1
-                }
-            };
-            f(&mut known[at].1)
-        })
+        KNOWN.with(|known| f(entry_for(&mut known.borrow_mut(), self.id, || now)))
     }
 }
 
