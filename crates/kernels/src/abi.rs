@@ -353,12 +353,14 @@ pub struct ListsArgs {
 
 /// `extend_warp`: one warp per parent row (`rows`: `parents` rows of `width` `u32`s). `lists`: one
 /// [`ListsArgs`] per check of `step` (unused for self-loops); `all`: the new node's `u32`
-/// candidates; `claimed`: three `u64`s, the counter of rows claimed, the launch's start time and
-/// the timed-out flag (see `join::Claims`); `out`: `capacity` rows; warps stop once `stop_at` rows
-/// are claimed, or `budget_ns` after the launch started. With `segments` (`u64`, one more than the
-/// parents: the scanned number of `segment`-entry segments of each parent's pivot list, see
-/// `pivot_segments`), the launch's `warps` warps take segments in turn (a long list is shared by
-/// many warps); without, warp `p` takes parent `p`, or with `warps` parents `p`, `p + warps`, ...
+/// candidates; `claimed`: four `u64`s, the counter of rows claimed, the launch's start time, the
+/// timed-out flag (see `join::Claims`) and the queue of work-items (zeroed before the launch, as
+/// the rest); `out`: `capacity` rows; warps stop once `stop_at` rows are claimed, or `budget_ns`
+/// after the launch started. The work-items are the parents, or with `segments` (`u64`, one more
+/// than the parents: the scanned number of `segment`-entry segments of each parent's pivot list,
+/// see `pivot_segments`) the segments (a long list is shared by many warps). With `warps` 0 warp
+/// `w` takes item `w`; with `warps` warps, warp `w` takes item `w` and then the next of the queue
+/// (items `warps`, `warps + 1`, ...) until it is dry.
 /// With `parents_at` (one `u64`: the previous level's claim counter), the parents are
 /// `min(parents_at[0], parents)` (the host queues the level before it knows its size); with
 /// `clock` (two `u64`s), the time limit's start and flag are shared with the query's other levels
@@ -391,7 +393,8 @@ pub struct ExtendWarpArgs {
 /// `extend_warp_batch` (and `extend_warp_bindings_batch`, levels with an edge variable): one depth
 /// of the levels of many queries in one launch. `jobs` holds one
 /// [`ExtendWarpArgs`] per query (each with its own rows, lists, counters and limits, and `warps`
-/// equal to this `warps`); warp `w` is warp `w % warps` of job `w / warps`.
+/// equal to this `warps`); warp `w` is warp `w % warps` of job `w / warps`, and once its job's
+/// queue is dry it takes items from the queues of the jobs after it (work stealing).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ExtendWarpBatchArgs {

@@ -315,41 +315,158 @@ pub unsafe fn pivot_segments(a: &PivotSegmentsArgs, p: usize) {
     }
 }
 
-/// One warp per parent row, or per segment of a pivot list (grid-stride). Inlined into both its
-/// entries: called from two, it was not, and `extend_warp`'s argument went to local memory
-/// (344 stack bytes, 128 registers on sm_90).
+/// One warp per parent row, or per segment of a pivot list; with fewer warps than work-items
+/// (`a.warps`), each takes its own and then the next from the level's queue ([`take_items`]).
+/// Inlined into both its entries: called from two, it was not, and `extend_warp`'s argument went
+/// to local memory (344 stack bytes, 128 registers on sm_90).
 #[inline(always)]
 pub unsafe fn extend_warp(a: &ExtendWarpArgs, w: usize, warp: &impl Warp) {
     unsafe {
-        let out = claims(a);
+        take_items(core::slice::from_ref(a), 0, w as u64, warp, |a, s, w| {
+            extend_item(a, s, w)
+        })
+    }
+}
+
+/// Work-item `s` of warp join `a`: parent `s`, or the segment of a pivot list numbered `s`.
+#[inline(always)]
+unsafe fn extend_item(a: &ExtendWarpArgs, s: u64, warp: &impl Warp) {
+    unsafe {
+        let (p, part) = if a.segments.len > 0 {
+            let offsets = a.segments.get::<u64>();
+            // The parent whose segments include `s` (a batch scans its queries' counts as one
+            // array: a job's numbers start at its first).
+            let at = s + offsets[0];
+            let p = offsets[..a.parents as usize].partition_point(|&o| o <= at) - 1;
+            let k = (at - offsets[p]) as usize;
+            let seg = a.segment as usize;
+            (p, (k * seg, (k + 1) * seg))
+        } else {
+            (s as usize, (0, usize::MAX))
+        };
+        let (row, step, list) = warp_item(a, p);
         let g = a.graph.view();
-        // Work-items: parents (one each), or segments of pivot lists (in turn).
-        let segmented = a.segments.len > 0;
-        let offsets = a.segments.get::<u64>();
-        // A batch scans its queries' counts as one array: a job's numbers start at its first.
-        let base = if segmented { offsets[0] } else { 0 };
-        let total = if segmented {
-            offsets[a.parents as usize] - base
+        join::extend_warp(warp, row, &step, &list, a.all.get(), &g, &claims(a), part);
+    }
+}
+
+/// The work-items of a warp join: its parents, or the segments of their pivot lists.
+#[inline(always)]
+unsafe fn work_items(a: &ExtendWarpArgs) -> u64 {
+    unsafe {
+        if a.segments.len > 0 {
+            let offsets = a.segments.get::<u64>();
+            offsets[a.parents as usize] - offsets[0]
         } else {
             parents(a)
-        };
-        let stride = if a.warps > 0 { a.warps } else { u64::MAX };
-        let seg = a.segment as usize;
-        let mut s = w as u64;
-        while s < total {
-            let (p, part) = if segmented {
-                // The parent whose segments include `s`.
-                let at = s + base;
-                let p = offsets[..a.parents as usize].partition_point(|&o| o <= at) - 1;
-                let k = (at - offsets[p]) as usize;
-                (p, (k * seg, (k + 1) * seg))
-            } else {
-                (s as usize, (0, usize::MAX))
-            };
-            let (row, step, list) = warp_item(a, p);
-            join::extend_warp(warp, row, &step, &list, a.all.get(), &g, &out, part);
-            s = s.saturating_add(stride);
         }
+    }
+}
+
+/// The next work-item of `a`'s queue (`claimed[3]` counts the items taken from it; each of the
+/// level's `a.warps` warps has its own first item, so the queue starts at `a.warps`), or
+/// `u64::MAX` when none is left or the level wants no more rows (its LIMIT reached, its time
+/// limit passed).
+#[inline(always)]
+unsafe fn take(a: &ExtendWarpArgs) -> u64 {
+    unsafe {
+        let out = claims(a);
+        if a.warps == 0 || out.stopped() {
+            return u64::MAX;
+        }
+        let queue = &a.claimed.get::<AtomicU64>()[3];
+        let total = work_items(a);
+        // A look first: warps that find the queue dry (most of a launch's, at its end) leave
+        // its counter to those that take, instead of all adding to one address.
+        if a.warps.saturating_add(queue.load(Ordering::Relaxed)) >= total {
+            return u64::MAX;
+        }
+        let s = a
+            .warps
+            .saturating_add(queue.fetch_add(1, Ordering::Relaxed));
+        if s < total {
+            s
+        } else {
+            u64::MAX
+        }
+    }
+}
+
+/// Whether `a`'s queue still holds work-items (a look, no claim).
+#[inline(always)]
+unsafe fn has_queued(a: &ExtendWarpArgs) -> bool {
+    unsafe {
+        let queue = &a.claimed.get::<AtomicU64>()[3];
+        a.warps > 0
+            && !claims(a).stopped()
+            && a.warps.saturating_add(queue.load(Ordering::Relaxed)) < work_items(a)
+    }
+}
+
+/// Jobs after its own a warp looks at for work to steal (one ballot): a heavy query of a batch is
+/// helped by the warps of the [`STEAL_WINDOW`] queries before it, and a warp whose job is done
+/// reads at most that many jobs' counters, not the whole batch's.
+pub const STEAL_WINDOW: usize = crate::warp::LANES as usize;
+
+/// Work stealing. Warp `w` of job `j` of `jobs` (a batch's queries at one depth; one job outside
+/// a batch) does its own work-item `w`, then takes items from its job's queue, and when that is dry
+/// from the queues of the [`STEAL_WINDOW`] jobs after it in turn, until every queue it looks at is
+/// dry: a query with many parents is shared by the warps of the batch's light queries instead of
+/// leaving its own warps many rows each while the others idle (as STMatch's and T-DFS's warps
+/// steal). One atomic add per item taken; `run(job, item)` does one item. Warp-uniform: every lane
+/// gets each item from the leader.
+#[inline(always)]
+unsafe fn take_items<W: Warp>(
+    jobs: &[ExtendWarpArgs],
+    j: usize,
+    w: u64,
+    warp: &W,
+    run: impl Fn(&ExtendWarpArgs, u64, &W),
+) {
+    unsafe {
+        let n = jobs.len();
+        // The job taken from, as an offset from `j`, and its item (`u64::MAX`: none yet). Items
+        // from `warps` on are the queue's: a warp past them has no own item.
+        let own = jobs[j].warps == 0 || w < jobs[j].warps;
+        let (mut d, mut s) = (0, if own { w } else { u64::MAX });
+        loop {
+            let job = (j + d) % n;
+            let a = &jobs[job];
+            if s < work_items(a) {
+                warp.item(job, s);
+                run(a, s, warp);
+            }
+            s = warp.leader(|| take(a));
+            if s == u64::MAX {
+                match queued_after(jobs, j, d, warp) {
+                    Some(e) => d = e,
+                    None => return,
+                }
+            }
+        }
+    }
+}
+
+/// The first job after offset `d` from `j`, within [`STEAL_WINDOW`] of `j` (and short of `j`
+/// again), whose queue still holds work-items, as an offset from `j`: the lanes look at the
+/// window's jobs at once.
+#[inline(always)]
+unsafe fn queued_after(
+    jobs: &[ExtendWarpArgs],
+    j: usize,
+    d: usize,
+    warp: &impl Warp,
+) -> Option<usize> {
+    unsafe {
+        let end = jobs.len().min(STEAL_WINDOW + 1);
+        if d + 1 >= end {
+            return None;
+        }
+        let mask = warp.ballot(|l| {
+            let e = d + 1 + l as usize;
+            e < end && has_queued(&jobs[(j + e) % jobs.len()])
+        });
+        (mask != 0).then(|| d + 1 + mask.trailing_zeros() as usize)
     }
 }
 
@@ -389,13 +506,23 @@ unsafe fn parents(a: &ExtendWarpArgs) -> u64 {
     }
 }
 
-/// One warp per parent row (grid-stride) of a level with an edge variable: the row's pivot list
-/// (`lists[step.pivot]` from the row's node, with its relations; `all` without a pivot) grown by
-/// `join::extend_warp_bindings`, entries tested against `step.candidates`.
+/// One warp per parent row of a level with an edge variable (with fewer warps than parents, each
+/// takes its own and then the next from the level's queue, as [`extend_warp`]): the row's pivot
+/// list (`lists[step.pivot]` from the row's node, with its relations; `all` without a pivot) grown
+/// by `join::extend_warp_bindings`, entries tested against `step.candidates`.
+#[inline(always)]
 pub unsafe fn extend_warp_bindings(a: &ExtendWarpArgs, w: usize, warp: &impl Warp) {
     unsafe {
-        let out = claims(a);
-        let g = a.graph.view();
+        take_items(core::slice::from_ref(a), 0, w as u64, warp, |a, s, w| {
+            bindings_item(a, s, w)
+        })
+    }
+}
+
+/// Parent `p` of a level with an edge variable, grown by `join::extend_warp_bindings`.
+#[inline(always)]
+unsafe fn bindings_item(a: &ExtendWarpArgs, p: u64, warp: &impl Warp) {
+    unsafe {
         let width = a.width as usize;
         let checks = a.step.checks.get::<Check>();
         let step = Step {
@@ -406,46 +533,49 @@ pub unsafe fn extend_warp_bindings(a: &ExtendWarpArgs, w: usize, warp: &impl War
             pivot: a.step.pivot,
             candidates: a.step.candidates.get::<u32>(),
         };
-        let stride = if a.warps > 0 { a.warps } else { u64::MAX };
-        let (total, mut p) = (parents(a), w as u64);
-        while p < total {
-            let row = &a.rows.get::<u32>()[p as usize * width..(p as usize + 1) * width];
-            let (targets, labels) = if step.pivot == NONE {
-                (a.all.get::<u32>(), &[][..])
-            } else {
-                let l = &a.lists.get::<ListsArgs>()[step.pivot as usize];
-                let x = row[checks[step.pivot as usize].slot as usize];
-                join::edge_candidate_list(
-                    x,
-                    l.from.get(),
-                    l.offsets.get(),
-                    l.targets.get(),
-                    l.labels.get(),
-                )
-            };
-            join::extend_warp_bindings(warp, row, &step, targets, labels, &g, &out);
-            p = p.saturating_add(stride);
-        }
+        let row = &a.rows.get::<u32>()[p as usize * width..(p as usize + 1) * width];
+        let (targets, labels) = if step.pivot == NONE {
+            (a.all.get::<u32>(), &[][..])
+        } else {
+            let l = &a.lists.get::<ListsArgs>()[step.pivot as usize];
+            let x = row[checks[step.pivot as usize].slot as usize];
+            join::edge_candidate_list(
+                x,
+                l.from.get(),
+                l.offsets.get(),
+                l.targets.get(),
+                l.labels.get(),
+            )
+        };
+        let g = a.graph.view();
+        join::extend_warp_bindings(warp, row, &step, targets, labels, &g, &claims(a));
     }
 }
 
-/// One depth of many queries' levels: warp `w` is warp `w % warps` of job `w / warps`.
+/// One depth of many queries' levels: warp `w` is warp `w % warps` of job `w / warps`, and steals
+/// from the other jobs when its own runs dry ([`take_items`]).
 pub unsafe fn extend_warp_batch(a: &ExtendWarpBatchArgs, w: usize, warp: &impl Warp) {
-    unsafe {
-        let per = a.warps.max(1) as usize;
-        if let Some(job) = a.jobs.get::<ExtendWarpArgs>().get(w / per) {
-            extend_warp(job, w % per, warp);
-        }
-    }
+    unsafe { batch_items(a, w, warp, |a, s, w| extend_item(a, s, w)) }
 }
 
-/// One depth of many queries' levels with an edge variable: warp `w` is warp `w % warps` of job
-/// `w / warps`.
+/// One depth of many queries' levels with an edge variable, as [`extend_warp_batch`].
 pub unsafe fn extend_warp_bindings_batch(a: &ExtendWarpBatchArgs, w: usize, warp: &impl Warp) {
+    unsafe { batch_items(a, w, warp, |a, s, w| bindings_item(a, s, w)) }
+}
+
+/// Warp `w` of a batch launch: its job's items, then the others'.
+#[inline(always)]
+unsafe fn batch_items<W: Warp>(
+    a: &ExtendWarpBatchArgs,
+    w: usize,
+    warp: &W,
+    run: impl Fn(&ExtendWarpArgs, u64, &W),
+) {
     unsafe {
         let per = a.warps.max(1) as usize;
-        if let Some(job) = a.jobs.get::<ExtendWarpArgs>().get(w / per) {
-            extend_warp_bindings(job, w % per, warp);
+        let jobs = a.jobs.get::<ExtendWarpArgs>();
+        if w / per < jobs.len() {
+            take_items(jobs, w / per, (w % per) as u64, warp, run);
         }
     }
 }

@@ -362,6 +362,16 @@ impl<'a, W: Fn(u64) -> &'a mut [u32]> Claims<'a, W> {
     fn expired(&self) -> bool {
         crate::warp::clock::expired(self.clock, self.budget_ns)
     }
+
+    /// Whether the level wants no more rows: its LIMIT's rows are claimed, or a warp stopped on
+    /// the time limit. A look, for warps about to take another work-item.
+    pub fn stopped(&self) -> bool {
+        self.claimed.load(Ordering::Relaxed) >= self.stop_at
+            || self
+                .clock
+                .get(1)
+                .is_some_and(|f| f.load(Ordering::Relaxed) != 0)
+    }
 }
 
 /// Kernel body of the warp-centric combine (one warp per parent row, every check a fixed relation

@@ -92,6 +92,10 @@ pub trait Warp {
         claim: impl FnOnce(u64) -> u64,
         write: impl Fn(u32, u64),
     ) -> (u64, u64);
+    /// The warp starts work-item `item` of job `job` (a batch's query; 0 in a launch of one).
+    /// Nothing on a GPU; the emulator times the items with it, to model the launch's schedule.
+    #[inline]
+    fn item(&self, _job: usize, _item: u64) {}
 }
 
 /// Lanes below `lane` in a ballot mask: a lane's rank among the lanes whose bit is set.
@@ -102,9 +106,10 @@ pub fn rank_below(mask: u32, lane: u32) -> u32 {
 
 /// The host's warp: each primitive is a loop over the 32 lanes. `on_lane` is told which lane runs
 /// before each per-lane call that may write memory (the emulator's write-ownership check keys
-/// writes by thread).
+/// writes by thread); `on_item` is told each work-item the warp starts ([`Warp::item`]).
 pub struct HostWarp<'a> {
     pub on_lane: &'a dyn Fn(u32),
+    pub on_item: &'a dyn Fn(usize, u64),
 }
 
 impl Warp for HostWarp<'_> {
@@ -155,6 +160,11 @@ impl Warp for HostWarp<'_> {
             first += c;
         }
         (at, total)
+    }
+
+    #[inline]
+    fn item(&self, job: usize, item: u64) {
+        (self.on_item)(job, item)
     }
 }
 
@@ -280,6 +290,7 @@ mod tests {
         let seen = core::cell::Cell::new(0u64);
         let w = HostWarp {
             on_lane: &|l| seen.set(seen.get() | 1 << l),
+            on_item: &|_, _| {},
         };
         assert_eq!(w.ballot(|l| l % 2 == 1), 0xAAAA_AAAA);
         let sum = core::cell::Cell::new(0);
@@ -294,7 +305,10 @@ mod tests {
 
     #[test]
     fn a_warp_claim_gives_each_lane_the_claimed_position_plus_the_counts_below_it() {
-        let w = HostWarp { on_lane: &|_| {} };
+        let w = HostWarp {
+            on_lane: &|_| {},
+            on_item: &|_, _| {},
+        };
         let firsts: [core::cell::Cell<u64>; 32] = Default::default();
         let claimed = core::cell::Cell::new(0);
         let (at, total) = w.claim(

@@ -850,7 +850,6 @@ impl<D: Device> DeviceState<D> {
                     free,
                     held,
                 ),
-                limit: p.limit,
                 result: None,
             })
             .collect();
@@ -902,7 +901,6 @@ impl<D: Device> DeviceState<D> {
             shape,
             memory_budget: 0,
             refine_rounds,
-            limit: None,
             segment: self.segment,
         }
         .run_batch(&mut items, outgrown, &mut on_answer)?;

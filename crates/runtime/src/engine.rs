@@ -576,9 +576,9 @@ impl<'g> Engine<'g> {
             let out = output(q, by_node(q), opts, limit, count_only, on_rows, start);
             let r = &mut report;
             own_pool(opts.single_thread, || match (device, engine) {
-                (Some(d), _) => d.run(self, q, &layout, opts, limit, &out, r),
-                (None, EngineKind::Gpu) => self.gpu()?.run(self, q, &layout, opts, limit, &out, r),
-                _ => self.emulator()?.run(self, q, &layout, opts, limit, &out, r),
+                (Some(d), _) => d.run(self, q, &layout, opts, &out, r),
+                (None, EngineKind::Gpu) => self.gpu()?.run(self, q, &layout, opts, &out, r),
+                _ => self.emulator()?.run(self, q, &layout, opts, &out, r),
             })?;
             times.filter = report.filter.filter_time;
             times.join = report.times.join;
@@ -1044,14 +1044,12 @@ impl<D: Device> DeviceState<D> {
 
     /// The device pipeline for one query, into `out`; fills `report`'s filter, join plan, device
     /// counters and join time.
-    #[allow(clippy::too_many_arguments)]
     fn run(
         &self,
         engine: &Engine,
         q: &QueryGraph,
         layout: &Layout,
         opts: &MatchOptions,
-        limit: Option<u64>,
         out: &Output,
         report: &mut MatchReport,
     ) -> Result<(), MatchError> {
@@ -1075,7 +1073,6 @@ impl<D: Device> DeviceState<D> {
                 shape: engine.shape,
                 memory_budget,
                 refine_rounds: opts.refine_rounds,
-                limit,
                 segment: self.segment,
             }
             .run(q, &report.plan, layout, out);

@@ -33,9 +33,9 @@ use gpsense_kernels::bits;
 use gpsense_planner::{Plan, QueryGraph};
 
 use super::{
-    by_node, rows_part, scan, scan_sums, Carver, DeviceReport, FilterQuery, FilterSizes, JoinQuery,
-    Levels, Pipeline, Prepared, QuerySpace, Region, Slab, LEAF_THREADS, QUEUED_WARPS,
-    SEGMENT_PARENT_BYTES,
+    by_node, rows_part, scan, scan_sums, Carver, CounterWords, DeviceReport, FilterQuery,
+    FilterSizes, JoinQuery, Levels, Pipeline, Prepared, QuerySpace, Region, Slab, LEAF_THREADS,
+    QUEUED_WARPS, SEGMENT_PARENT_BYTES,
 };
 use crate::device::{as_bytes, read, Device, Launch};
 use crate::engine::{BatchPhases, Outgrown};
@@ -64,7 +64,6 @@ pub(crate) struct BatchItem<'b, 'o> {
     /// The query's output: its count or its rows, its LIMIT and time limit.
     pub out: &'b Output<'o>,
     pub memory_budget: u64,
-    pub limit: Option<u64>,
     /// The join plan, filter report and the query's own device work (levels, partial matches).
     pub result: Option<Result<(Plan, FilterReport, DeviceReport), MatchError>>,
 }
@@ -327,15 +326,15 @@ impl<D: Device> Pipeline<'_, D> {
         for (j, (jq, q)) in joined.iter().zip(qs).enumerate() {
             let it = &items[jq.item];
             let l = q.levels.len();
-            self.limit = it.limit;
             self.memory_budget = it.memory_budget;
             let run = Levels::new(self, &jq.layout, q, it.out, jq.bytes);
             let (budget_ns, last_stop) = (run.budget_ns(), run.last_stop());
-            let clock = q.claimed.part(8, 3 * l, 3 * l + 2).slice;
+            let words = q.counter_words();
+            let clock = q.claimed.words(words.clock()).slice;
             let mut parents = (q.root, 1u64, DevSlice::default());
             for (d, lp) in q.levels.iter().enumerate() {
                 let room = rooms[j][d];
-                let counter = q.claimed.part(8, 3 * d, 3 * d + 3);
+                let counter = q.claimed.words(words.level(d));
                 tables[2 * d + usize::from(!lp.warp)].push(ExtendWarpArgs {
                     rows: parents.0,
                     parents: parents.1,
@@ -488,7 +487,7 @@ impl<D: Device> Pipeline<'_, D> {
             if let (Some(d), Outgrown::Leave) = (overs[j], outgrown) {
                 it.result = Some(Err(MatchError::OutgrewBatch {
                     level: d,
-                    rows: counters[j][3 * d],
+                    rows: counters[j][q.counter_words().rows(d)],
                     room: rooms[j][d].capacity,
                 }));
                 on_answer(jq.item, it, self.arena.bytes());
@@ -518,15 +517,15 @@ impl<D: Device> Pipeline<'_, D> {
         c: &[u64],
     ) -> Option<usize> {
         let l = q.levels.len();
-        self.limit = it.limit;
         let run = Levels::new(self, &jq.layout, q, it.out, jq.bytes);
         if l == 0 {
             return None;
         }
-        if c[3 * l + 1] != 0 {
+        let words = q.counter_words();
+        if c[words.timed_out()] != 0 {
             run.out.time_out();
         }
-        let total = |d: usize| c[3 * d];
+        let total = |d: usize| c[words.rows(d)];
         // A last level of rows stopped by LIMIT fits only when its room holds the rows wanted.
         let stop = run.last_stop();
         (0..l)
@@ -561,7 +560,7 @@ impl<D: Device> Pipeline<'_, D> {
                     return None;
                 }
                 let room = rooms[j][l - 1];
-                let n = counters[j][3 * (l - 1)].min(room.capacity);
+                let n = counters[j][CounterWords { levels: l }.rows(l - 1)].min(room.capacity);
                 (n > 0).then_some((room.rows.ptr, n * jq.layout.width as u64))
             })
             .map(|span| {
@@ -738,35 +737,32 @@ impl<D: Device> Pipeline<'_, D> {
         if l == 0 {
             return Ok(());
         }
-        self.limit = it.limit;
         self.memory_budget = it.memory_budget;
         let mut run = Levels::new(self, &jq.layout, q, it.out, jq.bytes);
-        let c = done.c;
-        let total = |d: usize| c[3 * d];
+        let (c, words) = (done.c, q.counter_words());
+        let total = |d: usize| c[words.rows(d)];
         match done.over {
             Some(d) => {
                 // The levels before `d` are complete; `d` and those after it run again alone.
                 run.runs += d as u64;
                 run.partials += (0..d).map(total).sum::<u64>();
                 if d == 0 {
-                    run.depth_first(0, q.root, 1)?;
+                    run.go_on(0, q.root, 1)?;
                 } else {
                     let n = total(d - 1);
                     let width = jq.layout.width as u64;
-                    run.depth_first(d, rows_part(rooms[d - 1].rows, width, 0, n), n)?;
+                    run.go_on(d, rows_part(rooms[d - 1].rows, width, 0, n), n)?;
                 }
             }
             _ => {
                 run.runs += l as u64;
                 run.partials += (0..l).map(total).sum::<u64>();
                 if run.leaves.is_some() {
-                    run.add_leaves(&c[3 * l + 2..]);
+                    run.add_leaves(&c[words.leaves().0..]);
                 } else if run.out.count_only() {
                     run.out.add_count(u128::from(total(l - 1)));
                 } else if let Some(rows) = done.rows {
-                    let width = jq.layout.width;
-                    run.emitted += (rows.len() / width) as u64;
-                    run.out.rows(&by_node(rows, &jq.layout), width);
+                    run.out.rows(&by_node(rows, &jq.layout), jq.layout.width);
                 }
             }
         }

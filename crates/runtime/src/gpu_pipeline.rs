@@ -122,7 +122,7 @@ impl<D: Device> DeviceGraph<D> {
     }
 }
 
-/// A device buffer that only grows.
+/// A device buffer that only grows, until it is given back.
 struct Slab<D: Device> {
     buf: Option<D::Buffer>,
     cap: usize,
@@ -139,9 +139,7 @@ impl<D: Device> Slab<D> {
     /// needs (in 4 KiB steps), not more: the memory budget counts it.
     fn ensure(&mut self, dev: &D, bytes: usize) -> Result<&D::Buffer, DeviceError> {
         if self.buf.is_none() || self.cap < bytes {
-            if let Some(old) = self.buf.take() {
-                dev.release(old);
-            }
+            self.release(dev);
             let cap = bytes.max(1).next_multiple_of(PAGE as usize);
             self.buf = Some(dev.alloc_zeroed(cap)?);
             self.cap = cap;
@@ -151,6 +149,14 @@ impl<D: Device> Slab<D> {
 
     fn get(&self) -> &D::Buffer {
         self.buf.as_ref().expect("ensured before use")
+    }
+
+    /// Gives the buffer back to the device (after the work queued on it).
+    fn release(&mut self, dev: &D) {
+        if let Some(old) = self.buf.take() {
+            dev.release(old);
+        }
+        self.cap = 0;
     }
 }
 
@@ -219,6 +225,11 @@ struct Region {
 impl Region {
     fn bytes(&self, elem: usize) -> usize {
         self.slice.len as usize * elem
+    }
+
+    /// `u64` words `start..end`.
+    pub(crate) fn words(&self, (start, end): (usize, usize)) -> Region {
+        self.part(8, start, end)
     }
 
     /// Elements `start..end` (of `elem` bytes each).
@@ -726,7 +737,6 @@ pub struct Pipeline<'a, D: Device> {
     pub shape: DataShape,
     pub memory_budget: u64,
     pub refine_rounds: u32,
-    pub limit: Option<u64>,
     /// Entries per segment of a long pivot list (0: a warp per partial match).
     pub segment: u64,
 }
@@ -1354,6 +1364,48 @@ pub(crate) struct JoinQuery<'j> {
     pub(crate) terms: &'j [LeafTerm],
 }
 
+/// Where a query's join counters are among its `u64` words on the device (`claimed`): per
+/// enumerated level the warp join's four (rows claimed, start time and timed-out flag when the
+/// level has no shared clock, queue of work-items: `ExtendWarpArgs::claimed`), then the query's
+/// shared clock (start, timed-out flag) and the leaves' total (two words and an overflow flag).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CounterWords {
+    pub levels: usize,
+}
+
+impl CounterWords {
+    const LEVEL: usize = 4;
+
+    pub fn len(self) -> usize {
+        Self::LEVEL * self.levels + 5
+    }
+
+    /// Level `d`'s words.
+    pub fn level(self, d: usize) -> (usize, usize) {
+        (Self::LEVEL * d, Self::LEVEL * (d + 1))
+    }
+
+    /// The word holding level `d`'s rows claimed.
+    pub fn rows(self, d: usize) -> usize {
+        Self::LEVEL * d
+    }
+
+    /// The query's shared clock.
+    pub fn clock(self) -> (usize, usize) {
+        (Self::LEVEL * self.levels, Self::LEVEL * self.levels + 2)
+    }
+
+    /// The shared clock's timed-out flag.
+    pub fn timed_out(self) -> usize {
+        Self::LEVEL * self.levels + 1
+    }
+
+    /// The leaves' total.
+    pub fn leaves(self) -> (usize, usize) {
+        (Self::LEVEL * self.levels + 2, self.len())
+    }
+}
+
 /// What the space phase holds (of one query, or of a batch): elements per region.
 #[derive(Clone, Copy, Default)]
 pub(crate) struct SpaceSizes {
@@ -1427,11 +1479,25 @@ pub(crate) struct QuerySpace {
     root: DevSlice,
 }
 
+impl QuerySpace {
+    fn counter_words(&self) -> CounterWords {
+        CounterWords {
+            levels: self.levels.len(),
+        }
+    }
+}
+
 impl JoinQuery<'_> {
     /// Levels the join enumerates (the counted leaves are not among them).
     fn enumerated(&self) -> usize {
         let counted: usize = self.groups.iter().map(|g| g.nodes.len()).sum();
         self.layout.steps.len() - counted
+    }
+
+    fn counter_words(&self) -> CounterWords {
+        CounterWords {
+            levels: self.enumerated(),
+        }
     }
 
     /// Entries of the counted groups' table: one per list, a list per edge of a group's node.
@@ -1449,9 +1515,7 @@ impl JoinQuery<'_> {
             width: layout.width,
             groups: self.group_entries(),
             terms: self.terms.len(),
-            // Per level its claim counter, start time and timed-out flag, a shared clock, and
-            // the leaves' total (two words and an overflow flag).
-            claimed: 3 * self.enumerated() + 5,
+            claimed: self.counter_words().len(),
             ..SpaceSizes::default()
         };
         for ns in lists {
@@ -1534,9 +1598,8 @@ impl JoinQuery<'_> {
                 plan
             })
             .collect();
-        let claimed = r
-            .claimed
-            .part(8, at.claimed, at.claimed + 3 * enumerated + 5);
+        let words = self.counter_words();
+        let claimed = r.claimed.part(8, at.claimed, at.claimed + words.len());
         Ok(QuerySpace {
             levels,
             claimed,
@@ -1553,7 +1616,7 @@ impl JoinQuery<'_> {
                     .leaf_terms
                     .part(size_of::<LeafTerm>(), at.terms, at.terms + self.terms.len())
                     .slice,
-                total: claimed.part(8, 3 * enumerated + 2, 3 * enumerated + 5),
+                total: claimed.words(words.leaves()),
             }),
             root: r.root.part(4, at.width, at.width + layout.width).slice,
         })
@@ -1627,9 +1690,11 @@ struct Levels<'p, 'a, 'o, D: Device> {
     levels: &'p [LevelPlan],
     claimed: Region,
     out: &'p Output<'o>,
-    emitted: u64,
     /// Bytes the level buffers may take together.
     budget: u64,
+    /// The first level whose rows are in the arena's level buffers (after a batch, the rows of
+    /// the levels before it are in the batch's).
+    first: usize,
     runs: u64,
     /// Chunks run depth first (see `depth_first`).
     chunks: u64,
@@ -1690,8 +1755,8 @@ impl<'p, 'a, 'o, D: Device> Levels<'p, 'a, 'o, D> {
             levels: &qs.levels,
             claimed: qs.claimed,
             out,
-            emitted: 0,
             budget,
+            first: 0,
             runs: 0,
             chunks: 0,
             partials: 0,
@@ -1709,6 +1774,14 @@ impl<D: Device> Levels<'_, '_, '_, D> {
             return Ok(());
         }
         self.depth_first(0, root, 1)
+    }
+
+    /// Levels `d..` over `n` parents outside the arena's level buffers (a batch's): the arena's
+    /// buffers of the levels before `d` hold nothing of this query's and are not charged to its
+    /// budget (left by an earlier user of a larger budget, they left it no room).
+    pub(crate) fn go_on(&mut self, d: usize, rows: DevSlice, n: u64) -> Result<(), MatchError> {
+        self.first = d;
+        self.depth_first(d, rows, n)
     }
 
     /// Levels `d..` over `n` parents queued back to back, one read. A level `e` that outgrew its
@@ -1732,8 +1805,9 @@ impl<D: Device> Levels<'_, '_, '_, D> {
         if m <= 1 || room == 0 || total == u64::MAX || self.out.stopped() {
             return self.level(e, parents, m);
         }
-        if total <= room {
-            self.p.arena.levels[e].ensure(self.p.dev, total as usize * row_bytes)?;
+        let needed = self.rows_needed(e, total);
+        if needed <= room {
+            self.level_buffer(e, needed)?;
             return self.depth_first(e, parents, m);
         }
         // Chunks whose rows would fill half the room if spread like the whole level's.
@@ -1775,10 +1849,7 @@ impl<D: Device> Levels<'_, '_, '_, D> {
             if want == 0 {
                 return Ok(None);
             }
-            if have < want {
-                self.p.arena.levels[d].ensure(self.p.dev, want as usize * row_bytes)?;
-            }
-            caps.push(((self.p.arena.levels[d].cap / row_bytes) as u64).min(MAX_PARENTS));
+            caps.push(self.level_buffer(d, want)?.min(MAX_PARENTS));
         }
         Ok(Some(caps))
     }
@@ -1809,7 +1880,8 @@ impl<D: Device> Levels<'_, '_, '_, D> {
         let space = self.p.arena.space.get();
         dev.zero_bytes(space, self.claimed.offset, self.claimed.bytes(8))?;
         let budget_ns = self.budget_ns();
-        let clock = self.claimed.part(8, 3 * l, 3 * l + 2).slice;
+        let words = self.counter_words();
+        let clock = self.claimed.words(words.clock()).slice;
         let mut outs = Vec::with_capacity(l);
         // The rows, a bound on their number, and where their number is on the device.
         let mut parents = (root, n, DevSlice::default());
@@ -1822,7 +1894,7 @@ impl<D: Device> Levels<'_, '_, '_, D> {
                     len: caps[d] * width as u64,
                 }
             };
-            let counter = self.claimed.part(8, 3 * d, 3 * d + 3);
+            let counter = self.claimed.words(words.level(d));
             let mut args = ExtendWarpArgs {
                 rows: parents.0,
                 parents: parents.1,
@@ -1852,16 +1924,19 @@ impl<D: Device> Levels<'_, '_, '_, D> {
         if self.leaves.is_some() {
             self.launch_leaves(parents.0, parents.1, parents.2)?;
         }
-        let c: Vec<u64> = read(dev, space, self.claimed.offset, 3 * l + 5)?;
+        let c: Vec<u64> = read(dev, space, self.claimed.offset, words.len())?;
         // The kernels stopped on their clock: whatever fits below is an incomplete answer.
-        if c[3 * l + 1] != 0 {
+        if c[words.timed_out()] != 0 {
             self.out.time_out();
         }
-        let total = |d: usize| c[3 * d];
+        let total = |d: usize| c[words.rows(d)];
+        let stop = self.last_stop();
         for d in from..l {
             let last = d + 1 == l;
+            // A last level stopped by LIMIT fits only when its buffer holds the rows up to the
+            // stop: fewer, and the output would not see the limit cut the answer.
             let fits = total(d) <= caps[d]
-                || (last && (self.counts_last() || total(d) >= self.last_stop()));
+                || (last && (self.counts_last() || (total(d) >= stop && caps[d] >= stop)));
             if !fits && !self.out.stopped() {
                 // The levels before `d` are complete; `d` and those after it run again.
                 self.runs += (d - from) as u64;
@@ -1878,7 +1953,7 @@ impl<D: Device> Levels<'_, '_, '_, D> {
         self.partials += (from..l).map(total).sum::<u64>();
         let d = l - 1;
         if self.leaves.is_some() {
-            self.add_leaves(&c[3 * l + 2..]);
+            self.add_leaves(&c[words.leaves().0..]);
         } else {
             self.next(d, total(d).min(caps[d]), self.out.count_only(), total(d))?;
         }
@@ -1960,6 +2035,12 @@ impl<D: Device> Levels<'_, '_, '_, D> {
     }
 
     /// Adds the leaves' total (low word, high word, overflow flag) to the output.
+    fn counter_words(&self) -> CounterWords {
+        CounterWords {
+            levels: self.levels.len(),
+        }
+    }
+
     fn add_leaves(&self, t: &[u64]) {
         if t[2] != 0 {
             self.out.count_overflowed();
@@ -2036,10 +2117,7 @@ impl<D: Device> Levels<'_, '_, '_, D> {
             // A first guess, so that a cold level is not run twice: room for a few extensions
             // per parent, within the budget.
             let guess = (4 * n).max(FIRST_ROWS).min(self.room(d, row_bytes));
-            if (self.p.arena.levels[d].cap / row_bytes) < guess as usize {
-                self.p.arena.levels[d].ensure(self.p.dev, guess as usize * row_bytes)?;
-            }
-            (self.p.arena.levels[d].cap / row_bytes) as u64
+            self.level_buffer(d, guess)?
         };
         loop {
             let (total, written) = self.run(d, parents, n, capacity, count_only, stop_at)?;
@@ -2050,9 +2128,11 @@ impl<D: Device> Levels<'_, '_, '_, D> {
                 return self.next(d, written, count_only, total);
             }
             let room = self.room(d, row_bytes);
-            if total <= room {
-                self.p.arena.levels[d].ensure(self.p.dev, (total as usize) * row_bytes)?;
-                capacity = (self.p.arena.levels[d].cap / row_bytes) as u64;
+            // Under LIMIT the rows up to its stop are enough: the kernels write the first ones
+            // claimed, and stop there.
+            let needed = self.rows_needed(d, total);
+            if needed <= room {
+                capacity = self.level_buffer(d, needed)?;
                 continue;
             }
             if n == 1 {
@@ -2077,20 +2157,52 @@ impl<D: Device> Levels<'_, '_, '_, D> {
         Ok((c.take::<u64>(n + 1), c.take::<u64>(scan_sums(n + 1))))
     }
 
-    /// Rows level `d` may hold: an equal share, among it and the levels below it, of what the
-    /// levels above it leave of the budget (halving per level starved deep queries: the 16th level
-    /// of a 17-node path got a few hundred rows of 256 MiB).
+    /// Rows level `d` may hold: its share of the budget ([`Levels::share`]) in rows.
     fn room(&self, d: usize, row_bytes: usize) -> u64 {
+        self.share(d, row_bytes) / self.row_cost(d, row_bytes as u64)
+    }
+
+    /// Bytes level `d` may hold, in whole pages as its buffer is allocated: an equal share, among
+    /// it and the levels below it, of what the levels above it leave of the budget (halving per
+    /// level starved deep queries: the 16th level of a 17-node path got a few hundred rows of 256
+    /// MiB). The levels above it (from `first`) hold this query's parents, in buffers it sized
+    /// within their shares ([`Levels::level_buffer`]).
+    fn share(&self, d: usize, row_bytes: usize) -> u64 {
         let row_bytes = row_bytes as u64;
-        let used: u64 = self.p.arena.levels[..d]
-            .iter()
-            .enumerate()
-            .map(|(e, s)| s.cap as u64 / row_bytes * self.row_cost(e, row_bytes))
+        let used: u64 = (self.first..d)
+            .map(|e| self.p.arena.levels[e].cap as u64 / row_bytes * self.row_cost(e, row_bytes))
             .sum();
         let below = (self.levels.len() - d) as u64;
-        // Whole pages, as the level's buffer is allocated.
-        let share = self.budget.saturating_sub(used) / below / PAGE * PAGE;
-        share / self.row_cost(d, row_bytes)
+        self.budget.saturating_sub(used) / below / PAGE * PAGE
+    }
+
+    /// Level `d`'s buffer, grown to hold `rows` rows (at most its room): its capacity in rows. A
+    /// buffer larger than the level's share is given back first: the arena is reused by queries
+    /// of other budgets and shapes, and one left by a query of a larger budget, charged to this
+    /// one at its size, left the levels below it no room (a 64 KiB query failed after a 1 GiB
+    /// one, alone or in a batch's queries that go on alone); used as it is, it would hold more
+    /// than this query's budget.
+    fn level_buffer(&mut self, d: usize, rows: u64) -> Result<u64, DeviceError> {
+        let row_bytes = self.layout.width * 4;
+        let share = self.share(d, row_bytes);
+        let (dev, slab) = (self.p.dev, &mut self.p.arena.levels[d]);
+        if slab.cap as u64 > share {
+            slab.release(dev);
+        }
+        if slab.cap < rows as usize * row_bytes {
+            slab.ensure(dev, rows as usize * row_bytes)?;
+        }
+        Ok((slab.cap / row_bytes) as u64)
+    }
+
+    /// Rows level `d` must hold of the `total` it found: all, or on the last level under LIMIT,
+    /// those up to its stop (the kernels write the first rows claimed and stop there).
+    fn rows_needed(&self, d: usize, total: u64) -> u64 {
+        if d + 1 == self.levels.len() {
+            total.min(self.last_stop())
+        } else {
+            total
+        }
     }
 
     /// Bytes of the budget a row of level `d` takes: its own, and when it is a parent of a
@@ -2109,14 +2221,18 @@ impl<D: Device> Levels<'_, '_, '_, D> {
             }
     }
 
-    /// Rows (or matches) the last level still needs: LIMIT stops it early.
+    /// Rows (or matches) the last level still needs, as the output counts them: LIMIT stops it
+    /// one past the limit, so that the output sees whether the limit cut the answer (stopped at
+    /// the limit, a level of more rows read as complete whenever the kernels' claims, 32 at a
+    /// time, landed on it). Under DISTINCT, where a row may repeat, nothing stops it early.
     fn wanted(&self) -> u64 {
-        if self.out.count_only() {
-            return self.out.count_wanted().unwrap_or(u64::MAX);
-        }
-        self.p
-            .limit
-            .map_or(u64::MAX, |l| l.saturating_sub(self.emitted).max(1))
+        let wanted = if self.out.count_only() {
+            self.out.count_wanted()
+        } else {
+            self.out.rows_wanted()
+        };
+        // At least one: even LIMIT 0 looks for a first row.
+        wanted.map_or(u64::MAX, |w| w.max(1))
     }
 
     /// After level `d` wrote `rows` rows (of `total` found): the next level, or the answer.
@@ -2149,7 +2265,6 @@ impl<D: Device> Levels<'_, '_, '_, D> {
         }
         if d + 1 == self.levels.len() {
             let data: Vec<u32> = read(self.p.dev, slab, 0, rows as usize * width)?;
-            self.emitted += rows;
             self.out.rows(&by_node(&data, self.layout), width);
             return Ok(());
         }
@@ -2190,11 +2305,13 @@ impl<D: Device> Levels<'_, '_, '_, D> {
             None
         };
         let space = self.p.arena.space.get();
-        dev.zero_bytes(space, self.claimed.offset, 24)?;
+        // One launch at a time: it takes the first level's words, whatever its level.
+        let level = self.claimed.words(self.counter_words().level(0));
+        dev.zero_bytes(space, level.offset, level.bytes(8))?;
         let mut args = ExtendWarpArgs {
             rows: parents,
             parents: n,
-            claimed: self.claimed.part(8, 0, 3).slice,
+            claimed: level.slice,
             out: out_slice,
             capacity,
             stop_at,

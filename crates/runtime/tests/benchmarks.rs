@@ -213,9 +213,10 @@ fn hprd_emulated_pipeline_reads_allocations_and_bytes() {
             // A count's candidate bitsets come back with its counts (read 1), for the host's
             // fan-out estimates.
             let set_bytes = if rows { 0 } else { n * stride * 4 };
-            // Per level run: the total, the start time, the timed-out flag; the shared clock and
-            // the counted leaves' total; the filtering kernels' clock (3 words, 16-byte aligned).
-            let words = n + 2 * m + 3 * d.levels + 5 + 4;
+            // Per level run: the total, the start time, the timed-out flag, the queue of
+            // work-items; the shared clock and the counted leaves' total; the filtering kernels'
+            // clock (3 words, 16-byte aligned).
+            let words = n + 2 * m + 4 * d.levels + 5 + 4;
             assert!(
                 c.bytes_down <= 8 * words + row_bytes + set_bytes,
                 "{name}: {} bytes down",

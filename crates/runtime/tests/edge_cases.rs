@@ -468,3 +468,45 @@ fn a_device_count_cut_by_the_time_limit_is_never_passed_off_as_complete() {
         "no time limit cut the count: the test proves nothing"
     );
 }
+
+/// A device query's memory budget is judged on the buffers it needs, not on those its engine kept
+/// from an earlier query of a larger budget: a 64 KiB count failed after a 128 KiB to 1 GiB one
+/// (`MemoryBudget { rows: 2, budget_rows: 0 }`: the earlier query's level buffers, charged to it,
+/// left its levels no room) where a fresh engine answered. Its buffers stay within its budget.
+#[test]
+fn a_small_budget_query_after_a_larger_one_is_judged_on_its_own_buffers() {
+    let mut b = GraphBuilder::new();
+    for i in 0..5 {
+        b.node(&format!("n{i}")).unwrap();
+    }
+    for j in 0..3 {
+        b.relation(&format!("r{j}")).unwrap();
+    }
+    b.add_edge(0, 0, 3, 1.0);
+    b.add_edge(0, 2, 3, 1.0);
+    let g = b.build().unwrap().0;
+    let first = compile("SELECT * WHERE { ?a r0 ?b }", &g).unwrap();
+    let q = compile("SELECT * WHERE { ?x r2 ?y . ?z ?r ?y }", &g).unwrap();
+    const SMALL: u64 = 64 << 10;
+    let within = |memory_budget, semantics| MatchOptions {
+        memory_budget,
+        ..opts(EngineKind::Emulated, semantics)
+    };
+    for (semantics, want) in [(Semantics::Iso, 0), (Semantics::Hom, 2)] {
+        let fresh = Engine::new(&g).count(&q, &within(SMALL, semantics));
+        assert_eq!(fresh.unwrap().rows, want, "{semantics:?}, a fresh engine");
+        for before in [128 << 10, 1 << 20, 1 << 30] {
+            let engine = Engine::new(&g);
+            engine.count(&first, &within(before, semantics)).unwrap();
+            let r = engine
+                .count(&q, &within(SMALL, semantics))
+                .unwrap_or_else(|e| panic!("{semantics:?}, after {before} bytes: {e}"));
+            assert_eq!(r.rows, want, "{semantics:?}, after {before} bytes");
+            let held = r.device_report.map_or(0, |d| d.arena_bytes);
+            assert!(
+                held <= SMALL,
+                "{semantics:?}, after {before} bytes: {held} bytes"
+            );
+        }
+    }
+}

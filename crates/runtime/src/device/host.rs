@@ -13,7 +13,7 @@
 //! - every call is counted ([`DeviceCounters`]), as on the GPU.
 
 use std::alloc::Layout;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Once};
@@ -22,6 +22,7 @@ use gpsense_kernels::entry;
 use gpsense_kernels::warp::HostWarp;
 use rayon::prelude::*;
 
+use super::balance::{self, Ran, Schedule, Shape};
 use super::{Counting, Device, DeviceCounters, DeviceError, Lanes, Launch, BLOCK};
 
 #[derive(Debug, Default)]
@@ -245,12 +246,10 @@ impl Device for HostDevice {
             HOOK.call_once(|| gpsense_kernels::abi::shadow::install(record_write));
         }
         let warp_kernel = launch.sig().threads_per_item == 32;
-        let joins = matches!(launch, Launch::ExtendWarp(_) | Launch::ExtendWarpBatch(_));
-        // Per warp-join launch: the busiest warp's steps, the steps of all its warps, and the warps
-        // that found work (beyond the one step of looking).
-        let (busiest, steps, working) = (AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0));
-        // A failed check in a kernel body is a panic here; on a GPU, a raised fault flag. Both
-        // become the same error.
+        let joins = join_shape(launch, threads);
+        // Every work-item a warp join's warps ran, with its steps: replayed after the launch on
+        // the model GPU of `balance`.
+        let items: Mutex<Vec<Ran>> = Mutex::new(Vec::new());
         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             // In rounds: rayon's workers take another caller's work (a light query beside this
             // one) only when they find none of theirs, so one loop over a heavy launch's blocks
@@ -260,20 +259,38 @@ impl Device for HostDevice {
                 let first = b * BLOCK as u64;
                 let _context = Context::enter(shadow.clone());
                 if warp_kernel {
+                    let ran = RefCell::new(Vec::new());
                     for warp in (first / 32)..((first + BLOCK as u64) / 32) {
-                        let taken = std::cell::Cell::new(0u64);
+                        let taken = Cell::new(0u64);
                         let on_lane = |l: u32| {
                             taken.set(taken.get() + 1);
                             Context::set_thread(warp * 32 + l as u64)
                         };
-                        let host_warp = HostWarp { on_lane: &on_lane };
+                        // The item this warp runs, and its steps when it began.
+                        let open: Cell<Option<(usize, u64, u64)>> = Cell::new(None);
+                        let close = || {
+                            if let Some((job, item, from)) = open.take() {
+                                let steps = taken.get() - from;
+                                ran.borrow_mut().push(Ran { job, item, steps });
+                            }
+                        };
+                        let on_item = |job: usize, item: u64| {
+                            close();
+                            open.set(Some((job, item, taken.get())));
+                        };
+                        let host_warp = HostWarp {
+                            on_lane: &on_lane,
+                            on_item: &on_item,
+                        };
                         on_lane(0);
                         // Sound: the pipeline builds launches over live buffers.
                         unsafe { run_warp(launch, warp as usize, &host_warp) };
-                        if joins && taken.get() > 1 {
-                            busiest.fetch_max(taken.get(), Ordering::Relaxed);
-                            steps.fetch_add(taken.get(), Ordering::Relaxed);
-                            working.fetch_add(1, Ordering::Relaxed);
+                        close();
+                    }
+                    let mut ran = ran.into_inner();
+                    if joins.is_some() && !ran.is_empty() {
+                        if let Ok(mut all) = items.lock() {
+                            all.append(&mut ran);
                         }
                     }
                 } else {
@@ -310,10 +327,9 @@ impl Device for HostDevice {
                 launch.sig().name
             )));
         }
-        let working = working.into_inner();
-        if working > 0 {
-            let mean = steps.into_inner().div_ceil(working);
-            self.counting.warp_balance(busiest.into_inner(), mean);
+        if let Some(shape) = joins {
+            let ran = items.into_inner().unwrap_or_default();
+            replay(&self.counting, launch, shape, &ran)?;
         }
         if let Some(conflict) = shadow.and_then(|s| s.conflict.lock().ok()?.take()) {
             return Err(DeviceError::Race(format!(
@@ -356,6 +372,45 @@ const ROUND_TIME: std::time::Duration = std::time::Duration::from_millis(2);
 
 /// The next round's blocks after `size` took `took`: doubled while well under [`ROUND_TIME`],
 /// halved while over twice it.
+/// Replays a warp join's work-items on the model GPU: its span as the kernels take work (work
+/// stealing) and as each warp's own stride would (the schedule before), into the counters.
+fn replay(
+    counting: &Counting,
+    launch: &Launch,
+    shape: Shape,
+    ran: &[Ran],
+) -> Result<(), DeviceError> {
+    if ran.is_empty() {
+        return Ok(());
+    }
+    let costs = balance::costs(shape, ran)
+        .map_err(|e| DeviceError::Fault(format!("kernel {}: {e}", launch.sig().name)))?;
+    let now = balance::replay(shape, &costs, Schedule::Stealing);
+    let strided = balance::replay(shape, &costs, Schedule::Strided);
+    counting.warp_balance(&now, &strided);
+    Ok(())
+}
+
+/// The shape of a warp-join launch of `threads` threads (`None` for other kernels).
+fn join_shape(launch: &Launch, threads: u64) -> Option<Shape> {
+    let (warps, resident) = (threads / 32, balance::resident_warps(launch.sig().name));
+    match launch {
+        Launch::ExtendWarp(a) | Launch::ExtendWarpBindings(a) => Some(Shape {
+            warps,
+            per: a.warps,
+            jobs: 1,
+            resident,
+        }),
+        Launch::ExtendWarpBatch(b) | Launch::ExtendWarpBindingsBatch(b) => Some(Shape {
+            warps,
+            per: b.warps.max(1),
+            jobs: b.jobs.len as usize,
+            resident,
+        }),
+        _ => None,
+    }
+}
+
 fn next_round(size: usize, took: std::time::Duration) -> usize {
     if took < ROUND_TIME / 2 {
         size.saturating_mul(2)

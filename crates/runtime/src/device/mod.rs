@@ -5,6 +5,7 @@
 //! The layers follow cudarc's: raw launches at the bottom, typed buffers ([`Buf`]) above, and the
 //! query pipeline (`gpu_pipeline`) on top; nothing above this module touches raw addresses.
 
+pub mod balance;
 pub mod cuda;
 pub mod host;
 pub mod memory;
@@ -141,11 +142,16 @@ pub struct DeviceCounters {
     pub bytes_up: u64,
     pub bytes_down: u64,
     /// The warp join's balance (the emulator only; 0 on a GPU), in warp steps (a step is a
-    /// lane-call of a warp primitive, about one per entry scanned): per `extend_warp` or
-    /// `extend_warp_batch` launch, its busiest warp's steps (`warp_span`) and the mean steps of
-    /// its warps that found work (`warp_mean`), each summed over launches. `warp_span / warp_mean`
-    /// is the imbalance, 1 at best.
+    /// lane-call of a warp primitive, about one per entry scanned), each summed over the warp
+    /// joins' launches (`extend_warp*`): the launch's span on the model GPU of [`balance`] as the
+    /// kernels take work-items (`warp_span`), as each warp's own stride would take them (the
+    /// schedule before work stealing: `warp_span_strided`), and the mean steps of the warps that
+    /// ran an item (`warp_mean`), and the least any schedule could take on that model (all the
+    /// steps shared by the resident warps, or the longest item: `warp_span_bound`).
+    /// `warp_span / warp_mean` is the imbalance, 1 at best.
     pub warp_span: u64,
+    pub warp_span_strided: u64,
+    pub warp_span_bound: u64,
     pub warp_mean: u64,
     /// Nanoseconds the host spent in reads (the copy and the wait for everything queued before
     /// it) and in queueing launches: with the phases' wall time, where a batch's time went
@@ -167,6 +173,8 @@ impl std::ops::Sub for DeviceCounters {
             bytes_up: self.bytes_up - o.bytes_up,
             bytes_down: self.bytes_down - o.bytes_down,
             warp_span: self.warp_span - o.warp_span,
+            warp_span_strided: self.warp_span_strided - o.warp_span_strided,
+            warp_span_bound: self.warp_span_bound - o.warp_span_bound,
             warp_mean: self.warp_mean - o.warp_mean,
             read_ns: self.read_ns - o.read_ns,
             launch_ns: self.launch_ns - o.launch_ns,
@@ -183,6 +191,8 @@ impl std::ops::AddAssign for DeviceCounters {
         self.bytes_up += o.bytes_up;
         self.bytes_down += o.bytes_down;
         self.warp_span += o.warp_span;
+        self.warp_span_strided += o.warp_span_strided;
+        self.warp_span_bound += o.warp_span_bound;
         self.warp_mean += o.warp_mean;
         self.read_ns += o.read_ns;
         self.launch_ns += o.launch_ns;
@@ -265,11 +275,13 @@ impl Counting {
             c.bytes_down += bytes as u64;
         });
     }
-    /// One warp-join launch's busiest warp and mean work-item, in steps.
-    pub fn warp_balance(&self, span: u64, mean: u64) {
+    /// One warp-join launch replayed as the kernels take work and with strided warps.
+    pub fn warp_balance(&self, now: &balance::Replay, strided: &balance::Replay) {
         self.add(|c| {
-            c.warp_span += span;
-            c.warp_mean += mean;
+            c.warp_span += now.span;
+            c.warp_mean += now.steps.div_ceil(now.working.max(1));
+            c.warp_span_strided += strided.span;
+            c.warp_span_bound += now.bound;
         });
     }
     /// Host time of one read, and of queueing one launch.
