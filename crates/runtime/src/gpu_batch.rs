@@ -323,6 +323,7 @@ impl<D: Device> Pipeline<'_, D> {
         let (first, last) = (qs[0].claimed, qs[qs.len() - 1].claimed);
         let claimed_bytes = last.offset + last.bytes(8) - first.offset;
         dev.zero_bytes(self.arena.space.get(), first.offset, claimed_bytes)?;
+        let hubs = self.segment > 0;
         for (j, (jq, q)) in joined.iter().zip(qs).enumerate() {
             let it = &items[jq.item];
             let l = q.levels.len();
@@ -335,7 +336,7 @@ impl<D: Device> Pipeline<'_, D> {
             for (d, lp) in q.levels.iter().enumerate() {
                 let room = rooms[j][d];
                 let counter = q.claimed.words(words.level(d));
-                tables[2 * d + usize::from(!lp.warp)].push(ExtendWarpArgs {
+                let mut args = ExtendWarpArgs {
                     rows: parents.0,
                     parents: parents.1,
                     parents_at: parents.2,
@@ -346,7 +347,12 @@ impl<D: Device> Pipeline<'_, D> {
                     stop_at: if d + 1 == l { last_stop } else { u64::MAX },
                     budget_ns,
                     ..run.warp_args(lp)
-                });
+                };
+                // A graph with hubs cuts every warp join's lists, the root's too (below).
+                if let Some(cut) = q.root_cut.filter(|_| d == 0 && !hubs) {
+                    cut.apply(&mut args, QUEUED_WARPS);
+                }
+                tables[2 * d + usize::from(!lp.warp)].push(args);
                 let bound = lp.bound(room.capacity, parents.1);
                 parents = (room.rows, bound, counter.part(8, 0, 1).slice);
             }
@@ -376,7 +382,8 @@ impl<D: Device> Pipeline<'_, D> {
             .iter()
             .enumerate()
             .map(|(k, t)| {
-                let most = t.iter().map(|a| a.parents).max().unwrap_or(1);
+                // Work-items: parents, or a cut root's segments (`warps` set by its cut).
+                let most = t.iter().map(|a| a.parents.max(a.warps)).max().unwrap_or(1);
                 let share = (BATCH_WARPS / t.len().max(1) as u64).clamp(32, QUEUED_WARPS);
                 if segmented(k) {
                     share

@@ -1351,6 +1351,7 @@ impl<D: Device> Pipeline<'_, D> {
         dev.write_bytes(buf, r.root.offset, as_bytes(&vec![NONE; total.width]))?;
         dev.write_bytes(buf, r.leaf_groups.offset, as_bytes(&tables.leaves))?;
         dev.write_bytes(buf, r.leaf_terms.offset, as_bytes(&tables.terms))?;
+        dev.write_bytes(buf, r.cuts.offset, as_bytes(&tables.cuts))?;
         Ok(spaces)
     }
 }
@@ -1418,6 +1419,8 @@ pub(crate) struct SpaceSizes {
     groups: usize,
     terms: usize,
     claimed: usize,
+    /// Two `u64`s a query: the segments of its root level's list, `[0, k]` ([`RootCut`]).
+    cuts: usize,
 }
 
 impl SpaceSizes {
@@ -1435,6 +1438,7 @@ impl SpaceSizes {
             leaf_groups: c.take::<LeafGroupArgs>(self.groups),
             leaf_terms: c.take::<LeafTerm>(self.terms),
             claimed: c.take::<u64>(self.claimed),
+            cuts: c.take::<u64>(self.cuts),
         }
     }
 
@@ -1459,6 +1463,7 @@ impl SpaceSizes {
         self.groups += o.groups;
         self.terms += o.terms;
         self.claimed += o.claimed;
+        self.cuts += o.cuts;
     }
 }
 
@@ -1469,6 +1474,29 @@ struct SpaceTables {
     lists: Vec<ListsArgs>,
     leaves: Vec<LeafGroupArgs>,
     terms: Vec<LeafTerm>,
+    cuts: Vec<u64>,
+}
+
+/// Entries of a segment of the root level's list (the first node's candidates, the level's one
+/// parent's list): uncut, one warp would scan it all while the others idle; cut, the warps share
+/// it, four rounds of a warp's 32 lanes a segment (about the cost of a typical parent's item).
+const ROOT_SEGMENT: u64 = 128;
+
+/// The root level's list cut into segments: their offsets on the device (`[0, items]`, as
+/// `pivot_segments` and a scan would give them) and their number.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RootCut {
+    segments: DevSlice,
+    items: u64,
+}
+
+impl RootCut {
+    /// `args` (the root level's launch) over the cut's segments.
+    fn apply(self, args: &mut ExtendWarpArgs, warps: u64) {
+        args.segments = self.segments;
+        args.segment = ROOT_SEGMENT;
+        args.warps = self.items.clamp(1, warps);
+    }
 }
 
 /// A query's part of the space phase: its levels, counters and counted leaves on the device.
@@ -1477,6 +1505,8 @@ pub(crate) struct QuerySpace {
     claimed: Region,
     leaves: Option<Leaves>,
     root: DevSlice,
+    /// The root level's list cut, when it is longer than a segment.
+    root_cut: Option<RootCut>,
 }
 
 impl QuerySpace {
@@ -1500,6 +1530,20 @@ impl JoinQuery<'_> {
         }
     }
 
+    /// The root level's cut (its offsets appended to `t`, for `at` in the regions): only a warp
+    /// join's level, whose list is its node's candidates (no backward edge to pivot on).
+    fn root_cut(&self, levels: &[LevelPlan], at: Region, t: &mut SpaceTables) -> Option<RootCut> {
+        let items = levels
+            .first()
+            .filter(|lp| lp.warp)
+            .map_or(0, |lp| lp.all.len.div_ceil(ROOT_SEGMENT));
+        t.cuts.extend([0, items]);
+        (items > 1).then_some(RootCut {
+            segments: at.slice,
+            items,
+        })
+    }
+
     /// Entries of the counted groups' table: one per list, a list per edge of a group's node.
     fn group_entries(&self) -> usize {
         self.groups.iter().map(|g| g.neighbours.len()).sum()
@@ -1516,6 +1560,7 @@ impl JoinQuery<'_> {
             groups: self.group_entries(),
             terms: self.terms.len(),
             claimed: self.counter_words().len(),
+            cuts: 2,
             ..SpaceSizes::default()
         };
         for ns in lists {
@@ -1581,7 +1626,7 @@ impl JoinQuery<'_> {
         t.terms.extend_from_slice(self.terms);
         let set = |u: usize| self.space.set(u);
         let mut c = at.checks;
-        let levels = layout.steps[..enumerated]
+        let levels: Vec<LevelPlan> = layout.steps[..enumerated]
             .iter()
             .map(|js| {
                 let k = js.checks.len();
@@ -1600,9 +1645,11 @@ impl JoinQuery<'_> {
             .collect();
         let words = self.counter_words();
         let claimed = r.claimed.part(8, at.claimed, at.claimed + words.len());
+        let root_cut = self.root_cut(&levels, r.cuts.part(8, at.cuts, at.cuts + 2), t);
         Ok(QuerySpace {
             levels,
             claimed,
+            root_cut,
             leaves: (!self.groups.is_empty()).then(|| Leaves {
                 groups: r
                     .leaf_groups
@@ -1637,6 +1684,7 @@ struct SpaceRegions {
     leaf_terms: Region,
     root: Region,
     claimed: Region,
+    cuts: Region,
 }
 
 /// What one level launches.
@@ -1689,6 +1737,8 @@ struct Levels<'p, 'a, 'o, D: Device> {
     layout: &'p Layout,
     levels: &'p [LevelPlan],
     claimed: Region,
+    /// The root level's list cut into segments for its warps.
+    root_cut: Option<RootCut>,
     out: &'p Output<'o>,
     /// Bytes the level buffers may take together.
     budget: u64,
@@ -1754,6 +1804,7 @@ impl<'p, 'a, 'o, D: Device> Levels<'p, 'a, 'o, D> {
             layout,
             levels: &qs.levels,
             claimed: qs.claimed,
+            root_cut: qs.root_cut,
             out,
             budget,
             first: 0,
@@ -1914,6 +1965,8 @@ impl<D: Device> Levels<'_, '_, '_, D> {
             };
             if let Some(scratch) = scratch.filter(|_| self.segmented(lp)) {
                 cut_lists(dev, &mut args, scratch, parents.1, SEGMENT_WARPS)?;
+            } else if let Some(cut) = self.root_cut.filter(|_| d == 0) {
+                cut.apply(&mut args, QUEUED_WARPS);
             }
             dev.launch(&lp.launch(args), args.warps)?;
             debug_assert_eq!(parents.1, bounds[d]);
@@ -2322,6 +2375,9 @@ impl<D: Device> Levels<'_, '_, '_, D> {
         if let Some(scratch) = scratch {
             warps = n.clamp(SEGMENT_WARPS, MAX_PARENTS);
             cut_lists(dev, &mut args, scratch, n, warps)?;
+        } else if let Some(cut) = self.root_cut.filter(|_| d == 0) {
+            cut.apply(&mut args, SEGMENT_WARPS);
+            warps = args.warps;
         }
         dev.launch(&lp.launch(args), warps)?;
         // The total, the start time, whether the time limit stopped it: one read.

@@ -15,6 +15,8 @@ use gpsense_graph::KnowledgeGraph;
 use gpsense_planner::{benchmark_query, QueryGraph};
 use gpsense_runtime::{DeviceCounters, Engine, EngineKind, MatchOptions, Semantics};
 
+mod conceptnet100k;
+
 fn dataset(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../datasets/subgraph-matching/yeast")
@@ -102,4 +104,60 @@ fn a_query_s_levels_share_their_rows_among_the_warps() {
     println!("query_dense_8_30 alone: {}", describe(&c));
     assert!(c.warp_span <= c.warp_span_strided, "{c:?}");
     assert!(c.warp_span * 100 <= c.warp_span_bound * 115, "{c:?}");
+}
+
+/// The root level has one parent, the root row, whose list is the first node's candidates: cut
+/// into segments, the warps share it. ConceptNet-100K's `?x IsA ?y` starts from about 7,500
+/// candidates; `?a AtLocation ?b ...` from about 400.
+#[test]
+fn a_long_root_list_is_shared_by_the_warps() {
+    let g = conceptnet100k::conceptnet();
+    let engine = Engine::new(g);
+    let texts = [
+        "SELECT * WHERE { ?x IsA ?y }",
+        "SELECT * WHERE { ?a AtLocation ?b . ?b AtLocation ?c . ?c AtLocation ?a }",
+    ];
+    let queries: Vec<QueryGraph> = texts.iter().map(|t| conceptnet100k::compiled(t)).collect();
+    let dfs = conceptnet100k::options(EngineKind::Dfs, 1 << 30);
+    for (text, q) in texts.iter().zip(&queries) {
+        let (mut want, _) = engine.collect(q, &dfs).unwrap();
+        want.sort();
+        // Ample memory, and a budget that holds the levels only in turn.
+        for budget in [1 << 30, 1 << 20] {
+            let opts = conceptnet100k::options(EngineKind::Emulated, budget);
+            let (mut got, r) = engine.collect(q, &opts).unwrap();
+            got.sort();
+            assert_eq!(got, want, "{text}, budget {budget}");
+            let c = r.device_report.unwrap().counters;
+            println!(
+                "{text}, budget {budget}: {} rows, {}",
+                got.len(),
+                describe(&c)
+            );
+            assert!(c.warp_span * 100 <= c.warp_span_bound * 115, "{c:?}");
+            if text.contains("IsA ?y") {
+                // One warp scanning the root's 7,465 candidates alone takes a step a row it
+                // writes: the whole span would be over a quarter of the 14,915 rows.
+                assert!(c.warp_span * 4 < got.len() as u64, "{c:?}");
+            }
+        }
+        let limited = MatchOptions {
+            limit: Some(100),
+            ..conceptnet100k::options(EngineKind::Emulated, 1 << 30)
+        };
+        let (rows, r) = engine.collect(q, &limited).unwrap();
+        assert_eq!(rows.len(), want.len().min(100), "{text}");
+        assert_eq!(r.limit_reached, want.len() > 100, "{text}");
+    }
+    // In a batch beside light queries: the same counts.
+    let light = conceptnet100k::compiled("SELECT * WHERE { ?x IsA animal }");
+    let opts = conceptnet100k::options(EngineKind::Emulated, 1 << 30);
+    let mut batch: Vec<_> = queries.iter().map(|q| (q, &opts)).collect();
+    batch.extend(std::iter::repeat_n((&light, &opts), 20));
+    let report = engine.count_batch(&batch);
+    for ((q, _), r) in batch.iter().zip(&report.reports) {
+        let want = engine.count(q, &dfs).unwrap().rows;
+        assert_eq!(r.as_ref().unwrap().rows, want);
+    }
+    println!("in a batch: {}", describe(&report.counters));
 }
