@@ -316,7 +316,7 @@ pub unsafe fn pivot_segments(a: &PivotSegmentsArgs, p: usize) {
 }
 
 /// One warp per parent row, or per segment of a pivot list; with fewer warps than work-items
-/// (`a.warps`), each takes its own and then the next from the level's queue ([`take_items`]).
+/// (`a.warps`), each takes its own and then the next from the level's queue (`take_items`).
 /// Inlined into both its entries: called from two, it was not, and `extend_warp`'s argument went
 /// to local memory (344 stack bytes, 128 registers on sm_90).
 #[inline(always)]
@@ -370,21 +370,16 @@ unsafe fn work_items(a: &ExtendWarpArgs) -> u64 {
 #[inline(always)]
 unsafe fn take(a: &ExtendWarpArgs) -> u64 {
     unsafe {
-        let out = claims(a);
-        if a.warps == 0 || out.stopped() {
+        // A look first: warps that find the queue dry (most of a launch's, at its end) leave
+        // its counter to those that take, instead of all adding to one address.
+        if !has_queued(a) {
             return u64::MAX;
         }
         let queue = &a.claimed.get::<AtomicU64>()[3];
-        let total = work_items(a);
-        // A look first: warps that find the queue dry (most of a launch's, at its end) leave
-        // its counter to those that take, instead of all adding to one address.
-        if a.warps.saturating_add(queue.load(Ordering::Relaxed)) >= total {
-            return u64::MAX;
-        }
         let s = a
             .warps
             .saturating_add(queue.fetch_add(1, Ordering::Relaxed));
-        if s < total {
+        if s < work_items(a) {
             s
         } else {
             u64::MAX
@@ -396,10 +391,12 @@ unsafe fn take(a: &ExtendWarpArgs) -> u64 {
 #[inline(always)]
 unsafe fn has_queued(a: &ExtendWarpArgs) -> bool {
     unsafe {
+        // The level's bound first: most jobs of a batch have fewer parents than warps.
         let queue = &a.claimed.get::<AtomicU64>()[3];
         a.warps > 0
-            && !claims(a).stopped()
+            && (a.segments.len > 0 || a.warps < a.parents)
             && a.warps.saturating_add(queue.load(Ordering::Relaxed)) < work_items(a)
+            && !claims(a).stopped()
     }
 }
 
@@ -553,7 +550,7 @@ unsafe fn bindings_item(a: &ExtendWarpArgs, p: u64, warp: &impl Warp) {
 }
 
 /// One depth of many queries' levels: warp `w` is warp `w % warps` of job `w / warps`, and steals
-/// from the other jobs when its own runs dry ([`take_items`]).
+/// from the other jobs when its own runs dry (`take_items`).
 pub unsafe fn extend_warp_batch(a: &ExtendWarpBatchArgs, w: usize, warp: &impl Warp) {
     unsafe { batch_items(a, w, warp, |a, s, w| extend_item(a, s, w)) }
 }

@@ -95,7 +95,8 @@ fn hprd_as_one_batch_counts_as_alone_and_as_dfs_in_few_launches_and_reads() {
         .sum();
     println!(
         "HPRD-200 as one batch: {} launches, {} reads, {} allocations, {} B up, {} B down; \
-         per query {:.2} launches, {:.3} reads, {:.1} partial matches",
+         per query {:.2} launches, {:.3} reads, {:.1} partial matches; join span {} steps \
+         (strided {}, bound {})",
         c.launches,
         c.syncs,
         c.allocations,
@@ -103,7 +104,10 @@ fn hprd_as_one_batch_counts_as_alone_and_as_dfs_in_few_launches_and_reads() {
         c.bytes_down,
         per(c.launches),
         per(c.syncs),
-        per(partials)
+        per(partials),
+        c.warp_span,
+        c.warp_span_strided,
+        c.warp_span_bound
     );
     assert!(per(c.launches) <= 8.0, "{} launches", c.launches);
     assert!(per(c.syncs) <= 1.0, "{} reads", c.syncs);

@@ -3,39 +3,10 @@
 //! each run through every remaining level with one read. Counts equal `dfs`'s on heavy yeast
 //! queries, the device memory stays within the budget, and the reads stay few.
 
-use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
-
-use gpsense_graph::ingest::{ingest, IngestOptions, NoProgress};
-use gpsense_graph::KnowledgeGraph;
-use gpsense_planner::{benchmark_query, QueryGraph};
 use gpsense_runtime::{Engine, EngineKind, MatchOptions, Semantics};
 
-fn dataset(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../datasets/subgraph-matching/yeast")
-        .join(rel)
-}
-
-fn load(path: &Path) -> KnowledgeGraph {
-    ingest(
-        &[path.to_path_buf()],
-        &IngestOptions::default(),
-        &NoProgress,
-    )
-    .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-    .0
-}
-
-fn yeast() -> &'static KnowledgeGraph {
-    static G: OnceLock<KnowledgeGraph> = OnceLock::new();
-    G.get_or_init(|| load(&dataset("data_graph/yeast.graph")))
-}
-
-fn query(name: &str) -> QueryGraph {
-    let path = dataset(&format!("query_graph/{name}"));
-    benchmark_query(&load(&path), yeast()).unwrap_or_else(|e| panic!("{name}: {e}"))
-}
+mod yeast;
+use yeast::{query, yeast};
 
 fn options(engine: EngineKind, memory_budget: u64) -> MatchOptions {
     MatchOptions {

@@ -370,8 +370,6 @@ const FIRST_ROUND: usize = 64;
 const ONE_ROUND: usize = 256;
 const ROUND_TIME: std::time::Duration = std::time::Duration::from_millis(2);
 
-/// The next round's blocks after `size` took `took`: doubled while well under [`ROUND_TIME`],
-/// halved while over twice it.
 /// Replays a warp join's work-items on the model GPU: its span as the kernels take work (work
 /// stealing) and as each warp's own stride would (the schedule before), into the counters.
 fn replay(
@@ -411,6 +409,8 @@ fn join_shape(launch: &Launch, threads: u64) -> Option<Shape> {
     }
 }
 
+/// The next round's blocks after `size` took `took`: doubled while well under [`ROUND_TIME`],
+/// halved while over twice it.
 fn next_round(size: usize, took: std::time::Duration) -> usize {
     if took < ROUND_TIME / 2 {
         size.saturating_mul(2)
