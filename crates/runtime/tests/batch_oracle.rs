@@ -22,7 +22,9 @@ use std::fmt::Write as _;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use common::{oracle, random_graph, random_query, sub_multiset, Answer, SplitMix64, TestGraph};
+use common::{
+    env_u64, oracle, random_graph, random_query, sub_multiset, Answer, SplitMix64, TestGraph,
+};
 use gpsense_planner::QueryGraph;
 use gpsense_runtime::{
     BatchQuery, BatchReport, Engine, EngineKind, MatchError, MatchOptions, MatchReport, RowBatch,
@@ -51,17 +53,6 @@ const MANY_ROWS: [&str; 4] = [
 
 /// `GPSENSE_SEGMENT` is process-wide: one engine at a time sets it and reads it.
 static SEGMENT_ENV: Mutex<()> = Mutex::new(());
-
-fn env_u64(name: &str, default: u64) -> u64 {
-    let Ok(s) = std::env::var(name) else {
-        return default;
-    };
-    let parsed = match s.strip_prefix("0x") {
-        Some(hex) => u64::from_str_radix(&hex.replace('_', ""), 16),
-        None => s.parse(),
-    };
-    parsed.unwrap_or_else(|_| panic!("{name}={s} is not a number"))
-}
 
 /// An engine for `tg` whose device (the emulator) cuts pivot lists into `segment`-entry segments
 /// (`None`: the default). `GPSENSE_SEGMENT` is read when an engine's device state is made, at its

@@ -5,13 +5,13 @@
 //! rounds.
 //!
 //! `GPSENSE_ORACLE_CASES` (graphs per test, default 800, four queries each) and
-//! `GPSENSE_ORACLE_SEED` run more or other cases.
+//! `GPSENSE_ORACLE_SEED` (decimal, or `0x` hex as failures print it) run more or other cases.
 
 mod common;
 
 use std::time::Instant;
 
-use common::{oracle, random_graph, random_query, sub_multiset, SplitMix64, TestGraph};
+use common::{env_u64, oracle, random_graph, random_query, sub_multiset, SplitMix64, TestGraph};
 use gpsense_planner::QueryGraph;
 use gpsense_runtime::{Engine, EngineKind, MatchError, MatchOptions, Semantics};
 
@@ -49,13 +49,6 @@ fn configs(engine: EngineKind, lanes: usize) -> Vec<Config> {
         }
     }
     out
-}
-
-fn env_u64(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(default)
 }
 
 /// One case as the failure message shows it.

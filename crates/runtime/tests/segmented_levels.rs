@@ -6,7 +6,7 @@
 //! depth first in chunks within the budget, LIMIT stops the last level, and a batch keeps its
 //! segmented queries (each depth's segments counted for every query in one launch, one scan).
 //!
-//! Its own binary: it sets `GPSENSE_SEGMENT` (read when an `Engine` is made), the same value in
+//! Its own binary: it sets `GPSENSE_SEGMENT` (read when an engine makes its device state, at its first device query), the same value in
 //! every test.
 
 use std::sync::Once;

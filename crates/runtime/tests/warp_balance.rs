@@ -3,7 +3,7 @@
 //! scanning the hub's list while the others finish at once; cutting long lists into segments that
 //! warps take in turn bounds the busiest warp, with the same rows.
 //!
-//! One test in its own binary: it sets `GPSENSE_SEGMENT` (read when an `Engine` is made).
+//! One test in its own binary: it sets `GPSENSE_SEGMENT` (read when an engine makes its device state, at its first device query).
 
 use gpsense_graph::{GraphBuilder, KnowledgeGraph};
 use gpsense_planner::compile;

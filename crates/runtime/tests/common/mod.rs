@@ -12,6 +12,19 @@ use gpsense_runtime::Semantics;
 /// `ABSENT_LABEL`): it matches nothing.
 pub const ABSENT: u32 = u32::MAX;
 
+/// Environment variable `name` as a number, decimal or `0x` hex (as the oracles print seeds);
+/// `default` when unset.
+pub fn env_u64(name: &str, default: u64) -> u64 {
+    let Ok(s) = std::env::var(name) else {
+        return default;
+    };
+    let parsed = match s.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(&hex.replace('_', ""), 16),
+        None => s.parse(),
+    };
+    parsed.unwrap_or_else(|_| panic!("{name}={s} is not a number"))
+}
+
 /// SplitMix64 (Steele, Lea, Flood 2014): tiny, seedable, good enough for test cases.
 #[derive(Clone, Debug)]
 pub struct SplitMix64(u64);
