@@ -49,8 +49,11 @@ use gpsense_kernels::join::LeafTerm;
 /// Rows a level of a batched query may hold at most before the query runs on alone.
 const BATCH_ROWS: u64 = 1 << 12;
 
-/// Warps one depth's launch starts for all its queries together, about (at least 32 a query).
-const BATCH_WARPS: u64 = 1 << 14;
+/// Warps one depth's launch starts for all its queries together, about (at least 32 a query): about
+/// twice the warps an H100 holds at once for `extend_warp_batch`. With work stealing more buy
+/// nothing (a query's items past its own warps go to the warps of the queries before it): on the
+/// model H100 a quarter of the 16,384 before gave the same spans, HPRD-200's and a yeast batch's.
+const BATCH_WARPS: u64 = 1 << 12;
 
 /// Bytes the level buffers of a whole batch take at most (their rows are shared out).
 const BATCH_LEVEL_BYTES: u64 = 64 << 20;
@@ -373,8 +376,9 @@ impl<D: Device> Pipeline<'_, D> {
             }
         }
         // A depth's warps per query: enough for its largest level, at most a share of
-        // BATCH_WARPS (warps take their query's parents in turn; idle ones still cost a GPU's
-        // scheduler, and the emulator, their start).
+        // BATCH_WARPS (its items past them are queued for its own warps and those of the 32
+        // queries before it; idle warps still cost a GPU's scheduler, and the emulator, their
+        // start and a look at the queues).
         // A segmented depth's warps take segments, whose number only the device knows: its share.
         let cut = self.segment > 0;
         let segmented = move |k: usize| k.is_multiple_of(2) && cut;

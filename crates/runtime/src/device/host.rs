@@ -260,6 +260,7 @@ impl Device for HostDevice {
                 let _context = Context::enter(shadow.clone());
                 if warp_kernel {
                     let ran = RefCell::new(Vec::new());
+                    let last_yield = RefCell::new(std::time::Instant::now());
                     for warp in (first / 32)..((first + BLOCK as u64) / 32) {
                         let taken = Cell::new(0u64);
                         let on_lane = |l: u32| {
@@ -276,6 +277,7 @@ impl Device for HostDevice {
                         };
                         let on_item = |job: usize, item: u64| {
                             close();
+                            yield_now_and_then(&mut last_yield.borrow_mut());
                             open.set(Some((job, item, taken.get())));
                         };
                         let host_warp = HostWarp {
@@ -370,6 +372,16 @@ const FIRST_ROUND: usize = 64;
 const ONE_ROUND: usize = 256;
 const ROUND_TIME: std::time::Duration = std::time::Duration::from_millis(2);
 
+/// Lets the worker run other callers' waiting work (a light query's launch beside this one) once a
+/// round's time has passed since it last did: a warp that takes work-items from a queue may take
+/// a whole launch's, so rounds of blocks alone no longer bound how long a worker is held.
+fn yield_now_and_then(last: &mut std::time::Instant) {
+    if last.elapsed() >= ROUND_TIME {
+        rayon::yield_now();
+        *last = std::time::Instant::now();
+    }
+}
+
 /// Replays a warp join's work-items on the model GPU: its span as the kernels take work (work
 /// stealing) and as each warp's own stride would (the schedule before), into the counters.
 fn replay(
@@ -461,14 +473,17 @@ thread_local! {
 }
 
 /// The launch context of a host thread, cleared when dropped.
-struct Context(Option<Arc<Shadow>>);
+/// A block's shadow map while it runs, and the context it replaced (a block may run inside
+/// another's yield, on the same thread).
+struct Context(Option<Arc<Shadow>>, Option<(*const Shadow, u64)>);
 
 impl Context {
     fn enter(shadow: Option<Arc<Shadow>>) -> Self {
+        let before = CURRENT.get();
         if let Some(s) = &shadow {
             CURRENT.set(Some((Arc::as_ptr(s), 0)));
         }
-        Context(shadow)
+        Context(shadow, before)
     }
 
     fn set_thread(t: u64) {
@@ -481,7 +496,7 @@ impl Context {
 impl Drop for Context {
     fn drop(&mut self) {
         if self.0.is_some() {
-            CURRENT.set(None);
+            CURRENT.set(self.1);
         }
     }
 }
