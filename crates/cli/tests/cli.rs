@@ -457,6 +457,35 @@ fn the_time_limit_stops_a_long_level_of_the_device_pipeline() {
     );
 }
 
+/// `--explain` on the emulator gives the warp joins' span on its model H100 (a measure of their
+/// balance without a GPU), and no such line where nothing measured it.
+#[test]
+fn explain_gives_the_emulator_s_model_span() {
+    let query = "SELECT * WHERE { ?x IsA ?y }";
+    let run = |engine: &str| {
+        let (code, _, err) = common::run_with(
+            &[],
+            &["query", "--engine", engine, "--count", "--explain", query],
+            Stdio::piped(),
+        );
+        assert_eq!(code, Some(0), "{err}");
+        err
+    };
+    let err = run("emulated");
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("warp joins on a model H100"))
+        .unwrap_or_else(|| panic!("no span line: {err}"));
+    let span: u64 = line
+        .split("span ")
+        .nth(1)
+        .and_then(|t| t.split(' ').next())
+        .and_then(|n| n.replace(',', "").parse().ok())
+        .unwrap_or_else(|| panic!("no span in {line}"));
+    assert!(span > 0, "{line}");
+    assert!(!run("dfs").contains("model H100"));
+}
+
 /// The warp join with every pivot list cut into 16-entry segments that warps take in turn (as on a
 /// graph with hubs): all 200 HPRD counts, under the emulator's shuffled blocks and write checks,
 /// in one batch whose segments are counted and scanned on the device (before, each segmented

@@ -106,6 +106,16 @@ pub fn report(q: &QueryGraph, g: &KnowledgeGraph, r: &MatchReport) -> String {
             thousands(d.partial_matches),
             thousands(d.arena_bytes)
         );
+        // Only the emulator measures the balance (`device::balance`).
+        if c.warp_span > 0 {
+            let _ = writeln!(
+                out,
+                "warp joins on a model H100 (the emulator's replay): span {} warp steps, at least {} on any schedule, {} with each warp on its own stride",
+                thousands(c.warp_span),
+                thousands(c.warp_span_bound),
+                thousands(c.warp_span_strided)
+            );
+        }
     }
     if let Some(s) = &r.search {
         let _ = writeln!(

@@ -901,7 +901,7 @@ impl<D: Device> DeviceState<D> {
             shape,
             memory_budget: 0,
             refine_rounds,
-            segment: self.segment,
+            segments: &self.segments,
         }
         .run_batch(&mut items, outgrown, &mut on_answer)?;
         Ok((self.dev.counters() - before, phases))

@@ -21,6 +21,7 @@ use crate::kernel_join::KernelJoin;
 use crate::layout::{DataShape, Layout};
 use crate::output::{OnRows, Output, RowBatch};
 use crate::search::{Context, Dag, OwnerPool, RoomPool, SearchStats};
+use crate::segments::Segments;
 use crate::space::{prepared_spaces, SpaceBuilder, SpacePool};
 use crate::users::{own_pool, Arenas, OnDevice, Users};
 use crate::{EngineKind, MatchError, MatchOptions, Semantics};
@@ -180,8 +181,8 @@ pub struct DeviceState<D: Device> {
     arenas: Arenas<D>,
     /// The users running now: a query refused for memory while others ran waits for them.
     users: Users,
-    /// Entries per segment of a long pivot list in the warp join (0: a warp per partial match).
-    segment: u64,
+    /// Which warp-join levels cut their pivot lists into segments.
+    segments: Segments,
 }
 
 /// Time per phase of one match.
@@ -275,7 +276,11 @@ impl<'g> Engine<'g> {
                 ));
             }
             let dev = self_check(CudaDevice::open()?)?;
-            Ok(Arc::new(DeviceState::new(dev, self.graph)?))
+            Ok(Arc::new(DeviceState::with_stats(
+                dev,
+                self.graph,
+                &self.stats,
+            )?))
         })
         .clone()
     }
@@ -286,9 +291,9 @@ impl<'g> Engine<'g> {
     }
 
     fn emulator(&self) -> Result<&DeviceState<HostDevice>, DeviceError> {
-        let state = self
-            .emulator
-            .get_or_init(|| DeviceState::new(HostDevice::from_env(), self.graph));
+        let state = self.emulator.get_or_init(|| {
+            DeviceState::with_stats(HostDevice::from_env(), self.graph, &self.stats)
+        });
         state.as_ref().map_err(Clone::clone)
     }
 
@@ -933,31 +938,6 @@ pub fn component_query(q: &QueryGraph, nodes: &[usize]) -> QueryGraph {
     }
 }
 
-/// Entries per segment of a pivot list in the warp join: on a graph with nodes of degree above
-/// 4,096 (a hub's list would keep one warp busy while the others idle), lists are cut into segments
-/// of 1,024 entries that warps take in turn; else 0, a warp per partial match (no extra launches).
-/// `GPSENSE_SEGMENT=N` sets it (tests use it to cut every list).
-fn segment_for(g: &KnowledgeGraph) -> u64 {
-    if let Some(n) = std::env::var("GPSENSE_SEGMENT")
-        .ok()
-        .and_then(|v| v.parse().ok())
-    {
-        return n;
-    }
-    let max_degree = |c: &gpsense_graph::Csr| {
-        c.offsets()
-            .windows(2)
-            .map(|w| w[1] - w[0])
-            .max()
-            .unwrap_or(0)
-    };
-    if max_degree(g.out()).max(max_degree(g.inc())) > 4096 {
-        1024
-    } else {
-        0
-    }
-}
-
 /// The queries of the self-check, run under both semantics: a triangle and a path over fixed
 /// relations (the warp join), an edge variable (the count-then-write join), a concept.
 const CHECK_QUERIES: &[&str] = &[
@@ -1027,7 +1007,13 @@ pub fn self_check<D: Device>(dev: D) -> Result<D, DeviceError> {
 }
 
 impl<D: Device> DeviceState<D> {
+    /// The device state of a small graph (the self-check's, the tests'): its statistics computed
+    /// here.
     fn new(dev: D, g: &KnowledgeGraph) -> Result<Self, DeviceError> {
+        Self::with_stats(dev, g, &PlannerStats::new(g))
+    }
+
+    fn with_stats(dev: D, g: &KnowledgeGraph, stats: &PlannerStats) -> Result<Self, DeviceError> {
         // The upload as a user of its own: done when it ends, before any query reads the graph.
         let graph = {
             let _upload = OnDevice::new(&dev);
@@ -1038,7 +1024,7 @@ impl<D: Device> DeviceState<D> {
             graph,
             arenas: Default::default(),
             users: Default::default(),
-            segment: segment_for(g),
+            segments: Segments::new(stats, g.relation_count()),
         })
     }
 
@@ -1073,7 +1059,7 @@ impl<D: Device> DeviceState<D> {
                 shape: engine.shape,
                 memory_budget,
                 refine_rounds: opts.refine_rounds,
-                segment: self.segment,
+                segments: &self.segments,
             }
             .run(q, &report.plan, layout, out);
             let others = running.others();

@@ -34,8 +34,8 @@ use gpsense_planner::{Plan, QueryGraph};
 
 use super::{
     by_node, rows_part, scan, scan_sums, Carver, CounterWords, DeviceReport, FilterQuery,
-    FilterSizes, JoinQuery, Levels, Pipeline, Prepared, QuerySpace, Region, Slab, LEAF_THREADS,
-    QUEUED_WARPS, SEGMENT_PARENT_BYTES,
+    FilterSizes, JoinQuery, LevelPlan, Levels, Pipeline, Prepared, QuerySpace, Region, Slab,
+    LEAF_THREADS, QUEUED_WARPS, SEGMENT_PARENT_BYTES,
 };
 use crate::device::{as_bytes, read, Device, Launch};
 use crate::engine::{BatchPhases, Outgrown};
@@ -326,7 +326,6 @@ impl<D: Device> Pipeline<'_, D> {
         let (first, last) = (qs[0].claimed, qs[qs.len() - 1].claimed);
         let claimed_bytes = last.offset + last.bytes(8) - first.offset;
         dev.zero_bytes(self.arena.space.get(), first.offset, claimed_bytes)?;
-        let hubs = self.segment > 0;
         for (j, (jq, q)) in joined.iter().zip(qs).enumerate() {
             let it = &items[jq.item];
             let l = q.levels.len();
@@ -351,8 +350,7 @@ impl<D: Device> Pipeline<'_, D> {
                     budget_ns,
                     ..run.warp_args(lp)
                 };
-                // A graph with hubs cuts every warp join's lists, the root's too (below).
-                if let Some(cut) = q.root_cut.filter(|_| d == 0 && !hubs) {
+                if let Some(cut) = q.root_cut.filter(|_| d == 0) {
                     cut.apply(&mut args, QUEUED_WARPS);
                 }
                 tables[2 * d + usize::from(!lp.warp)].push(args);
@@ -380,8 +378,8 @@ impl<D: Device> Pipeline<'_, D> {
         // queries before it; idle warps still cost a GPU's scheduler, and the emulator, their
         // start and a look at the queues).
         // A segmented depth's warps take segments, whose number only the device knows: its share.
-        let cut = self.segment > 0;
-        let segmented = move |k: usize| k.is_multiple_of(2) && cut;
+        let cut: Vec<bool> = tables.iter().map(|t| t.iter().any(cuts_lists)).collect();
+        let segmented = |k: usize| cut[k];
         let warps: Vec<u64> = tables
             .iter()
             .enumerate()
@@ -607,7 +605,13 @@ impl<D: Device> Pipeline<'_, D> {
         };
         let most = (0..tables.len())
             .filter(|&k| segmented(k))
-            .map(|k| tables[k].iter().map(|a| a.parents + 1).sum::<u64>())
+            .map(|k| {
+                tables[k]
+                    .iter()
+                    .filter(|a| cuts_lists(a))
+                    .map(|a| a.parents + 1)
+                    .sum::<u64>()
+            })
             .max()
             .unwrap_or(0);
         if most == 0 {
@@ -626,7 +630,8 @@ impl<D: Device> Pipeline<'_, D> {
                 continue;
             }
             let mut at = 0usize;
-            for a in t.iter_mut() {
+            // Only the jobs of levels that cut their lists: the others take their parents.
+            for a in t.iter_mut().filter(|a| cuts_lists(a)) {
                 let n = a.parents as usize + 1;
                 a.segments = counts.part(8, at, at + n).slice;
                 at += n;
@@ -666,7 +671,7 @@ impl<D: Device> Pipeline<'_, D> {
             let own = it.memory_budget.saturating_sub(jq.bytes)
                 / q.levels.len().max(1) as u64
                 / (row_bytes
-                    + if self.segment > 0 {
+                    + if q.levels.iter().any(LevelPlan::segmented) {
                         SEGMENT_PARENT_BYTES
                     } else {
                         0
@@ -812,6 +817,12 @@ fn set_levels(it: &mut BatchItem, done: Result<(u64, u64, u64), MatchError>) {
         }
         Err(e) => it.result = Some(Err(e)),
     }
+}
+
+/// Whether job `a` is of a level that cuts its pivot lists into segments, not yet counted (a cut
+/// root's segments come from the host).
+fn cuts_lists(a: &ExtendWarpArgs) -> bool {
+    a.segment > 0 && a.segments.len == 0
 }
 
 /// The segments of a batch's segmented depths (graphs with hubs), per depth's table: each query's

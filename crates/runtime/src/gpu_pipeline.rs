@@ -23,7 +23,7 @@
 //! So a query whose levels fit their buffers makes 2 reads (3 with rows). A level that outgrows
 //! its buffer is run again, queued as above, into a larger buffer (within the memory budget) or
 //! depth first: chunks of its parents each run through every remaining level, one read a chunk.
-//! On graphs with hubs a level's long pivot lists are cut into segments that warps take in turn:
+//! A level whose pivot lists can be long (`segments`) has them cut into segments that warps take in turn:
 //! `pivot_segments` counts them over the parents the previous level's counter holds and a device
 //! scan numbers them, both queued, so segmented levels queue and go depth first too.
 
@@ -55,6 +55,7 @@ use crate::filtering::FilterReport;
 use crate::gpu_leaves::{self, LeafGroup};
 use crate::layout::{DataShape, Layout};
 use crate::output::Output;
+use crate::segments::Segments;
 use crate::{MatchError, Semantics};
 
 /// The data graph on a device, uploaded once and reused across queries.
@@ -737,8 +738,8 @@ pub struct Pipeline<'a, D: Device> {
     pub shape: DataShape,
     pub memory_budget: u64,
     pub refine_rounds: u32,
-    /// Entries per segment of a long pivot list (0: a warp per partial match).
-    pub segment: u64,
+    /// Which warp-join levels cut their pivot lists into segments.
+    pub(crate) segments: &'a Segments,
 }
 
 /// The device-side candidate space of a query, after read 1.
@@ -1344,7 +1345,14 @@ impl<D: Device> Pipeline<'_, D> {
                         labels: r.labels.slice,
                     })
             };
-            spaces.push(jq.tables(&r, a, &mut tables, &list_of_edge, &|u| cand(jq, u))?);
+            spaces.push(jq.tables(
+                &r,
+                a,
+                &mut tables,
+                &list_of_edge,
+                &|u| cand(jq, u),
+                self.segments,
+            )?);
         }
         dev.write_bytes(buf, r.checks.offset, as_bytes(&tables.checks))?;
         dev.write_bytes(buf, r.lists.offset, as_bytes(&tables.lists))?;
@@ -1580,6 +1588,7 @@ impl JoinQuery<'_> {
         t: &mut SpaceTables,
         list_of_edge: &impl Fn(usize) -> Option<ListsArgs>,
         cand: &impl Fn(usize) -> Region,
+        segments: &Segments,
     ) -> Result<QuerySpace, MatchError> {
         let layout = self.layout;
         let lists = &layout.neighbour_steps;
@@ -1628,16 +1637,25 @@ impl JoinQuery<'_> {
         let mut c = at.checks;
         let levels: Vec<LevelPlan> = layout.steps[..enumerated]
             .iter()
-            .map(|js| {
+            .enumerate()
+            .map(|(d, js)| {
                 let k = js.checks.len();
+                let warp = js.checks.iter().all(|c| c.label != NONE);
+                // The root level's one list is cut by the host (`RootCut`).
+                let segment = if warp && d > 0 {
+                    segments.level(&js.checks, self.space.counts[js.node] as u64)
+                } else {
+                    0
+                };
                 let plan = LevelPlan {
                     checks: r.checks.part(16, c, c + k).slice,
                     lists: r.lists.part(64, c, c + k).slice,
-                    warp: js.checks.iter().all(|c| c.label != NONE),
+                    warp,
                     pivot: bindings_pivot(js),
                     candidates: set(js.node).slice,
                     all: cand(js.node).slice,
                     slot: js.slot,
+                    segment,
                 };
                 c += k;
                 plan
@@ -1699,6 +1717,8 @@ struct LevelPlan {
     pivot: u32,
     candidates: DevSlice,
     all: DevSlice,
+    /// Entries per segment of its pivot lists (0: a warp per partial match; see `segments`).
+    segment: u64,
 }
 
 impl LevelPlan {
@@ -1709,6 +1729,12 @@ impl LevelPlan {
         } else {
             Launch::ExtendWarpBindings(args)
         }
+    }
+
+    /// Whether its pivot lists are cut into segments (a fixed-relation warp join whose lists can
+    /// be long).
+    pub(crate) fn segmented(&self) -> bool {
+        self.warp && self.segment > 0
     }
 
     /// Rows this level may write over `parents` parents, at most `cap`: a warp join's at most one
@@ -2025,10 +2051,9 @@ impl<D: Device> Levels<'_, '_, '_, D> {
         bounds
     }
 
-    /// Whether level `lp`'s pivot lists are cut into segments (a fixed-relation warp join on a
-    /// graph with hubs).
+    /// Whether level `lp`'s pivot lists are cut into segments.
     fn segmented(&self, lp: &LevelPlan) -> bool {
-        lp.warp && self.p.segment > 0
+        lp.segmented()
     }
 
     /// Whether the last level only counts its rows (a count with no leaves counted after it).
@@ -2127,7 +2152,7 @@ impl<D: Device> Levels<'_, '_, '_, D> {
             width: self.layout.width as u64,
             lists: lp.lists,
             all: lp.all,
-            segment: self.p.segment,
+            segment: lp.segment,
             ..Default::default()
         }
     }

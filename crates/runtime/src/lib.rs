@@ -29,6 +29,7 @@ mod output;
 mod prefetch;
 mod samples;
 mod search;
+mod segments;
 mod space;
 mod spares;
 mod two_ends;

@@ -8,8 +8,9 @@
 //! sub-multiset of the right size under LIMIT), DISTINCT, the count, `limit_reached`, and errors
 //! only where the query alone may give them (DISTINCT past its memory, a starved budget): one
 //! query's error leaves the others' answers right. Each graph's engine answers two batches (the
-//! second on warm buffers). One test runs with the default segments, another with every pivot
-//! list cut into segments of 1 or 2 entries (`GPSENSE_SEGMENT`), a third one batch of answers
+//! second on warm buffers). One test runs with the default segments, another with pivot lists
+//! cut into segments of 1 or 2 entries (`GPSENSE_SEGMENT`; every level's, or only the levels'
+//! whose lists can be long, `GPSENSE_LONG_LIST`), a third one batch of answers
 //! longer than a warp's rows on a fixed graph.
 //!
 //! `GPSENSE_ORACLE_CASES` (graphs per test, default 300) and `GPSENSE_ORACLE_SEED` (decimal or
@@ -51,18 +52,29 @@ const MANY_ROWS: [&str; 4] = [
     "SELECT * WHERE { ?a ?r ?b . ?a ?s ?c }",
 ];
 
-/// `GPSENSE_SEGMENT` is process-wide: one engine at a time sets it and reads it.
+/// `GPSENSE_SEGMENT` and `GPSENSE_LONG_LIST` are process-wide: one engine at a time sets it and reads it.
 static SEGMENT_ENV: Mutex<()> = Mutex::new(());
 
 /// An engine for `tg` whose device (the emulator) cuts pivot lists into `segment`-entry segments
-/// (`None`: the default). `GPSENSE_SEGMENT` is read when an engine's device state is made, at its
-/// first query on the device (not in `Engine::new`): one query makes it here, under the lock. Its
-/// buffers, sized under the default budget, are the next queries' warm ones.
+/// (`None`: the default): `"N"` every level's, `"N@L"` those of the levels whose lists can be
+/// longer than `L` entries (`GPSENSE_LONG_LIST`), so that a batch's depth mixes cut and uncut
+/// levels. The variables are read when an engine's device state is made, at its first query on
+/// the device (not in `Engine::new`): one query makes it here, under the lock. Its buffers, sized
+/// under the default budget, are the next queries' warm ones.
 fn engine_with_segment<'g>(tg: &'g TestGraph, segment: Option<&str>) -> Engine<'g> {
     let _env = SEGMENT_ENV.lock().unwrap_or_else(|e| e.into_inner());
-    match segment {
-        Some(s) => std::env::set_var("GPSENSE_SEGMENT", s),
-        None => std::env::remove_var("GPSENSE_SEGMENT"),
+    let (segment, long_list) = match segment.map(|s| s.split_once('@').unwrap_or((s, ""))) {
+        Some((s, l)) => (Some(s), Some(l).filter(|l| !l.is_empty())),
+        None => (None, None),
+    };
+    for (name, value) in [
+        ("GPSENSE_SEGMENT", segment),
+        ("GPSENSE_LONG_LIST", long_list),
+    ] {
+        match value {
+            Some(v) => std::env::set_var(name, v),
+            None => std::env::remove_var(name),
+        }
     }
     let engine = Engine::new(&tg.g);
     let q = gpsense_planner::compile("SELECT * WHERE { ?x r0 ?y }", &tg.g).unwrap();
@@ -370,7 +382,7 @@ fn run(test: &str, name: &str, segments: &[Option<&str>]) {
                 let _ = write!(
                     s,
                     "\n  again: GPSENSE_ORACLE_SEED={seed:#x} GPSENSE_ORACLE_CASES=1 cargo test \
-                     -p gpsense-runtime --test batch_oracle {test} (GPSENSE_SEGMENT {segment:?})\n{}\nthe batch:",
+                     -p gpsense-runtime --test batch_oracle {test} (GPSENSE_SEGMENT[@GPSENSE_LONG_LIST] {segment:?})\n{}\nthe batch:",
                     tg.describe()
                 );
                 for (j, (it, (answer, _))) in items.iter().zip(&answered).enumerate() {
@@ -408,13 +420,14 @@ fn batches_match_the_oracle() {
     run("batches_match_the_oracle", "default segments", &[None]);
 }
 
-/// Every pivot list cut into segments of one or two entries: the segmented levels of a batch.
+/// Pivot lists cut into segments of one or two entries, every level's or those of the levels whose
+/// lists can be longer than 1 or 2 entries: the segmented levels of a batch, beside uncut ones.
 #[test]
 fn segmented_batches_match_the_oracle() {
     run(
         "segmented_batches_match_the_oracle",
         "segments of 1-2 entries",
-        &[Some("1"), Some("2")],
+        &[Some("1"), Some("2"), Some("1@1"), Some("2@2")],
     );
 }
 

@@ -79,7 +79,8 @@ fn a_query_s_levels_share_their_rows_among_the_warps() {
 
 /// The root level has one parent, the root row, whose list is the first node's candidates: cut
 /// into segments, the warps share it. ConceptNet-100K's `?x IsA ?y` starts from about 7,500
-/// candidates; `?a AtLocation ?b ...` from about 400.
+/// candidates; `?a AtLocation ?b ...` from about 400. A later level whose lists can be long
+/// (`IsA`'s longest, 1,284 entries) cuts them too.
 #[test]
 fn a_long_root_list_is_shared_by_the_warps() {
     let g = conceptnet100k::conceptnet();
@@ -110,6 +111,9 @@ fn a_long_root_list_is_shared_by_the_warps() {
                 // One warp scanning the root's 7,465 candidates alone takes a step a row it
                 // writes: the whole span would be over a quarter of the 14,915 rows.
                 assert!(c.warp_span * 4 < got.len() as u64, "{c:?}");
+                // Nor does one warp scan the longest `IsA` list (1,284 entries) of the second
+                // level alone: it is cut into segments for the warps to share.
+                assert!(c.warp_span < 1_284, "{c:?}");
             }
         }
         let limited = MatchOptions {

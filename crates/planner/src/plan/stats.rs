@@ -20,6 +20,8 @@ pub struct PlannerStats {
     relation_sources: Vec<u64>,
     /// Distinct targets per relation.
     relation_targets: Vec<u64>,
+    /// Per relation, the most edges of it one node has: outgoing, incoming.
+    relation_longest: [Vec<u64>; 2],
 }
 
 impl PlannerStats {
@@ -37,13 +39,16 @@ impl PlannerStats {
         } else {
             vec![n]
         };
+        let (relation_sources, longest_out) = relation_runs(g.out(), g.relation_count());
+        let (relation_targets, longest_in) = relation_runs(g.inc(), g.relation_count());
         PlannerStats {
             nodes: n,
             edges: g.edge_count() as u64,
             label_frequency,
             relation_edges: g.relation_frequencies(),
-            relation_sources: distinct_endpoints(g.out(), g.relation_count()),
-            relation_targets: distinct_endpoints(g.inc(), g.relation_count()),
+            relation_sources,
+            relation_targets,
+            relation_longest: [longest_out, longest_in],
         }
     }
 
@@ -81,6 +86,13 @@ impl PlannerStats {
         table.get(r as usize).copied().unwrap_or(0)
     }
 
+    /// The most `r`-neighbours (outgoing or incoming) one node has: the longest list a step over
+    /// `r` can scan.
+    pub fn longest_list(&self, r: LabelId, outgoing: bool) -> u64 {
+        let table = &self.relation_longest[usize::from(!outgoing)];
+        table.get(r as usize).copied().unwrap_or(0)
+    }
+
     /// Average number of `r`-neighbours (outgoing or incoming) of a node that has at least one.
     pub fn fanout(&self, r: LabelId, outgoing: bool) -> f64 {
         self.relation_frequency(r) as f64 / self.relation_endpoints(r, outgoing).max(1) as f64
@@ -92,21 +104,21 @@ impl PlannerStats {
     }
 }
 
-/// For each relation, the number of nodes whose list in `csr` has at least one edge of it.
-/// Lists are sorted by label, so each distinct label of a list starts a new run. O(V + E).
-fn distinct_endpoints(csr: &Csr, relations: usize) -> Vec<u64> {
+/// For each relation, the number of nodes whose list in `csr` has at least one edge of it, and
+/// the longest run of it in one list. Lists are sorted by label, so each distinct label of a list
+/// starts a new run. O(V + E).
+fn relation_runs(csr: &Csr, relations: usize) -> (Vec<u64>, Vec<u64>) {
     let mut count = vec![0u64; relations];
+    let mut longest = vec![0u64; relations];
     for v in 0..csr.node_count() as NodeId {
         let (_, labels) = csr.neighbours(v);
-        let mut previous: Option<LabelId> = None;
-        for &l in labels {
-            if previous != Some(l) {
-                if let Some(c) = count.get_mut(l as usize) {
-                    *c += 1;
-                }
-                previous = Some(l);
+        for run in labels.chunk_by(|a, b| a == b) {
+            let l = run[0] as usize;
+            if let (Some(c), Some(m)) = (count.get_mut(l), longest.get_mut(l)) {
+                *c += 1;
+                *m = (*m).max(run.len() as u64);
             }
         }
     }
-    count
+    (count, longest)
 }

@@ -217,6 +217,12 @@ fn statistics() {
     assert_eq!(s.relation_endpoints(isa, true), 5);
     assert_eq!(s.relation_endpoints(isa, false), 3); // animal, dessert, животное
     assert!((s.fanout(isa, false) - 5.0 / 3.0).abs() < 1e-9);
+    // Each node is one thing; `animal` has three kinds, `home` two dwellers.
+    assert_eq!(s.longest_list(isa, true), 1);
+    assert_eq!(s.longest_list(isa, false), 3);
+    let at = g.relation_id("AtLocation").unwrap();
+    assert_eq!(s.longest_list(at, false), 2);
+    assert_eq!(s.longest_list(999, true), 0);
     assert_eq!(s.label_frequency(0), g.node_count() as u64);
     assert_eq!(s.label_frequency(1), 0);
     assert_eq!(s.relation_frequency(999), 0);

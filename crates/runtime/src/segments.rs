@@ -1,0 +1,139 @@
+//! Which levels of the device's warp join cut their pivot lists into segments.
+//!
+//! A warp join's work-item is a partial match, and its cost the pivot list it scans. One long list
+//! among short ones keeps one warp busy while the others idle; cut into segments that warps take
+//! in turn (`pivot_segments` counts them per partial match, a device scan numbers them), it is
+//! shared. A cut costs a count launch, three scan launches and a second pivot lookup per partial
+//! match, so a level pays it only when one of its lists can be long: the shortest of its checks'
+//! longest lists in the data graph (the kernel scans the shortest list of a partial match), and
+//! the node's candidates (every list is filtered to them), are above [`LONG_LIST`]. The root
+//! level's one list, its node's candidates, is cut by the host instead (`RootCut`).
+
+use gpsense_graph::LabelId;
+use gpsense_kernels::join::Check;
+use gpsense_kernels::{Dir, NONE};
+use gpsense_planner::PlannerStats;
+
+/// Entries a level's lists must be able to exceed for the level to be cut: 32 rounds of a warp's
+/// 32 lanes, about 30 times a typical partial match's item (the emulator's work-items cost about
+/// 35 steps on yeast and HPRD).
+pub(crate) const LONG_LIST: u64 = 1024;
+
+/// Entries per segment of a cut level: 8 rounds of a warp, a few times an item's fixed cost (its
+/// claim, the search for its partial match, the pivot lookup).
+pub(crate) const SEGMENT: u64 = 256;
+
+/// The data graph's longest list per relation and direction, for the choice per level.
+#[derive(Clone, Debug)]
+pub(crate) struct Segments {
+    /// Per relation: outgoing, incoming.
+    longest: [Vec<u64>; 2],
+    /// Entries per segment of a cut level (0: no level is cut).
+    segment: u64,
+    /// Entries a level's lists must be able to exceed to be cut.
+    long_list: u64,
+}
+
+impl Segments {
+    /// `relations` relations' longest lists from `stats`. `GPSENSE_SEGMENT=N` sets the segment
+    /// and, alone, cuts every level after the root (tests set it to cut every list);
+    /// `GPSENSE_LONG_LIST=N` sets the length above which a level is cut.
+    pub(crate) fn new(stats: &PlannerStats, relations: usize) -> Self {
+        let longest = |outgoing: bool| {
+            (0..relations)
+                .map(|r| stats.longest_list(r as LabelId, outgoing))
+                .collect()
+        };
+        let var = |name: &str| std::env::var(name).ok().and_then(|v| v.parse().ok());
+        let segment = var("GPSENSE_SEGMENT");
+        Segments {
+            longest: [longest(true), longest(false)],
+            segment: segment.unwrap_or(SEGMENT),
+            long_list: var("GPSENSE_LONG_LIST").unwrap_or(if segment.is_some() {
+                0
+            } else {
+                LONG_LIST
+            }),
+        }
+    }
+
+    /// Entries per segment of a warp-join level after the root whose backward edges are `checks`
+    /// (fixed relations) and whose node has `candidates` candidates; 0: a warp per partial match.
+    pub(crate) fn level(&self, checks: &[Check], candidates: u64) -> u64 {
+        // With no edge back (a new component), every partial match scans the candidates.
+        let longest = checks
+            .iter()
+            .filter(|c| c.slot != NONE)
+            .map(|c| self.longest_of(c))
+            .min()
+            .unwrap_or(u64::MAX)
+            .min(candidates);
+        if longest > self.long_list {
+            self.segment
+        } else {
+            0
+        }
+    }
+
+    /// The longest list of check `c`'s relation, seen from its earlier endpoint.
+    fn longest_of(&self, c: &Check) -> u64 {
+        let table = &self.longest[usize::from(c.dir == Dir::In)];
+        // A relation the graph lacks has no list; an unknown one is not bounded.
+        table.get(c.label as usize).copied().unwrap_or(u64::MAX)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn segments(out: Vec<u64>, inc: Vec<u64>) -> Segments {
+        Segments {
+            longest: [out, inc],
+            segment: SEGMENT,
+            long_list: LONG_LIST,
+        }
+    }
+
+    fn check(label: u32, dir: Dir) -> Check {
+        Check {
+            slot: 0,
+            dir,
+            label,
+            var: NONE,
+        }
+    }
+
+    #[test]
+    fn a_level_is_cut_only_when_its_shortest_check_can_be_long() {
+        // Relation 0 has a node with 5,000 outgoing edges, relation 1 none over 10.
+        let s = segments(vec![5000, 10], vec![3, 2000]);
+        assert_eq!(s.level(&[check(0, Dir::Out)], 1 << 20), SEGMENT);
+        // The kernel scans the shorter list: relation 1's bounds it.
+        assert_eq!(
+            s.level(&[check(0, Dir::Out), check(1, Dir::Out)], 1 << 20),
+            0
+        );
+        assert_eq!(s.level(&[check(0, Dir::In)], 1 << 20), 0);
+        assert_eq!(s.level(&[check(1, Dir::In)], 1 << 20), SEGMENT);
+        // Lists are filtered to the node's candidates.
+        assert_eq!(s.level(&[check(0, Dir::Out)], 900), 0);
+        // A self-loop is no list; with nothing else, the candidates are the list.
+        let self_loop = Check {
+            slot: NONE,
+            ..check(1, Dir::Out)
+        };
+        assert_eq!(s.level(&[self_loop], 500), 0);
+        assert_eq!(s.level(&[self_loop], 5000), SEGMENT);
+    }
+
+    #[test]
+    fn every_level_is_cut_from_a_length_of_0() {
+        let s = Segments {
+            segment: 16,
+            long_list: 0,
+            ..segments(vec![1], vec![1])
+        };
+        assert_eq!(s.level(&[check(0, Dir::Out)], 3), 16);
+    }
+}
