@@ -365,9 +365,9 @@ pub struct ListsArgs {
 /// `min(parents_at[0], parents)` (the host queues the level before it knows its size); with
 /// `clock` (two `u64`s), the time limit's start and flag are shared with the query's other levels
 /// instead of `claimed`'s own. `extend_warp_bindings` (a level with an edge variable) takes the
-/// same arguments without `segments`, and reads `step.pivot` (the check whose list it scans, with
-/// its relations; `NONE`: `all`) and `step.candidates` (the new node's bitset), which
-/// `extend_warp` leaves unread.
+/// same arguments, and reads `step.pivot` (the check whose list it scans, with its relations;
+/// `NONE`: `all`) and `step.candidates` (the new node's bitset), which `extend_warp` leaves unread
+/// (`NONE`: `pivot_segments` counts the list `extend_warp` picks, else this one).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ExtendWarpArgs {

@@ -309,9 +309,15 @@ pub unsafe fn pivot_segments(a: &PivotSegmentsArgs, p: usize) {
             a.out.write(p, 0u64);
             return;
         }
-        let (row, step, list) = warp_item(&a.a, p);
-        let len = join::pivot(row, &step, &list, a.a.all.get()).1.len() as u64;
-        a.out.write(p, len.div_ceil(a.a.segment.max(1)));
+        // A level with an edge variable names its pivot (`NONE` for a warp join, which picks the
+        // shortest list per partial match, and for a node starting a new component).
+        let len = if a.a.step.pivot == NONE {
+            let (row, step, list) = warp_item(&a.a, p);
+            join::pivot(row, &step, &list, a.a.all.get()).1.len()
+        } else {
+            bindings_list(&a.a, p).0.len()
+        };
+        a.out.write(p, (len as u64).div_ceil(a.a.segment.max(1)));
     }
 }
 
@@ -332,7 +338,19 @@ pub unsafe fn extend_warp(a: &ExtendWarpArgs, w: usize, warp: &impl Warp) {
 #[inline(always)]
 unsafe fn extend_item(a: &ExtendWarpArgs, s: u64, warp: &impl Warp) {
     unsafe {
-        let (p, part) = if a.segments.len > 0 {
+        let (p, part) = item_part(a, s);
+        let (row, step, list) = warp_item(a, p);
+        let g = a.graph.view();
+        join::extend_warp(warp, row, &step, &list, a.all.get(), &g, &claims(a), part);
+    }
+}
+
+/// Work-item `s` of warp join `a`: its parent and the part of the parent's pivot list it scans
+/// (all of it, or the segment numbered `s`).
+#[inline(always)]
+unsafe fn item_part(a: &ExtendWarpArgs, s: u64) -> (usize, (usize, usize)) {
+    unsafe {
+        if a.segments.len > 0 {
             let offsets = a.segments.get::<u64>();
             // The parent whose segments include `s` (a batch scans its queries' counts as one
             // array: a job's numbers start at its first).
@@ -343,10 +361,7 @@ unsafe fn extend_item(a: &ExtendWarpArgs, s: u64, warp: &impl Warp) {
             (p, (k * seg, (k + 1) * seg))
         } else {
             (s as usize, (0, usize::MAX))
-        };
-        let (row, step, list) = warp_item(a, p);
-        let g = a.graph.view();
-        join::extend_warp(warp, row, &step, &list, a.all.get(), &g, &claims(a), part);
+        }
     }
 }
 
@@ -503,8 +518,9 @@ unsafe fn parents(a: &ExtendWarpArgs) -> u64 {
     }
 }
 
-/// One warp per parent row of a level with an edge variable (with fewer warps than parents, each
-/// takes its own and then the next from the level's queue, as [`extend_warp`]): the row's pivot
+/// One warp per parent row of a level with an edge variable, or per segment of its pivot list
+/// (with fewer warps than work-items, each takes its own and then the next from the level's
+/// queue, as [`extend_warp`]): the row's pivot
 /// list (`lists[step.pivot]` from the row's node, with its relations; `all` without a pivot) grown
 /// by `join::extend_warp_bindings`, entries tested against `step.candidates`.
 #[inline(always)]
@@ -516,36 +532,56 @@ pub unsafe fn extend_warp_bindings(a: &ExtendWarpArgs, w: usize, warp: &impl War
     }
 }
 
-/// Parent `p` of a level with an edge variable, grown by `join::extend_warp_bindings`.
+/// Work-item `s` of a level with an edge variable (parent `s`, or the segment numbered `s` of a
+/// parent's pivot list), grown by `join::extend_warp_bindings`.
 #[inline(always)]
-unsafe fn bindings_item(a: &ExtendWarpArgs, p: u64, warp: &impl Warp) {
+unsafe fn bindings_item(a: &ExtendWarpArgs, s: u64, warp: &impl Warp) {
     unsafe {
-        let width = a.width as usize;
-        let checks = a.step.checks.get::<Check>();
+        let (p, (from, to)) = item_part(a, s);
         let step = Step {
             slot: a.step.slot,
             nodes: a.step.nodes,
             injective: a.step.injective != 0,
-            checks,
+            checks: a.step.checks.get::<Check>(),
             pivot: a.step.pivot,
             candidates: a.step.candidates.get::<u32>(),
         };
-        let row = &a.rows.get::<u32>()[p as usize * width..(p as usize + 1) * width];
-        let (targets, labels) = if step.pivot == NONE {
-            (a.all.get::<u32>(), &[][..])
-        } else {
-            let l = &a.lists.get::<ListsArgs>()[step.pivot as usize];
-            let x = row[checks[step.pivot as usize].slot as usize];
-            join::edge_candidate_list(
-                x,
-                l.from.get(),
-                l.offsets.get(),
-                l.targets.get(),
-                l.labels.get(),
-            )
-        };
+        let (row, (targets, labels)) = (parent_row(a, p), bindings_list(a, p));
+        let targets = &targets[from.min(targets.len())..to.min(targets.len())];
+        // No labels when the list is the candidates (a node starting a new component).
+        let labels = &labels[from.min(labels.len())..to.min(labels.len())];
         let g = a.graph.view();
         join::extend_warp_bindings(warp, row, &step, targets, labels, &g, &claims(a));
+    }
+}
+
+/// Row `p` of `a`'s parents.
+#[inline(always)]
+unsafe fn parent_row<'a>(a: &ExtendWarpArgs, p: usize) -> &'a [u32] {
+    unsafe {
+        let width = a.width as usize;
+        &a.rows.get::<u32>()[p * width..(p + 1) * width]
+    }
+}
+
+/// The pivot list a level with an edge variable scans for parent `p`: its pivot check's edge
+/// candidates (targets and relations), or with no pivot the candidates (no relations).
+#[inline(always)]
+unsafe fn bindings_list<'a>(a: &ExtendWarpArgs, p: usize) -> (&'a [u32], &'a [u16]) {
+    unsafe {
+        if a.step.pivot == NONE {
+            return (a.all.get::<u32>(), &[]);
+        }
+        let checks = a.step.checks.get::<Check>();
+        let l = &a.lists.get::<ListsArgs>()[a.step.pivot as usize];
+        let x = parent_row(a, p)[checks[a.step.pivot as usize].slot as usize];
+        join::edge_candidate_list(
+            x,
+            l.from.get(),
+            l.offsets.get(),
+            l.targets.get(),
+            l.labels.get(),
+        )
     }
 }
 

@@ -55,7 +55,7 @@ use crate::filtering::FilterReport;
 use crate::gpu_leaves::{self, LeafGroup};
 use crate::layout::{DataShape, Layout};
 use crate::output::Output;
-use crate::segments::Segments;
+use crate::segments::{Scan, Segments};
 use crate::{MatchError, Semantics};
 
 /// The data graph on a device, uploaded once and reused across queries.
@@ -1641,9 +1641,18 @@ impl JoinQuery<'_> {
             .map(|(d, js)| {
                 let k = js.checks.len();
                 let warp = js.checks.iter().all(|c| c.label != NONE);
+                let pivot = bindings_pivot(js);
+                let scan = if warp {
+                    Scan::Shortest(&js.checks)
+                } else {
+                    match js.checks.get(pivot as usize) {
+                        Some(&c) => Scan::Check(c),
+                        None => Scan::Shortest(&[]),
+                    }
+                };
                 // The root level's one list is cut by the host (`RootCut`).
-                let segment = if warp && d > 0 {
-                    segments.level(&js.checks, self.space.counts[js.node] as u64)
+                let segment = if d > 0 {
+                    segments.level(scan, self.space.counts[js.node] as u64)
                 } else {
                     0
                 };
@@ -1651,7 +1660,7 @@ impl JoinQuery<'_> {
                     checks: r.checks.part(16, c, c + k).slice,
                     lists: r.lists.part(64, c, c + k).slice,
                     warp,
-                    pivot: bindings_pivot(js),
+                    pivot,
                     candidates: set(js.node).slice,
                     all: cand(js.node).slice,
                     slot: js.slot,
@@ -1731,10 +1740,9 @@ impl LevelPlan {
         }
     }
 
-    /// Whether its pivot lists are cut into segments (a fixed-relation warp join whose lists can
-    /// be long).
+    /// Whether its pivot lists are cut into segments (they can be long).
     pub(crate) fn segmented(&self) -> bool {
-        self.warp && self.segment > 0
+        self.segment > 0
     }
 
     /// Rows this level may write over `parents` parents, at most `cap`: a warp join's at most one

@@ -6,7 +6,8 @@
 //! shared. A cut costs a count launch, three scan launches and a second pivot lookup per partial
 //! match, so a level pays it only when one of its lists can be long: the shortest of its checks'
 //! longest lists in the data graph (the kernel scans the shortest list of a partial match), and
-//! the node's candidates (every list is filtered to them), are above [`LONG_LIST`]. The root
+//! the node's candidates (every list is filtered to them), are above [`LONG_LIST`]; a level with
+//! an edge variable scans its pivot check's list (a variable edge's: a node's whole list). The root
 //! level's one list, its node's candidates, is cut by the host instead (`RootCut`).
 
 use gpsense_graph::LabelId;
@@ -23,11 +24,23 @@ pub(crate) const LONG_LIST: u64 = 1024;
 /// claim, the search for its partial match, the pivot lookup).
 pub(crate) const SEGMENT: u64 = 256;
 
+/// The list a level's warps scan for a partial match.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Scan<'c> {
+    /// The shortest of these checks' lists (a warp join over fixed relations; with none, the
+    /// candidates).
+    Shortest(&'c [Check]),
+    /// This check's list, of any relation when its edge is a variable (a join of bindings).
+    Check(Check),
+}
+
 /// The data graph's longest list per relation and direction, for the choice per level.
 #[derive(Clone, Debug)]
 pub(crate) struct Segments {
     /// Per relation: outgoing, incoming.
     longest: [Vec<u64>; 2],
+    /// Of any relation: outgoing, incoming.
+    longest_any: [u64; 2],
     /// Entries per segment of a cut level (0: no level is cut).
     segment: u64,
     /// Entries a level's lists must be able to exceed to be cut.
@@ -48,6 +61,7 @@ impl Segments {
         let segment = var("GPSENSE_SEGMENT");
         Segments {
             longest: [longest(true), longest(false)],
+            longest_any: [stats.longest_any(true), stats.longest_any(false)],
             segment: segment.unwrap_or(SEGMENT),
             long_list: var("GPSENSE_LONG_LIST").unwrap_or(if segment.is_some() {
                 0
@@ -57,17 +71,22 @@ impl Segments {
         }
     }
 
-    /// Entries per segment of a warp-join level after the root whose backward edges are `checks`
-    /// (fixed relations) and whose node has `candidates` candidates; 0: a warp per partial match.
-    pub(crate) fn level(&self, checks: &[Check], candidates: u64) -> u64 {
-        // With no edge back (a new component), every partial match scans the candidates.
-        let longest = checks
-            .iter()
-            .filter(|c| c.slot != NONE)
-            .map(|c| self.longest_of(c))
-            .min()
-            .unwrap_or(u64::MAX)
-            .min(candidates);
+    /// Entries per segment of a level after the root whose warps scan `scan` for a partial match
+    /// and whose node has `candidates` candidates; 0: a warp per partial match.
+    pub(crate) fn level(&self, scan: Scan, candidates: u64) -> u64 {
+        let longest = match scan {
+            // With no edge back (a new component), every partial match scans the candidates.
+            Scan::Shortest(checks) => checks
+                .iter()
+                .filter(|c| c.slot != NONE)
+                .map(|c| self.longest_of(c))
+                .min()
+                .unwrap_or(u64::MAX)
+                .min(candidates),
+            // A variable edge's list holds a target once per relation that leads there.
+            Scan::Check(c) if c.label == NONE => self.longest_any[usize::from(c.dir == Dir::In)],
+            Scan::Check(c) => self.longest_of(&c).min(candidates),
+        };
         if longest > self.long_list {
             self.segment
         } else {
@@ -90,6 +109,7 @@ mod tests {
     fn segments(out: Vec<u64>, inc: Vec<u64>) -> Segments {
         Segments {
             longest: [out, inc],
+            longest_any: [6000, 20],
             segment: SEGMENT,
             long_list: LONG_LIST,
         }
@@ -108,23 +128,34 @@ mod tests {
     fn a_level_is_cut_only_when_its_shortest_check_can_be_long() {
         // Relation 0 has a node with 5,000 outgoing edges, relation 1 none over 10.
         let s = segments(vec![5000, 10], vec![3, 2000]);
-        assert_eq!(s.level(&[check(0, Dir::Out)], 1 << 20), SEGMENT);
+        let shortest = |checks: &[Check], candidates| s.level(Scan::Shortest(checks), candidates);
+        assert_eq!(shortest(&[check(0, Dir::Out)], 1 << 20), SEGMENT);
         // The kernel scans the shorter list: relation 1's bounds it.
         assert_eq!(
-            s.level(&[check(0, Dir::Out), check(1, Dir::Out)], 1 << 20),
+            shortest(&[check(0, Dir::Out), check(1, Dir::Out)], 1 << 20),
             0
         );
-        assert_eq!(s.level(&[check(0, Dir::In)], 1 << 20), 0);
-        assert_eq!(s.level(&[check(1, Dir::In)], 1 << 20), SEGMENT);
+        assert_eq!(shortest(&[check(0, Dir::In)], 1 << 20), 0);
+        assert_eq!(shortest(&[check(1, Dir::In)], 1 << 20), SEGMENT);
         // Lists are filtered to the node's candidates.
-        assert_eq!(s.level(&[check(0, Dir::Out)], 900), 0);
+        assert_eq!(shortest(&[check(0, Dir::Out)], 900), 0);
         // A self-loop is no list; with nothing else, the candidates are the list.
         let self_loop = Check {
             slot: NONE,
             ..check(1, Dir::Out)
         };
-        assert_eq!(s.level(&[self_loop], 500), 0);
-        assert_eq!(s.level(&[self_loop], 5000), SEGMENT);
+        assert_eq!(shortest(&[self_loop], 500), 0);
+        assert_eq!(shortest(&[self_loop], 5000), SEGMENT);
+    }
+
+    #[test]
+    fn a_join_of_bindings_is_cut_by_its_pivot_s_list() {
+        let s = segments(vec![5000, 10], vec![3, 2000]);
+        assert_eq!(s.level(Scan::Check(check(0, Dir::Out)), 1 << 20), SEGMENT);
+        assert_eq!(s.level(Scan::Check(check(0, Dir::In)), 1 << 20), 0);
+        // A variable edge: a node's whole list, its targets not bounded by the candidates.
+        assert_eq!(s.level(Scan::Check(check(NONE, Dir::Out)), 10), SEGMENT);
+        assert_eq!(s.level(Scan::Check(check(NONE, Dir::In)), 1 << 20), 0);
     }
 
     #[test]
@@ -134,6 +165,7 @@ mod tests {
             long_list: 0,
             ..segments(vec![1], vec![1])
         };
-        assert_eq!(s.level(&[check(0, Dir::Out)], 3), 16);
+        assert_eq!(s.level(Scan::Shortest(&[check(0, Dir::Out)]), 3), 16);
+        assert_eq!(s.level(Scan::Check(check(NONE, Dir::Out)), 3), 16);
     }
 }

@@ -25,7 +25,7 @@ fn conceptnet() -> &'static KnowledgeGraph {
 }
 
 /// Fixed-relation joins of two to four levels (a path, a star's centre with a counted leaf, a
-/// cycle), and one with an edge variable (its level is not segmented, but queues among them).
+/// cycle), and one with an edge variable (its level's lists, its pivot's, are cut as well).
 const QUERIES: [&str; 5] = [
     "SELECT * WHERE { ?x IsA ?y . ?y IsA animal . ?x AtLocation ?z }",
     "SELECT * WHERE { ?a IsA ?b . ?b AtLocation ?c . ?c AtLocation house }",

@@ -21,7 +21,9 @@ pub struct PlannerStats {
     /// Distinct targets per relation.
     relation_targets: Vec<u64>,
     /// Per relation, the most edges of it one node has: outgoing, incoming.
-    relation_longest: [Vec<u64>; 2],
+    relation_longest: Vec<[u64; 2]>,
+    /// The most edges one node has: outgoing, incoming.
+    longest: [u64; 2],
 }
 
 impl PlannerStats {
@@ -41,6 +43,12 @@ impl PlannerStats {
         };
         let (relation_sources, longest_out) = relation_runs(g.out(), g.relation_count());
         let (relation_targets, longest_in) = relation_runs(g.inc(), g.relation_count());
+        let most = |csr: &Csr| {
+            (0..csr.node_count() as NodeId)
+                .map(|v| csr.degree(v) as u64)
+                .max()
+                .unwrap_or(0)
+        };
         PlannerStats {
             nodes: n,
             edges: g.edge_count() as u64,
@@ -48,7 +56,12 @@ impl PlannerStats {
             relation_edges: g.relation_frequencies(),
             relation_sources,
             relation_targets,
-            relation_longest: [longest_out, longest_in],
+            relation_longest: longest_out
+                .into_iter()
+                .zip(longest_in)
+                .map(<[u64; 2]>::from)
+                .collect(),
+            longest: [most(g.out()), most(g.inc())],
         }
     }
 
@@ -89,8 +102,14 @@ impl PlannerStats {
     /// The most `r`-neighbours (outgoing or incoming) one node has: the longest list a step over
     /// `r` can scan.
     pub fn longest_list(&self, r: LabelId, outgoing: bool) -> u64 {
-        let table = &self.relation_longest[usize::from(!outgoing)];
-        table.get(r as usize).copied().unwrap_or(0)
+        self.relation_longest
+            .get(r as usize)
+            .map_or(0, |l| l[usize::from(!outgoing)])
+    }
+
+    /// The most edges, of any relation, one node has (outgoing or incoming).
+    pub fn longest_any(&self, outgoing: bool) -> u64 {
+        self.longest[usize::from(!outgoing)]
     }
 
     /// Average number of `r`-neighbours (outgoing or incoming) of a node that has at least one.

@@ -223,6 +223,8 @@ fn statistics() {
     let at = g.relation_id("AtLocation").unwrap();
     assert_eq!(s.longest_list(at, false), 2);
     assert_eq!(s.longest_list(999, true), 0);
+    // `cat`: IsA, AtLocation, Desires; `animal`: three IsA.
+    assert_eq!((s.longest_any(true), s.longest_any(false)), (3, 3));
     assert_eq!(s.label_frequency(0), g.node_count() as u64);
     assert_eq!(s.label_frequency(1), 0);
     assert_eq!(s.relation_frequency(999), 0);

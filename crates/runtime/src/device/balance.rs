@@ -21,7 +21,7 @@ const SMS: usize = 132;
 
 /// Warps the model runs at once for kernel `name`: an H100's SMs times the 256-thread blocks an
 /// SM holds at the registers a thread that `cargo xtask ptx` reports on sm_90 (65,536 a SM):
-/// `extend_warp` 64 (4 blocks), `extend_warp_batch` 115 (2), the bindings kernels 130 and 164 (1).
+/// `extend_warp` 64 (4 blocks), `extend_warp_batch` 115 (2), the bindings kernels 132 and 164 (1).
 pub fn resident_warps(name: &str) -> usize {
     let blocks = match name {
         "extend_warp" => 4,
