@@ -1494,18 +1494,51 @@ const ROOT_SEGMENT: u64 = 128;
 /// `pivot_segments` and a scan would give them) and their number.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct RootCut {
-    segments: DevSlice,
+    table: Region,
     items: u64,
+    /// A part of the list, its segments numbered from its first (`table` then holds `[0,
+    /// items]` of the part); `None`: the whole list.
+    part: Option<DevSlice>,
 }
 
 impl RootCut {
     /// `args` (the root level's launch) over the cut's segments.
     fn apply(self, args: &mut ExtendWarpArgs, warps: u64) {
-        args.segments = self.segments;
+        args.segments = self.table.slice;
         args.segment = ROOT_SEGMENT;
         args.warps = self.items.clamp(1, warps);
+        if let Some(all) = self.part {
+            args.all = all;
+        }
+    }
+
+    /// Segments `start..end` of the cut of `all` (the root level's list), their offsets written
+    /// over the cut's in `space` (read by the root level's launches only, after the device
+    /// finished the last: each run ends with a read).
+    fn part<D: Device>(
+        self,
+        dev: &D,
+        space: &D::Buffer,
+        all: DevSlice,
+        (start, end): (u64, u64),
+    ) -> Result<RootCut, DeviceError> {
+        dev.write_bytes(space, self.table.offset, as_bytes(&[0, end - start]))?;
+        let first = start * ROOT_SEGMENT;
+        let last = (end * ROOT_SEGMENT).min(all.len);
+        Ok(RootCut {
+            items: end - start,
+            part: Some(DevSlice {
+                ptr: all.ptr + first * 4,
+                len: last - first,
+            }),
+            ..self
+        })
     }
 }
+
+/// Segments of the root level's first part under a LIMIT (1,024 candidates); each next part is
+/// four times larger.
+const FIRST_ROOT_PART: u64 = 1;
 
 /// A query's part of the space phase: its levels, counters and counted leaves on the device.
 pub(crate) struct QuerySpace {
@@ -1547,8 +1580,9 @@ impl JoinQuery<'_> {
             .map_or(0, |lp| lp.all.len.div_ceil(ROOT_SEGMENT));
         t.cuts.extend([0, items]);
         (items > 1).then_some(RootCut {
-            segments: at.slice,
+            table: at,
             items,
+            part: None,
         })
     }
 
@@ -1858,7 +1892,37 @@ impl<D: Device> Levels<'_, '_, '_, D> {
         if self.out.stopped() {
             return Ok(());
         }
-        self.depth_first(0, root, 1)
+        match self.root_cut.filter(|_| self.out.limited()) {
+            Some(cut) => self.root_in_parts(cut, root),
+            None => self.depth_first(0, root, 1),
+        }
+    }
+
+    /// Under a LIMIT (ASK's too), the root level's candidates in parts growing fourfold, each run
+    /// through every level before the next, until the answer is complete: one run would grow
+    /// every level but the last whole before the LIMIT could stop anything. At most a read per
+    /// part (`log4` of the root's segments), and at most about 4/3 of the work up to the part
+    /// that completes the answer.
+    fn root_in_parts(&mut self, cut: RootCut, root: DevSlice) -> Result<(), MatchError> {
+        let all = self.levels[0].all;
+        let (mut start, mut part) = (0, FIRST_ROOT_PART);
+        let ran = loop {
+            if start >= cut.items || self.out.stopped() {
+                break Ok(());
+            }
+            let end = (start + part).min(cut.items);
+            let space = self.p.arena.space.get();
+            self.root_cut = Some(cut.part(self.p.dev, space, all, (start, end))?);
+            self.chunks += 1;
+            if let Err(e) = self.depth_first(0, root, 1) {
+                break Err(e);
+            }
+            (start, part) = (end, part * 4);
+        };
+        // The whole cut again (its table on the device is the last part's: nothing of this query
+        // reads it after its last run, and the next query uploads its own).
+        self.root_cut = Some(cut);
+        ran
     }
 
     /// Levels `d..` over `n` parents outside the arena's level buffers (a batch's): the arena's

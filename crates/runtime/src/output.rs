@@ -169,6 +169,11 @@ impl<'a> Output<'a> {
             .map(|l| l.saturating_add(1).saturating_sub(counted))
     }
 
+    /// Whether a LIMIT (ASK's included) may end the answer early.
+    pub(crate) fn limited(&self) -> bool {
+        self.limit.is_some()
+    }
+
     /// Row mode under a limit, without DISTINCT (where a row may be a repeat): the rows still to
     /// produce before the limit is known to cut the answer (one past it).
     pub fn rows_wanted(&self) -> Option<u64> {

@@ -1,0 +1,74 @@
+//! Under a LIMIT (ASK's too) the device pipeline runs the root level's candidates in parts
+//! growing fourfold, each through every level before the next, and stops once the answer is
+//! complete: one run grew every level but the last whole before the LIMIT could stop anything.
+//! Rows, counts and whether the LIMIT cut the answer stay those of `dfs`, at every limit around
+//! the answer's size, under ample and small memory budgets.
+
+use std::collections::HashSet;
+
+use gpsense_runtime::{EngineKind, MatchOptions};
+
+mod conceptnet100k;
+use conceptnet100k::{compiled, conceptnet, options};
+
+/// Root `?b` (512 candidates, four parts: 128, 384); 40,355 rows.
+const PATH: &str = "SELECT * WHERE { ?a IsA ?b . ?b IsA ?c . ?c IsA ?d }";
+
+fn limited(engine: EngineKind, budget: u64, limit: Option<u64>) -> MatchOptions {
+    MatchOptions {
+        limit,
+        ..options(engine, budget)
+    }
+}
+
+#[test]
+fn rows_and_counts_under_a_limit_are_dfs_s() {
+    let engine = gpsense_runtime::Engine::new(conceptnet());
+    let q = compiled(PATH);
+    let (all, _) = engine
+        .collect(&q, &options(EngineKind::Dfs, 1 << 30))
+        .unwrap();
+    let total = all.len() as u64;
+    let all: HashSet<Vec<u32>> = all.into_iter().collect();
+    assert_eq!(all.len() as u64, total, "an embedding is one row");
+    for budget in [1 << 30, 1 << 20] {
+        for limit in [1, 10, 1000, total - 1, total, total + 1] {
+            let opts = limited(EngineKind::Emulated, budget, Some(limit));
+            let (rows, r) = engine.collect(&q, &opts).unwrap();
+            let at = format!("LIMIT {limit}, budget {budget}");
+            assert_eq!(rows.len() as u64, limit.min(total), "{at}");
+            assert!(rows.iter().all(|row| all.contains(row)), "{at}");
+            let distinct: HashSet<&Vec<u32>> = rows.iter().collect();
+            assert_eq!(distinct.len(), rows.len(), "{at}: a row twice");
+            assert_eq!(r.limit_reached, total > limit, "{at}");
+            let c = engine.count(&q, &opts).unwrap();
+            assert_eq!(c.rows, u128::from(limit.min(total)), "{at}, counted");
+            assert_eq!(c.limit_reached, total > limit, "{at}, counted");
+        }
+    }
+}
+
+/// A small LIMIT grows less than the whole of the levels before the last: 20,104 partial matches
+/// for LIMIT 10 where the whole answer's levels hold 50,997, and where one run of every level,
+/// its last stopped by the LIMIT, made 24,887 (before the root ran in parts).
+#[test]
+fn a_small_limit_stops_before_the_levels_grow_whole() {
+    let engine = gpsense_runtime::Engine::new(conceptnet());
+    let q = compiled(PATH);
+    let run = |limit| {
+        let opts = limited(EngineKind::Emulated, 1 << 30, limit);
+        let (rows, r) = engine.collect(&q, &opts).unwrap();
+        (rows.len(), r.device_report.unwrap())
+    };
+    let (all, whole) = run(None);
+    let (ten, parts) = run(Some(10));
+    println!(
+        "{PATH}: {all} rows, {} partial matches, {} reads; LIMIT 10: {} partial matches, {} reads, \
+         {} parts",
+        whole.partial_matches, whole.counters.syncs, parts.partial_matches, parts.counters.syncs,
+        parts.chunks
+    );
+    assert_eq!(ten, 10);
+    assert!(parts.chunks >= 1, "{parts:?}");
+    assert!(parts.partial_matches < 22_000, "{parts:?}");
+}
