@@ -1065,11 +1065,14 @@ impl<D: Device> DeviceState<D> {
             let others = running.others();
             drop(on_device);
             drop(running);
-            let refused = matches!(
-                ran,
-                Err(MatchError::DeviceBudget { .. }
-                    | MatchError::Device(DeviceError::OutOfMemory(_)))
-            );
+            // Refused for memory that others (or idle buffers) held: by the device, or by a budget
+            // the free memory cut below the query's own. A query its own budget refuses is
+            // answered at once: waiting for the others would change nothing.
+            let refused = match &ran {
+                Err(MatchError::Device(DeviceError::OutOfMemory(_))) => true,
+                Err(MatchError::DeviceBudget { .. }) => memory_budget < opts.memory_budget,
+                _ => false,
+            };
             if refused && out.handed_out() == 0 && self.make_room(others, out) {
                 continue;
             }
@@ -1214,6 +1217,38 @@ mod tests {
         assert_eq!(answered.unwrap(), want);
         assert!(Instant::now() >= other_ended);
         assert_eq!(state.users.running(), 0);
+    }
+
+    /// A query its own budget refuses fails at once beside another user: waiting for the other
+    /// would change nothing (before, it waited for the other to end, or for its time limit).
+    #[test]
+    fn a_query_its_own_budget_refuses_does_not_wait_for_the_others() {
+        let g = check_graph().unwrap();
+        let cpu = Engine::new(&g);
+        let (q, _) = triangle(&cpu, &g);
+        let state = DeviceState::new(HostDevice::default(), &g).unwrap();
+        let opts = MatchOptions {
+            engine: EngineKind::Dfs,
+            memory_budget: 1 << 10,
+            ..MatchOptions::default()
+        };
+        let started = std::sync::Barrier::new(2);
+        let (ran, answered, other_ended) = std::thread::scope(|s| {
+            let other = s.spawn(|| {
+                let _running = state.users.start();
+                started.wait();
+                std::thread::sleep(Duration::from_millis(500));
+                Instant::now()
+            });
+            started.wait();
+            let ran = cpu.execute_on(&q, &opts, false, &mut |_: RowBatch| true, Some(&state));
+            (ran, Instant::now(), other.join().unwrap())
+        });
+        assert!(
+            matches!(ran, Err(MatchError::DeviceBudget { .. })),
+            "{ran:?}"
+        );
+        assert!(answered < other_ended);
     }
 
     /// An allocation the device cannot grant while another user runs (two users budgeted from

@@ -1496,9 +1496,9 @@ const ROOT_SEGMENT: u64 = 128;
 pub(crate) struct RootCut {
     table: Region,
     items: u64,
-    /// A part of the list, its segments numbered from its first (`table` then holds `[0,
-    /// items]` of the part); `None`: the whole list.
-    part: Option<DevSlice>,
+    /// The list cut: the whole of the root level's, or a part of it (its segments numbered from
+    /// its first, `table` then holding `[0, items]` of the part).
+    all: DevSlice,
 }
 
 impl RootCut {
@@ -1507,30 +1507,27 @@ impl RootCut {
         args.segments = self.table.slice;
         args.segment = ROOT_SEGMENT;
         args.warps = self.items.clamp(1, warps);
-        if let Some(all) = self.part {
-            args.all = all;
-        }
+        args.all = self.all;
     }
 
-    /// Segments `start..end` of the cut of `all` (the root level's list), their offsets written
-    /// over the cut's in `space` (read by the root level's launches only, after the device
-    /// finished the last: each run ends with a read).
+    /// Segments `start..end` of this cut, their offsets written over its table in `space` (read
+    /// by the root level's launches only, after the device finished the last: each run ends
+    /// with a read).
     fn part<D: Device>(
         self,
         dev: &D,
         space: &D::Buffer,
-        all: DevSlice,
         (start, end): (u64, u64),
     ) -> Result<RootCut, DeviceError> {
         dev.write_bytes(space, self.table.offset, as_bytes(&[0, end - start]))?;
         let first = start * ROOT_SEGMENT;
-        let last = (end * ROOT_SEGMENT).min(all.len);
+        let last = (end * ROOT_SEGMENT).min(self.all.len);
         Ok(RootCut {
             items: end - start,
-            part: Some(DevSlice {
-                ptr: all.ptr + first * 4,
+            all: DevSlice {
+                ptr: self.all.ptr + first * 4,
                 len: last - first,
-            }),
+            },
             ..self
         })
     }
@@ -1579,10 +1576,10 @@ impl JoinQuery<'_> {
             .filter(|lp| lp.warp)
             .map_or(0, |lp| lp.all.len.div_ceil(ROOT_SEGMENT));
         t.cuts.extend([0, items]);
-        (items > 1).then_some(RootCut {
+        (items > 1).then(|| RootCut {
             table: at,
             items,
-            part: None,
+            all: levels[0].all,
         })
     }
 
@@ -1893,36 +1890,57 @@ impl<D: Device> Levels<'_, '_, '_, D> {
             return Ok(());
         }
         match self.root_cut.filter(|_| self.out.limited()) {
-            Some(cut) => self.root_in_parts(cut, root),
+            Some(cut) => self.root_in_parts(cut, root, FIRST_ROOT_PART, 4),
             None => self.depth_first(0, root, 1),
         }
     }
 
-    /// Under a LIMIT (ASK's too), the root level's candidates in parts growing fourfold, each run
-    /// through every level before the next, until the answer is complete: one run would grow
-    /// every level but the last whole before the LIMIT could stop anything. At most a read per
-    /// part (`log4` of the root's segments), and at most about 4/3 of the work up to the part
-    /// that completes the answer.
-    fn root_in_parts(&mut self, cut: RootCut, root: DevSlice) -> Result<(), MatchError> {
-        let all = self.levels[0].all;
-        let (mut start, mut part) = (0, FIRST_ROOT_PART);
+    /// The root level's candidates (`cut`) in parts of `first` segments, each `grow` times the
+    /// last, each run through every level before the next, until the answer is complete. Under a
+    /// LIMIT (ASK's too), growing fourfold from one segment: one run would grow every level but
+    /// the last whole before the LIMIT could stop anything; this costs at most a read per part
+    /// (`log4` of the root's segments) and about 4/3 of the work up to the part that completes
+    /// the answer. A root level too large for the budget goes in parts it holds.
+    fn root_in_parts(
+        &mut self,
+        cut: RootCut,
+        root: DevSlice,
+        first: u64,
+        grow: u64,
+    ) -> Result<(), MatchError> {
+        let (mut start, mut part) = (0, first);
         let ran = loop {
             if start >= cut.items || self.out.stopped() {
                 break Ok(());
             }
             let end = (start + part).min(cut.items);
             let space = self.p.arena.space.get();
-            self.root_cut = Some(cut.part(self.p.dev, space, all, (start, end))?);
+            self.root_cut = Some(cut.part(self.p.dev, space, (start, end))?);
             self.chunks += 1;
             if let Err(e) = self.depth_first(0, root, 1) {
                 break Err(e);
             }
-            (start, part) = (end, part * 4);
+            (start, part) = (end, part.saturating_mul(grow));
         };
-        // The whole cut again (its table on the device is the last part's: nothing of this query
-        // reads it after its last run, and the next query uploads its own).
+        // The cut as it was: its table on the device is the last part's, and nothing reads it
+        // before the next part writes its own (a part runs whole: `depth_first` returns after it)
+        // or the next query uploads its own.
         self.root_cut = Some(cut);
         ran
+    }
+
+    /// Level `d`'s one parent, when it is the root row whose list is cut into more than one
+    /// segment, run in parts of at most `room` rows (the root level writes at most a row per entry
+    /// of its list); `None` for any other level or parent.
+    fn root_within(
+        &mut self,
+        d: usize,
+        room: u64,
+        root: DevSlice,
+    ) -> Option<Result<(), MatchError>> {
+        let cut = self.root_cut.filter(|c| d == 0 && c.items > 1)?;
+        let fit = (room / ROOT_SEGMENT).clamp(1, cut.items - 1);
+        Some(self.root_in_parts(cut, root, fit, 1))
     }
 
     /// Levels `d..` over `n` parents outside the arena's level buffers (a batch's): the arena's
@@ -1937,8 +1955,9 @@ impl<D: Device> Levels<'_, '_, '_, D> {
     /// buffer gets a larger one when the budget holds its rows; else its (complete) parents are
     /// cut into chunks, each run through every remaining level to the end before the next (EGSM's
     /// BFS-DFS hybrid): the buffers stay within the budget, and a chunk costs one read instead of
-    /// one per level and per half. A single parent too large for the budget goes level by level
-    /// (and fails with the budget's error there).
+    /// one per level and per half. The root row's list too large for the budget goes in parts
+    /// (`root_in_parts`); another single parent too large for it goes level by level (and fails
+    /// with the budget's error there).
     pub(crate) fn depth_first(
         &mut self,
         d: usize,
@@ -1951,13 +1970,21 @@ impl<D: Device> Levels<'_, '_, '_, D> {
         let row_bytes = self.layout.width * 4;
         let room = self.room(e, row_bytes).min(MAX_PARENTS);
         // `total` is `u64::MAX` when a level got no room at all.
-        if m <= 1 || room == 0 || total == u64::MAX || self.out.stopped() {
+        if room == 0 || total == u64::MAX || self.out.stopped() {
             return self.level(e, parents, m);
         }
         let needed = self.rows_needed(e, total);
         if needed <= room {
             self.level_buffer(e, needed)?;
             return self.depth_first(e, parents, m);
+        }
+        if m <= 1 {
+            // One parent's extensions past the budget: the root's in parts the budget holds (the
+            // root level writes at most a row per entry of its list), another's level by level
+            // (with the budget's error).
+            return self
+                .root_within(e, room, parents)
+                .unwrap_or_else(|| self.level(e, parents, m));
         }
         // Chunks whose rows would fill half the room if spread like the whole level's.
         let chunk = (u128::from(m) * u128::from(room) / u128::from(total) / 2).max(1) as u64;
@@ -2286,10 +2313,12 @@ impl<D: Device> Levels<'_, '_, '_, D> {
                 continue;
             }
             if n == 1 {
-                return Err(MatchError::MemoryBudget {
-                    rows: total,
-                    budget_rows: room,
-                });
+                return self.root_within(d, room, parents).unwrap_or(Err(
+                    MatchError::MemoryBudget {
+                        rows: total,
+                        budget_rows: room,
+                    },
+                ));
             }
             let half = n / 2;
             self.level(d, rows_part(parents, width, 0, half), half)?;

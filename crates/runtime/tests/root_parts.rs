@@ -2,7 +2,8 @@
 //! growing fourfold, each through every level before the next, and stops once the answer is
 //! complete: one run grew every level but the last whole before the LIMIT could stop anything.
 //! Rows, counts and whether the LIMIT cut the answer stay those of `dfs`, at every limit around
-//! the answer's size, under ample and small memory budgets.
+//! the answer's size, under ample and small memory budgets. A root level too large for the
+//! memory budget goes in parts too, of the size the budget holds.
 
 use std::collections::HashSet;
 
@@ -71,4 +72,35 @@ fn a_small_limit_stops_before_the_levels_grow_whole() {
     assert_eq!(ten, 10);
     assert!(parts.chunks >= 1, "{parts:?}");
     assert!(parts.partial_matches < 22_000, "{parts:?}");
+}
+
+/// A root level too large for the memory budget goes in parts the budget holds, where it failed
+/// with the budget's error (`?x IsA ?y` starts from 7,465 candidates; at 300 KiB the levels get a
+/// few hundred rows): the count and the rows of `dfs`, every buffer within the budget.
+#[test]
+fn a_root_level_past_the_budget_goes_in_parts() {
+    let engine = gpsense_runtime::Engine::new(conceptnet());
+    let q = compiled("SELECT * WHERE { ?x IsA ?y }");
+    let (mut want, _) = engine
+        .collect(&q, &options(EngineKind::Dfs, 1 << 30))
+        .unwrap();
+    want.sort();
+    for budget in [300 << 10, 320 << 10] {
+        let opts = options(EngineKind::Emulated, budget);
+        let c = engine.count(&q, &opts).unwrap();
+        assert_eq!(c.rows, want.len() as u128, "budget {budget}");
+        let d = c.device_report.unwrap();
+        assert!(d.chunks > 1, "budget {budget}: {d:?}");
+        assert!(d.arena_bytes <= budget, "budget {budget}: {d:?}");
+    }
+    let opts = options(EngineKind::Emulated, 320 << 10);
+    let (mut rows, r) = engine.collect(&q, &opts).unwrap();
+    rows.sort();
+    assert_eq!(rows, want);
+    let d = r.device_report.unwrap();
+    println!(
+        "?x IsA ?y, rows within 320 KiB: {} parts and chunks, {} reads, {} bytes",
+        d.chunks, d.counters.syncs, d.arena_bytes
+    );
+    assert!(d.arena_bytes <= 320 << 10, "{d:?}");
 }

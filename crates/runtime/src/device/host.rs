@@ -470,15 +470,34 @@ fn now_ns() -> u64 {
 thread_local! {
     /// The shadow map of the launch this host thread is running, and the GPU thread it runs.
     static CURRENT: Cell<Option<(*const Shadow, u64)>> = const { Cell::new(None) };
+    /// Blocks of launches this host thread is running: more than one when a block runs inside
+    /// another's yield.
+    static BLOCKS: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Whether this thread runs inside a block of an emulated launch: work that a block's yield
+/// (`yield_now_and_then`) handed it. Such work must not wait for other device users: the user
+/// whose block yielded, suspended beneath it on this stack, or whose launch waits for this block,
+/// ends only after it.
+pub(crate) fn in_launch() -> bool {
+    BLOCKS.get() > 0
+}
+
+/// Runs `f` as inside a launch's block (tests of what a yield hands a block's thread).
+#[cfg(test)]
+pub(crate) fn in_a_block<R>(f: impl FnOnce() -> R) -> R {
+    let _block = Context::enter(None);
+    f()
 }
 
 /// The launch context of a host thread, cleared when dropped.
 /// A block's shadow map while it runs, and the context it replaced (a block may run inside
-/// another's yield, on the same thread).
+/// another's yield, on the same thread); counted in `BLOCKS` while it lives.
 struct Context(Option<Arc<Shadow>>, Option<(*const Shadow, u64)>);
 
 impl Context {
     fn enter(shadow: Option<Arc<Shadow>>) -> Self {
+        BLOCKS.set(BLOCKS.get() + 1);
         let before = CURRENT.get();
         if let Some(s) = &shadow {
             CURRENT.set(Some((Arc::as_ptr(s), 0)));
@@ -495,6 +514,7 @@ impl Context {
 
 impl Drop for Context {
     fn drop(&mut self) {
+        BLOCKS.set(BLOCKS.get() - 1);
         if self.0.is_some() {
             CURRENT.set(self.1);
         }
