@@ -18,29 +18,54 @@ const HPRD: &str = "subgraph-matching/hprd-study/data_graph/HPRD.graph";
 
 /// A hostfile of `p` free loopback ports.
 fn hostfile(dir: &Path, p: usize) -> PathBuf {
+    let ports = free_ports(p);
+    let path = dir.join(format!("hosts-{}", ports[0]));
+    let text: String = ports.iter().map(|p| format!("127.0.0.1:{p}\n")).collect();
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// `p` free loopback ports, none handed out before by this test binary.
+fn free_ports(p: usize) -> Vec<u16> {
     // Ports this test binary has handed out: the clusters of tests running at once must not share
     // one (the system may hand a freed port out again before its process binds it, and a process
     // of one test then met another test's: "every process needs the same").
     static HANDED_OUT: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
     let mut handed_out = HANDED_OUT.lock().unwrap_or_else(|e| e.into_inner());
-    // All listeners held until every port is known: one dropped at once could be handed out again.
-    let mut listeners: Vec<TcpListener> = Vec::new();
-    while listeners.len() < p {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        if !handed_out.contains(&l.local_addr().unwrap().port()) {
-            listeners.push(l);
+    // All sockets held until every port is known: one dropped at once could be handed out again.
+    let mut held: Vec<Reserved> = Vec::new();
+    while held.len() < p {
+        let r = Reserved::new();
+        if !handed_out.contains(&r.port) {
+            held.push(r);
         }
     }
-    let ports: Vec<u16> = listeners
-        .iter()
-        .map(|l| l.local_addr().unwrap().port())
-        .collect();
+    let ports: Vec<u16> = held.iter().map(|r| r.port).collect();
     handed_out.extend(&ports);
-    drop(listeners);
-    let path = dir.join(format!("hosts-{}", ports[0]));
-    let text: String = ports.iter().map(|p| format!("127.0.0.1:{p}\n")).collect();
-    std::fs::write(&path, text).unwrap();
-    path
+    ports
+}
+
+/// A loopback port held by a TCP socket that is bound but never listens, so that it takes no
+/// connection. A listener here did: a child that another test spawned meanwhile holds a copy of
+/// every socket open in this process until it starts its program, so the listener outlived its
+/// drop, took the impostor's first connection (process 0 was still loading) and reset it as the
+/// child's copy closed; process 0 then listened and waited for a process 1 that never came. A
+/// connection to a bound socket is refused, and the clients here retry until the process listens.
+struct Reserved {
+    port: u16,
+    _socket: tokio::net::TcpSocket,
+}
+
+impl Reserved {
+    fn new() -> Reserved {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let port = socket.local_addr().unwrap().port();
+        Reserved {
+            port,
+            _socket: socket,
+        }
+    }
 }
 
 fn spawn(args: &[String]) -> Child {
@@ -723,7 +748,13 @@ fn a_peer_that_sends_what_no_process_sends_is_an_error() {
     let parts_arg = parts.display().to_string();
     ok(&["partition", "-n", "2", "-o", &parts_arg]);
     let hosts = hostfile(dir.path(), 2);
-    let zero = spawn(&animals(&parts_arg, &hosts, 0, &[]));
+    // A connect timeout within the wait below: should the handshake break, process 0's own verdict.
+    let zero = spawn(&animals(
+        &parts_arg,
+        &hosts,
+        0,
+        &["--connect-timeout-s", "10"],
+    ));
     // An impostor of process 1 passes the handshake (seven little-endian u64s: magic, process,
     // processes, workers, agreement, hostfile hash, role) by returning process 0's own with its
     // index and role changed, keeps up the heartbeat, and sends bytes timely never would: they
@@ -766,6 +797,19 @@ fn a_peer_that_sends_what_no_process_sends_is_an_error() {
 }
 
 #[test]
+fn a_port_being_picked_for_a_cluster_takes_no_connection() {
+    // The picking socket (and any copy of it that a child spawned meanwhile holds until it starts
+    // its program) refuses connections: the impostor's client above retries until process 0
+    // listens, instead of meeting the picker and being reset when the copy closes.
+    let held = Reserved::new();
+    let copy = TcpStream::connect(("127.0.0.1", held.port));
+    assert!(
+        matches!(&copy, Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused),
+        "{copy:?}"
+    );
+}
+
+#[test]
 fn counts_past_64_bits_across_processes() {
     // Each component is counted on the cluster and the counts (u128) gathered between processes.
     let dir = tempfile::tempdir().unwrap();
@@ -800,9 +844,11 @@ fn counts_past_64_bits_across_processes() {
 fn what_runs_in_one_process_only_is_refused_before_loading_or_connecting() {
     let dir = tempfile::tempdir().unwrap();
     // Both ports held here, and never accepted on: a process that bound its own port or reached its
-    // peer would fail otherwise, or leave a connection waiting.
-    let listeners: Vec<TcpListener> = (0..2)
-        .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
+    // peer would fail otherwise, or leave a connection waiting. (Ports no cluster of another test
+    // is given: a listener on one could take its connections.)
+    let listeners: Vec<TcpListener> = free_ports(2)
+        .into_iter()
+        .map(|p| TcpListener::bind(("127.0.0.1", p)).unwrap())
         .collect();
     let hosts = dir.path().join("hosts");
     let text: String = listeners

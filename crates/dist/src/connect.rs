@@ -282,19 +282,16 @@ fn dial(
             e.kind(),
             io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
         ) {
-            format!("accepted the connection but sent no handshake within {:.0?} (is a gpsense process of this cluster listening there?)", c.connect_timeout)
+            format!("accepted the connection but sent no complete handshake within {:.0?} (is a gpsense process of this cluster listening there?)", c.connect_timeout)
         } else {
             format!("ended the handshake ({e}): its own error says why")
         };
         DistError::Peer(format!("process {i}: process {j} at {at} {what}"))
     };
-    let wait = deadline
-        .saturating_duration_since(Instant::now())
-        .max(Duration::from_secs(1));
-    stream.set_read_timeout(Some(wait)).map_err(io_err)?;
+    // The whole handshake by the deadline (at least a second for it).
+    let until = deadline.max(Instant::now() + Duration::from_secs(1));
     (&stream).write_all(&me.header(role)).map_err(io_err)?;
-    let mut theirs = [0u8; HEADER];
-    (&stream).read_exact(&mut theirs).map_err(io_err)?;
+    let theirs = read_header(&stream, until).map_err(io_err)?;
     match me.check(&theirs) {
         Err(Refusal::Stranger) => Err(DistError::Setup(format!(
             "process {i}: the address of process {j}, {at}, answers, but not as a gpsense \
@@ -307,6 +304,28 @@ fn dial(
         ))),
         Ok(_) => Ok(stream),
     }
+}
+
+/// The peer's handshake, read in full by `until`. Each read waits only for what is left of the time:
+/// with one read timeout for the whole header, a peer sending it a byte at a time held the set-up
+/// up to 56 times the connect timeout.
+fn read_header(stream: &TcpStream, until: Instant) -> io::Result<[u8; HEADER]> {
+    let mut got = [0u8; HEADER];
+    let mut have = 0;
+    while have < HEADER {
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::ErrorKind::TimedOut.into());
+        }
+        stream.set_read_timeout(Some(left))?;
+        match (&*stream).read(&mut got[have..]) {
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => have += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
 }
 
 /// A connection to `at` (each of its addresses in turn), each try bounded by `limit`.
@@ -595,5 +614,53 @@ fn beat(peers: &mut [Watched], hosts: &[String]) {
             }
             w.open = false;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_peer_that_sends_its_handshake_a_byte_at_a_time_is_given_up_on_in_time() {
+        // Where process 0 should be, a listener that answers a byte every 300 ms (17 s for a
+        // header): the connect timeout of 1 s must end the wait, not the 56th byte.
+        let zero = TcpListener::bind("127.0.0.1:0").unwrap();
+        let own = TcpListener::bind("127.0.0.1:0").unwrap();
+        let hosts = vec![
+            zero.local_addr().unwrap().to_string(),
+            own.local_addr().unwrap().to_string(),
+        ];
+        drop(own);
+        // Not joined: it ends at its next byte once the connection is closed.
+        std::thread::spawn(move || {
+            let Ok((mut s, _)) = zero.accept() else {
+                return;
+            };
+            for b in MAGIC.to_le_bytes().into_iter().chain([0; HEADER - 8]) {
+                if s.write_all(&[b]).is_err() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(300));
+            }
+        });
+        let c = Cluster {
+            processes: 2,
+            process: 1,
+            workers: 1,
+            hosts,
+            connect_timeout: Duration::from_secs(1),
+        };
+        let start = Instant::now();
+        let e = match connect(&c, 0) {
+            Ok(_) => panic!("connected to a stranger"),
+            Err(e) => e.to_string(),
+        };
+        let took = start.elapsed();
+        assert!(took < Duration::from_secs(6), "gave up after {took:?}: {e}");
+        assert!(
+            e.contains("process 0 at") && e.contains("sent no complete handshake within 1s"),
+            "{e}"
+        );
     }
 }
