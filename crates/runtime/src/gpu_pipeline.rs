@@ -1520,20 +1520,16 @@ impl RootCut {
         (start, end): (u64, u64),
     ) -> Result<RootCut, DeviceError> {
         dev.write_bytes(space, self.table.offset, as_bytes(&[0, end - start]))?;
-        let first = start * ROOT_SEGMENT;
         let last = (end * ROOT_SEGMENT).min(self.all.len);
         Ok(RootCut {
             items: end - start,
-            all: DevSlice {
-                ptr: self.all.ptr + first * 4,
-                len: last - first,
-            },
+            all: rows_part(self.all, 1, start * ROOT_SEGMENT, last),
             ..self
         })
     }
 }
 
-/// Segments of the root level's first part under a LIMIT (1,024 candidates); each next part is
+/// Segments of the root level's first part under a LIMIT (128 candidates); each next part is
 /// four times larger.
 const FIRST_ROOT_PART: u64 = 1;
 
@@ -2049,7 +2045,7 @@ impl<D: Device> Levels<'_, '_, '_, D> {
         // replaces the buffer) and used in turn: the stream orders them.
         let bounds = self.parent_bounds(from, n, &caps);
         let most = (from..l)
-            .filter(|&d| self.segmented(&self.levels[d]))
+            .filter(|&d| self.levels[d].segmented())
             .map(|d| bounds[d])
             .max();
         let scratch = most.map(|m| self.scratch(m as usize)).transpose()?;
@@ -2088,7 +2084,7 @@ impl<D: Device> Levels<'_, '_, '_, D> {
                 budget_ns,
                 ..self.warp_args(lp)
             };
-            if let Some(scratch) = scratch.filter(|_| self.segmented(lp)) {
+            if let Some(scratch) = scratch.filter(|_| lp.segmented()) {
                 cut_lists(dev, &mut args, scratch, parents.1, SEGMENT_WARPS)?;
             } else if let Some(cut) = self.root_cut.filter(|_| d == 0) {
                 cut.apply(&mut args, QUEUED_WARPS);
@@ -2148,11 +2144,6 @@ impl<D: Device> Levels<'_, '_, '_, D> {
             bound = lp.bound(caps[d], bound);
         }
         bounds
-    }
-
-    /// Whether level `lp`'s pivot lists are cut into segments.
-    fn segmented(&self, lp: &LevelPlan) -> bool {
-        lp.segmented()
     }
 
     /// Whether the last level only counts its rows (a count with no leaves counted after it).
@@ -2388,10 +2379,7 @@ impl<D: Device> Levels<'_, '_, '_, D> {
     /// segmented level, its segment count and its part of their scan (the scratch they share
     /// holds the most parents of any such level, at most the sum the levels pay).
     fn row_cost(&self, d: usize, row_bytes: u64) -> u64 {
-        let parent_of_segments = self
-            .levels
-            .get(d + 1)
-            .is_some_and(|next| self.segmented(next));
+        let parent_of_segments = self.levels.get(d + 1).is_some_and(LevelPlan::segmented);
         row_bytes
             + if parent_of_segments {
                 SEGMENT_PARENT_BYTES
@@ -2478,7 +2466,7 @@ impl<D: Device> Levels<'_, '_, '_, D> {
                 len: capacity * width as u64,
             }
         };
-        let scratch = if self.segmented(lp) {
+        let scratch = if lp.segmented() {
             Some(self.scratch(n as usize)?)
         } else {
             None
