@@ -35,7 +35,7 @@ use gpsense_planner::{Plan, QueryGraph};
 use super::{
     by_node, rows_part, scan, scan_sums, Carver, CounterWords, DeviceReport, FilterQuery,
     FilterSizes, JoinQuery, LevelPlan, Levels, Pipeline, Prepared, QuerySpace, Region, Slab,
-    LEAF_THREADS, QUEUED_WARPS, SEGMENT_PARENT_BYTES,
+    FIRST_ROOT_PART, LEAF_THREADS, QUEUED_WARPS, SEGMENT_PARENT_BYTES,
 };
 use crate::device::{as_bytes, read, Device, Launch};
 use crate::engine::{BatchPhases, Outgrown};
@@ -329,6 +329,11 @@ impl<D: Device> Pipeline<'_, D> {
         for (j, (jq, q)) in joined.iter().zip(qs).enumerate() {
             let it = &items[jq.item];
             let l = q.levels.len();
+            // A LIMIT query's root runs its first part here, the rest alone after the batch.
+            let root_cut = match q.parted_root(it.out) {
+                Some(cut) => Some(cut.part(dev, self.arena.space.get(), (0, FIRST_ROOT_PART))?),
+                None => q.root_cut,
+            };
             self.memory_budget = it.memory_budget;
             let run = Levels::new(self, &jq.layout, q, it.out, jq.bytes);
             let (budget_ns, last_stop) = (run.budget_ns(), run.last_stop());
@@ -350,7 +355,7 @@ impl<D: Device> Pipeline<'_, D> {
                     budget_ns,
                     ..run.warp_args(lp)
                 };
-                if let Some(cut) = q.root_cut.filter(|_| d == 0) {
+                if let Some(cut) = root_cut.filter(|_| d == 0) {
                     cut.apply(&mut args, QUEUED_WARPS);
                 }
                 tables[2 * d + usize::from(!lp.warp)].push(args);
@@ -757,13 +762,15 @@ impl<D: Device> Pipeline<'_, D> {
         let mut run = Levels::new(self, &jq.layout, q, it.out, jq.bytes);
         let (c, words) = (done.c, q.counter_words());
         let total = |d: usize| c[words.rows(d)];
+        let parted = q.parted_root(run.out);
         match done.over {
             Some(d) => {
                 // The levels before `d` are complete; `d` and those after it run again alone.
                 run.runs += d as u64;
                 run.partials += (0..d).map(total).sum::<u64>();
                 if d == 0 {
-                    run.go_on(0, q.root, 1)?;
+                    // The root again (nothing of it was kept), in parts under a LIMIT.
+                    run.start(q.root)?;
                 } else {
                     let n = total(d - 1);
                     let width = jq.layout.width as u64;
@@ -781,6 +788,9 @@ impl<D: Device> Pipeline<'_, D> {
                     run.out.rows(&by_node(rows, &jq.layout), jq.layout.width);
                 }
             }
+        }
+        if let Some(cut) = parted.filter(|_| done.over != Some(0)) {
+            run.rest_of_root(cut, q.root)?;
         }
         let done = (run.runs, run.partials, run.chunks);
         set_levels(it, Ok(done));

@@ -1485,17 +1485,14 @@ struct SpaceTables {
     cuts: Vec<u64>,
 }
 
-/// Entries of a segment of the root level's list (the first node's candidates, the level's one
-/// parent's list): uncut, one warp would scan it all while the others idle; cut, the warps share
-/// it, four rounds of a warp's 32 lanes a segment (about the cost of a typical parent's item).
-const ROOT_SEGMENT: u64 = 128;
-
 /// The root level's list cut into segments: their offsets on the device (`[0, items]`, as
 /// `pivot_segments` and a scan would give them) and their number.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct RootCut {
     table: Region,
     items: u64,
+    /// Candidates per segment ([`Segments::root`]).
+    segment: u64,
     /// The list cut: the whole of the root level's, or a part of it (its segments numbered from
     /// its first, `table` then holding `[0, items]` of the part).
     all: DevSlice,
@@ -1505,7 +1502,7 @@ impl RootCut {
     /// `args` (the root level's launch) over the cut's segments.
     fn apply(self, args: &mut ExtendWarpArgs, warps: u64) {
         args.segments = self.table.slice;
-        args.segment = ROOT_SEGMENT;
+        args.segment = self.segment;
         args.warps = self.items.clamp(1, warps);
         args.all = self.all;
     }
@@ -1520,18 +1517,19 @@ impl RootCut {
         (start, end): (u64, u64),
     ) -> Result<RootCut, DeviceError> {
         dev.write_bytes(space, self.table.offset, as_bytes(&[0, end - start]))?;
-        let last = (end * ROOT_SEGMENT).min(self.all.len);
+        let last = (end * self.segment).min(self.all.len);
         Ok(RootCut {
             items: end - start,
-            all: rows_part(self.all, 1, start * ROOT_SEGMENT, last),
+            all: rows_part(self.all, 1, start * self.segment, last),
             ..self
         })
     }
 }
 
 /// Segments of the root level's first part under a LIMIT (128 candidates); each next part is
-/// four times larger.
+/// `ROOT_PARTS_GROW` times larger.
 const FIRST_ROOT_PART: u64 = 1;
+const ROOT_PARTS_GROW: u64 = 4;
 
 /// A query's part of the space phase: its levels, counters and counted leaves on the device.
 pub(crate) struct QuerySpace {
@@ -1548,6 +1546,13 @@ impl QuerySpace {
         CounterWords {
             levels: self.levels.len(),
         }
+    }
+
+    /// Under a LIMIT (`out`'s), the root level's cut when it has more than its first part: a
+    /// batch runs that part only, and the parts after it go on alone (`Levels::rest_of_root`).
+    fn parted_root(&self, out: &Output) -> Option<RootCut> {
+        self.root_cut
+            .filter(|c| out.limited() && c.items > FIRST_ROOT_PART)
     }
 }
 
@@ -1566,15 +1571,21 @@ impl JoinQuery<'_> {
 
     /// The root level's cut (its offsets appended to `t`, for `at` in the regions): only a warp
     /// join's level, whose list is its node's candidates (no backward edge to pivot on).
-    fn root_cut(&self, levels: &[LevelPlan], at: Region, t: &mut SpaceTables) -> Option<RootCut> {
+    fn root_cut(
+        &self,
+        levels: &[LevelPlan],
+        (at, segment): (Region, u64),
+        t: &mut SpaceTables,
+    ) -> Option<RootCut> {
         let items = levels
             .first()
             .filter(|lp| lp.warp)
-            .map_or(0, |lp| lp.all.len.div_ceil(ROOT_SEGMENT));
+            .map_or(0, |lp| lp.all.len.div_ceil(segment));
         t.cuts.extend([0, items]);
         (items > 1).then(|| RootCut {
             table: at,
             items,
+            segment,
             all: levels[0].all,
         })
     }
@@ -1699,7 +1710,8 @@ impl JoinQuery<'_> {
             .collect();
         let words = self.counter_words();
         let claimed = r.claimed.part(8, at.claimed, at.claimed + words.len());
-        let root_cut = self.root_cut(&levels, r.cuts.part(8, at.cuts, at.cuts + 2), t);
+        let cut_at = r.cuts.part(8, at.cuts, at.cuts + 2);
+        let root_cut = self.root_cut(&levels, (cut_at, segments.root), t);
         Ok(QuerySpace {
             levels,
             claimed,
@@ -1886,13 +1898,14 @@ impl<D: Device> Levels<'_, '_, '_, D> {
             return Ok(());
         }
         match self.root_cut.filter(|_| self.out.limited()) {
-            Some(cut) => self.root_in_parts(cut, root, FIRST_ROOT_PART, 4),
+            Some(cut) => self.root_in_parts(cut, root, (0, FIRST_ROOT_PART), ROOT_PARTS_GROW),
             None => self.depth_first(0, root, 1),
         }
     }
 
-    /// The root level's candidates (`cut`) in parts of `first` segments, each `grow` times the
-    /// last, each run through every level before the next, until the answer is complete. Under a
+    /// The root level's candidates (`cut`) from segment `start` on, in parts of `first` segments,
+    /// each `grow` times the last, each run through every level before the next, until the
+    /// answer is complete. Under a
     /// LIMIT (ASK's too), growing fourfold from one segment: one run would grow every level but
     /// the last whole before the LIMIT could stop anything; this costs at most a read per part
     /// (`log4` of the root's segments) and about 4/3 of the work up to the part that completes
@@ -1901,10 +1914,12 @@ impl<D: Device> Levels<'_, '_, '_, D> {
         &mut self,
         cut: RootCut,
         root: DevSlice,
-        first: u64,
+        (mut start, first): (u64, u64),
         grow: u64,
     ) -> Result<(), MatchError> {
-        let (mut start, mut part) = (0, first);
+        // Every level's buffer is the arena's again (after a batch's rows, `go_on`).
+        self.first = 0;
+        let mut part = first;
         let ran = loop {
             if start >= cut.items || self.out.stopped() {
                 break Ok(());
@@ -1925,6 +1940,14 @@ impl<D: Device> Levels<'_, '_, '_, D> {
         ran
     }
 
+    /// After a batch ran the first part of a LIMIT query's root (`QuerySpace::parted_root`):
+    /// the parts after it, unless the answer is complete.
+    pub(crate) fn rest_of_root(&mut self, cut: RootCut, root: DevSlice) -> Result<(), MatchError> {
+        self.chunks += 1;
+        let next = (FIRST_ROOT_PART, FIRST_ROOT_PART * ROOT_PARTS_GROW);
+        self.root_in_parts(cut, root, next, ROOT_PARTS_GROW)
+    }
+
     /// Level `d`'s one parent, when it is the root row whose list is cut into more than one
     /// segment, run in parts of at most `room` rows (the root level writes at most a row per entry
     /// of its list); `None` for any other level or parent.
@@ -1935,8 +1958,8 @@ impl<D: Device> Levels<'_, '_, '_, D> {
         root: DevSlice,
     ) -> Option<Result<(), MatchError>> {
         let cut = self.root_cut.filter(|c| d == 0 && c.items > 1)?;
-        let fit = (room / ROOT_SEGMENT).clamp(1, cut.items - 1);
-        Some(self.root_in_parts(cut, root, fit, 1))
+        let fit = (room / cut.segment).clamp(1, cut.items - 1);
+        Some(self.root_in_parts(cut, root, (0, fit), 1))
     }
 
     /// Levels `d..` over `n` parents outside the arena's level buffers (a batch's): the arena's

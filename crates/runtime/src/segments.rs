@@ -24,6 +24,12 @@ pub(crate) const LONG_LIST: u64 = 1024;
 /// claim, the search for its partial match, the pivot lookup).
 pub(crate) const SEGMENT: u64 = 256;
 
+/// Candidates per segment of the root level's one list (cut by the host): uncut, one warp would
+/// scan it all while the others idle; cut, the warps share it, four rounds of a warp's 32 lanes a
+/// segment (about the cost of a typical partial match's item). Under a LIMIT the root runs in
+/// parts of such segments.
+pub(crate) const ROOT_SEGMENT: u64 = 128;
+
 /// The list a level's warps scan for a partial match.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Scan<'c> {
@@ -45,29 +51,32 @@ pub(crate) struct Segments {
     segment: u64,
     /// Entries a level's lists must be able to exceed to be cut.
     long_list: u64,
+    /// Candidates per segment of the root level's list (at least 1).
+    pub(crate) root: u64,
 }
 
 impl Segments {
     /// `relations` relations' longest lists from `stats`. `GPSENSE_SEGMENT=N` sets the segment
     /// and, alone, cuts every level after the root (tests set it to cut every list);
-    /// `GPSENSE_LONG_LIST=N` sets the length above which a level is cut.
+    /// `GPSENSE_LONG_LIST=N` sets the length above which a level is cut;
+    /// `GPSENSE_ROOT_SEGMENT=N` the root's segment (tests set it to run small roots in parts).
     pub(crate) fn new(stats: &PlannerStats, relations: usize) -> Self {
         let longest = |outgoing: bool| {
             (0..relations)
                 .map(|r| stats.longest_list(r as LabelId, outgoing))
                 .collect()
         };
-        let var = |name: &str| std::env::var(name).ok().and_then(|v| v.parse().ok());
-        let segment = var("GPSENSE_SEGMENT");
+        let segment = count_in_env("GPSENSE_SEGMENT", 0);
         Segments {
             longest: [longest(true), longest(false)],
             longest_any: [stats.longest_any(true), stats.longest_any(false)],
             segment: segment.unwrap_or(SEGMENT),
-            long_list: var("GPSENSE_LONG_LIST").unwrap_or(if segment.is_some() {
+            long_list: count_in_env("GPSENSE_LONG_LIST", 0).unwrap_or(if segment.is_some() {
                 0
             } else {
                 LONG_LIST
             }),
+            root: count_in_env("GPSENSE_ROOT_SEGMENT", 1).unwrap_or(ROOT_SEGMENT),
         }
     }
 
@@ -102,6 +111,19 @@ impl Segments {
     }
 }
 
+/// A count of at least `least` in the environment; another value is ignored with a warning (a
+/// tuning variable mistyped should not pass for the default).
+fn count_in_env(name: &str, least: u64) -> Option<u64> {
+    let value = std::env::var(name).ok()?;
+    match value.trim().parse::<u64>() {
+        Ok(n) if n >= least => Some(n),
+        _ => {
+            eprintln!("warning: {name}={value} is ignored: not a whole number of at least {least}");
+            None
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -112,6 +134,7 @@ mod tests {
             longest_any: [6000, 20],
             segment: SEGMENT,
             long_list: LONG_LIST,
+            root: ROOT_SEGMENT,
         }
     }
 
@@ -156,6 +179,23 @@ mod tests {
         // A variable edge: a node's whole list, its targets not bounded by the candidates.
         assert_eq!(s.level(Scan::Check(check(NONE, Dir::Out)), 10), SEGMENT);
         assert_eq!(s.level(Scan::Check(check(NONE, Dir::In)), 1 << 20), 0);
+    }
+
+    #[test]
+    fn a_tuning_variable_that_is_not_a_count_is_ignored() {
+        // A name of this test's own: the environment is the process's.
+        let name = "GPSENSE_SEGMENTS_UNIT_TEST";
+        let read = |value: &str| {
+            std::env::set_var(name, value);
+            count_in_env(name, 1)
+        };
+        assert_eq!(read("12"), Some(12));
+        assert_eq!(read(" 7 "), Some(7));
+        assert_eq!(read("0"), None, "below the least");
+        assert_eq!(read("1k"), None);
+        assert_eq!(read("-3"), None);
+        std::env::remove_var(name);
+        assert_eq!(count_in_env(name, 1), None);
     }
 
     #[test]

@@ -10,7 +10,8 @@
 //! query's error leaves the others' answers right. Each graph's engine answers two batches (the
 //! second on warm buffers). One test runs with the default segments, another with pivot lists
 //! cut into segments of 1 or 2 entries (`GPSENSE_SEGMENT`; every level's, or only the levels'
-//! whose lists can be long, `GPSENSE_LONG_LIST`), a third one batch of answers
+//! whose lists can be long, `GPSENSE_LONG_LIST`), another with root lists cut into segments of 1
+//! to 3 candidates (`GPSENSE_ROOT_SEGMENT`: LIMIT roots in parts), a fourth one batch of answers
 //! longer than a warp's rows on a fixed graph.
 //!
 //! `GPSENSE_ORACLE_CASES` (graphs per test, default 300) and `GPSENSE_ORACLE_SEED` (decimal or
@@ -52,17 +53,25 @@ const MANY_ROWS: [&str; 4] = [
     "SELECT * WHERE { ?a ?r ?b . ?a ?s ?c }",
 ];
 
-/// `GPSENSE_SEGMENT` and `GPSENSE_LONG_LIST` are process-wide: one engine at a time sets it and reads it.
+/// `GPSENSE_SEGMENT`, `GPSENSE_LONG_LIST` and `GPSENSE_ROOT_SEGMENT` are process-wide: one engine at a time sets it and reads it.
 static SEGMENT_ENV: Mutex<()> = Mutex::new(());
 
 /// An engine for `tg` whose device (the emulator) cuts pivot lists into `segment`-entry segments
 /// (`None`: the default): `"N"` every level's, `"N@L"` those of the levels whose lists can be
 /// longer than `L` entries (`GPSENSE_LONG_LIST`), so that a batch's depth mixes cut and uncut
-/// levels. The variables are read when an engine's device state is made, at its first query on
+/// levels; a tail `"/R"` cuts the root level's list into `R`-candidate segments
+/// (`GPSENSE_ROOT_SEGMENT`), so that these small graphs' LIMIT queries run their roots in parts. The variables are read when an engine's device state is made, at its first query on
 /// the device (not in `Engine::new`): one query makes it here, under the lock. Its buffers, sized
 /// under the default budget, are the next queries' warm ones.
 fn engine_with_segment<'g>(tg: &'g TestGraph, segment: Option<&str>) -> Engine<'g> {
     let _env = SEGMENT_ENV.lock().unwrap_or_else(|e| e.into_inner());
+    let (segment, root) = match segment.map(|s| s.split_once('/').unwrap_or((s, ""))) {
+        Some((s, r)) => (
+            Some(s).filter(|s| !s.is_empty()),
+            Some(r).filter(|r| !r.is_empty()),
+        ),
+        None => (None, None),
+    };
     let (segment, long_list) = match segment.map(|s| s.split_once('@').unwrap_or((s, ""))) {
         Some((s, l)) => (Some(s), Some(l).filter(|l| !l.is_empty())),
         None => (None, None),
@@ -70,6 +79,7 @@ fn engine_with_segment<'g>(tg: &'g TestGraph, segment: Option<&str>) -> Engine<'
     for (name, value) in [
         ("GPSENSE_SEGMENT", segment),
         ("GPSENSE_LONG_LIST", long_list),
+        ("GPSENSE_ROOT_SEGMENT", root),
     ] {
         match value {
             Some(v) => std::env::set_var(name, v),
@@ -382,7 +392,7 @@ fn run(test: &str, name: &str, segments: &[Option<&str>]) {
                 let _ = write!(
                     s,
                     "\n  again: GPSENSE_ORACLE_SEED={seed:#x} GPSENSE_ORACLE_CASES=1 cargo test \
-                     -p gpsense-runtime --test batch_oracle {test} (GPSENSE_SEGMENT[@GPSENSE_LONG_LIST] {segment:?})\n{}\nthe batch:",
+                     -p gpsense-runtime --test batch_oracle {test} (GPSENSE_SEGMENT[@GPSENSE_LONG_LIST][/GPSENSE_ROOT_SEGMENT] {segment:?})\n{}\nthe batch:",
                     tg.describe()
                 );
                 for (j, (it, (answer, _))) in items.iter().zip(&answered).enumerate() {
@@ -428,6 +438,18 @@ fn segmented_batches_match_the_oracle() {
         "segmented_batches_match_the_oracle",
         "segments of 1-2 entries",
         &[Some("1"), Some("2"), Some("1@1"), Some("2@2")],
+    );
+}
+
+/// Root levels cut into segments of one to three candidates (128 by default, more than these
+/// graphs' nodes): a LIMIT query's root runs its first part in the batch and the parts after it
+/// alone, growing fourfold; a root level past a small budget runs in the parts the budget holds.
+#[test]
+fn root_parts_in_batches_match_the_oracle() {
+    run(
+        "root_parts_in_batches_match_the_oracle",
+        "root segments of 1-3 candidates",
+        &[Some("/1"), Some("/2"), Some("2@2/3")],
     );
 }
 
