@@ -2,7 +2,8 @@
 //! the multiset of projected rows, DISTINCT, LIMIT (the query's and the options', the smaller),
 //! `limit_reached` and `Engine::count`, under iso and hom, with the kernels engine at 1 and 32
 //! lanes, ample and tiny memory budgets (the batching path), one or many threads and 0-2 refinement
-//! rounds.
+//! rounds; the emulated GPU pipeline with its root level cut into segments of 1, 2 or (the
+//! default) 128 candidates.
 //!
 //! `GPSENSE_ORACLE_CASES` (graphs per test, default 800, four queries each) and
 //! `GPSENSE_ORACLE_SEED` (decimal, or `0x` hex as failures print it) run more or other cases.
@@ -155,6 +156,17 @@ fn check(
     Ok(())
 }
 
+/// The root level's segment for the emulated engine of case `case` (`GPSENSE_ROOT_SEGMENT`, read
+/// when its device state is made): the default (128 candidates, more than these graphs' nodes:
+/// the root is not cut), 1 or 2, so that LIMIT roots run in parts and a root past the small budget
+/// in the parts it holds. Only the emulated test reads it, one case at a time.
+fn root_segment(case: u64) {
+    match case % 3 {
+        0 => std::env::remove_var("GPSENSE_ROOT_SEGMENT"),
+        k => std::env::set_var("GPSENSE_ROOT_SEGMENT", k.to_string()),
+    }
+}
+
 /// Runs the seeded cases for one engine and lane count under both semantics and every config.
 fn run(engine_kind: EngineKind, lanes: usize) {
     let start = Instant::now();
@@ -168,6 +180,9 @@ fn run(engine_kind: EngineKind, lanes: usize) {
         let seed = base ^ case.wrapping_mul(0x9E37_79B9_7F4A_7C15);
         let mut rng = SplitMix64::new(seed);
         let tg = random_graph(&mut rng);
+        if engine_kind == EngineKind::Emulated {
+            root_segment(case);
+        }
         let engine = Engine::new(&tg.g);
         for _ in 0..QUERIES_PER_GRAPH {
             let q = random_query(&mut rng, &tg);
