@@ -360,7 +360,9 @@ pub struct ListsArgs {
 /// than the parents: the scanned number of `segment`-entry segments of each parent's pivot list,
 /// see `pivot_segments`) the segments (a long list is shared by many warps). With `warps` 0 warp
 /// `w` takes item `w`; with `warps` warps, warp `w` takes item `w` and then the next of the queue
-/// (items `warps`, `warps + 1`, ...) until it is dry.
+/// (items `warps`, `warps + 1`, ...) until it is dry. `first_segment` is added to every
+/// segment's number within its parent's list: with one parent, its segments from there on (a
+/// list whose rows the memory budget does not hold runs in parts; 0 otherwise).
 /// With `parents_at` (one `u64`: the previous level's claim counter), the parents are
 /// `min(parents_at[0], parents)` (the host queues the level before it knows its size); with
 /// `clock` (two `u64`s), the time limit's start and flag are shared with the query's other levels
@@ -388,6 +390,7 @@ pub struct ExtendWarpArgs {
     pub warps: u64,
     pub parents_at: DevSlice,
     pub clock: DevSlice,
+    pub first_segment: u64,
 }
 
 /// `extend_warp_batch` (and `extend_warp_bindings_batch`, levels with an edge variable): one depth
@@ -687,9 +690,9 @@ const _: () = assert!(size_of::<RefineJob>() == 24);
 const _: () = assert!(size_of::<EdgeList>() == 64);
 const _: () = assert!(size_of::<LeafGroupArgs>() == 80);
 // `extend_warp_batch` reads a table of these from device memory.
-const _: () = assert!(size_of::<ExtendWarpArgs>() == 344);
+const _: () = assert!(size_of::<ExtendWarpArgs>() == 352);
 // `pivot_segments_batch` reads a table of these.
-const _: () = assert!(size_of::<PivotSegmentsArgs>() == 360);
+const _: () = assert!(size_of::<PivotSegmentsArgs>() == 368);
 // `count_leaves_batch` reads a table of these.
 const _: () = assert!(size_of::<CountLeavesArgs>() == 120);
 const _: () = assert!(size_of::<crate::trust::Link>() == 12);

@@ -356,7 +356,7 @@ unsafe fn item_part(a: &ExtendWarpArgs, s: u64) -> (usize, (usize, usize)) {
             // array: a job's numbers start at its first).
             let at = s + offsets[0];
             let p = offsets[..a.parents as usize].partition_point(|&o| o <= at) - 1;
-            let k = (at - offsets[p]) as usize;
+            let k = (at - offsets[p] + a.first_segment) as usize;
             let seg = a.segment as usize;
             (p, (k * seg, (k + 1) * seg))
         } else {

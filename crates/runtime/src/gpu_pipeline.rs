@@ -55,7 +55,7 @@ use crate::filtering::FilterReport;
 use crate::gpu_leaves::{self, LeafGroup};
 use crate::layout::{DataShape, Layout};
 use crate::output::Output;
-use crate::segments::{Scan, Segments};
+use crate::segments::{Scan, Segments, SEGMENT};
 use crate::{MatchError, Semantics};
 
 /// The data graph on a device, uploaded once and reused across queries.
@@ -1812,6 +1812,8 @@ struct Levels<'p, 'a, 'o, D: Device> {
     claimed: Region,
     /// The root level's list cut into segments for its warps.
     root_cut: Option<RootCut>,
+    /// Set for one launch: the part of one parent's list it takes.
+    parent_part: Option<ParentPart>,
     out: &'p Output<'o>,
     /// Bytes the level buffers may take together.
     budget: u64,
@@ -1827,6 +1829,16 @@ struct Levels<'p, 'a, 'o, D: Device> {
     streaming: bool,
     /// Leaves counted on the device after the last level.
     leaves: Option<Leaves>,
+}
+
+/// Segments `first..first + items` (of `segment` entries) of one parent's pivot list, which
+/// level `level`'s launch takes ([`Levels::one_parent_in_parts`]).
+#[derive(Clone, Copy, Debug)]
+struct ParentPart {
+    level: usize,
+    first: u64,
+    items: u64,
+    segment: u64,
 }
 
 /// The device side of the counted leaves: their groups ([`LeafGroupArgs`]) and their total.
@@ -1878,6 +1890,7 @@ impl<'p, 'a, 'o, D: Device> Levels<'p, 'a, 'o, D> {
             levels: &qs.levels,
             claimed: qs.claimed,
             root_cut: qs.root_cut,
+            parent_part: None,
             out,
             budget,
             first: 0,
@@ -1975,8 +1988,8 @@ impl<D: Device> Levels<'_, '_, '_, D> {
     /// cut into chunks, each run through every remaining level to the end before the next (EGSM's
     /// BFS-DFS hybrid): the buffers stay within the budget, and a chunk costs one read instead of
     /// one per level and per half. The root row's list too large for the budget goes in parts
-    /// (`root_in_parts`); another single parent too large for it goes level by level (and fails
-    /// with the budget's error there).
+    /// (`root_in_parts`); another single parent too large for it goes level by level, its list
+    /// in parts there (`one_parent_in_parts`).
     pub(crate) fn depth_first(
         &mut self,
         d: usize,
@@ -1999,8 +2012,8 @@ impl<D: Device> Levels<'_, '_, '_, D> {
         }
         if m <= 1 {
             // One parent's extensions past the budget: the root's in parts the budget holds (the
-            // root level writes at most a row per entry of its list), another's level by level
-            // (with the budget's error).
+            // root level writes at most a row per entry of its list), another's level by level,
+            // its pivot list in parts (`one_parent_in_parts`).
             return self
                 .root_within(e, room, parents)
                 .unwrap_or_else(|| self.level(e, parents, m));
@@ -2327,17 +2340,117 @@ impl<D: Device> Levels<'_, '_, '_, D> {
                 continue;
             }
             if n == 1 {
-                return self.root_within(d, room, parents).unwrap_or(Err(
-                    MatchError::MemoryBudget {
-                        rows: total,
-                        budget_rows: room,
-                    },
-                ));
+                return match self.root_within(d, room, parents) {
+                    Some(ran) => ran,
+                    None => self.one_parent_in_parts(d, parents, room, total),
+                };
             }
             let half = n / 2;
             self.level(d, rows_part(parents, width, 0, half), half)?;
             return self.level(d, rows_part(parents, width, half, n), n - half);
         }
+    }
+
+    /// One parent (not the root row) whose `total` extensions level `d`'s `room` does not hold:
+    /// its pivot list in parts of segments whose rows the room holds (a warp join writes at most
+    /// a row per entry of the list), each part through every level after `d` before the next. A
+    /// part that still outgrows the room (a level with an edge variable may bind several relations
+    /// per entry) is halved, down to one segment, which past the room fails with the budget's
+    /// error.
+    fn one_parent_in_parts(
+        &mut self,
+        d: usize,
+        parent: DevSlice,
+        room: u64,
+        total: u64,
+    ) -> Result<(), MatchError> {
+        let too_large = MatchError::MemoryBudget {
+            rows: total,
+            budget_rows: room,
+        };
+        let lp = &self.levels[d];
+        let segment = if lp.segmented() { lp.segment } else { SEGMENT };
+        let segment = segment.min(room);
+        if segment == 0 {
+            return Err(too_large);
+        }
+        let segments = self.parent_segments(d, parent, segment)?;
+        let (mut start, mut part) = (0, (room / segment).max(1));
+        while start < segments && !self.out.stopped() {
+            let items = part.min(segments - start);
+            let cut = ParentPart {
+                level: d,
+                first: start,
+                items,
+                segment,
+            };
+            self.chunks += 1;
+            if self.run_part(cut, parent, room)? {
+                start += items;
+            } else if part > 1 {
+                part /= 2;
+            } else {
+                return Err(too_large);
+            }
+        }
+        Ok(())
+    }
+
+    /// The number of `segment`-entry segments of `parent`'s pivot list at level `d` (a count
+    /// launch and a read).
+    fn parent_segments(
+        &mut self,
+        d: usize,
+        parent: DevSlice,
+        segment: u64,
+    ) -> Result<u64, MatchError> {
+        let (counts, _) = self.scratch(1)?;
+        let args = ExtendWarpArgs {
+            rows: parent,
+            parents: 1,
+            segment,
+            ..self.warp_args(&self.levels[d])
+        };
+        let dev = self.p.dev;
+        dev.launch(
+            &Launch::PivotSegments(PivotSegmentsArgs {
+                a: args,
+                out: counts.slice,
+            }),
+            2,
+        )?;
+        let n: Vec<u64> = read(dev, self.p.arena.scratch.get(), counts.offset, 1)?;
+        Ok(n[0])
+    }
+
+    /// Level `d = cut.level` over one part of `parent`'s list, within `room` rows, then the
+    /// levels after it; `false` when its rows outgrew the room (nothing was handed on).
+    fn run_part(
+        &mut self,
+        cut: ParentPart,
+        parent: DevSlice,
+        room: u64,
+    ) -> Result<bool, MatchError> {
+        let d = cut.level;
+        let last = d + 1 == self.levels.len();
+        let count_only = last && self.counts_last();
+        let stop_at = if last { self.last_stop() } else { u64::MAX };
+        let capacity = if count_only {
+            0
+        } else {
+            self.level_buffer(d, room.min(cut.items * cut.segment))?
+        };
+        self.parent_part = Some(cut);
+        let ran = self.run(d, parent, 1, capacity, count_only, stop_at);
+        self.parent_part = None;
+        let (total, written) = ran?;
+        self.runs += 1;
+        let fits = count_only || total <= capacity || written >= stop_at || self.out.stopped();
+        if fits {
+            self.partials += total;
+            self.next(d, written, count_only, total)?;
+        }
+        Ok(fits)
     }
 
     /// Count and scan room for `n` items in the scratch buffer.
@@ -2489,7 +2602,8 @@ impl<D: Device> Levels<'_, '_, '_, D> {
                 len: capacity * width as u64,
             }
         };
-        let scratch = if lp.segmented() {
+        let part = self.parent_part.filter(|c| c.level == d);
+        let scratch = if lp.segmented() || part.is_some() {
             Some(self.scratch(n as usize)?)
         } else {
             None
@@ -2509,7 +2623,16 @@ impl<D: Device> Levels<'_, '_, '_, D> {
             ..self.warp_args(lp)
         };
         let mut warps = n;
-        if let Some(scratch) = scratch {
+        if let (Some(cut), Some((table, _))) = (part, scratch) {
+            let table = table.part(8, 0, 2);
+            let scratch = self.p.arena.scratch.get();
+            dev.write_bytes(scratch, table.offset, as_bytes(&[0, cut.items]))?;
+            args.segments = table.slice;
+            args.segment = cut.segment;
+            args.first_segment = cut.first;
+            warps = cut.items.min(SEGMENT_WARPS);
+            args.warps = warps;
+        } else if let Some(scratch) = scratch {
             warps = n.clamp(SEGMENT_WARPS, MAX_PARENTS);
             cut_lists(dev, &mut args, scratch, n, warps)?;
         } else if let Some(cut) = self.root_cut.filter(|_| d == 0) {
