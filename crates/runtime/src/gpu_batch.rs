@@ -245,10 +245,13 @@ impl<D: Device> Pipeline<'_, D> {
                 groups: &groups,
                 terms: &terms,
             };
+            // Admitted when its space fits (its levels take rows of the batch's buffers), refused
+            // with what it would need alone, as alone.
             let bytes = spaces[k].filter_bytes + jq.sizes().alone();
             it.result = Some(if bytes > it.memory_budget {
+                let counts_last = it.out.count_only() && jq.groups.is_empty();
                 Err(MatchError::DeviceBudget {
-                    bytes,
+                    bytes: jq.least_bytes(self.segments, counts_last),
                     budget: it.memory_budget,
                 })
             } else {

@@ -1234,8 +1234,10 @@ impl<D: Device> Pipeline<'_, D> {
             groups,
             terms,
         };
+        // Alone, its levels take pages of the budget (a batch's rooms are rows of its buffers).
+        let counts_last = out.count_only() && groups.is_empty();
+        self.budget_check(jq.least_bytes(self.segments, counts_last))?;
         let bytes = s.filter_bytes + jq.sizes().alone();
-        self.budget_check(bytes)?;
         let mut qs = self.space_batch(&[jq], &s.counts)?;
         let qs = qs.remove(0);
         let mut run = Levels::new(self, layout, &qs, out, bytes);
@@ -1557,6 +1559,40 @@ impl QuerySpace {
 }
 
 impl JoinQuery<'_> {
+    /// Entries per segment of level `d`'s pivot lists (0: a warp per partial match).
+    fn level_segment(&self, d: usize, segments: &Segments) -> u64 {
+        let js = &self.layout.steps[d];
+        // The root level's one list is cut by the host (`RootCut`).
+        if d == 0 {
+            return 0;
+        }
+        let scan = if js.checks.iter().all(|c| c.label != NONE) {
+            Scan::Shortest(&js.checks)
+        } else {
+            match js.checks.get(bindings_pivot(js) as usize) {
+                Some(&c) => Scan::Check(c),
+                None => Scan::Shortest(&[]),
+            }
+        };
+        segments.level(scan, self.space.counts[js.node] as u64)
+    }
+
+    /// Bytes the query needs at least alone (`Levels::least_bytes`, known before its space
+    /// is built): its filtering and candidate space, the two pages they may round up by, and a
+    /// page of rows for each level that keeps rows (`counts_last`: not the last), with the
+    /// segment counts of a page's rows for each parent of a segmented level.
+    pub(crate) fn least_bytes(&self, segments: &Segments, counts_last: bool) -> u64 {
+        let levels = self.enumerated();
+        let page_rows = PAGE.div_ceil(4 * self.layout.width as u64);
+        let level = |d: usize| {
+            let parent_of_segments = d + 1 < levels && self.level_segment(d + 1, segments) > 0;
+            PAGE + u64::from(parent_of_segments) * page_rows * SEGMENT_PARENT_BYTES
+        };
+        let kept = levels - usize::from(counts_last && levels > 0);
+        let pages: u64 = (0..kept).map(level).sum();
+        self.space.filter_bytes + self.sizes().alone() + 2 * PAGE + pages
+    }
+
     /// Levels the join enumerates (the counted leaves are not among them).
     fn enumerated(&self) -> usize {
         let counted: usize = self.groups.iter().map(|g| g.nodes.len()).sum();
@@ -1680,20 +1716,7 @@ impl JoinQuery<'_> {
                 let k = js.checks.len();
                 let warp = js.checks.iter().all(|c| c.label != NONE);
                 let pivot = bindings_pivot(js);
-                let scan = if warp {
-                    Scan::Shortest(&js.checks)
-                } else {
-                    match js.checks.get(pivot as usize) {
-                        Some(&c) => Scan::Check(c),
-                        None => Scan::Shortest(&[]),
-                    }
-                };
-                // The root level's one list is cut by the host (`RootCut`).
-                let segment = if d > 0 {
-                    segments.level(scan, self.space.counts[js.node] as u64)
-                } else {
-                    0
-                };
+                let segment = self.level_segment(d, segments);
                 let plan = LevelPlan {
                     checks: r.checks.part(16, c, c + k).slice,
                     lists: r.lists.part(64, c, c + k).slice,
@@ -1814,6 +1837,10 @@ struct Levels<'p, 'a, 'o, D: Device> {
     root_cut: Option<RootCut>,
     /// Set for one launch: the part of one parent's list it takes.
     parent_part: Option<ParentPart>,
+    /// Per level, the rows its buffer was granted ([`Levels::level_buffer`]).
+    granted: Vec<u64>,
+    /// Bytes of the query's filtering and candidate space, outside `budget`.
+    space_bytes: u64,
     out: &'p Output<'o>,
     /// Bytes the level buffers may take together.
     budget: u64,
@@ -1891,6 +1918,8 @@ impl<'p, 'a, 'o, D: Device> Levels<'p, 'a, 'o, D> {
             claimed: qs.claimed,
             root_cut: qs.root_cut,
             parent_part: None,
+            granted: vec![0; qs.levels.len()],
+            space_bytes,
             out,
             budget,
             first: 0,
@@ -2364,6 +2393,9 @@ impl<D: Device> Levels<'_, '_, '_, D> {
         room: u64,
         total: u64,
     ) -> Result<(), MatchError> {
+        if room == 0 {
+            return Err(self.no_room());
+        }
         let too_large = MatchError::MemoryBudget {
             rows: total,
             budget_rows: room,
@@ -2371,9 +2403,6 @@ impl<D: Device> Levels<'_, '_, '_, D> {
         let lp = &self.levels[d];
         let segment = if lp.segmented() { lp.segment } else { SEGMENT };
         let segment = segment.min(room);
-        if segment == 0 {
-            return Err(too_large);
-        }
         let segments = self.parent_segments(d, parent, segment)?;
         let (mut start, mut part) = (0, (room / segment).max(1));
         while start < segments && !self.out.stopped() {
@@ -2396,6 +2425,34 @@ impl<D: Device> Levels<'_, '_, '_, D> {
         Ok(())
     }
 
+    /// Level `d`'s candidates (`all`), or at the root under a cut in parts, its part's: the
+    /// root row's list.
+    fn list_of_root(&self, d: usize, all: DevSlice) -> DevSlice {
+        self.root_cut.filter(|_| d == 0).map_or(all, |cut| cut.all)
+    }
+
+    /// The budget left a level no room for a single row: the bytes the query needs at least,
+    /// its candidate space's and a page of rows for each level with their segment counts, as the
+    /// candidate space's error says them. It said "a single partial match has 128 extensions,
+    /// more than the memory budget of 0 rows".
+    fn no_room(&self) -> MatchError {
+        MatchError::DeviceBudget {
+            bytes: self.least_bytes(),
+            budget: self.p.memory_budget,
+        }
+    }
+
+    /// Bytes the query needs at least alone: its filtering and candidate space, the pages they
+    /// may round up by, and a page of rows for each level with their segment counts.
+    fn least_bytes(&self) -> u64 {
+        let rb = self.layout.width as u64 * 4;
+        let kept = self.levels.len() - usize::from(self.counts_last());
+        let pages: u64 = (0..kept)
+            .map(|d| PAGE + PAGE.div_ceil(rb) * (self.row_cost(d, rb) - rb))
+            .sum();
+        self.space_bytes + 2 * PAGE + pages
+    }
+
     /// The number of `segment`-entry segments of `parent`'s pivot list at level `d` (a count
     /// launch and a read).
     fn parent_segments(
@@ -2405,11 +2462,13 @@ impl<D: Device> Levels<'_, '_, '_, D> {
         segment: u64,
     ) -> Result<u64, MatchError> {
         let (counts, _) = self.scratch(1)?;
+        let lp = &self.levels[d];
         let args = ExtendWarpArgs {
             rows: parent,
             parents: 1,
             segment,
-            ..self.warp_args(&self.levels[d])
+            all: self.list_of_root(d, lp.all),
+            ..self.warp_args(lp)
         };
         let dev = self.p.dev;
         dev.launch(
@@ -2463,23 +2522,53 @@ impl<D: Device> Levels<'_, '_, '_, D> {
         Ok((c.take::<u64>(n + 1), c.take::<u64>(scan_sums(n + 1))))
     }
 
-    /// Rows level `d` may hold: its share of the budget ([`Levels::share`]) in rows.
+    /// Rows level `d` may hold ([`Levels::share`]).
     fn room(&self, d: usize, row_bytes: usize) -> u64 {
-        self.share(d, row_bytes) / self.row_cost(d, row_bytes as u64)
+        self.share(d, row_bytes).0
     }
 
-    /// Bytes level `d` may hold, in whole pages as its buffer is allocated: an equal share, among
-    /// it and the levels below it, of what the levels above it leave of the budget (halving per
-    /// level starved deep queries: the 16th level of a 17-node path got a few hundred rows of 256
-    /// MiB). The levels above it (from `first`) hold this query's parents, in buffers it sized
-    /// within their shares ([`Levels::level_buffer`]).
-    fn share(&self, d: usize, row_bytes: usize) -> u64 {
-        let row_bytes = row_bytes as u64;
+    /// Rows level `d` may hold, and the bytes its buffer may take (whole pages, as it is
+    /// allocated): of an equal share, among it and the levels below it, of what the levels above
+    /// it leave of the budget (halving per level starved deep queries: the 16th level of a
+    /// 17-node path got a few hundred rows of 256 MiB), the most rows whose pages and segment
+    /// counts ([`Levels::row_cost`]) fit. The levels above it (from `first`) hold this query's
+    /// parents, each charged its buffer and the segment counts of the rows it was granted
+    /// ([`Levels::level_buffer`]). Charged the counts of every row its pages hold, a level left
+    /// the one below it no room (`?x IsA ?y . ?y IsA ?z` as rows at 242 KiB: "more than the
+    /// memory budget of 0 rows").
+    fn share(&self, d: usize, row_bytes: usize) -> (u64, u64) {
+        let rb = row_bytes as u64;
+        let extra = |e: usize| self.row_cost(e, rb) - rb;
         let used: u64 = (self.first..d)
-            .map(|e| self.p.arena.levels[e].cap as u64 / row_bytes * self.row_cost(e, row_bytes))
+            .map(|e| self.p.arena.levels[e].cap as u64 + self.granted[e] * extra(e))
             .sum();
         let below = (self.levels.len() - d) as u64;
-        self.budget.saturating_sub(used) / below / PAGE * PAGE
+        let share = self.budget.saturating_sub(used) / below;
+        let rows = |pages: u64| {
+            let bytes = pages * PAGE;
+            let counted = (share.saturating_sub(bytes))
+                .checked_div(extra(d))
+                .unwrap_or(u64::MAX);
+            (
+                if bytes > share {
+                    0
+                } else {
+                    (bytes / rb).min(counted)
+                },
+                bytes,
+            )
+        };
+        // The rows grow with the pages until the counts take the rest: the best is about where
+        // the pages' rows meet what the counts leave.
+        let meet =
+            u128::from(share) * u128::from(rb) / u128::from(rb + extra(d)) / u128::from(PAGE);
+        let meet = meet as u64;
+        let (a, b) = (rows(meet), rows(meet + 1));
+        if b.0 > a.0 {
+            b
+        } else {
+            a
+        }
     }
 
     /// Level `d`'s buffer, grown to hold `rows` rows (at most its room): its capacity in rows. A
@@ -2490,7 +2579,7 @@ impl<D: Device> Levels<'_, '_, '_, D> {
     /// than this query's budget.
     fn level_buffer(&mut self, d: usize, rows: u64) -> Result<u64, DeviceError> {
         let row_bytes = self.layout.width * 4;
-        let share = self.share(d, row_bytes);
+        let (room, share) = self.share(d, row_bytes);
         let (dev, slab) = (self.p.dev, &mut self.p.arena.levels[d]);
         if slab.cap as u64 > share {
             slab.release(dev);
@@ -2498,7 +2587,10 @@ impl<D: Device> Levels<'_, '_, '_, D> {
         if slab.cap < rows as usize * row_bytes {
             slab.ensure(dev, rows as usize * row_bytes)?;
         }
-        Ok((slab.cap / row_bytes) as u64)
+        // Granted at most its room: the segment counts of the rows past it are not in the budget.
+        let granted = ((slab.cap / row_bytes) as u64).min(room.max(rows));
+        self.granted[d] = granted;
+        Ok(granted)
     }
 
     /// Rows level `d` must hold of the `total` it found: all, or on the last level under LIMIT,
@@ -2630,6 +2722,7 @@ impl<D: Device> Levels<'_, '_, '_, D> {
             args.segments = table.slice;
             args.segment = cut.segment;
             args.first_segment = cut.first;
+            args.all = self.list_of_root(d, args.all);
             warps = cut.items.min(SEGMENT_WARPS);
             args.warps = warps;
         } else if let Some(scratch) = scratch {

@@ -288,3 +288,47 @@ fn one_partial_match_past_the_budget_binds_its_edges_in_parts() {
         "no budget ran the hub's list in parts: the test proves nothing"
     );
 }
+
+/// Budgets a few KiB either side of what the candidate space takes: each gives `dfs`'s rows, or
+/// the candidate-space error with the bytes the query needs, which, given as the budget, answer.
+/// Never the error of a level left no room: pages charged the segment counts of every row they
+/// hold took more than a level's share and left the level below it 0 rows ("a single partial
+/// match has 22 extensions, more than the memory budget of 0 rows" at 242 KiB).
+#[test]
+fn a_budget_near_the_candidate_space_answers_or_names_what_it_needs() {
+    let engine = gpsense_runtime::Engine::new(conceptnet());
+    let q = compiled("SELECT * WHERE { ?x IsA ?y . ?y IsA ?z }");
+    let (mut want, _) = engine
+        .collect(&q, &options(EngineKind::Dfs, 1 << 30))
+        .unwrap();
+    want.sort();
+    let (mut answered, mut refused) = (0, 0);
+    for kib in 210..=260 {
+        let budget = kib << 10;
+        match engine.collect(&q, &options(EngineKind::Emulated, budget)) {
+            Ok((mut rows, _)) => {
+                rows.sort();
+                assert!(rows == want, "{kib} KiB: {} rows", rows.len());
+                answered += 1;
+            }
+            Err(gpsense_runtime::MatchError::DeviceBudget { bytes, .. }) => {
+                assert!(bytes > budget, "{kib} KiB: needs {bytes}");
+                let (rows, _) = engine
+                    .collect(&q, &options(EngineKind::Emulated, bytes))
+                    .unwrap_or_else(|e| panic!("{kib} KiB said {bytes} bytes, which fail: {e}"));
+                assert_eq!(
+                    rows.len(),
+                    want.len(),
+                    "at the {bytes} bytes {kib} KiB said"
+                );
+                refused += 1;
+            }
+            Err(e) => panic!("{kib} KiB: {e}"),
+        }
+    }
+    println!("{answered} budgets answered, {refused} refused with what they need");
+    assert!(
+        answered > 0 && refused > 0,
+        "{answered} answered, {refused} refused"
+    );
+}
