@@ -154,7 +154,12 @@ pub(crate) fn connect(c: &Cluster, agreement: u64) -> Result<Connections, DistEr
 fn listen(c: &Cluster) -> Result<TcpListener, DistError> {
     let me = c.process;
     let at = &c.hosts[me];
-    let listener = TcpListener::bind(at).map_err(|e| {
+    let addrs = lookup(at, c.connect_timeout).map_err(|e| {
+        DistError::Setup(format!(
+            "process {me} cannot listen on {at} (its address in the hostfile): {e}"
+        ))
+    })?;
+    let listener = TcpListener::bind(&addrs[..]).map_err(|e| {
         let hint = if e.kind() == io::ErrorKind::AddrInUse {
             ": another program, or another process of this cluster, listens there (is --process \
              right, and the hostfile the same for every process?)"
@@ -328,16 +333,54 @@ fn read_header(stream: &TcpStream, until: Instant) -> io::Result<[u8; HEADER]> {
     Ok(got)
 }
 
-/// A connection to `at` (each of its addresses in turn), each try bounded by `limit`.
+/// A connection to `at` (each of its addresses in turn), its lookup and each try bounded by
+/// `limit`.
 fn reach(at: &str, limit: Duration) -> io::Result<TcpStream> {
     let mut last = io::Error::new(io::ErrorKind::NotFound, "the name has no address");
-    for addr in at.to_socket_addrs()? {
+    for addr in lookup(at, limit)? {
         match TcpStream::connect_timeout(&addr, limit) {
             Ok(s) => return Ok(s),
             Err(e) => last = e,
         }
     }
     Err(last)
+}
+
+/// `at`'s addresses from the system's resolver, within `limit`: a resolver that does not answer
+/// (a DNS server out of reach) held the set-up past `--connect-timeout-s`, for as long as the
+/// system's own timeouts and retries took.
+fn lookup(at: &str, limit: Duration) -> io::Result<Vec<SocketAddr>> {
+    lookup_with(at, limit, |name: String| {
+        name.to_socket_addrs().map(Iterator::collect)
+    })
+}
+
+/// [`lookup`] through `resolve`, on a thread of its own: past `limit` it is left to finish
+/// alone (the standard library's lookup cannot be cancelled), and the caller told so.
+fn lookup_with(
+    at: &str,
+    limit: Duration,
+    resolve: impl FnOnce(String) -> io::Result<Vec<SocketAddr>> + Send + 'static,
+) -> io::Result<Vec<SocketAddr>> {
+    // An address needs no resolver.
+    if let Ok(addr) = at.parse::<SocketAddr>() {
+        return Ok(vec![addr]);
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    let name = at.to_owned();
+    std::thread::Builder::new()
+        .name("gpsense-lookup".into())
+        .spawn(move || {
+            let _ = tx.send(resolve(name));
+        })?;
+    rx.recv_timeout(limit).unwrap_or_else(|_| {
+        Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!(
+                "looking up its name took more than {limit:.0?} (is the name server reachable?)"
+            ),
+        ))
+    })
 }
 
 /// Whether `stream` reached this process's own listener.
@@ -620,6 +663,35 @@ fn beat(peers: &mut [Watched], hosts: &[String]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_name_lookup_that_does_not_answer_is_given_up_on_in_time() {
+        let start = Instant::now();
+        let slow = |_: String| {
+            std::thread::sleep(Duration::from_secs(30));
+            Ok(Vec::new())
+        };
+        let e =
+            lookup_with("nameserver.invalid:7000", Duration::from_millis(200), slow).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::TimedOut, "{e}");
+        assert!(e.to_string().contains("looking up its name"), "{e}");
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            start.elapsed()
+        );
+        // An address is not looked up; a name that answers gives its addresses.
+        let never = |_: String| -> io::Result<Vec<SocketAddr>> { unreachable!("looked up") };
+        let addr: SocketAddr = "127.0.0.1:7000".parse().unwrap();
+        assert_eq!(
+            lookup_with("127.0.0.1:7000", Duration::ZERO, never).unwrap(),
+            [addr]
+        );
+        let found = lookup_with("peer:7000", Duration::from_secs(10), move |_| {
+            Ok(vec![addr])
+        });
+        assert_eq!(found.unwrap(), [addr]);
+    }
 
     #[test]
     fn a_peer_that_sends_its_handshake_a_byte_at_a_time_is_given_up_on_in_time() {

@@ -2394,7 +2394,7 @@ impl<D: Device> Levels<'_, '_, '_, D> {
         total: u64,
     ) -> Result<(), MatchError> {
         if room == 0 {
-            return Err(self.no_room());
+            return Err(self.no_room(total));
         }
         let too_large = MatchError::MemoryBudget {
             rows: total,
@@ -2431,14 +2431,19 @@ impl<D: Device> Levels<'_, '_, '_, D> {
         self.root_cut.filter(|_| d == 0).map_or(all, |cut| cut.all)
     }
 
-    /// The budget left a level no room for a single row: the bytes the query needs at least,
-    /// its candidate space's and a page of rows for each level with their segment counts, as the
-    /// candidate space's error says them. It said "a single partial match has 128 extensions,
-    /// more than the memory budget of 0 rows".
-    fn no_room(&self) -> MatchError {
-        MatchError::DeviceBudget {
-            bytes: self.least_bytes(),
-            budget: self.p.memory_budget,
+    /// The budget left a level no room for a single row of a parent's `total` extensions: the
+    /// bytes the query needs at least, as the candidate space's error says them (it said "a
+    /// single partial match has 128 extensions, more than the memory budget of 0 rows"). Never
+    /// bytes within the budget: a batch takes those for memory other users hold, and waits.
+    fn no_room(&self, total: u64) -> MatchError {
+        let (bytes, budget) = (self.least_bytes(), self.p.memory_budget);
+        if bytes > budget {
+            MatchError::DeviceBudget { bytes, budget }
+        } else {
+            MatchError::MemoryBudget {
+                rows: total,
+                budget_rows: 0,
+            }
         }
     }
 
