@@ -17,9 +17,11 @@
 //! answered as timed out), its levels stop on its own clock (`budget_ns`) and LIMIT (`stop_at`),
 //! and a query whose levels
 //! outgrow their batch buffers runs on alone after the batch from the first level that overflowed
-//! (queued, growing or depth first, as [`Levels`] runs a query alone), its errors its own. Each
-//! query is handed over ([`OnAnswer`]) as soon as its answer is final, the ones that fit before
-//! the ones that go on alone.
+//! (queued, growing or depth first, as [`Levels`] runs a query alone), its errors its own. A LIMIT
+//! query's root runs its first part in the batch and the parts after it alone (not under
+//! [`Outgrown::Leave`], whose caller answers alone what goes on). Each query is handed over
+//! ([`OnAnswer`]) as soon as its answer is final, the ones that fit before the ones that go on
+//! alone.
 
 use std::time::{Duration, Instant};
 
@@ -34,8 +36,8 @@ use gpsense_planner::{Plan, QueryGraph};
 
 use super::{
     by_node, rows_part, scan, scan_sums, Carver, CounterWords, DeviceReport, FilterQuery,
-    FilterSizes, JoinQuery, LevelPlan, Levels, Pipeline, Prepared, QuerySpace, Region, Slab,
-    FIRST_ROOT_PART, LEAF_THREADS, QUEUED_WARPS, SEGMENT_PARENT_BYTES,
+    FilterSizes, JoinQuery, LevelPlan, Levels, Pipeline, Prepared, QuerySpace, Region, RootCut,
+    Slab, FIRST_ROOT_PART, LEAF_THREADS, QUEUED_WARPS, SEGMENT_PARENT_BYTES,
 };
 use crate::device::{as_bytes, read, Device, Launch};
 use crate::engine::{BatchPhases, Outgrown};
@@ -326,14 +328,22 @@ impl<D: Device> Pipeline<'_, D> {
         let mut tables: Vec<Vec<ExtendWarpArgs>> = vec![Vec::new(); 2 * depth];
         let mut leaves = Vec::new();
         let injective = (self.semantics == Semantics::Iso) as u32;
+        // A LIMIT query's root runs its first part here and the rest alone after the batch, on
+        // this thread: not under `Leave`, whose caller answers alone what goes on, so that the
+        // batching thread is free for the next batch (there its root runs whole, in its rooms).
+        let parted: Vec<Option<RootCut>> = joined
+            .iter()
+            .zip(qs)
+            .map(|(jq, q)| q.parted_root(items[jq.item].out))
+            .map(|cut| cut.filter(|_| outgrown == Outgrown::GoOn))
+            .collect();
         let (first, last) = (qs[0].claimed, qs[qs.len() - 1].claimed);
         let claimed_bytes = last.offset + last.bytes(8) - first.offset;
         dev.zero_bytes(self.arena.space.get(), first.offset, claimed_bytes)?;
         for (j, (jq, q)) in joined.iter().zip(qs).enumerate() {
             let it = &items[jq.item];
             let l = q.levels.len();
-            // A LIMIT query's root runs its first part here, the rest alone after the batch.
-            let root_cut = match q.parted_root(it.out) {
+            let root_cut = match parted[j] {
                 Some(cut) => Some(cut.part(dev, self.arena.space.get(), (0, FIRST_ROOT_PART))?),
                 None => q.root_cut,
             };
@@ -496,8 +506,10 @@ impl<D: Device> Pipeline<'_, D> {
         let rows = self.read_rows(items, joined, &rooms, &counters, &overs)?;
         let batch_time = start.elapsed();
         let levels = began.elapsed();
-        let fit = (0..joined.len()).filter(|&j| overs[j].is_none());
-        for j in fit.chain((0..joined.len()).filter(|&j| overs[j].is_some())) {
+        // The answers final after the batch first, then those that go on alone.
+        let goes_on = |j: usize| overs[j].is_some() || parted[j].is_some();
+        let fit = (0..joined.len()).filter(|&j| !goes_on(j));
+        for j in fit.chain((0..joined.len()).filter(|&j| goes_on(j))) {
             let (jq, q) = (&joined[j], &qs[j]);
             let it = &mut items[jq.item];
             charge_share(it.out, start, batch_time, joined.len());
@@ -514,6 +526,7 @@ impl<D: Device> Pipeline<'_, D> {
                 c: counters[j],
                 over: overs[j],
                 rows: rows[j].as_deref(),
+                parted: parted[j],
             };
             if let Err(e) = self.finish_query(it, jq, q, &rooms[j], done) {
                 it.result = Some(Err(e));
@@ -765,7 +778,6 @@ impl<D: Device> Pipeline<'_, D> {
         let mut run = Levels::new(self, &jq.layout, q, it.out, jq.bytes);
         let (c, words) = (done.c, q.counter_words());
         let total = |d: usize| c[words.rows(d)];
-        let parted = q.parted_root(run.out);
         match done.over {
             Some(d) => {
                 // The levels before `d` are complete; `d` and those after it run again alone.
@@ -792,7 +804,7 @@ impl<D: Device> Pipeline<'_, D> {
                 }
             }
         }
-        if let Some(cut) = parted.filter(|_| done.over != Some(0)) {
+        if let Some(cut) = done.parted.filter(|_| done.over != Some(0)) {
             run.rest_of_root(cut, q.root)?;
         }
         let done = (run.runs, run.partials, run.chunks);
@@ -807,6 +819,8 @@ struct Done<'c> {
     c: &'c [u64],
     over: Option<usize>,
     rows: Option<&'c [u32]>,
+    /// The root's cut, when the batch ran its first part only.
+    parted: Option<RootCut>,
 }
 
 /// Charges a query only its share (`batch_time / queries`) of the batch's time so far: its

@@ -149,7 +149,7 @@ fn rows_in_batch(
         .collect()
 }
 
-/// In a batch (concurrent requests, a multi-query file), a LIMIT query's root runs its first part
+/// In a batch (a multi-query file, a Python list), a LIMIT query's root runs its first part
 /// only; the parts after it go on alone, as a LIMIT query alone runs them. Its rows are rows of
 /// `dfs`'s answer, as many as the LIMIT, and the batch's other queries keep their whole answers.
 #[test]
@@ -331,4 +331,45 @@ fn a_budget_near_the_candidate_space_answers_or_names_what_it_needs() {
         answered > 0 && refused > 0,
         "{answered} answered, {refused} refused"
     );
+}
+
+/// Under `Outgrown::Leave` (`serve`: the request's own thread answers alone what goes on) the
+/// batch does not run a LIMIT query's root in parts, which would go on alone on the batching
+/// thread and hold up the next batch: the query is answered in the batch or left to its caller,
+/// and the batch makes only its own reads. Under `GoOn` (a file of queries) the same query gets
+/// its LIMIT's rows from the parts after the batch.
+#[test]
+fn a_batch_that_leaves_what_goes_on_runs_no_root_parts() {
+    let engine = gpsense_runtime::Engine::new(conceptnet());
+    let q = gpsense_planner::QueryGraph {
+        limit: Some(3000),
+        ..compiled(PATH)
+    };
+    let opts = options(EngineKind::Emulated, 1 << 30);
+    for outgrown in [
+        gpsense_runtime::Outgrown::Leave,
+        gpsense_runtime::Outgrown::GoOn,
+    ] {
+        let mut sink = |_: gpsense_runtime::RowBatch| true;
+        let list = vec![gpsense_runtime::BatchQuery {
+            q: &q,
+            opts: &opts,
+            rows: Some(&mut sink),
+        }];
+        let batch = engine.match_batch_each(list, outgrown, &|_, _| {});
+        let leave = outgrown == gpsense_runtime::Outgrown::Leave;
+        match &batch.reports[0] {
+            Err(gpsense_runtime::MatchError::OutgrewBatch { .. }) if leave => {}
+            Ok(r) => {
+                assert_eq!((r.rows, r.limit_reached), (3000, true), "{outgrown:?}");
+                let parts = r.device_report.as_ref().unwrap().chunks;
+                println!("{outgrown:?}: answered, {parts} parts and chunks");
+                assert!(
+                    !leave || parts == 0,
+                    "the batch went on alone: {parts} parts"
+                );
+            }
+            other => panic!("{outgrown:?}: {other:?}"),
+        }
+    }
 }
