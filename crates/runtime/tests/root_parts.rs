@@ -373,3 +373,35 @@ fn a_batch_that_leaves_what_goes_on_runs_no_root_parts() {
         }
     }
 }
+
+/// A query after a larger one on the same engine holds no more device memory than its own budget:
+/// the buffers the larger one left, reused as they were, kept the arena past it.
+#[test]
+fn a_query_after_a_larger_one_holds_its_budget() {
+    let engine = gpsense_runtime::Engine::new(conceptnet());
+    let big = compiled("SELECT * WHERE { ?x IsA ?y . ?x ?r ?z }");
+    let (_, r) = engine
+        .collect(&big, &options(EngineKind::Emulated, 1 << 30))
+        .unwrap();
+    let held = r.device_report.unwrap().arena_bytes;
+    let small = compiled("SELECT * WHERE { ?x IsA ?y }");
+    let budget = 320 << 10;
+    assert!(
+        held > budget,
+        "the first query left {held} bytes: the test proves nothing"
+    );
+    let (rows, r) = engine
+        .collect(&small, &options(EngineKind::Emulated, budget))
+        .unwrap();
+    assert_eq!(rows.len(), 14_915);
+    let d = r.device_report.unwrap();
+    println!(
+        "{} bytes held after a query that left {held}",
+        d.arena_bytes
+    );
+    assert!(
+        d.arena_bytes <= budget,
+        "{} bytes after {held}: {d:?}",
+        d.arena_bytes
+    );
+}
