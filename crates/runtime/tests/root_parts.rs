@@ -15,6 +15,15 @@ use conceptnet100k::{compiled, conceptnet, options};
 /// Root `?b` (512 candidates, four parts: 128, 384); 40,355 rows.
 const PATH: &str = "SELECT * WHERE { ?a IsA ?b . ?b IsA ?c . ?c IsA ?d }";
 
+/// `dfs`'s rows of `q`, sorted.
+fn dfs_rows(engine: &gpsense_runtime::Engine, q: &gpsense_planner::QueryGraph) -> Vec<Vec<u32>> {
+    let (mut rows, _) = engine
+        .collect(q, &options(EngineKind::Dfs, 1 << 30))
+        .unwrap();
+    rows.sort();
+    rows
+}
+
 fn limited(engine: EngineKind, budget: u64, limit: Option<u64>) -> MatchOptions {
     MatchOptions {
         limit,
@@ -26,9 +35,7 @@ fn limited(engine: EngineKind, budget: u64, limit: Option<u64>) -> MatchOptions 
 fn rows_and_counts_under_a_limit_are_dfs_s() {
     let engine = gpsense_runtime::Engine::new(conceptnet());
     let q = compiled(PATH);
-    let (all, _) = engine
-        .collect(&q, &options(EngineKind::Dfs, 1 << 30))
-        .unwrap();
+    let all = dfs_rows(&engine, &q);
     let total = all.len() as u64;
     let all: HashSet<Vec<u32>> = all.into_iter().collect();
     assert_eq!(all.len() as u64, total, "an embedding is one row");
@@ -81,10 +88,7 @@ fn a_small_limit_stops_before_the_levels_grow_whole() {
 fn a_root_level_past_the_budget_goes_in_parts() {
     let engine = gpsense_runtime::Engine::new(conceptnet());
     let q = compiled("SELECT * WHERE { ?x IsA ?y }");
-    let (mut want, _) = engine
-        .collect(&q, &options(EngineKind::Dfs, 1 << 30))
-        .unwrap();
-    want.sort();
+    let want = dfs_rows(&engine, &q);
     for budget in [300 << 10, 320 << 10] {
         let opts = options(EngineKind::Emulated, budget);
         let c = engine.count(&q, &opts).unwrap();
@@ -156,7 +160,6 @@ fn rows_in_batch(
 fn a_limit_query_in_a_batch_runs_its_root_in_parts() {
     let engine = gpsense_runtime::Engine::new(conceptnet());
     let opts = options(EngineKind::Emulated, 1 << 30);
-    let dfs = options(EngineKind::Dfs, 1 << 30);
     let whole: Vec<_> = LIMITED.iter().map(|t| compiled(t)).collect();
     let ten: Vec<_> = whole
         .iter()
@@ -173,8 +176,7 @@ fn a_limit_query_in_a_batch_runs_its_root_in_parts() {
     // with the emulator's block order (the UsedFor path's alone 42,192-52,825).
     let (mut in_batch, mut apart) = (0, 0);
     for (k, (rows, r)) in answered.iter().take(LIMITED.len()).enumerate() {
-        let (all, _) = engine.collect(&whole[k], &dfs).unwrap();
-        let all: HashSet<Vec<u32>> = all.into_iter().collect();
+        let all: HashSet<Vec<u32>> = dfs_rows(&engine, &whole[k]).into_iter().collect();
         let text = LIMITED[k];
         assert_eq!((rows.len(), r.limit_reached), (10, true), "{text}");
         assert!(rows.iter().all(|row| all.contains(row)), "{text}");
@@ -198,10 +200,8 @@ fn a_limit_query_in_a_batch_runs_its_root_in_parts() {
         "{in_batch} in a batch, {apart} alone"
     );
     let (mut rows, _) = answered.last().unwrap().clone();
-    let (mut want, _) = engine.collect(&other, &dfs).unwrap();
     rows.sort();
-    want.sort();
-    assert_eq!(rows, want);
+    assert_eq!(rows, dfs_rows(&engine, &other));
 }
 
 /// One partial match past the root whose extensions the memory budget does not hold goes in parts
@@ -213,10 +213,7 @@ fn a_limit_query_in_a_batch_runs_its_root_in_parts() {
 fn one_partial_match_past_the_budget_goes_in_parts() {
     let engine = gpsense_runtime::Engine::new(conceptnet());
     let q = compiled("SELECT * WHERE { ?x IsA ?y . ?y IsA ?z }");
-    let (mut want, _) = engine
-        .collect(&q, &options(EngineKind::Dfs, 1 << 30))
-        .unwrap();
-    want.sort();
+    let want = dfs_rows(&engine, &q);
     let mut parted = 0;
     for kib in [236, 248, 251, 260, 272] {
         let budget = kib << 10;
@@ -259,10 +256,7 @@ fn one_partial_match_past_the_budget_binds_its_edges_in_parts() {
     let g = b.build().unwrap().0;
     let q = gpsense_planner::compile("SELECT * WHERE { x0 r0 ?h . ?h ?r ?t }", &g).unwrap();
     let engine = gpsense_runtime::Engine::new(&g);
-    let (mut want, _) = engine
-        .collect(&q, &options(EngineKind::Dfs, 1 << 30))
-        .unwrap();
-    want.sort();
+    let want = dfs_rows(&engine, &q);
     assert_eq!(want.len(), 3000);
     let (mut parted, mut refused) = (0, 0);
     for budget in (16_384..=96_000).step_by(2_048) {
@@ -298,10 +292,7 @@ fn one_partial_match_past_the_budget_binds_its_edges_in_parts() {
 fn a_budget_near_the_candidate_space_answers_or_names_what_it_needs() {
     let engine = gpsense_runtime::Engine::new(conceptnet());
     let q = compiled("SELECT * WHERE { ?x IsA ?y . ?y IsA ?z }");
-    let (mut want, _) = engine
-        .collect(&q, &options(EngineKind::Dfs, 1 << 30))
-        .unwrap();
-    want.sort();
+    let want = dfs_rows(&engine, &q);
     let (mut answered, mut refused) = (0, 0);
     for kib in 210..=260 {
         let budget = kib << 10;
