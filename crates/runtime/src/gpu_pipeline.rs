@@ -1607,14 +1607,13 @@ impl JoinQuery<'_> {
     /// segment counts of a page's rows for each parent of a segmented level.
     pub(crate) fn least_bytes(&self, segments: &Segments, counts_last: bool) -> u64 {
         let levels = self.enumerated();
-        let page_rows = PAGE.div_ceil(4 * self.layout.width as u64);
-        let level = |d: usize| {
-            let parent_of_segments = d + 1 < levels && self.level_segment(d + 1, segments) > 0;
-            PAGE + u64::from(parent_of_segments) * page_rows * SEGMENT_PARENT_BYTES
-        };
         let kept = levels - usize::from(counts_last && levels > 0);
-        let pages: u64 = (0..kept).map(level).sum();
-        self.space.filter_bytes + self.sizes().alone() + 2 * PAGE + pages
+        least_bytes(
+            self.space.filter_bytes + self.sizes().alone(),
+            self.layout.width,
+            kept,
+            |d| d + 1 < levels && self.level_segment(d + 1, segments) > 0,
+        )
     }
 
     /// Levels the join enumerates (the counted leaves are not among them).
@@ -2474,12 +2473,10 @@ impl<D: Device> Levels<'_, '_, '_, D> {
     /// Bytes the query needs at least alone: its filtering and candidate space, the pages they
     /// may round up by, and a page of rows for each level with their segment counts.
     fn least_bytes(&self) -> u64 {
-        let rb = self.layout.width as u64 * 4;
         let kept = self.levels.len() - usize::from(self.counts_last());
-        let pages: u64 = (0..kept)
-            .map(|d| PAGE + PAGE.div_ceil(rb) * (self.row_cost(d, rb) - rb))
-            .sum();
-        self.space_bytes + 2 * PAGE + pages
+        least_bytes(self.space_bytes, self.layout.width, kept, |d| {
+            self.parent_of_segments(d)
+        })
     }
 
     /// The number of `segment`-entry segments of `parent`'s pivot list at level `d` (a count
@@ -2636,13 +2633,12 @@ impl<D: Device> Levels<'_, '_, '_, D> {
     /// segmented level, its segment count and its part of their scan (the scratch they share
     /// holds the most parents of any such level, at most the sum the levels pay).
     fn row_cost(&self, d: usize, row_bytes: u64) -> u64 {
-        let parent_of_segments = self.levels.get(d + 1).is_some_and(LevelPlan::segmented);
-        row_bytes
-            + if parent_of_segments {
-                SEGMENT_PARENT_BYTES
-            } else {
-                0
-            }
+        row_bytes + u64::from(self.parent_of_segments(d)) * SEGMENT_PARENT_BYTES
+    }
+
+    /// Whether level `d`'s rows are the parents of a segmented level.
+    fn parent_of_segments(&self, d: usize) -> bool {
+        self.levels.get(d + 1).is_some_and(LevelPlan::segmented)
     }
 
     /// Rows (or matches) the last level still needs, as the output counts them: LIMIT stops it
@@ -2769,6 +2765,23 @@ impl<D: Device> Levels<'_, '_, '_, D> {
         }
         Ok((c[0], c[0].min(capacity)))
     }
+}
+
+/// Bytes a query of `space` bytes (filtering and candidate space) and rows of `width` slots needs
+/// at least alone: the two pages its space may round up by, and for each of its first `kept`
+/// levels a page of rows, with their segment counts where it is the parent of a segmented level
+/// (`parent_of_segments`).
+fn least_bytes(
+    space: u64,
+    width: usize,
+    kept: usize,
+    parent_of_segments: impl Fn(usize) -> bool,
+) -> u64 {
+    let page_rows = PAGE.div_ceil(4 * width as u64);
+    let pages: u64 = (0..kept)
+        .map(|d| PAGE + u64::from(parent_of_segments(d)) * page_rows * SEGMENT_PARENT_BYTES)
+        .sum();
+    space + 2 * PAGE + pages
 }
 
 /// Cuts the pivot lists of `args`' level (over at most `bound` parents, the number at
