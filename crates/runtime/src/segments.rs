@@ -118,7 +118,11 @@ fn count_in_env(name: &str, least: u64) -> Option<u64> {
     match value.trim().parse::<u64>() {
         Ok(n) if n >= least => Some(n),
         _ => {
-            eprintln!("warning: {name}={value} is ignored: not a whole number of at least {least}");
+            let what = match least {
+                0 => "not a whole number".to_owned(),
+                _ => format!("not a whole number of at least {least}"),
+            };
+            eprintln!("warning: {name}={value} is ignored: {what}");
             None
         }
     }
