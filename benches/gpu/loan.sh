@@ -1,11 +1,11 @@
 #!/bin/bash
-# One call of a short GPU loan (about four minutes of the machine): the session's measurements
-# (session.sh: gpu-check with EGSM, WordNet and ConceptNet in both placements and through a .gpsc,
-# HPRD-200 batched and alone, ncu; the GPU's own heavy yeast run left out unless HEAVY_GPU=1), the
-# suites side by side (batches.sh, two rounds, the heavy tail on dfs and auto), and the endpoint
-# on the device: answers under concurrent requests against dfs's, light requests' latency beside a
-# heavy client, then throughput; and `auto`'s
-# constants refitted to yeast's lone times (calibrate.sh).
+# One call of a short GPU loan (a few minutes of the machine, each step under its own time
+# limit): the session's measurements (session.sh: gpu-check with EGSM, WordNet and ConceptNet in
+# both placements and through a .gpsc, HPRD-200 batched and alone, ncu; the GPU's own heavy yeast
+# run left out unless HEAVY_GPU=1), the suites side by side (batches.sh, two rounds, the heavy
+# tail on dfs and auto), and the endpoint on the device: answers under concurrent requests
+# against dfs's, light requests' latency beside a heavy client, then throughput; `auto`'s
+# constants refitted to yeast's lone times (calibrate.sh); and the pipeline's settings (knobs.sh).
 #
 #   benches/gpu/loan.sh BUNDLE OUT
 set -u
@@ -50,4 +50,9 @@ for e in gpu dfs; do
     > "$out/load_$e.txt" 2>&1
   echo "exit $?" >> "$out/load_$e.txt"
 done
+# What the emulator cannot settle: LIMIT roots in parts against whole, the segments' sizes, serve
+# under LIMIT queries (knobs.sh, about three minutes; cut at four).
+log "knobs.sh"
+timeout 240 "$here/knobs.sh" "$bundle" "$out/knobs" > "$out/knobs.log" 2>&1
+echo "exit $?" >> "$out/knobs.log"
 log "done"

@@ -49,6 +49,14 @@ pub enum MatchError {
          its device batch; the batch left it to be answered alone"
     )]
     OutgrewBatch { level: usize, rows: u64, room: u64 },
+    /// A LIMIT query of a batch whose root's first part did not complete its answer. Under
+    /// [`crate::Outgrown::Leave`] the batch leaves it to its caller, whose query alone runs the
+    /// rest: the parts after the first would hold up the batching thread.
+    #[error(
+        "the first {first} of the query's {candidates} root candidates did not reach its LIMIT in \
+         its device batch; the batch left it to be answered alone"
+    )]
+    LimitPastFirstPart { first: u64, candidates: u64 },
     /// A batched query refused for device memory that its own budget allows: other users held
     /// it. Under [`crate::Outgrown::Leave`] the batch leaves it to its caller, whose query alone
     /// waits for them and tries again.
@@ -62,12 +70,14 @@ pub enum MatchError {
 
 impl MatchError {
     /// Whether a device batch left the query to its caller to be answered alone
-    /// ([`crate::Outgrown::Leave`]): its level outgrew its batch room, or other users held the
-    /// device memory it needed.
+    /// ([`crate::Outgrown::Leave`]): its level outgrew its batch room, its root's first part did
+    /// not reach its LIMIT, or other users held the device memory it needed.
     pub fn left_by_batch(&self) -> bool {
         matches!(
             self,
-            MatchError::OutgrewBatch { .. } | MatchError::BatchShortOfMemory(_)
+            MatchError::OutgrewBatch { .. }
+                | MatchError::LimitPastFirstPart { .. }
+                | MatchError::BatchShortOfMemory(_)
         )
     }
 }

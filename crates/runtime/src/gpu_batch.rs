@@ -18,8 +18,9 @@
 //! and a query whose levels
 //! outgrow their batch buffers runs on alone after the batch from the first level that overflowed
 //! (queued, growing or depth first, as [`Levels`] runs a query alone), its errors its own. A LIMIT
-//! query's root runs its first part in the batch and the parts after it alone (not under
-//! [`Outgrown::Leave`], whose caller answers alone what goes on). Each query is handed over
+//! query's root runs its first part in the batch and the parts after it alone; under
+//! [`Outgrown::Leave`], whose caller answers alone what goes on, a first part that did not
+//! complete the answer leaves the query to its caller before any row is handed out. Each query is handed over
 //! ([`OnAnswer`]) as soon as its answer is final, the ones that fit before the ones that go on
 //! alone.
 
@@ -328,14 +329,13 @@ impl<D: Device> Pipeline<'_, D> {
         let mut tables: Vec<Vec<ExtendWarpArgs>> = vec![Vec::new(); 2 * depth];
         let mut leaves = Vec::new();
         let injective = (self.semantics == Semantics::Iso) as u32;
-        // A LIMIT query's root runs its first part here and the rest alone after the batch, on
-        // this thread: not under `Leave`, whose caller answers alone what goes on, so that the
-        // batching thread is free for the next batch (there its root runs whole, in its rooms).
+        // A LIMIT query's root runs its first part here. Under `GoOn` the rest runs alone after
+        // the batch, on this thread; under `Leave` the batching thread stays free for the next
+        // batch: the query is answered if that part completed it, else left to its caller.
         let parted: Vec<Option<RootCut>> = joined
             .iter()
             .zip(qs)
             .map(|(jq, q)| q.parted_root(items[jq.item].out))
-            .map(|cut| cut.filter(|_| outgrown == Outgrown::GoOn))
             .collect();
         let (first, last) = (qs[0].claimed, qs[qs.len() - 1].claimed);
         let claimed_bytes = last.offset + last.bytes(8) - first.offset;
@@ -513,20 +513,29 @@ impl<D: Device> Pipeline<'_, D> {
             let (jq, q) = (&joined[j], &qs[j]);
             let it = &mut items[jq.item];
             charge_share(it.out, start, batch_time, joined.len());
-            if let (Some(d), Outgrown::Leave) = (overs[j], outgrown) {
-                it.result = Some(Err(MatchError::OutgrewBatch {
+            let (c, rows) = (counters[j], rows[j].as_deref());
+            let left = match (overs[j], parted[j], outgrown) {
+                (Some(d), _, Outgrown::Leave) => Some(MatchError::OutgrewBatch {
                     level: d,
-                    rows: counters[j][q.counter_words().rows(d)],
+                    rows: c[q.counter_words().rows(d)],
                     room: rooms[j][d].capacity,
-                }));
+                }),
+                (None, Some(cut), Outgrown::Leave) => {
+                    let run = Levels::new(self, &jq.layout, q, it.out, jq.bytes);
+                    (!run.first_part_completes(c, rows)).then(|| cut.past_first_part())
+                }
+                _ => None,
+            };
+            if let Some(e) = left {
+                it.result = Some(Err(e));
                 on_answer(jq.item, it, self.arena.bytes());
                 continue;
             }
             let done = Done {
-                c: counters[j],
+                c,
                 over: overs[j],
-                rows: rows[j].as_deref(),
-                parted: parted[j],
+                rows,
+                parted: parted[j].filter(|_| outgrown == Outgrown::GoOn),
             };
             if let Err(e) = self.finish_query(it, jq, q, &rooms[j], done) {
                 it.result = Some(Err(e));

@@ -1552,6 +1552,16 @@ impl RootCut {
     }
 }
 
+impl RootCut {
+    /// Why a batch leaves a query whose first part of this cut did not complete its answer.
+    pub(crate) fn past_first_part(&self) -> MatchError {
+        MatchError::LimitPastFirstPart {
+            first: (FIRST_ROOT_PART * self.segment).min(self.all.len),
+            candidates: self.all.len,
+        }
+    }
+}
+
 /// Segments of the root level's first part under a LIMIT (128 candidates); each next part is
 /// `ROOT_PARTS_GROW` times larger.
 const FIRST_ROOT_PART: u64 = 1;
@@ -2232,6 +2242,32 @@ impl<D: Device> Levels<'_, '_, '_, D> {
             bound = lp.bound(caps[d], bound);
         }
         bounds
+    }
+
+    /// Whether a batch's run of the root's first part (its counters `c`, its last level's rows
+    /// when it wants rows) completed the answer: its LIMIT reached, its count overflowed, or its
+    /// time limit ended it. Asked before anything is handed to the output.
+    pub(crate) fn first_part_completes(&self, c: &[u64], rows: Option<&[u32]>) -> bool {
+        let words = CounterWords {
+            levels: self.levels.len(),
+        };
+        if self.leaves.is_some() {
+            let t = &c[words.leaves().0..];
+            t[2] != 0
+                || self
+                    .out
+                    .count_would_stop(u128::from(t[0]) | u128::from(t[1]) << 64)
+        } else if self.out.count_only() {
+            let last = words.rows(self.levels.len() - 1);
+            self.out.count_would_stop(u128::from(c[last]))
+        } else {
+            match rows {
+                Some(rows) => self
+                    .out
+                    .rows_would_stop(&by_node(rows, self.layout), self.layout.width),
+                None => self.out.stopped(),
+            }
+        }
     }
 
     /// Whether the last level only counts its rows (a count with no leaves counted after it).

@@ -210,6 +210,46 @@ impl<'a> Output<'a> {
         }
     }
 
+    /// Whether `n` more matches counted would stop the answer at its LIMIT (or it is stopped
+    /// already), without counting them: a device batch asks before it hands over a count that
+    /// may be only part of the answer.
+    pub(crate) fn count_would_stop(&self, n: u128) -> bool {
+        let counted = *self.counted.lock().unwrap_or_else(|p| p.into_inner());
+        self.stopped()
+            || self
+                .limit
+                .is_some_and(|l| counted.saturating_add(n) > u128::from(l))
+    }
+
+    /// Whether full rows of `width` slots would stop the answer at its LIMIT (or it is stopped
+    /// already), without handing them out: as [`Output::rows`] would take them, a repeat under
+    /// DISTINCT not counted.
+    pub(crate) fn rows_would_stop(&self, rows: &[u32], width: usize) -> bool {
+        if self.stopped() {
+            return true;
+        }
+        let Some(limit) = self.limit else {
+            return false;
+        };
+        let state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        // The limit stops the answer at a new row past it.
+        let wanted = limit.saturating_add(1).saturating_sub(state.emitted);
+        if !self.distinct {
+            return (rows.len() / width.max(1)) as u64 >= wanted;
+        }
+        let mut new: HashSet<Vec<u32>> = HashSet::new();
+        for row in rows.chunks_exact(width.max(1)) {
+            let projected: Vec<u32> = self.columns.iter().map(|&s| row[s]).collect();
+            if !state.seen.contains(projected.as_slice()) {
+                new.insert(projected);
+                if new.len() as u64 >= wanted {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
     /// The count passed `u128::MAX`: the match stops with [`MatchError::CountOverflow`].
     pub fn count_overflowed(&self) {
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
@@ -305,6 +345,43 @@ impl<'a> Output<'a> {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    /// What a batch asks before it hands over a first part: whether it would stop the answer,
+    /// as `rows` and `add_count` would take it (a repeat under DISTINCT not counted), with
+    /// nothing handed out by the asking.
+    #[test]
+    fn a_first_part_stops_the_answer_only_past_its_limit() {
+        let mut handed = 0;
+        let mut sink = |b: RowBatch| {
+            handed += b.rows;
+            true
+        };
+        // Rows of two slots, the first projected, under DISTINCT and LIMIT 2.
+        let out = Output::new(vec![0], true, Some(2), false, 1 << 20, &mut sink);
+        let repeats = [7, 1, 7, 2, 8, 3];
+        assert!(
+            !out.rows_would_stop(&repeats, 2),
+            "two distinct rows, no third"
+        );
+        assert!(out.rows_would_stop(&[7, 1, 8, 2, 9, 3], 2));
+        assert!(out.rows(&[7, 1], 2));
+        assert!(
+            !out.rows_would_stop(&[7, 5, 8, 6], 2),
+            "7 was seen: one new row"
+        );
+        assert!(out.rows_would_stop(&[5, 5, 8, 6], 2));
+        drop(out);
+        assert_eq!(handed, 1);
+        let mut sink = |_: RowBatch| true;
+        let out = Output::new(vec![0], false, Some(10), true, 0, &mut sink);
+        out.add_count(4);
+        assert!(
+            !out.count_would_stop(6),
+            "a limit is known to cut only past it"
+        );
+        assert!(out.count_would_stop(7));
+        assert_eq!(out.finish().0, 4);
+    }
 
     #[test]
     fn a_postponed_deadline_gives_back_the_time_it_was_moved_by() {

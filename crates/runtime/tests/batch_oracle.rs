@@ -29,8 +29,8 @@ use common::{
 };
 use gpsense_planner::QueryGraph;
 use gpsense_runtime::{
-    BatchQuery, BatchReport, Engine, EngineKind, MatchError, MatchOptions, MatchReport, RowBatch,
-    Semantics,
+    BatchQuery, BatchReport, Engine, EngineKind, MatchError, MatchOptions, MatchReport, Outgrown,
+    RowBatch, Semantics,
 };
 
 /// Matches beyond which a query is drawn again: keeps the oracle and the run fast.
@@ -188,7 +188,9 @@ fn random_batch(rng: &mut SplitMix64, tg: &TestGraph) -> Vec<Item> {
 /// Each item's answer from one `match_batch` call, with its rows (sorted) if it wanted them.
 type Answered = Vec<(Result<MatchReport, MatchError>, Option<Vec<Vec<u32>>>)>;
 
-fn run_batch(engine: &Engine, items: &[Item]) -> (Answered, BatchReport) {
+/// Under [`Outgrown::Leave`] (`serve`'s batches) a query the batch left to its caller, having
+/// handed out no row, is answered alone, as `serve`'s request thread answers it.
+fn run_batch(engine: &Engine, items: &[Item], outgrown: Outgrown) -> (Answered, BatchReport, u64) {
     let mut rows: Vec<Vec<Vec<u32>>> = items.iter().map(|_| Vec::new()).collect();
     let mut sinks: Vec<_> = rows
         .iter_mut()
@@ -208,19 +210,51 @@ fn run_batch(engine: &Engine, items: &[Item]) -> (Answered, BatchReport) {
             rows: it.wants_rows.then_some(sink as _),
         })
         .collect();
-    let mut batch = engine.match_batch(list);
+    let mut batch = engine.match_batch_each(list, outgrown, &|_, _| {});
     drop(sinks);
     assert_eq!(batch.reports.len(), items.len(), "a report per query");
+    let left = batch
+        .reports
+        .iter()
+        .filter(|r| r.as_ref().is_err_and(MatchError::left_by_batch))
+        .count() as u64;
     let answered = std::mem::take(&mut batch.reports)
         .into_iter()
         .zip(rows)
         .zip(items)
-        .map(|((r, mut rows), it)| {
-            rows.sort_unstable();
-            (r, it.wants_rows.then_some(rows))
+        .map(|((r, rows), it)| match r {
+            Err(e) if e.left_by_batch() && outgrown == Outgrown::Leave && rows.is_empty() => {
+                alone(engine, it)
+            }
+            // Fails the check: a left query must not have handed out rows.
+            Err(e) if e.left_by_batch() => (
+                Err(MatchError::Plan(format!(
+                    "{e}, after handing out {} rows",
+                    rows.len()
+                ))),
+                None,
+            ),
+            r => (r, it.wants_rows.then(|| sorted(rows))),
         })
         .collect();
-    (answered, batch)
+    (answered, batch, left)
+}
+
+fn sorted(mut rows: Vec<Vec<u32>>) -> Vec<Vec<u32>> {
+    rows.sort_unstable();
+    rows
+}
+
+/// `it` answered alone, with its rows if it wants them.
+fn alone(engine: &Engine, it: &Item) -> (Result<MatchReport, MatchError>, Option<Vec<Vec<u32>>>) {
+    if it.wants_rows {
+        match engine.collect(&it.q, &it.opts) {
+            Ok((rows, r)) => (Ok(r), Some(sorted(rows))),
+            Err(e) => (Err(e), Some(Vec::new())),
+        }
+    } else {
+        (engine.count(&it.q, &it.opts), None)
+    }
 }
 
 /// What [`check`] saw, for the run's summary.
@@ -329,6 +363,7 @@ fn run(test: &str, name: &str, segments: &[Option<&str>]) {
     let graphs = env_u64("GPSENSE_ORACLE_CASES", 300);
     let base = env_u64("GPSENSE_ORACLE_SEED", 0x6261_7463_686f_7261);
     let (mut checked, mut batches, mut batched, mut launches) = (0u64, 0u64, 0u64, 0u64);
+    let mut left_alone = 0u64;
     let mut seen = Seen::default();
     let mut failures = Vec::new();
     let mut failed = 0u64;
@@ -341,7 +376,14 @@ fn run(test: &str, name: &str, segments: &[Option<&str>]) {
         let engine = engine_with_segment(&tg, segment);
         for round in 0..BATCHES_PER_GRAPH {
             let items = random_batch(&mut rng, &tg);
-            let (answered, batch) = run_batch(&engine, &items);
+            // Every other batch as `serve` runs them, leaving to its caller what goes on.
+            let outgrown = if (case + round as u64) % 2 == 1 {
+                Outgrown::Leave
+            } else {
+                Outgrown::GoOn
+            };
+            let (answered, batch, left) = run_batch(&engine, &items, outgrown);
+            left_alone += left;
             batches += batch.batches as u64;
             batched += batch.batched as u64;
             launches += batch.counters.launches;
@@ -375,7 +417,9 @@ fn run(test: &str, name: &str, segments: &[Option<&str>]) {
                 if failures.len() >= 3 && seen_kind > 0 {
                     continue;
                 }
-                let mut s = format!("{name}, case seed {seed:#x}, batch {round} of its engine: ");
+                let mut s = format!(
+                    "{name}, case seed {seed:#x}, batch {round} of its engine ({outgrown:?}): "
+                );
                 match k {
                     Some(k) => {
                         let it = &items[k];
@@ -408,8 +452,8 @@ fn run(test: &str, name: &str, segments: &[Option<&str>]) {
     }
     println!(
         "{name}: {checked} checks in {batches} batches ({batched} queries batched, {launches} \
-         launches; {} non-empty answers, {} DISTINCT over budget, {} starved budgets refused) in \
-         {:.1?}",
+         launches; {} non-empty answers, {} DISTINCT over budget, {} starved budgets refused, \
+         {left_alone} left by `serve`'s batches and answered alone) in {:.1?}",
         seen.nonempty,
         seen.distinct_too_large,
         seen.starved_failed,
@@ -523,22 +567,24 @@ fn answers_past_a_warp_in_a_batch_match_the_oracle() {
         }
     }
     let engine = engine_with_segment(&tg, None);
-    let (answered, batch) = run_batch(&engine, &items);
-    assert_eq!(batch.batches, 2, "one batch per semantics");
-    let mut seen = Seen::default();
-    let failures: Vec<String> = items
-        .iter()
-        .zip(&answered)
-        .filter_map(|(it, (answer, rows))| {
-            let why = check(it, answer, rows.as_ref(), &mut seen).err()?;
-            Some(format!("{}: {why}", it.describe().replace('\n', " ")))
-        })
-        .collect();
-    assert!(
-        failures.is_empty(),
-        "{} of {} queries wrong:\n{}",
-        failures.len(),
-        items.len(),
-        failures.join("\n")
-    );
+    for outgrown in [Outgrown::GoOn, Outgrown::Leave] {
+        let (answered, batch, _) = run_batch(&engine, &items, outgrown);
+        assert_eq!(batch.batches, 2, "one batch per semantics");
+        let mut seen = Seen::default();
+        let failures: Vec<String> = items
+            .iter()
+            .zip(&answered)
+            .filter_map(|(it, (answer, rows))| {
+                let why = check(it, answer, rows.as_ref(), &mut seen).err()?;
+                Some(format!("{}: {why}", it.describe().replace('\n', " ")))
+            })
+            .collect();
+        assert!(
+            failures.is_empty(),
+            "{outgrown:?}: {} of {} queries wrong:\n{}",
+            failures.len(),
+            items.len(),
+            failures.join("\n")
+        );
+    }
 }

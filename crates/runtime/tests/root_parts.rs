@@ -324,43 +324,65 @@ fn a_budget_near_the_candidate_space_answers_or_names_what_it_needs() {
     );
 }
 
-/// Under `Outgrown::Leave` (`serve`: the request's own thread answers alone what goes on) the
-/// batch does not run a LIMIT query's root in parts, which would go on alone on the batching
-/// thread and hold up the next batch: the query is answered in the batch or left to its caller,
-/// and the batch makes only its own reads. Under `GoOn` (a file of queries) the same query gets
-/// its LIMIT's rows from the parts after the batch.
+/// Under `Outgrown::Leave` (`serve`: the request's own thread answers alone what goes on) a LIMIT
+/// query's root runs its first part in the batch too, and no part after it, which would go on
+/// alone on the batching thread and hold up the next batch. A first part that reaches the LIMIT
+/// is the answer: `LIMIT 10` here, which the batch used to leave to its caller when its root, run
+/// whole, outgrew a level's room (9,057 rows at level 2 against 4,096), to be grown again alone.
+/// One that does not leaves the query to its caller, no row handed out. Under `GoOn` (a file of
+/// queries) the same queries get their LIMIT's rows from the parts after the batch.
 #[test]
-fn a_batch_that_leaves_what_goes_on_runs_no_root_parts() {
+fn a_batch_that_leaves_what_goes_on_runs_only_the_root_s_first_part() {
+    use gpsense_runtime::{MatchError, Outgrown};
     let engine = gpsense_runtime::Engine::new(conceptnet());
-    let q = gpsense_planner::QueryGraph {
-        limit: Some(3000),
-        ..compiled(PATH)
-    };
     let opts = options(EngineKind::Emulated, 1 << 30);
-    for outgrown in [
-        gpsense_runtime::Outgrown::Leave,
-        gpsense_runtime::Outgrown::GoOn,
-    ] {
-        let mut sink = |_: gpsense_runtime::RowBatch| true;
-        let list = vec![gpsense_runtime::BatchQuery {
-            q: &q,
-            opts: &opts,
-            rows: Some(&mut sink),
-        }];
-        let batch = engine.match_batch_each(list, outgrown, &|_, _| {});
-        let leave = outgrown == gpsense_runtime::Outgrown::Leave;
-        match &batch.reports[0] {
-            Err(gpsense_runtime::MatchError::OutgrewBatch { .. }) if leave => {}
-            Ok(r) => {
-                assert_eq!((r.rows, r.limit_reached), (3000, true), "{outgrown:?}");
-                let parts = r.device_report.as_ref().unwrap().chunks;
-                println!("{outgrown:?}: answered, {parts} parts and chunks");
-                assert!(
-                    !leave || parts == 0,
-                    "the batch went on alone: {parts} parts"
-                );
+    // Pairs placed at each other: 72 rows, root candidates past the first part's 128.
+    let cycle = "SELECT * WHERE { ?x AtLocation ?y . ?y AtLocation ?x }";
+    let short = dfs_rows(&engine, &compiled(cycle)).len() as u64;
+    for (text, limit, first_part_completes) in [(PATH, 10, true), (cycle, short - 1, false)] {
+        let q = gpsense_planner::QueryGraph {
+            limit: Some(limit),
+            ..compiled(text)
+        };
+        for outgrown in [Outgrown::Leave, Outgrown::GoOn] {
+            let at = format!("{text} LIMIT {limit}, {outgrown:?}");
+            let mut handed = 0u64;
+            let mut sink = |b: gpsense_runtime::RowBatch| {
+                handed += b.rows as u64;
+                true
+            };
+            let list = vec![gpsense_runtime::BatchQuery {
+                q: &q,
+                opts: &opts,
+                rows: Some(&mut sink),
+            }];
+            let batch = engine.match_batch_each(list, outgrown, &|_, _| {});
+            let leave = outgrown == Outgrown::Leave;
+            match &batch.reports[0] {
+                Err(MatchError::LimitPastFirstPart { first, candidates })
+                    if leave && !first_part_completes =>
+                {
+                    assert!(
+                        *first == 128 && *candidates > 128,
+                        "{at}: {first} of {candidates}"
+                    );
+                    assert_eq!(handed, 0, "{at}: rows handed out before it was left");
+                }
+                Ok(r) if !leave || first_part_completes => {
+                    assert_eq!(
+                        (r.rows, r.limit_reached, handed),
+                        (u128::from(limit), true, limit),
+                        "{at}"
+                    );
+                    let device = r.device_report.as_ref().unwrap();
+                    let (parts, partials) = (device.chunks, device.partial_matches);
+                    println!(
+                        "{at}: answered, {parts} parts after the batch, {partials} partial matches"
+                    );
+                    assert!(!leave || parts == 0, "{at}: the batch went on alone");
+                }
+                other => panic!("{at}: {other:?}"),
             }
-            other => panic!("{outgrown:?}: {other:?}"),
         }
     }
 }

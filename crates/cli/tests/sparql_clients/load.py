@@ -5,6 +5,9 @@ server's resident memory (VmRSS) before, after warm-up, during and after the run
 only: no venv needed.
 
     python load.py --gpsense target/release/gpsense --clients 32 --duration 60
+    # LIMIT queries whose roots have thousands of candidates (a device engine runs them in parts).
+    python load.py --gpsense target/release/gpsense --clients 8 --duration 10 \
+        --queries benches/gpu/limits.rq -- --engine gpu
     # Every request a slow query (all four-edge paths) with a 2 s time limit: 503s at work.
     python load.py --gpsense target/release/gpsense --clients 32 --duration 30 --slow-every 1 \
         --timeout-ms 2000 -- --max-queued 8
@@ -159,6 +162,14 @@ def warm_up(host, port, paths):
     conn.close()
 
 
+def queries(args):
+    if not args.queries:
+        return QUERIES
+    with open(args.queries) as f:
+        lines = [line.strip() for line in f]
+    return [line for line in lines if line and not line.startswith("#")]
+
+
 def percentile(values, p):
     if not values:
         return float("nan")
@@ -174,6 +185,10 @@ def main():
     ap.add_argument("--max-requests", type=int, default=5_000_000)
     ap.add_argument("--slow-every", type=int, default=0, help="every Nth request is slow (0: none)")
     ap.add_argument("--timeout-ms", type=int, default=0, help="the slow query's `timeout`")
+    ap.add_argument(
+        "--queries",
+        help="a file of queries, one a line (# comments), sent instead of the common-sense set",
+    )
     ap.add_argument("serve_args", nargs="*", help="after --: arguments of gpsense serve")
     args = ap.parse_args()
 
@@ -190,7 +205,7 @@ def run(args, server, host, port):
     pid = server.pid
     rss_start = rss_kib(pid)
     paths = {
-        "common": [query_path(q, 0) for q in QUERIES],
+        "common": [query_path(q, 0) for q in queries(args)],
         "slow": query_path(SLOW, args.timeout_ms),
     }
     warm_up(host, port, paths["common"])
