@@ -1091,8 +1091,9 @@ fn snapshot_outputs_are_safe() {
     );
 }
 
-/// Small things a user sees: a query with no variable is a yes/no question with an exit status;
-/// "1 row", not "1 rows"; `--explain` says "query graph:" once; a refused query prints no header.
+/// Small things a user sees: a query with no variable, or the short dialect's ASK, is a yes/no
+/// question with an exit status; "1 row", not "1 rows"; `--explain` says "query graph:" once; a
+/// refused query prints no header.
 #[test]
 fn yes_no_questions_plurals_and_headers() {
     let run = |args: &[&str]| common::run_with(&[], args, Stdio::piped());
@@ -1101,6 +1102,27 @@ fn yes_no_questions_plurals_and_headers() {
     let (code, out, err) = run(&["query", "SELECT * WHERE { cat IsA dog }"]);
     assert_eq!((code, out.as_str()), (Some(1), "no\n"), "{err}");
     assert!(!err.contains("error"), "{err}");
+    // The short dialect's ASK, with or without variables (it read as standard SPARQL and failed
+    // with "expected OPTIONAL"); a bare `ask` in the pattern stays a concept.
+    for (q, code, answer, why) in [
+        ("ASK { cat IsA pet }", 0, "yes", "no variable"),
+        ("ask where { ?x IsA ?y . ?y IsA ?z }", 0, "yes", "ASK"),
+        (
+            "ASK { ?x IsA cat . ?x IsA dog . ?x IsA rock }",
+            1,
+            "no",
+            "ASK",
+        ),
+        ("ASK { ?x ?r ask }", 0, "yes", "ASK"),
+    ] {
+        let (got, out, err) = run(&["query", q]);
+        assert_eq!(
+            (got, out),
+            (Some(code), format!("{answer}\n")),
+            "{q}: {err}"
+        );
+        assert!(err.contains(&format!("{answer} ({why}")), "{q}: {err}");
+    }
     let (_, _, err) = run(&["query", "--limit", "1", "SELECT ?x WHERE { ?x IsA cat }"]);
     assert!(err.contains("1 row (limit reached"), "{err}");
     let (_, _, err) = run(&["query", "--explain", "SELECT ?x WHERE { ?x IsA cat }"]);

@@ -43,7 +43,7 @@ pub struct Args {
 pub fn run(args: Args) -> Result<()> {
     let mut queries = query_source(&args)?;
     let Some((line, first)) = queries.next_query()? else {
-        bail!("no query in the input (a query starts with SELECT)");
+        bail!("no query in the input (a query starts with SELECT or ASK)");
     };
     if let Some(d) = &args.dist {
         if queries.more() {
@@ -720,10 +720,12 @@ fn ask(p: &Prepared, report: &MatchReport, elapsed: Duration) -> Result<()> {
         (false, false) => "no",
     };
     crate::out::print(format_args!("{answer}\n"))?;
+    // The short dialect's ASK projects nothing, as a query without variables does.
+    let variables = p.graph.variable_count() + p.graph.edge_variables.len();
     let why = match (p.dialect, cut) {
         (_, true) => "the time limit passed before a match was found",
-        (Dialect::Short, false) => "no variable: a yes/no question",
-        (Dialect::Sparql, false) => "ASK",
+        (Dialect::Short, false) if variables == 0 => "no variable: a yes/no question",
+        (_, false) => "ASK",
     };
     let summary = Summary {
         answer: Answer::YesNo(format!("{answer} ({why})")),

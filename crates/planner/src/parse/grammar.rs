@@ -1,7 +1,8 @@
 //! Recursive-descent parser over the lazy token stream, then the checks that need the whole query.
 //!
 //! ```text
-//! query      := SELECT DISTINCT? projection WHERE? '{' triple ('.' triple)* '.'? '}' (LIMIT n)?
+//! query      := (SELECT DISTINCT? projection | ASK) WHERE? '{' triple ('.' triple)* '.'? '}'
+//!               (LIMIT n)?
 //! projection := '*' | ?var+
 //! triple     := term term term
 //! term       := ?var | bare-word | quoted-string
@@ -79,9 +80,12 @@ impl<'a> Parser<'a> {
     }
 
     pub(crate) fn query(mut self) -> Result<Query, ParseError> {
-        self.select()?;
-        let distinct = self.eat_keyword("DISTINCT")?;
-        let projection = self.projection()?;
+        // ASK projects nothing: a yes/no question, as a query without variables is.
+        let (distinct, projection) = if self.form()? {
+            (false, Projection::Variables(Vec::new()))
+        } else {
+            (self.eat_keyword("DISTINCT")?, self.projection()?)
+        };
         let open = self.where_clause()?;
         let triples = self.triples(open)?;
         let limit = self.limit()?;
@@ -96,17 +100,19 @@ impl<'a> Parser<'a> {
         Ok(query)
     }
 
-    fn select(&mut self) -> Result<(), ParseError> {
+    /// The query's first keyword: whether it is `ASK` (else `SELECT`).
+    fn form(&mut self) -> Result<bool, ParseError> {
         let t = self.next()?;
         match &t.tok {
-            Tok::Word(w) if is_keyword(w, "SELECT") => Ok(()),
+            Tok::Word(w) if is_keyword(w, "SELECT") => Ok(false),
+            Tok::Word(w) if is_keyword(w, "ASK") => Ok(true),
             Tok::Word(w) if looks_like_keyword(w) => Err(ParseError::at(
                 t.span,
-                format!("unknown keyword {w:?}: a query starts with SELECT"),
+                format!("unknown keyword {w:?}: a query starts with SELECT or ASK"),
             )),
             other => Err(ParseError::at(
                 t.span,
-                format!("expected SELECT, found {}", other.describe()),
+                format!("expected SELECT or ASK, found {}", other.describe()),
             )),
         }
     }

@@ -2,11 +2,13 @@
 //!
 //! ```text
 //! SELECT [DISTINCT] ?a ?b | * [WHERE] { ?a IsA animal . ?a ?r "chocolate cake" . } [LIMIT n]
+//! ASK [WHERE] { ?a IsA animal . ?a AtLocation home }
 //! ```
 //!
 //! Lexical rules (all positions are 1-based lines and columns counted in `char`s):
-//! - Keywords (`SELECT`, `DISTINCT`, `WHERE`, `LIMIT`) are case-insensitive. `WHERE` may be left out,
-//!   as in SPARQL. Inside `{ }` keywords are not special: a bare `limit` there is a concept.
+//! - Keywords (`SELECT`, `ASK`, `DISTINCT`, `WHERE`, `LIMIT`) are case-insensitive. `WHERE` may be
+//!   left out, as in SPARQL. Inside `{ }` keywords are not special: a bare `limit` or `ask` there is
+//!   a concept.
 //! - `#` starts a comment to the end of the line (outside quoted strings).
 //! - `?name` is a variable; the name is letters, digits and `_` (any script).
 //! - A quoted string (`"..."` or `'...'`) is a concept or relation name; escapes are `\"`, `\'`, `\\`,
@@ -188,15 +190,22 @@ pub fn quote_if_needed(name: &str) -> String {
 impl fmt::Display for Query {
     /// A canonical rendering that parses back to the same query (positions aside).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("SELECT ")?;
-        if self.distinct {
-            f.write_str("DISTINCT ")?;
-        }
         match &self.projection {
-            Projection::All => f.write_str("*")?,
-            Projection::Variables(vars) => {
-                let names: Vec<String> = vars.iter().map(|v| format!("?{}", v.value)).collect();
-                f.write_str(&names.join(" "))?;
+            // What `ASK` parses to.
+            Projection::Variables(vars) if vars.is_empty() => f.write_str("ASK")?,
+            p => {
+                f.write_str("SELECT ")?;
+                if self.distinct {
+                    f.write_str("DISTINCT ")?;
+                }
+                match p {
+                    Projection::All => f.write_str("*")?,
+                    Projection::Variables(vars) => {
+                        let names: Vec<String> =
+                            vars.iter().map(|v| format!("?{}", v.value)).collect();
+                        f.write_str(&names.join(" "))?;
+                    }
+                }
             }
         }
         f.write_str(" WHERE {")?;

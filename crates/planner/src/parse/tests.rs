@@ -76,6 +76,24 @@ fn keywords_are_case_insensitive_and_where_is_optional() {
     assert_eq!(names(&q)[0], ["?x", "IsA", "animal"].map(String::from));
 }
 
+/// `ASK` is a yes/no question: it projects nothing, as a query without variables does, and
+/// renders back as ASK. A bare `ask` inside the braces is a concept.
+#[test]
+fn ask_projects_nothing() {
+    for text in ["ASK { ?x IsA ask }", "ask where {?x IsA ask.}"] {
+        let q = ok(text);
+        assert_eq!(q.projection, Projection::Variables(Vec::new()), "{text}");
+        assert!(!q.distinct && q.limit.is_none());
+        assert_eq!(names(&q)[0], ["?x", "IsA", "ask"].map(String::from));
+        assert_eq!(q.to_string(), "ASK WHERE { ?x IsA ask . }");
+        let again = ok(&q.to_string());
+        assert_eq!(
+            (&again.projection, names(&again)),
+            (&q.projection, names(&q))
+        );
+    }
+}
+
 #[test]
 fn final_dot_is_optional_and_braces_need_no_spaces() {
     let a = ok("SELECT * WHERE{?a IsA animal.?a AtLocation home.}");
@@ -211,9 +229,16 @@ fn render_keeps_tabs_and_survives_bad_positions() {
 
 #[test]
 fn errors_in_the_head() {
-    err("", 1, 1, "expected SELECT, found the end of the query");
+    err(
+        "",
+        1,
+        1,
+        "expected SELECT or ASK, found the end of the query",
+    );
     err("SELEKT ?x { ?x IsA y }", 1, 1, "unknown keyword \"SELEKT\"");
-    err("{ ?x IsA y }", 1, 1, "expected SELECT");
+    err("{ ?x IsA y }", 1, 1, "expected SELECT or ASK");
+    err("ASK ?x { ?x IsA y }", 1, 5, "expected '{'");
+    err("ASK DISTINCT { ?x IsA y }", 1, 5, "expected WHERE or '{'");
     err(
         "SELECT WHERE { ?x IsA y }",
         1,
