@@ -195,7 +195,7 @@ pub fn prepare_bgp(
     Translator::new("", g).run(shape, false)
 }
 
-/// Whether `text` uses syntax only standard SPARQL has: a prologue, `ASK`, an IRI, a FILTER, or the
+/// Whether `text` uses syntax only standard SPARQL has: a prologue, an IRI, a FILTER, or the
 /// `;` / `,` shorthand outside strings.
 fn looks_standard(text: &str) -> bool {
     let upper = text.to_ascii_uppercase();
@@ -204,11 +204,9 @@ fn looks_standard(text: &str) -> bool {
             .match_indices(k)
             .any(|(i, _)| i == 0 || !upper.as_bytes()[i - 1].is_ascii_alphanumeric())
     };
-    [
-        "PREFIX", "BASE", "ASK", "FILTER", "OPTIONAL", "UNION", "COUNT(",
-    ]
-    .iter()
-    .any(|k| keyword(k))
+    ["PREFIX", "BASE", "FILTER", "OPTIONAL", "UNION", "COUNT("]
+        .iter()
+        .any(|k| keyword(k))
         || text.contains('<')
         || text.contains(';')
 }

@@ -306,6 +306,14 @@ fn the_short_dialect_stays_and_picks_its_errors() {
     .unwrap_err()
     .to_string();
     assert!(e.contains("SPARQL syntax"), "{e}");
+    // ASK is both dialects': a short-looking mistake in one gets the short dialect's message
+    // (it got SPARQL's "expected OPTIONAL" at the first bare word).
+    let e = prepare("ASK { ?x IsA animal } LIMIT x", &g, Dialect::Short)
+        .unwrap_err()
+        .to_string();
+    assert!(!e.contains("SPARQL syntax") && e.contains("LIMIT"), "{e}");
+    let p = prepare("ASK { ?x IsA animal }", &g, Dialect::Sparql).unwrap();
+    assert_eq!((p.dialect, p.form), (Dialect::Short, Form::Ask));
 }
 
 #[test]
