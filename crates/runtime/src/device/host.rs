@@ -6,15 +6,14 @@
 //!   block run too (a kernel must ignore them);
 //! - blocks run in parallel and in a shuffled order that changes from launch to launch, so a kernel
 //!   that depends on an order of threads fails;
-//! - with `check_writes`, a shadow map records which thread wrote each element in a launch and the
-//!   launch fails when two threads write one element without an atomic;
+//! - with `check_writes`, a shadow map records which thread wrote which bytes in a launch and the
+//!   launch fails when two threads write one byte without an atomic;
 //! - with `force_mapped`, the graph takes the host-mapped placement;
 //! - allocation is fallible: running out of memory is an error, not an abort;
 //! - every call is counted ([`DeviceCounters`]), as on the GPU.
 
 use std::alloc::Layout;
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Once};
 
@@ -333,7 +332,7 @@ impl Device for HostDevice {
             let ran = items.into_inner().unwrap_or_default();
             replay(&self.counting, launch, shape, &ran)?;
         }
-        if let Some(conflict) = shadow.and_then(|s| s.conflict.lock().ok()?.take()) {
+        if let Some(conflict) = shadow.and_then(|s| s.conflict()) {
             return Err(DeviceError::Race(format!(
                 "{}: {conflict}",
                 launch.sig().name
@@ -446,11 +445,133 @@ fn shuffled(blocks: u64, seed: u64) -> Vec<u64> {
     order
 }
 
-/// One launch's shadow map: element address to the thread that wrote it.
+/// One launch's shadow map: each block's log of plain writes (byte ranges, with the thread that
+/// wrote them), checked for a byte two threads wrote once the launch ends. A block appends to its
+/// own log without a lock; a map of elements shared by every block, locked per element written,
+/// took most of a debug build's emulated time.
 #[derive(Default)]
 struct Shadow {
-    shards: [Mutex<HashMap<u64, u64>>; 16],
-    conflict: Mutex<Option<String>>,
+    logs: Mutex<Vec<Vec<Write>>>,
+}
+
+/// Bytes `start..end` written by GPU thread `thread`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Write {
+    thread: u64,
+    start: u64,
+    end: u64,
+}
+
+impl Shadow {
+    /// Two threads' plain writes to one byte, if the launch made any. Each block's log comes
+    /// sorted; only the logs whose spans overlap (blocks writing among each other's bytes) are
+    /// sorted together, so a launch whose blocks write apart is checked in linear time.
+    fn conflict(&self) -> Option<String> {
+        let mut logs = std::mem::take(&mut *self.logs.lock().unwrap_or_else(|p| p.into_inner()));
+        logs.retain(|l| !l.is_empty());
+        let mut spans: Vec<(u64, u64, usize)> = logs
+            .iter()
+            .enumerate()
+            .map(|(i, l)| (l[0].start, l.iter().map(|w| w.end).max().unwrap_or(0), i))
+            .collect();
+        spans.sort_unstable();
+        let mut groups: Vec<Vec<usize>> = Vec::new();
+        let mut reach = 0;
+        for (start, end, i) in spans {
+            match groups.last_mut() {
+                Some(group) if start < reach => group.push(i),
+                _ => groups.push(vec![i]),
+            }
+            reach = reach.max(end);
+        }
+        groups.par_iter().find_map_any(|group| match group[..] {
+            [one] => first_conflict(&logs[one]),
+            _ => {
+                let mut all: Vec<Write> = group.iter().flat_map(|&i| logs[i].clone()).collect();
+                all.sort_unstable_by_key(|w| (w.start, w.thread));
+                first_conflict(&all)
+            }
+        })
+    }
+}
+
+/// Two threads' writes to one byte among `writes` (sorted by start): each write against the one
+/// reaching furthest before it. Until a conflict, that one holds every byte that any earlier write
+/// of another thread may share with this one: two earlier writes covering a byte this one starts
+/// at overlap each other there.
+fn first_conflict(writes: &[Write]) -> Option<String> {
+    let mut top: Option<Write> = None;
+    for &w in writes {
+        match top {
+            Some(t) if w.start < t.end && w.thread != t.thread => {
+                return Some(format!(
+                    "threads {} and {} both wrote the byte at {:#x} without an atomic",
+                    t.thread, w.thread, w.start
+                ));
+            }
+            Some(t) if w.end <= t.end => {}
+            _ => top = Some(w),
+        }
+    }
+    None
+}
+
+/// A block's writes while it runs, and the GPU thread running.
+struct Log {
+    writes: RefCell<Vec<Write>>,
+    /// Entries past which the writes are merged (each thread's touching ranges into one): a thread
+    /// that writes one element in a loop grows the log by its ranges, not by its writes.
+    compact_at: Cell<usize>,
+    thread: Cell<u64>,
+}
+
+impl Log {
+    const FIRST_COMPACT: usize = 1 << 16;
+
+    fn new() -> Self {
+        Log {
+            writes: RefCell::new(Vec::new()),
+            compact_at: Cell::new(Self::FIRST_COMPACT),
+            thread: Cell::new(0),
+        }
+    }
+
+    fn record(&self, addr: u64, elements: u64, bytes: u64) {
+        let w = Write {
+            thread: self.thread.get(),
+            start: addr,
+            end: addr + elements * bytes,
+        };
+        let mut writes = self.writes.borrow_mut();
+        match writes.last_mut() {
+            // The same thread on from where it wrote last: one range.
+            Some(last) if last.thread == w.thread && w.start <= last.end && w.end >= last.start => {
+                last.start = last.start.min(w.start);
+                last.end = last.end.max(w.end);
+            }
+            _ => writes.push(w),
+        }
+        if writes.len() >= self.compact_at.get() {
+            merge(&mut writes);
+            self.compact_at
+                .set((writes.len() * 2).max(Self::FIRST_COMPACT));
+        }
+    }
+}
+
+/// Each thread's touching or overlapping writes as one (no two threads' writes are merged).
+fn merge(writes: &mut Vec<Write>) {
+    writes.sort_unstable();
+    let mut merged: Vec<Write> = Vec::with_capacity(writes.len());
+    for &w in writes.iter() {
+        match merged.last_mut() {
+            Some(last) if last.thread == w.thread && w.start <= last.end => {
+                last.end = last.end.max(w.end);
+            }
+            _ => merged.push(w),
+        }
+    }
+    *writes = merged;
 }
 
 static HOOK: Once = Once::new();
@@ -468,8 +589,8 @@ fn now_ns() -> u64 {
 }
 
 thread_local! {
-    /// The shadow map of the launch this host thread is running, and the GPU thread it runs.
-    static CURRENT: Cell<Option<(*const Shadow, u64)>> = const { Cell::new(None) };
+    /// The write log of the block this host thread is running (with the GPU thread it runs).
+    static CURRENT: Cell<Option<*const Log>> = const { Cell::new(None) };
     /// Blocks of launches this host thread is running: more than one when a block runs inside
     /// another's yield.
     static BLOCKS: Cell<usize> = const { Cell::new(0) };
@@ -490,24 +611,29 @@ pub(crate) fn in_a_block<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
 
-/// The launch context of a host thread, cleared when dropped.
-/// A block's shadow map while it runs, and the context it replaced (a block may run inside
+/// The launch context of a host thread, cleared when dropped: a block's write log while it runs
+/// (handed to its launch's shadow map at the end), and the log it replaced (a block may run inside
 /// another's yield, on the same thread); counted in `BLOCKS` while it lives.
-struct Context(Option<Arc<Shadow>>, Option<(*const Shadow, u64)>);
+struct Context {
+    shadow: Option<(Arc<Shadow>, Box<Log>)>,
+    before: Option<*const Log>,
+}
 
 impl Context {
     fn enter(shadow: Option<Arc<Shadow>>) -> Self {
         BLOCKS.set(BLOCKS.get() + 1);
         let before = CURRENT.get();
-        if let Some(s) = &shadow {
-            CURRENT.set(Some((Arc::as_ptr(s), 0)));
+        let shadow = shadow.map(|s| (s, Box::new(Log::new())));
+        if let Some((_, log)) = &shadow {
+            CURRENT.set(Some(&**log as *const Log));
         }
-        Context(shadow, before)
+        Context { shadow, before }
     }
 
     fn set_thread(t: u64) {
-        if let Some((s, _)) = CURRENT.get() {
-            CURRENT.set(Some((s, t)));
+        if let Some(log) = CURRENT.get() {
+            // Sound: the `Context` owning the log is alive while it is current (see `Drop`).
+            unsafe { &*log }.thread.set(t);
         }
     }
 }
@@ -515,35 +641,25 @@ impl Context {
 impl Drop for Context {
     fn drop(&mut self) {
         BLOCKS.set(BLOCKS.get() - 1);
-        if self.0.is_some() {
-            CURRENT.set(self.1);
+        if let Some((shadow, log)) = self.shadow.take() {
+            CURRENT.set(self.before);
+            let mut writes = log.writes.into_inner();
+            // Sorted here, on the block's worker: the launch's check merges sorted logs.
+            writes.sort_unstable_by_key(|w| (w.start, w.thread));
+            shadow
+                .logs
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(writes);
         }
     }
 }
 
 /// The write hook: records `elements` elements of `bytes` bytes at `addr` for the current thread.
 fn record_write(addr: u64, elements: u64, bytes: u64) {
-    let Some((shadow, thread)) = CURRENT.get() else {
-        return;
-    };
-    // Sound: the `Context` holding this shadow map outlives the thread's kernel calls.
-    let shadow = unsafe { &*shadow };
-    for i in 0..elements {
-        let a = addr + i * bytes;
-        let shard = &shadow.shards[(a as usize >> 2) % 16];
-        let Ok(mut map) = shard.lock() else {
-            return;
-        };
-        match map.insert(a, thread) {
-            Some(other) if other != thread => {
-                if let Ok(mut c) = shadow.conflict.lock() {
-                    c.get_or_insert_with(|| {
-                        format!("threads {other} and {thread} both wrote the element at {a:#x} without an atomic")
-                    });
-                }
-            }
-            _ => {}
-        }
+    if let Some(log) = CURRENT.get() {
+        // Sound: the `Context` owning the log outlives the thread's kernel calls.
+        unsafe { &*log }.record(addr, elements, bytes);
     }
 }
 
@@ -731,6 +847,66 @@ mod tests {
         other.alloc_zeroed(8).unwrap();
         assert_eq!(other.counters().allocations, 1);
         assert_eq!(dev.counters() - before, DeviceCounters::default());
+    }
+
+    /// The shadow map's check of a launch's writes finds two threads on one byte exactly when a
+    /// byte-by-byte check does: random writes of a few threads over a few bytes, in one to three
+    /// blocks' logs (apart or among each other), some merged first as a long block's are.
+    #[test]
+    fn the_shadow_map_finds_two_threads_on_one_byte_as_a_byte_check_does() {
+        let mut state = 0x5eed_u64;
+        let mut next = |n: u64| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 33) % n
+        };
+        let (mut races, mut clean) = (0, 0);
+        for case in 0..5_000 {
+            let writes: Vec<Write> = (0..1 + next(6))
+                .map(|_| {
+                    let start = next(24);
+                    Write {
+                        thread: next(3),
+                        start,
+                        end: start + 1 + next(6),
+                    }
+                })
+                .collect();
+            let mut owner = [None::<u64>; 32];
+            let mut race = false;
+            for w in &writes {
+                for b in w.start..w.end {
+                    match owner[b as usize] {
+                        Some(t) if t != w.thread => race = true,
+                        _ => owner[b as usize] = Some(w.thread),
+                    }
+                }
+            }
+            // One to three blocks' logs, each sorted as a block hands it over.
+            let mut logs: Vec<Vec<Write>> = vec![Vec::new(); 1 + next(3) as usize];
+            for &w in &writes {
+                let k = next(logs.len() as u64) as usize;
+                logs[k].push(w);
+            }
+            for log in &mut logs {
+                if case % 2 == 1 {
+                    merge(log);
+                }
+                log.sort_unstable_by_key(|w| (w.start, w.thread));
+            }
+            let shadow = Shadow {
+                logs: Mutex::new(logs),
+            };
+            let found = shadow.conflict();
+            assert_eq!(found.is_some(), race, "{writes:?}: {found:?}");
+            if race {
+                races += 1;
+            } else {
+                clean += 1;
+            }
+        }
+        assert!(races > 1000 && clean > 1000, "{races} races, {clean} clean");
     }
 
     #[test]
