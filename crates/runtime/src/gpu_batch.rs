@@ -110,6 +110,11 @@ impl<D: Device> Pipeline<'_, D> {
     ) -> Result<BatchPhases, MatchError> {
         let start = Instant::now();
         let before = self.dev.counters();
+        // The buffers an earlier user left, past what the batch's queries may hold together,
+        // go back first (as a query alone gives back what passes its budget).
+        let budgets = items.iter().map(|it| it.memory_budget);
+        self.arena
+            .fit(self.dev, budgets.fold(0, u64::saturating_add));
         let stride = bits::words_for(self.graph.nodes);
         // Filtering: queries within their budget, side by side. Each query's preparation is
         // host work of its own, on every core; only the places are a running sum.

@@ -418,3 +418,43 @@ fn a_query_after_a_larger_one_holds_its_budget() {
         d.arena_bytes
     );
 }
+
+/// A batch after a larger query holds no more device memory than its queries' budgets together:
+/// it took the buffers the larger query left, as they were, and kept them past its own (a query
+/// alone gave them back since 2026-12-07, a batch not).
+#[test]
+fn a_batch_after_a_larger_query_holds_its_budgets() {
+    let engine = gpsense_runtime::Engine::new(conceptnet());
+    let big = compiled("SELECT * WHERE { ?x IsA ?y . ?x ?r ?z }");
+    let (_, r) = engine
+        .collect(&big, &options(EngineKind::Emulated, 1 << 30))
+        .unwrap();
+    let held = r.device_report.unwrap().arena_bytes;
+    let budget = 320 << 10;
+    assert!(
+        held > 2 * budget,
+        "the first query left {held} bytes: the test proves nothing"
+    );
+    let small = [
+        compiled("SELECT * WHERE { ?x IsA ?y }"),
+        compiled("SELECT * WHERE { ?x AtLocation ?y . ?y AtLocation ?x }"),
+    ];
+    let opts = options(EngineKind::Emulated, budget);
+    let list: Vec<_> = small.iter().map(|q| (q, &opts)).collect();
+    let answered = rows_in_batch(&engine, &list);
+    for ((rows, r), q) in answered.iter().zip(&small) {
+        let mut rows = rows.clone();
+        rows.sort();
+        assert_eq!(rows, dfs_rows(&engine, q));
+        let d = r.device_report.as_ref().unwrap();
+        println!(
+            "{} bytes held after a query that left {held}",
+            d.arena_bytes
+        );
+        assert!(
+            d.arena_bytes <= 2 * budget,
+            "{} bytes after {held}: {d:?}",
+            d.arena_bytes
+        );
+    }
+}
