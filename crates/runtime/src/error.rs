@@ -25,11 +25,19 @@ pub enum MatchError {
     )]
     MemoryBudget { rows: u64, budget_rows: u64 },
     #[error(
-        "the query's candidate space on the device needs {bytes} bytes, more than the memory budget \
-         of {budget} bytes (--memory-budget, or the device's free memory if less); raise \
-         --memory-budget, free the device, or use --engine dfs"
+        "the query's {} on the device needs {bytes} bytes, more than the memory budget of {budget} \
+         bytes (--memory-budget, or the device's free memory if less); raise --memory-budget{}, \
+         free the device, or use --engine dfs",
+        if *.filtering { "filtering" } else { "candidate space" },
+        if *.filtering { " well past it (its candidate space, sized once filtered, needs more)" } else { "" }
     )]
-    DeviceBudget { bytes: u64, budget: u64 },
+    DeviceBudget {
+        bytes: u64,
+        budget: u64,
+        /// Refused before filtering, for filtering's bytes alone: what the candidate space needs
+        /// besides is known only once filtered.
+        filtering: bool,
+    },
     #[error(
         "the query's candidate space outgrew the memory budget of {budget} bytes ({bytes} needed \
          when the build stopped); raise --memory-budget, or anchor the query with a concept"

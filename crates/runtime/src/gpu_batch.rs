@@ -138,6 +138,7 @@ impl<D: Device> Pipeline<'_, D> {
                 it.result = Some(Err(MatchError::DeviceBudget {
                     bytes: prep.alone,
                     budget: it.memory_budget,
+                    filtering: true,
                 }));
                 continue;
             }
@@ -261,6 +262,7 @@ impl<D: Device> Pipeline<'_, D> {
                 Err(MatchError::DeviceBudget {
                     bytes: jq.least_bytes(self.segments, counts_last),
                     budget: it.memory_budget,
+                    filtering: false,
                 })
             } else {
                 joined.push((

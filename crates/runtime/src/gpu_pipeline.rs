@@ -1026,7 +1026,7 @@ impl<D: Device> Pipeline<'_, D> {
         let stride = bits::words_for(self.graph.nodes);
         let mut sizes = FilterSizes::default();
         let fq = FilterQuery::place(q, layout, Prepared::new(q, layout, stride), &mut sizes);
-        self.budget_check(fq.alone)?;
+        self.budget_check(fq.alone, true)?;
         let with_sets = out.count_only() && gpu_leaves::may_ask(q);
         let mut spaces = self.filter_batch(
             &[fq],
@@ -1232,11 +1232,14 @@ impl<D: Device> Pipeline<'_, D> {
         Ok((summary, words[sets_at..].to_vec(), clocks))
     }
 
-    fn budget_check(&self, bytes: u64) -> Result<(), MatchError> {
+    /// Refuses `bytes` past the budget (`filtering`: filtering's bytes, before the space's are
+    /// known).
+    fn budget_check(&self, bytes: u64, filtering: bool) -> Result<(), MatchError> {
         if bytes > self.memory_budget {
             return Err(MatchError::DeviceBudget {
                 bytes,
                 budget: self.memory_budget,
+                filtering,
             });
         }
         Ok(())
@@ -1260,7 +1263,7 @@ impl<D: Device> Pipeline<'_, D> {
         };
         // Alone, its levels take pages of the budget (a batch's rooms are rows of its buffers).
         let counts_last = out.count_only() && groups.is_empty();
-        self.budget_check(jq.least_bytes(self.segments, counts_last))?;
+        self.budget_check(jq.least_bytes(self.segments, counts_last), false)?;
         let bytes = s.filter_bytes + jq.sizes().alone();
         let mut qs = self.space_batch(&[jq], &s.counts)?;
         let qs = qs.remove(0);
@@ -2497,7 +2500,11 @@ impl<D: Device> Levels<'_, '_, '_, D> {
     fn no_room(&self, total: u64) -> MatchError {
         let (bytes, budget) = (self.least_bytes(), self.p.memory_budget);
         if bytes > budget {
-            MatchError::DeviceBudget { bytes, budget }
+            MatchError::DeviceBudget {
+                bytes,
+                budget,
+                filtering: false,
+            }
         } else {
             MatchError::MemoryBudget {
                 rows: total,

@@ -322,6 +322,36 @@ fn a_budget_near_the_candidate_space_answers_or_names_what_it_needs() {
         answered > 0 && refused > 0,
         "{answered} answered, {refused} refused"
     );
+    // Below filtering's bytes the refusal says they are filtering's alone, the space's to come
+    // (a user who gave them as the budget was refused again, with the larger number).
+    let e = engine
+        .collect(&q, &options(EngineKind::Emulated, 1 << 10))
+        .unwrap_err();
+    let gpsense_runtime::MatchError::DeviceBudget {
+        bytes,
+        filtering: true,
+        ..
+    } = e
+    else {
+        panic!("{e:?}");
+    };
+    assert!(
+        e.to_string().contains("filtering on the device needs"),
+        "{e}"
+    );
+    assert!(e.to_string().contains("well past it"), "{e}");
+    let e = engine
+        .collect(&q, &options(EngineKind::Emulated, bytes))
+        .unwrap_err();
+    assert!(
+        matches!(e, gpsense_runtime::MatchError::DeviceBudget { filtering: false, bytes: b, .. } if b > bytes),
+        "{e:?}"
+    );
+    assert!(
+        e.to_string()
+            .contains("candidate space on the device needs"),
+        "{e}"
+    );
 }
 
 /// Under `Outgrown::Leave` (`serve`: the request's own thread answers alone what goes on) a LIMIT
