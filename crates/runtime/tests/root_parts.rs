@@ -417,22 +417,28 @@ fn a_batch_that_leaves_what_goes_on_runs_only_the_root_s_first_part() {
     }
 }
 
-/// A query after a larger one on the same engine holds no more device memory than its own budget:
-/// the buffers the larger one left, reused as they were, kept the arena past it.
-#[test]
-fn a_query_after_a_larger_one_holds_its_budget() {
-    let engine = gpsense_runtime::Engine::new(conceptnet());
+/// Runs a query that leaves the engine's device buffers past `bytes`; returns what they hold.
+fn a_larger_query_first(engine: &gpsense_runtime::Engine, bytes: u64) -> u64 {
     let big = compiled("SELECT * WHERE { ?x IsA ?y . ?x ?r ?z }");
     let (_, r) = engine
         .collect(&big, &options(EngineKind::Emulated, 1 << 30))
         .unwrap();
     let held = r.device_report.unwrap().arena_bytes;
-    let small = compiled("SELECT * WHERE { ?x IsA ?y }");
-    let budget = 320 << 10;
     assert!(
-        held > budget,
+        held > bytes,
         "the first query left {held} bytes: the test proves nothing"
     );
+    held
+}
+
+/// A query after a larger one on the same engine holds no more device memory than its own budget:
+/// the buffers the larger one left, reused as they were, kept the arena past it.
+#[test]
+fn a_query_after_a_larger_one_holds_its_budget() {
+    let engine = gpsense_runtime::Engine::new(conceptnet());
+    let budget = 320 << 10;
+    let held = a_larger_query_first(&engine, budget);
+    let small = compiled("SELECT * WHERE { ?x IsA ?y }");
     let (rows, r) = engine
         .collect(&small, &options(EngineKind::Emulated, budget))
         .unwrap();
@@ -455,16 +461,8 @@ fn a_query_after_a_larger_one_holds_its_budget() {
 #[test]
 fn a_batch_after_a_larger_query_holds_its_budgets() {
     let engine = gpsense_runtime::Engine::new(conceptnet());
-    let big = compiled("SELECT * WHERE { ?x IsA ?y . ?x ?r ?z }");
-    let (_, r) = engine
-        .collect(&big, &options(EngineKind::Emulated, 1 << 30))
-        .unwrap();
-    let held = r.device_report.unwrap().arena_bytes;
     let budget = 320 << 10;
-    assert!(
-        held > 2 * budget,
-        "the first query left {held} bytes: the test proves nothing"
-    );
+    let held = a_larger_query_first(&engine, 2 * budget);
     let small = [
         compiled("SELECT * WHERE { ?x IsA ?y }"),
         compiled("SELECT * WHERE { ?x AtLocation ?y . ?y AtLocation ?x }"),
