@@ -27,7 +27,7 @@ mkdir -p "$out"
 SECONDS=0
 step() { echo "== ${SECONDS}s $*" | tee -a "$out/steps.txt"; }
 thrice() { awk '!/^#/ && NF {for (i = 0; i < 3; i++) print}' "$1"; }
-summary() { grep -E "matches|rows|yes|no|error|batch" > "$1"; }
+summary() { grep -E "matches|rows|^(yes|no) |error|batch" > "$1"; }
 
 thrice "$here/limits.rq" > "$out/limits3.rq"
 thrice "$here/wordnet.rq" > "$out/wordnet3.rq"

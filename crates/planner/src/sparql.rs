@@ -160,7 +160,7 @@ pub fn prepare(text: &str, g: &dyn Vocabulary, prefer: Dialect) -> Result<Prepar
             },
             Err(e) => match standard() {
                 Ok(q) => compile_standard(&q, text, g),
-                Err(s) if looks_standard(text) => Err(syntax_error(&s)),
+                Err(s) if looks_standard(text) => Err(syntax_error(&s, text)),
                 Err(_) => Err(e),
             },
         },
@@ -169,7 +169,7 @@ pub fn prepare(text: &str, g: &dyn Vocabulary, prefer: Dialect) -> Result<Prepar
             Err(s) => match short() {
                 Ok(q) => resolve(&q, g).map(Prepared::short),
                 Err(e) if !looks_standard(text) => Err(e),
-                Err(_) => Err(syntax_error(&s)),
+                Err(_) => Err(syntax_error(&s, text)),
             },
         },
     }
@@ -211,8 +211,21 @@ fn looks_standard(text: &str) -> bool {
         || text.contains(';')
 }
 
-/// spargebra's message (`error at 3:7: expected ...`) as a positioned error.
-fn syntax_error(e: &spargebra::SparqlSyntaxError) -> QueryError {
+/// spargebra's message (`error at 3:7: expected ...`) as a positioned error. A bare word in the
+/// pattern (`?x IsA animal` in a query otherwise standard) got whatever spargebra's grammar tried
+/// last ("expected OPTIONAL"), past the word: the error is then the word's, at the word.
+fn syntax_error(e: &spargebra::SparqlSyntaxError, text: &str) -> QueryError {
+    if let Some((span, word)) = first_bare_word(text) {
+        return QueryError::Parse(parse::ParseError {
+            line: span.line,
+            column: span.column,
+            message: format!(
+                "SPARQL syntax: `{word}` is a bare word, which standard SPARQL does not read: \
+                 write an IRI (<...>) or a prefixed name (p:{word}, with a PREFIX line); \
+                 gpsense's short dialect reads bare words, in SELECT and ASK of triples"
+            ),
+        });
+    }
     let message = e.to_string();
     let position = message.split_once("error at ").and_then(|(_, rest)| {
         let (line, rest) = rest.split_once(':')?;
@@ -225,6 +238,120 @@ fn syntax_error(e: &spargebra::SparqlSyntaxError) -> QueryError {
         column,
         message: format!("SPARQL syntax: {message}"),
     })
+}
+
+/// The first word inside `{ }` that standard SPARQL has no use for, with where it starts: letters,
+/// digits, `_` and `-`, starting with a letter, not a keyword, not a function's name (followed by
+/// `(`), outside IRIs, strings, comments, variables, prefixed names and language tags.
+fn first_bare_word(text: &str) -> Option<(parse::Span, String)> {
+    const KEYWORDS: [&str; 34] = [
+        "a",
+        "true",
+        "false",
+        "optional",
+        "union",
+        "minus",
+        "filter",
+        "bind",
+        "values",
+        "graph",
+        "service",
+        "silent",
+        "undef",
+        "not",
+        "in",
+        "exists",
+        "as",
+        "select",
+        "distinct",
+        "reduced",
+        "where",
+        "group",
+        "by",
+        "order",
+        "asc",
+        "desc",
+        "limit",
+        "offset",
+        "having",
+        "from",
+        "named",
+        "separator",
+        "construct",
+        "ask",
+    ];
+    let chars: Vec<char> = text.chars().collect();
+    let (mut line, mut column, mut depth) = (1, 1, 0usize);
+    let mut i = 0;
+    let step = |c: char, line: &mut usize, column: &mut usize| {
+        if c == '\n' {
+            *line += 1;
+            *column = 1;
+        } else {
+            *column += 1;
+        }
+    };
+    while i < chars.len() {
+        let c = chars[i];
+        // Skipped whole: an IRI, a string, a comment.
+        let close = match c {
+            '<' if chars
+                .get(i + 1)
+                .is_some_and(|n| !n.is_whitespace() && *n != '=') =>
+            {
+                Some('>')
+            }
+            '"' | '\'' => Some(c),
+            '#' => Some('\n'),
+            _ => None,
+        };
+        if let Some(close) = close {
+            step(c, &mut line, &mut column);
+            i += 1;
+            while i < chars.len() && chars[i] != close {
+                if chars[i] == '\\' && close != '\n' {
+                    step(chars[i], &mut line, &mut column);
+                    i += 1;
+                }
+                if let Some(&d) = chars.get(i) {
+                    step(d, &mut line, &mut column);
+                }
+                i += 1;
+            }
+            continue;
+        }
+        if c.is_alphanumeric() || c == '_' {
+            let start = (i, line, column);
+            let after_sigil = i > 0 && matches!(chars[i - 1], '?' | '$' | '@' | ':');
+            while i < chars.len() && (chars[i].is_alphanumeric() || matches!(chars[i], '_' | '-')) {
+                step(chars[i], &mut line, &mut column);
+                i += 1;
+            }
+            let word: String = chars[start.0..i].iter().collect();
+            let next = chars[i..].iter().find(|c| !c.is_whitespace());
+            let bare = depth > 0
+                && !after_sigil
+                && word.starts_with(char::is_alphabetic)
+                && !matches!(next, Some(':' | '('))
+                && !KEYWORDS.iter().any(|k| word.eq_ignore_ascii_case(k));
+            if bare {
+                let span = parse::Span {
+                    line: start.1,
+                    column: start.2,
+                };
+                return Some((span, word));
+            }
+            continue;
+        }
+        match c {
+            '{' => depth += 1,
+            '}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        step(c, &mut line, &mut column);
+        i += 1;
+    }
+    None
 }
 
 /// A construct outside the supported subset.

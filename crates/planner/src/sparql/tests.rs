@@ -316,6 +316,28 @@ fn the_short_dialect_stays_and_picks_its_errors() {
     assert_eq!((p.dialect, p.form), (Dialect::Short, Form::Ask));
 }
 
+/// A bare word in a query otherwise standard is named, at the word: spargebra said "expected
+/// OPTIONAL", past it. Words standard SPARQL reads (keywords, functions, prefixed names, tags,
+/// datatypes, strings, IRIs, comments) are not taken for one.
+#[test]
+fn a_bare_word_in_standard_sparql_is_named_where_it_stands() {
+    let g = small();
+    let at = |text: &str| match prepare(text, &g, Dialect::Sparql) {
+        Err(QueryError::Parse(e)) => (e.line, e.column, e.message),
+        other => panic!("{text}: {other:?}"),
+    };
+    let (line, column, message) = at("SELECT (COUNT(*) AS ?n) WHERE {\n  ?x IsA ?y }");
+    assert_eq!((line, column), (2, 6), "{message}");
+    assert!(message.contains("`IsA` is a bare word"), "{message}");
+    assert!(!message.contains("OPTIONAL"), "{message}");
+    let standard = "PREFIX p: <http://x/> SELECT ?x WHERE { ?x p:r \"a b\"@en-GB ; \
+                    p:s \"1\"^^p:int ; a p:T . # bare words here\n \
+                    FILTER(STR(?x) != 'cat' && ?x < 3) OPTIONAL { ?x <http://x/q> _:b } \
+                    FILTER NOT EXISTS { ?x p:r true } } ORDER BY DESC(?x) x";
+    let (_, _, message) = at(standard);
+    assert!(!message.contains("bare word"), "{message}");
+}
+
 #[test]
 fn a_variable_cannot_be_node_and_predicate() {
     let g = rdf();
