@@ -20,9 +20,9 @@
 //! (queued, growing or depth first, as [`Levels`] runs a query alone), its errors its own. A LIMIT
 //! query's root runs its first part in the batch and the parts after it alone; under
 //! [`Outgrown::Leave`], whose caller answers alone what goes on, a first part that did not
-//! complete the answer leaves the query to its caller before any row is handed out. Each query is handed over
-//! ([`OnAnswer`]) as soon as its answer is final, the ones that fit before the ones that go on
-//! alone.
+//! complete the answer leaves the query to its caller before any row is handed out. Each query
+//! is handed over ([`OnAnswer`]) as soon as its answer is final, the ones that fit before the
+//! ones that go on alone.
 
 use std::time::{Duration, Instant};
 

@@ -1553,9 +1553,7 @@ impl RootCut {
             ..self
         })
     }
-}
 
-impl RootCut {
     /// Why a batch leaves a query whose first part of this cut did not complete its answer.
     pub(crate) fn past_first_part(&self) -> MatchError {
         MatchError::LimitPastFirstPart {
@@ -2255,11 +2253,7 @@ impl<D: Device> Levels<'_, '_, '_, D> {
             levels: self.levels.len(),
         };
         if self.leaves.is_some() {
-            let t = &c[words.leaves().0..];
-            t[2] != 0
-                || self
-                    .out
-                    .count_would_stop(u128::from(t[0]) | u128::from(t[1]) << 64)
+            leaf_total(&c[words.leaves().0..]).is_none_or(|n| self.out.count_would_stop(n))
         } else if self.out.count_only() {
             let last = words.rows(self.levels.len() - 1);
             self.out.count_would_stop(u128::from(c[last]))
@@ -2337,11 +2331,9 @@ impl<D: Device> Levels<'_, '_, '_, D> {
     }
 
     fn add_leaves(&self, t: &[u64]) {
-        if t[2] != 0 {
-            self.out.count_overflowed();
-        } else {
-            self.out
-                .add_count(u128::from(t[0]) | u128::from(t[1]) << 64);
+        match leaf_total(t) {
+            Some(n) => self.out.add_count(n),
+            None => self.out.count_overflowed(),
         }
     }
 
@@ -2894,6 +2886,12 @@ fn by_node(rows: &[u32], layout: &Layout) -> Vec<u32> {
         }
     }
     out
+}
+
+/// The leaves counted on the device (their counter words: low, high, overflow), `None` past
+/// `u128::MAX`.
+fn leaf_total(t: &[u64]) -> Option<u128> {
+    (t[2] == 0).then(|| u128::from(t[0]) | u128::from(t[1]) << 64)
 }
 
 /// Rows `start..end` of `rows` (rows of `width` `u32`s).
