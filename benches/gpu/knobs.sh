@@ -17,6 +17,11 @@
 # GPSENSE_KNOBS_ENGINE=emulated tries it on a machine without a GPU (slowly, yeast left out). Each
 # step's summary lines go to OUT; the times are the `-v` lines' and `match`'s totals.
 set -u
+if [ $# -ne 2 ] || [ ! -x "$1/gpsense" ]; then
+  echo "usage: $0 BUNDLE OUT" >&2
+  echo "  BUNDLE: a folder holding the gpsense binary (cargo xtask gpu-check --bundle)" >&2
+  exit 2
+fi
 bundle=$(cd "$1" && pwd)
 out=$2
 E=${GPSENSE_KNOBS_ENGINE:-gpu}

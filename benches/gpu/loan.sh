@@ -9,6 +9,11 @@
 #
 #   benches/gpu/loan.sh BUNDLE OUT
 set -u
+if [ $# -ne 2 ] || [ ! -x "$1/gpsense" ]; then
+  echo "usage: $0 BUNDLE OUT" >&2
+  echo "  BUNDLE: a folder holding the gpsense binary (cargo xtask gpu-check --bundle)" >&2
+  exit 2
+fi
 bundle=$(cd "$1" && pwd)
 out=$2
 here=$(cd "$(dirname "$0")" && pwd)

@@ -165,9 +165,15 @@ def warm_up(host, port, paths):
 def queries(args):
     if not args.queries:
         return QUERIES
-    with open(args.queries) as f:
-        lines = [line.strip() for line in f]
-    return [line for line in lines if line and not line.startswith("#")]
+    try:
+        with open(args.queries) as f:
+            lines = [line.strip() for line in f]
+    except (OSError, UnicodeDecodeError) as e:
+        raise SystemExit(f"--queries {args.queries}: {e}")
+    found = [line for line in lines if line and not line.startswith("#")]
+    if not found:
+        raise SystemExit(f"--queries {args.queries}: no query (one a line, # for comments)")
+    return found
 
 
 def percentile(values, p):
@@ -192,6 +198,7 @@ def main():
     ap.add_argument("serve_args", nargs="*", help="after --: arguments of gpsense serve")
     args = ap.parse_args()
 
+    queries(args)  # a bad --queries file ends the run before the server starts
     server, host, port = start_server(args.gpsense, args.serve_args)
     try:
         return run(args, server, host, port)

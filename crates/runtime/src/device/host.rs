@@ -487,7 +487,10 @@ impl Shadow {
         groups.par_iter().find_map_any(|group| match group[..] {
             [one] => first_conflict(&logs[one]),
             _ => {
-                let mut all: Vec<Write> = group.iter().flat_map(|&i| logs[i].clone()).collect();
+                let mut all: Vec<Write> = group
+                    .iter()
+                    .flat_map(|&i| logs[i].iter().copied())
+                    .collect();
                 all.sort_unstable_by_key(|w| (w.start, w.thread));
                 first_conflict(&all)
             }
