@@ -243,7 +243,7 @@ fn syntax_error(e: &spargebra::SparqlSyntaxError, text: &str) -> QueryError {
 /// The first word inside `{ }` that standard SPARQL has no use for, with where it starts: letters,
 /// digits, `_` and `-`, starting with a letter, not a keyword, not a function's name (followed by
 /// `(`), outside IRIs, strings, comments, variables, prefixed names and language tags.
-fn first_bare_word(text: &str) -> Option<(parse::Span, String)> {
+fn first_bare_word(text: &str) -> Option<(Span, String)> {
     const KEYWORDS: [&str; 34] = [
         "a",
         "true",
@@ -280,66 +280,50 @@ fn first_bare_word(text: &str) -> Option<(parse::Span, String)> {
         "construct",
         "ask",
     ];
-    let chars: Vec<char> = text.chars().collect();
-    let (mut line, mut column, mut depth) = (1, 1, 0usize);
+    // Characters with their byte offsets: a word's span comes from its offset (`span_at`).
+    let chars: Vec<(usize, char)> = text.char_indices().collect();
+    let at = |i: usize| chars.get(i).map(|&(_, c)| c);
+    let mut depth = 0usize;
     let mut i = 0;
-    let step = |c: char, line: &mut usize, column: &mut usize| {
-        if c == '\n' {
-            *line += 1;
-            *column = 1;
-        } else {
-            *column += 1;
-        }
-    };
-    while i < chars.len() {
-        let c = chars[i];
+    while let Some(c) = at(i) {
         // Skipped whole: an IRI, a string, a comment.
         let close = match c {
-            '<' if chars
-                .get(i + 1)
-                .is_some_and(|n| !n.is_whitespace() && *n != '=') =>
-            {
-                Some('>')
-            }
+            '<' if at(i + 1).is_some_and(|n| !n.is_whitespace() && n != '=') => Some('>'),
             '"' | '\'' => Some(c),
             '#' => Some('\n'),
             _ => None,
         };
         if let Some(close) = close {
-            step(c, &mut line, &mut column);
             i += 1;
-            while i < chars.len() && chars[i] != close {
-                if chars[i] == '\\' && close != '\n' {
-                    step(chars[i], &mut line, &mut column);
-                    i += 1;
-                }
-                if let Some(&d) = chars.get(i) {
-                    step(d, &mut line, &mut column);
-                }
-                i += 1;
+            while at(i).is_some_and(|d| d != close) {
+                // An escaped quote does not close a string.
+                i += if at(i) == Some('\\') && close != '\n' {
+                    2
+                } else {
+                    1
+                };
             }
+            i += 1;
             continue;
         }
         if c.is_alphanumeric() || c == '_' {
-            let start = (i, line, column);
-            let after_sigil = i > 0 && matches!(chars[i - 1], '?' | '$' | '@' | ':');
-            while i < chars.len() && (chars[i].is_alphanumeric() || matches!(chars[i], '_' | '-')) {
-                step(chars[i], &mut line, &mut column);
+            let start = i;
+            let after_sigil = i > 0 && matches!(at(i - 1), Some('?' | '$' | '@' | ':'));
+            while at(i).is_some_and(|d| d.is_alphanumeric() || matches!(d, '_' | '-')) {
                 i += 1;
             }
-            let word: String = chars[start.0..i].iter().collect();
-            let next = chars[i..].iter().find(|c| !c.is_whitespace());
+            let word: String = chars[start..i].iter().map(|&(_, c)| c).collect();
+            let next = chars[i..]
+                .iter()
+                .map(|&(_, c)| c)
+                .find(|c| !c.is_whitespace());
             let bare = depth > 0
                 && !after_sigil
                 && word.starts_with(char::is_alphabetic)
                 && !matches!(next, Some(':' | '('))
                 && !KEYWORDS.iter().any(|k| word.eq_ignore_ascii_case(k));
             if bare {
-                let span = parse::Span {
-                    line: start.1,
-                    column: start.2,
-                };
-                return Some((span, word));
+                return Some((span_at(text, chars[start].0), word));
             }
             continue;
         }
@@ -348,7 +332,6 @@ fn first_bare_word(text: &str) -> Option<(parse::Span, String)> {
             '}' => depth = depth.saturating_sub(1),
             _ => {}
         }
-        step(c, &mut line, &mut column);
         i += 1;
     }
     None
@@ -377,7 +360,12 @@ fn locate(text: &str, needle: &str) -> Span {
     else {
         return Span { line: 1, column: 1 };
     };
-    let before = &text[..at.min(text.len())];
+    span_at(text, at)
+}
+
+/// Where byte offset `at` of `text` stands: 1-based line, and column in chars.
+fn span_at(text: &str, at: usize) -> Span {
+    let before = text.get(..at.min(text.len())).unwrap_or(text);
     let line = before.matches('\n').count() + 1;
     let column = before.rsplit('\n').next().unwrap_or("").chars().count() + 1;
     Span { line, column }
