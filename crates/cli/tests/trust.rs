@@ -136,6 +136,20 @@ fn the_engines_give_one_answer() {
     assert_eq!(emulated, cpu);
     assert!(err.contains("device: host emulator"), "{err}");
     assert!(err.contains(" launches, "), "{err}");
+    // The traversal's span: its rounds of a warp, fewer than the candidates a thread judges.
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("traversal: "))
+        .expect(&err);
+    let number = |before: &str| -> u64 {
+        let head = &line[..line.find(before).expect(line)];
+        head.rsplit(' ')
+            .next()
+            .and_then(|n| n.parse().ok())
+            .expect(line)
+    };
+    let (judged, rounds) = (number(" candidates judged"), number(" rounds of a warp"));
+    assert!(0 < rounds && rounds < judged, "{line}");
     let (code, _, err) = run_with(&[], &["trust", "-v", "--top", "1", CAKES], Stdio::piped());
     if code == Some(0) && err.contains("TruST runs on the CPU") {
         let err = fails(&["trust", "--engine", "gpu", CAKES]);

@@ -49,7 +49,6 @@ kernels! {
     write_edge_lists(EdgeListsArgs);
     trust_similarity(TrustSimilarityArgs);
     trust_one_hop(TrustOneHopArgs);
-    trust_extend(TrustExtendArgs);
     count_leaves(CountLeavesArgs);
     count_leaves_batch(CountLeavesBatchArgs);
 }
@@ -60,4 +59,5 @@ warp_kernels! {
     extend_warp_batch(ExtendWarpBatchArgs);
     extend_warp_bindings(ExtendWarpArgs);
     extend_warp_bindings_batch(ExtendWarpBatchArgs);
+    trust_extend(TrustExtendArgs);
 }

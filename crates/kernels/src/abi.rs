@@ -517,15 +517,17 @@ pub struct TrustOneHopArgs {
     pub out: DevSlice,
 }
 
-/// `trust_extend`: one thread per kept branch of TruST's beam search (`rows`: `branches` rows of
+/// `trust_extend`: one warp per kept branch of TruST's beam search (`rows`: `branches` rows of
 /// `width` `u32`s, a data node per template node or `NONE`; `scores`: their cumulative `f32`
-/// scores), growing it by template node `node` through `trust::extend_branch`. `links` holds
-/// `trust::Link`s as three `u32`s each (other node, direction 0 out / 1 in, relation), `seeds` the
-/// `u32` candidates of an unanchored level; `oh` and `sim` are the one-hop and similarity tables
-/// (`f32`, row-major data x template). Each branch keeps its `keep` best children by
-/// `trust::ChildKey` in its own region of `out_nodes` (`u32`), `out_scores` (`f32`: cumulative
-/// scores) and `out_resembles` (`u32`: 1 when the child's name resembles `node`'s), unordered;
-/// `out_counts[b]` (`u32`) is how many it kept.
+/// scores), growing it by template node `node` through `trust::extend_top_warp`, its lanes judging
+/// 32 candidates at once. `links` holds `trust::Link`s as three `u32`s each (other node, direction
+/// 0 out / 1 in, relation), `seeds` the `u32` candidates of an unanchored level; `oh` and `sim` are
+/// the one-hop and similarity tables (`f32`, row-major data x template). Each branch keeps its
+/// `keep` best children by `trust::ChildKey` in its own region of `out_nodes` (`u32`),
+/// `out_scores` (`f32`: cumulative scores) and `out_resembles` (`u32`: 1 when the child's name
+/// resembles `node`'s), unordered; `out_counts[b]` (`u32`) is how many it kept. `stage`: 96 `u32`s
+/// per branch, the lanes' staging slots. `work` (two `u64`s, atomic maxima): the most candidates one
+/// branch judged, and the most rounds one branch's warp took.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct TrustExtendArgs {
@@ -547,6 +549,8 @@ pub struct TrustExtendArgs {
     pub out_scores: DevSlice,
     pub out_resembles: DevSlice,
     pub out_counts: DevSlice,
+    pub stage: DevSlice,
+    pub work: DevSlice,
 }
 
 /// A kernel of the PTX module: its entry name, its argument struct's size, and threads per work-item.
@@ -668,7 +672,7 @@ pub const KERNELS: &[KernelSig] = &[
     KernelSig {
         name: "trust_extend",
         param_bytes: size_of::<TrustExtendArgs>(),
-        threads_per_item: 1,
+        threads_per_item: 32,
     },
 ];
 

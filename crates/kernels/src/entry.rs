@@ -14,7 +14,7 @@ use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use crate::abi::*;
 use crate::filter::{self, Incident, Need, NodeFilter};
 use crate::join::{self, Check, Step};
-use crate::warp::Warp;
+use crate::warp::{Warp, LANES};
 use crate::{scan, Dir, NONE};
 
 fn dir(d: u32) -> Dir {
@@ -746,8 +746,9 @@ fn leaf_groups<'a>(
     })
 }
 
-/// TruST: branch `b` of the beam grown by one template node, its best `keep` children kept.
-pub unsafe fn trust_extend(a: &TrustExtendArgs, b: usize) {
+/// TruST: branch `b` of the beam grown by one template node, its best `keep` children kept, by
+/// warp `b`.
+pub unsafe fn trust_extend<W: Warp>(a: &TrustExtendArgs, b: usize, warp: &W) {
     if b as u64 >= a.branches {
         return;
     }
@@ -764,13 +765,17 @@ pub unsafe fn trust_extend(a: &TrustExtendArgs, b: usize) {
             alpha: a.alpha,
             relation_weight: a.relation_weight,
         };
-        let mut top = crate::trust::TopChildren {
-            nodes: a.out_nodes.region_mut(b * keep, (b + 1) * keep),
-            scores: a.out_scores.region_mut(b * keep, (b + 1) * keep),
-            resembles: a.out_resembles.region_mut(b * keep, (b + 1) * keep),
-            len: 0,
+        let rooms = crate::trust::WarpRooms {
+            nodes: a.out_nodes,
+            scores: a.out_scores,
+            resembles: a.out_resembles,
+            first: b * keep,
+            keep,
+            stage: a.stage,
+            first_slot: b * LANES as usize,
         };
-        crate::trust::extend_top(
+        let (kept, work) = crate::trust::extend_top_warp(
+            warp,
             row,
             base,
             &ext,
@@ -778,8 +783,15 @@ pub unsafe fn trust_extend(a: &TrustExtendArgs, b: usize) {
             a.oh.get(),
             a.sim.get(),
             &scoring,
-            &mut top,
+            &rooms,
         );
-        a.out_counts.write(b, top.len as u32);
+        warp.leader(|| {
+            a.out_counts.write(b, kept as u32);
+            if let [judged, rounds, ..] = a.work.get::<AtomicU64>() {
+                judged.fetch_max(work.judged, Ordering::Relaxed);
+                rounds.fetch_max(work.rounds, Ordering::Relaxed);
+            }
+            0
+        });
     }
 }

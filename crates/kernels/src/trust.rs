@@ -8,7 +8,8 @@
 //!   the value of a maximum-weight bipartite matching between their incident edges, computed
 //!   exactly by the Hungarian (Kuhn-Munkres) method in [`max_weight_assignment`].
 //! - Tree traversal: [`extend_branch`] grows one beam-search branch by one template node, emitting
-//!   every injective, topology-respecting extension with its score increment.
+//!   every injective, topology-respecting extension with its score increment; [`extend_top`] keeps
+//!   the best of them, and [`extend_top_warp`] does the same with a warp, 32 candidates at once.
 //!
 //! Scoring (all scores lie in `[0, 1]`):
 //! - `S(t, d)`: `1 - lev(t, d) / max(|t|, |d|)` over code points, `0` below the threshold; `1` for a
@@ -26,7 +27,9 @@
 //!   It is `1` exactly when every name is equal and every template edge is present with its
 //!   relation: an exact (non-induced, injective) embedding.
 
+use crate::abi::DevSlice;
 use crate::view::{Adjacency, Dir, GraphView};
+use crate::warp::{Warp, LANES};
 use crate::NONE;
 
 /// A template edge without a fixed relation (`?r`): any data relation matches it.
@@ -718,6 +721,8 @@ fn list_has(adj: &Adjacency, v: u32, w: u32, before: usize) -> bool {
 /// returns the smallest increment still
 /// wanted (`f32::NEG_INFINITY` for all): a candidate whose bound `OH + links` is below it is
 /// skipped before its edges are looked up, which keeps hubs cheap. Returns the number emitted.
+/// Each candidate is judged alone ([`link_candidate`], [`seed_candidate`]), so a warp may judge 32
+/// at once ([`extend_top_warp`]).
 pub fn extend_branch(
     row: &[u32],
     ext: &Extension,
@@ -726,42 +731,92 @@ pub fn extend_branch(
     scoring: &Scoring,
     emit: &mut impl FnMut(u32, f32) -> f32,
 ) -> u32 {
-    let oh_at = |c: u32| oh[c as usize * row.len() + ext.node as usize];
-    let mut emitted = 0;
+    let (mut emitted, mut floor) = (0, f32::NEG_INFINITY);
     let mut any_link = false;
-    let mut floor = f32::NEG_INFINITY;
-    // Each link adds at most 1.
-    let slack = ext.links.len() as f32;
-    for (i, l) in ext.links.iter().enumerate() {
-        if l.other == ext.node || row[l.other as usize] == NONE {
+    for i in 0..ext.links.len() {
+        let Some(len) = anchored_list_len(row, ext, g, i) else {
             continue;
-        }
+        };
         any_link = true;
-        let adj = g.adj(l.dir);
-        let x = row[l.other as usize];
-        let (targets, labels) = adj.list(x);
-        for (pos, &c) in targets.iter().enumerate() {
-            if oh_at(c) + slack < floor || row.contains(&c) {
-                continue;
+        for pos in 0..len {
+            if let Some((c, inc)) = link_candidate(row, ext, g, oh, scoring, floor, i, pos) {
+                floor = emit(c, inc);
+                emitted += 1;
             }
-            // Each candidate once: at its first position in the first link's list that reaches it.
-            let later_run = pos > 0 && labels[pos] != labels[0];
-            if (later_run && list_has(adj, x, c, pos)) || reached_before(row, ext, i, c, g) {
-                continue;
-            }
-            floor = emit(c, increment(row, ext, g, oh_at(c), scoring, c));
-            emitted += 1;
         }
     }
     if !any_link {
         for &c in ext.seeds {
-            if oh_at(c) + slack >= floor && !row.contains(&c) {
-                floor = emit(c, increment(row, ext, g, oh_at(c), scoring, c));
+            if let Some((c, inc)) = seed_candidate(row, ext, g, oh, scoring, floor, c) {
+                floor = emit(c, inc);
                 emitted += 1;
             }
         }
     }
     emitted
+}
+
+/// The length of the list link `i` leads through: its other node's image's list in the link's
+/// direction; `None` for a self-loop or a link to a node not yet matched.
+#[inline]
+pub fn anchored_list_len(row: &[u32], ext: &Extension, g: &GraphView, i: usize) -> Option<usize> {
+    let l = ext.links[i];
+    if l.other == ext.node || row[l.other as usize] == NONE {
+        return None;
+    }
+    Some(g.adj(l.dir).degree(row[l.other as usize]))
+}
+
+/// The candidate at position `pos` of anchored link `i`'s list, with its increment: none when its
+/// bound is below `floor`, when the branch holds it already, or when an earlier position (of this
+/// list, or of an earlier link's) reaches it, so that each candidate is judged once.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+pub fn link_candidate(
+    row: &[u32],
+    ext: &Extension,
+    g: &GraphView,
+    oh: &[f32],
+    scoring: &Scoring,
+    floor: f32,
+    i: usize,
+    pos: usize,
+) -> Option<(u32, f32)> {
+    let l = ext.links[i];
+    let adj = g.adj(l.dir);
+    let x = row[l.other as usize];
+    let (targets, labels) = adj.list(x);
+    let c = targets[pos];
+    let one_hop = oh[c as usize * row.len() + ext.node as usize];
+    // Each link adds at most 1.
+    if one_hop + (ext.links.len() as f32) < floor || row.contains(&c) {
+        return None;
+    }
+    // Each candidate once: at its first position in the first link's list that reaches it.
+    let later_run = pos > 0 && labels[pos] != labels[0];
+    if (later_run && list_has(adj, x, c, pos)) || reached_before(row, ext, i, c, g) {
+        return None;
+    }
+    Some((c, increment(row, ext, g, one_hop, scoring, c)))
+}
+
+/// Seed `c` of an unanchored level with its increment, unless its bound is below `floor` or the
+/// branch holds it already.
+#[inline]
+pub fn seed_candidate(
+    row: &[u32],
+    ext: &Extension,
+    g: &GraphView,
+    oh: &[f32],
+    scoring: &Scoring,
+    floor: f32,
+    c: u32,
+) -> Option<(u32, f32)> {
+    let one_hop = oh[c as usize * row.len() + ext.node as usize];
+    if one_hop + (ext.links.len() as f32) < floor || row.contains(&c) {
+        return None;
+    }
+    Some((c, increment(row, ext, g, one_hop, scoring, c)))
 }
 
 /// Whether a link before `i` already reaches `c`.
@@ -836,9 +891,10 @@ impl ChildKey {
 /// that rounding of `score - base` never skips a candidate that ties the worst kept child.
 pub const FLOOR_MARGIN: f32 = 1e-4;
 
-/// The best `capacity` children of one branch, kept as a binary heap with the worst at the root,
-/// in caller-provided slices (a branch's region of the output on the device, buffers on the CPU).
-/// The kept set does not depend on the order children are offered in.
+/// The best `capacity` children of one branch, unordered until the rooms are full, then a binary
+/// heap with the worst at the root, in caller-provided slices (a branch's region of the output on
+/// the device, buffers on the CPU). The kept set does not depend on the order children are offered
+/// in.
 pub struct TopChildren<'a> {
     pub nodes: &'a mut [u32],
     pub scores: &'a mut [f32],
@@ -871,20 +927,17 @@ impl TopChildren<'_> {
     }
 
     /// Keeps `k` if there is room or it beats the worst kept child (which it then replaces).
+    /// Children go in unordered until the last room is taken, then become a heap once: a branch
+    /// with fewer candidates than rooms (most, on sparse graphs) never pays for ordering.
     pub fn offer(&mut self, k: ChildKey) {
         let cap = self.nodes.len();
         if self.len < cap {
-            let mut i = self.len;
-            self.put(i, k);
+            self.put(self.len, k);
             self.len += 1;
-            // Up while the parent ranks after the new child (the root is the worst).
-            while i > 0 {
-                let p = (i - 1) / 2;
-                if !self.key(p).better(&self.key(i)) {
-                    break;
+            if self.len == cap {
+                for i in (0..cap / 2).rev() {
+                    self.sift_down(i);
                 }
-                self.swap(i, p);
-                i = p;
             }
             return;
         }
@@ -892,7 +945,11 @@ impl TopChildren<'_> {
             return;
         }
         self.put(0, k);
-        let mut i = 0;
+        self.sift_down(0);
+    }
+
+    /// Moves child `i` down until no child below it ranks after it (the root is the worst).
+    fn sift_down(&mut self, mut i: usize) {
         loop {
             let (l, r) = (2 * i + 1, 2 * i + 2);
             let mut worst = i;
@@ -923,8 +980,8 @@ impl TopChildren<'_> {
 
 /// Kernel: grows branch `row` (cumulative score `base`) by `ext.node` into `top` (its best
 /// children by [`ChildKey`], scores cumulative). `sim` is the similarity table, row-major data
-/// nodes x template nodes. The CPU's beam and the device's `trust_extend` both call this, so they
-/// keep the same children.
+/// nodes x template nodes. The CPU's beam calls this; the device's `trust_extend` keeps the same
+/// children with a warp ([`extend_top_warp`]).
 #[allow(clippy::too_many_arguments)]
 pub fn extend_top(
     row: &[u32],
@@ -946,4 +1003,186 @@ pub fn extend_top(
         });
         top.floor(base)
     });
+}
+
+/// Where a warp keeps one branch's children: `keep` rooms from element `first` of the three output
+/// arrays (as [`TopChildren`]'s slices), and the branch's 32 staging slots (three `u32`s each:
+/// node, score bits, resembles; node `NONE` for none) from slot `first_slot` of `stage`.
+#[derive(Clone, Copy, Debug)]
+pub struct WarpRooms {
+    pub nodes: DevSlice,
+    pub scores: DevSlice,
+    pub resembles: DevSlice,
+    pub first: usize,
+    pub keep: usize,
+    pub stage: DevSlice,
+    pub first_slot: usize,
+}
+
+impl WarpRooms {
+    /// The rooms as a [`TopChildren`] holding `len` children (lane 0 alone writes them).
+    ///
+    /// # Safety
+    /// The slices describe live buffers; no other warp uses these rooms during the launch.
+    unsafe fn top(&self, len: usize) -> TopChildren<'_> {
+        let (a, b) = (self.first, self.first + self.keep);
+        unsafe {
+            TopChildren {
+                nodes: self.nodes.region_mut(a, b),
+                scores: self.scores.region_mut(a, b),
+                resembles: self.resembles.region_mut(a, b),
+                len,
+            }
+        }
+    }
+
+    fn slot(&self, lane: u32) -> usize {
+        (self.first_slot + lane as usize) * 3
+    }
+}
+
+/// What one branch's warp did: candidates judged (what a thread per branch judges one after
+/// another) and rounds (up to 32 judged at once in each).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WarpWork {
+    pub judged: u64,
+    pub rounds: u64,
+}
+
+/// Kernel, a warp per branch: [`extend_top`]'s children of branch `row` (cumulative score `base`),
+/// its lanes judging 32 candidates at once ([`link_candidate`], [`seed_candidate`]); lane 0 offers
+/// the ones judged wanted to the branch's rooms, in lane order, and tells every lane the new floor.
+/// The kept children are [`extend_top`]'s: the kept set does not depend on the order of the
+/// offers, and the floor a round judges by is never above the serial one. Returns how many were
+/// kept, and the work.
+///
+/// # Safety
+/// `rooms` describe live buffers that no other warp uses during the launch.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn extend_top_warp<W: Warp>(
+    warp: &W,
+    row: &[u32],
+    base: f32,
+    ext: &Extension,
+    g: &GraphView,
+    oh: &[f32],
+    sim: &[f32],
+    scoring: &Scoring,
+    rooms: &WarpRooms,
+) -> (usize, WarpWork) {
+    let (nt, node) = (row.len(), ext.node as usize);
+    let resembles = |c: u32| sim[c as usize * nt + node] > 0.0;
+    let mut kept = Kept {
+        len: 0,
+        floor: f32::NEG_INFINITY,
+        base,
+    };
+    let mut work = WarpWork::default();
+    // The anchored links' lists as one run of positions, 32 judged a round: a level's lists are
+    // often shorter than a warp.
+    let lists = (0..ext.links.len()).filter_map(|i| anchored_list_len(row, ext, g, i));
+    let (any_link, total) = lists.fold((false, 0), |(_, t), n| (true, t + n));
+    for start in (0..total).step_by(LANES as usize) {
+        let floor = kept.floor;
+        let judge = |lane: u32| {
+            let (i, pos) = list_position(row, ext, g, start + lane as usize)?;
+            link_candidate(row, ext, g, oh, scoring, floor, i, pos)
+        };
+        unsafe { kept.round(warp, rooms, &resembles, judge) };
+        work.judged += (total - start).min(LANES as usize) as u64;
+        work.rounds += 1;
+    }
+    if !any_link {
+        for start in (0..ext.seeds.len()).step_by(LANES as usize) {
+            let floor = kept.floor;
+            let judge = |lane: u32| {
+                let c = *ext.seeds.get(start + lane as usize)?;
+                seed_candidate(row, ext, g, oh, scoring, floor, c)
+            };
+            unsafe { kept.round(warp, rooms, &resembles, judge) };
+            work.judged += (ext.seeds.len() - start).min(LANES as usize) as u64;
+            work.rounds += 1;
+        }
+    }
+    (kept.len, work)
+}
+
+/// Position `k` of the anchored links' lists taken one after another: the link and the position in
+/// its list (`None` past the last).
+#[inline]
+fn list_position(
+    row: &[u32],
+    ext: &Extension,
+    g: &GraphView,
+    mut k: usize,
+) -> Option<(usize, usize)> {
+    for i in 0..ext.links.len() {
+        let Some(n) = anchored_list_len(row, ext, g, i) else {
+            continue;
+        };
+        if k < n {
+            return Some((i, k));
+        }
+        k -= n;
+    }
+    None
+}
+
+/// A warp's view of its branch's rooms between rounds (warp-uniform).
+struct Kept {
+    len: usize,
+    floor: f32,
+    base: f32,
+}
+
+impl Kept {
+    /// One round: lane `l` stages `judge(l)`; lane 0 offers what was staged and returns the
+    /// rooms' count and floor to every lane.
+    ///
+    /// # Safety
+    /// As [`extend_top_warp`].
+    unsafe fn round<W: Warp>(
+        &mut self,
+        warp: &W,
+        rooms: &WarpRooms,
+        resembles: &impl Fn(u32) -> bool,
+        judge: impl Fn(u32) -> Option<(u32, f32)>,
+    ) {
+        let base = self.base;
+        warp.each(|lane| unsafe {
+            let at = rooms.slot(lane);
+            match judge(lane) {
+                Some((c, inc)) => {
+                    rooms.stage.write(at, c);
+                    rooms.stage.write(at + 1, (base + inc).to_bits());
+                    rooms.stage.write(at + 2, u32::from(resembles(c)));
+                }
+                None => rooms.stage.write(at, NONE),
+            }
+        });
+        warp.sync();
+        let staged =
+            warp.ballot(|lane| unsafe { rooms.stage.get::<u32>()[rooms.slot(lane)] != NONE });
+        if staged == 0 {
+            return;
+        }
+        let len = self.len;
+        let packed = warp.leader(|| unsafe {
+            let stage = rooms.stage.get::<u32>();
+            let mut top = rooms.top(len);
+            let mut lanes = staged;
+            while lanes != 0 {
+                let at = rooms.slot(lanes.trailing_zeros());
+                lanes &= lanes - 1;
+                top.offer(ChildKey {
+                    resembles: stage[at + 2] != 0,
+                    score: f32::from_bits(stage[at + 1]),
+                    node: stage[at],
+                });
+            }
+            (top.len as u64) << 32 | u64::from(top.floor(base).to_bits())
+        });
+        self.len = (packed >> 32) as usize;
+        self.floor = f32::from_bits(packed as u32);
+    }
 }

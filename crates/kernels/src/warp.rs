@@ -92,6 +92,10 @@ pub trait Warp {
         claim: impl FnOnce(u64) -> u64,
         write: impl Fn(u32, u64),
     ) -> (u64, u64);
+    /// Waits for every lane, and makes each lane's writes to device memory before it visible to
+    /// every lane after it (`bar.warp.sync`): a lane may then read what another lane wrote in an
+    /// [`Warp::each`] before. Nothing on the host, whose lanes run one after another.
+    fn sync(&self);
     /// The warp starts work-item `item` of job `job` (a batch's query; 0 in a launch of one).
     /// Nothing on a GPU; the emulator times the items with it, to model the launch's schedule.
     #[inline]
@@ -137,6 +141,9 @@ impl Warp for HostWarp<'_> {
         (self.on_lane)(0);
         f()
     }
+
+    #[inline]
+    fn sync(&self) {}
 
     fn claim(
         &self,
@@ -211,6 +218,11 @@ impl Warp for DeviceWarp {
             );
         }
         (bhi as u64) << 32 | blo as u64
+    }
+
+    #[inline]
+    fn sync(&self) {
+        unsafe { core::arch::asm!("bar.warp.sync 0xffffffff;") };
     }
 
     #[inline]

@@ -14,7 +14,20 @@ use gpsense_kernels::trust::{
 };
 use gpsense_kernels::{Dir, GraphView, NONE};
 
+/// The seed's weights: name and neighbourhood alike, half a relation's bonus.
+const HALVES: Scoring = Scoring {
+    alpha: 0.5,
+    relation_weight: 0.5,
+};
+
 fn random_graph(rng: &mut Rng, nodes: u32, edges: usize, relations: u64) -> KnowledgeGraph {
+    random_builder(rng, nodes, edges, relations)
+        .build()
+        .expect("build")
+        .0
+}
+
+fn random_builder(rng: &mut Rng, nodes: u32, edges: usize, relations: u64) -> GraphBuilder {
     let mut b = GraphBuilder::new();
     for v in 0..nodes {
         b.node(&v.to_string()).expect("node");
@@ -29,7 +42,7 @@ fn random_graph(rng: &mut Rng, nodes: u32, edges: usize, relations: u64) -> Know
         );
         b.add_edge(s, rng.below(relations) as u16, t, 1.0);
     }
-    b.build().expect("build").0
+    b
 }
 
 /// The full table of the optimal-string-alignment distance (adjacent transpositions cost 1).
@@ -285,10 +298,7 @@ impl RandomTemplate {
 #[test]
 fn one_hop_equals_an_exhaustive_matching() {
     let mut rng = Rng(3);
-    let scoring = Scoring {
-        alpha: 0.5,
-        relation_weight: 0.5,
-    };
+    let scoring = HALVES;
     for round in 0..40 {
         // Dense little graphs (hubs with many more edges than template rows) and sparse ones.
         let nodes = 6 + rng.below(20) as u32;
@@ -335,10 +345,7 @@ fn one_hop_equals_an_exhaustive_matching() {
 #[test]
 fn extend_branch_lists_each_injective_neighbour_once() {
     let mut rng = Rng(4);
-    let scoring = Scoring {
-        alpha: 0.5,
-        relation_weight: 0.5,
-    };
+    let scoring = HALVES;
     for _ in 0..200 {
         let nodes = 5 + rng.below(15) as u32;
         let kg = random_graph(&mut rng, nodes, nodes as usize * 3, 3);
@@ -445,10 +452,7 @@ fn extend_branch_uses_seeds_without_a_matched_neighbour() {
         links: &[],
         seeds: &[3, 7, 1],
     };
-    let scoring = Scoring {
-        alpha: 0.5,
-        relation_weight: 0.5,
-    };
+    let scoring = HALVES;
     let mut got = Vec::new();
     extend_branch(&row, &ext, &g, &oh, &scoring, &mut |c, _| {
         got.push(c);
@@ -479,10 +483,7 @@ fn gpu_entries_match_the_bodies() {
     use gpsense_kernels::abi::{GraphArgs, TrustOneHopArgs, TrustSimilarityArgs};
     use gpsense_kernels::entry;
     let mut rng = Rng(11);
-    let scoring = Scoring {
-        alpha: 0.5,
-        relation_weight: 0.5,
-    };
+    let scoring = HALVES;
     let kg = random_graph(&mut rng, 30, 120, 3);
     let g = view(&kg);
     let tpl = RandomTemplate::new(&mut rng, 4, 6, 3);
@@ -639,4 +640,136 @@ fn top_children_keep_the_best_whatever_the_order() {
         want.sort_by_key(|k| k.node);
         assert_eq!(got, want, "round {round}");
     }
+}
+
+/// A warp per branch (`extend_top_warp`, its 32 lanes judging candidates at once and lane 0
+/// offering them) keeps exactly the children one thread keeps (`extend_top`), on lists longer than
+/// a warp (hubs: many rounds), with rooms that fill (the floor then prunes) or never do, on
+/// anchored levels and seeded ones; a round is taken per 32 positions of the lists together.
+#[test]
+fn a_warp_per_branch_keeps_what_one_thread_keeps() {
+    use gpsense_kernels::trust::{extend_top, extend_top_warp, TopChildren, WarpRooms};
+    use gpsense_kernels::warp::HostWarp;
+    let mut rng = Rng(21);
+    let scoring = HALVES;
+    let warp = HostWarp {
+        on_lane: &|_| {},
+        on_item: &|_, _| {},
+    };
+    let (mut filled, mut pruned_rounds) = (0, 0);
+    for round in 0..300 {
+        let nodes = 8 + rng.below(120) as u32;
+        // Node 0 is a hub in both directions: its lists run to several rounds.
+        let mut kg_edges = nodes as usize * 2;
+        kg_edges += rng.below(3 * nodes as u64) as usize;
+        let kg = random_graph_with_hub(&mut rng, nodes, kg_edges, 3);
+        let g = view(&kg);
+        let nt = 4;
+        let row = [0, 1 + rng.below(nodes as u64 - 1) as u32, NONE, NONE];
+        let links = [
+            Link {
+                other: 0,
+                dir: Dir::Out,
+                relation: rng.below(3) as u32,
+            },
+            Link {
+                other: 1,
+                dir: if rng.below(2) == 0 { Dir::In } else { Dir::Out },
+                relation: ANY_RELATION,
+            },
+            Link {
+                other: 2,
+                dir: Dir::Out,
+                relation: 1,
+            },
+        ];
+        let seeded = round % 4 == 3;
+        let seeds: Vec<u32> = (0..rng.below(100) as u32).map(|s| s % nodes).collect();
+        let ext = Extension {
+            node: 2,
+            links: if seeded { &links[2..] } else { &links[..] },
+            seeds: &seeds,
+        };
+        // Few distinct values, so that ties are common.
+        let oh: Vec<f32> = (0..nodes as usize * nt)
+            .map(|_| rng.below(5) as f32 * 0.25)
+            .collect();
+        let sim: Vec<f32> = (0..nodes as usize * nt)
+            .map(|_| if rng.below(3) == 0 { 0.0 } else { 0.9 })
+            .collect();
+        let keep = 1 + rng.below(40) as usize;
+        let base = rng.unit();
+
+        let (mut n1, mut s1, mut r1) = (vec![0; keep], vec![0.0; keep], vec![0; keep]);
+        let mut top = TopChildren {
+            nodes: &mut n1,
+            scores: &mut s1,
+            resembles: &mut r1,
+            len: 0,
+        };
+        extend_top(&row, base, &ext, &g, &oh, &sim, &scoring, &mut top);
+        let mut want: Vec<(u32, u32, u32)> = (0..top.len)
+            .map(|i| (top.nodes[i], top.scores[i].to_bits(), top.resembles[i]))
+            .collect();
+
+        // The warp's rooms sit after another branch's, as on the device.
+        let (mut n2, mut s2, mut r2) =
+            (vec![7; 2 * keep], vec![0.0f32; 2 * keep], vec![0; 2 * keep]);
+        let mut stage = vec![0u32; 2 * 32 * 3];
+        let rooms = WarpRooms {
+            nodes: dev_mut(&mut n2),
+            scores: dev_mut(&mut s2),
+            resembles: dev_mut(&mut r2),
+            first: keep,
+            keep,
+            stage: dev_mut(&mut stage),
+            first_slot: 32,
+        };
+        let (kept, work) =
+            unsafe { extend_top_warp(&warp, &row, base, &ext, &g, &oh, &sim, &scoring, &rooms) };
+        let mut got: Vec<(u32, u32, u32)> = (keep..keep + kept)
+            .map(|i| (n2[i], s2[i].to_bits(), r2[i]))
+            .collect();
+        want.sort_unstable();
+        got.sort_unstable();
+        assert_eq!(got, want, "round {round}: keep {keep}, seeded {seeded}");
+        assert!(
+            n2[..keep].iter().all(|&n| n == 7),
+            "another branch's rooms untouched"
+        );
+        // The work: every list (or the seeds) judged in rounds of 32.
+        let lists: Vec<usize> = if seeded {
+            vec![seeds.len()]
+        } else {
+            vec![
+                g.adj(Dir::Out).degree(row[0]),
+                g.adj(links[1].dir).degree(row[1]),
+            ]
+        };
+        let judged: usize = lists.iter().sum();
+        let rounds = judged.div_ceil(32);
+        assert_eq!((work.judged, work.rounds), (judged as u64, rounds as u64));
+        filled += usize::from(kept == keep && judged > keep);
+        pruned_rounds += usize::from(rounds > 1 && kept == keep);
+    }
+    // The cases meant: rooms that filled, and several rounds past a full heap.
+    assert!(
+        filled > 50 && pruned_rounds > 20,
+        "{filled} {pruned_rounds}"
+    );
+}
+
+/// As `random_graph`, with node 0 joined to about half the nodes both ways.
+fn random_graph_with_hub(
+    rng: &mut Rng,
+    nodes: u32,
+    edges: usize,
+    relations: u64,
+) -> KnowledgeGraph {
+    let mut b = random_builder(rng, nodes, edges, relations);
+    for v in (1..nodes).step_by(2) {
+        b.add_edge(0, rng.below(relations) as u16, v, 1.0);
+        b.add_edge(v, rng.below(relations) as u16, 0, 1.0);
+    }
+    b.build().expect("build").0
 }

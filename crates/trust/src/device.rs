@@ -10,9 +10,10 @@
 //! 2. **one-hop**: `trust_one_hop` over the `nd x n` table in chunks of [`CHUNK`] pairs (scratch
 //!    per pair), then one read of `OH` (the host needs it for the beam's seeds and the answer);
 //! 3. **traversal**: per level, one upload (branches, their scores, the level's links and seeds),
-//!    one `trust_extend` launch (a thread per branch keeps its best `beam` children by
-//!    `ChildKey`, through the very function the CPU's beam calls), one read of the children; the
-//!    host merges them as the CPU does (`search::select`).
+//!    one `trust_extend` launch (a warp per branch keeps its best `beam` children by `ChildKey`,
+//!    its lanes judging 32 candidates at once through the functions the CPU's beam calls one after
+//!    another), one read of the children; the host merges them as the CPU does
+//!    (`search::select`). Its buffers are allocated once, for a full beam.
 //!
 //! So a search makes 1 + n reads (plus one per one-hop chunk with a time limit, so that the limit
 //! is seen while the device works), and its device memory is checked against the memory budget
@@ -23,6 +24,7 @@ use gpsense_kernels::abi::{
     DevSlice, GraphArgs, TrustExtendArgs, TrustOneHopArgs, TrustSimilarityArgs,
 };
 use gpsense_kernels::trust::{hop_scratch_len, Scoring};
+use gpsense_kernels::warp::LANES;
 use gpsense_kernels::{Dir, GraphView};
 use gpsense_runtime::device::cuda::CudaDevice;
 use gpsense_runtime::device::host::HostDevice;
@@ -34,7 +36,7 @@ use crate::names::{fold, reaches, NameIndex};
 use crate::score::{similarity_table_from, Prepared};
 use crate::search::{seeds_for, select, Beam, Branches, Child};
 use crate::template::{NodeLabel, Template};
-use crate::{Phases, Stop, TrustError};
+use crate::{Phases, Stop, TraversalSpan, TrustError};
 
 /// Work-items per launch of the similarity and one-hop kernels: each holds its own scratch
 /// space, so this bounds a launch's scratch memory (about 24 MB for a template node of degree 4).
@@ -121,6 +123,8 @@ pub(crate) struct OnDevice<'d, D: Device> {
     tables: u64,
     sim: Option<D::Buffer>,
     oh: Option<D::Buffer>,
+    /// What the traversal's warps did.
+    pub(crate) span: TraversalSpan,
 }
 
 impl<'d, D: Device> OnDevice<'d, D> {
@@ -132,6 +136,7 @@ impl<'d, D: Device> OnDevice<'d, D> {
             tables: 0,
             sim: None,
             oh: None,
+            span: TraversalSpan::default(),
         })
     }
 
@@ -327,6 +332,7 @@ impl<D: Device> Phases for OnDevice<'_, D> {
 
     fn traverse(&mut self, beam: &Beam, stop: Stop) -> Result<Branches, TrustError> {
         let width = beam.plan.order.len();
+        let mut bufs = self.level_buffers(beam)?;
         let mut branches = Branches::root(width);
         for level in 0..width {
             if stop.hit() {
@@ -334,7 +340,7 @@ impl<D: Device> Phases for OnDevice<'_, D> {
             }
             let node = beam.plan.order[level];
             let seeds = seeds_for(beam.plan, level, beam.oh, beam.sim, beam.beam);
-            let children = self.level(beam, &branches, node, level, &seeds)?;
+            let children = self.level(beam, &mut bufs, &branches, node, level, &seeds)?;
             branches = select(&branches, children, node, beam.beam);
             if branches.len() == 0 {
                 break;
@@ -343,6 +349,18 @@ impl<D: Device> Phases for OnDevice<'_, D> {
         Ok(branches)
     }
 }
+
+/// The traversal's device buffers, allocated once for every level and sized for a full beam: the
+/// level's input (grown should a level's be larger), the output and the lanes' staging slots.
+struct LevelBuffers<B> {
+    input: Option<(B, usize)>,
+    out: B,
+    /// Staging slots, 32 per branch.
+    stage: B,
+}
+
+/// `u32` words before the output's counts: the launch's two `u64` work maxima.
+const WORK_WORDS: usize = 4;
 
 impl<D: Device> OnDevice<'_, D> {
     /// `trust_similarity` over every job's candidate texts (a launch per job and chunk, one read):
@@ -431,11 +449,32 @@ impl<D: Device> OnDevice<'_, D> {
             .collect())
     }
 
+    /// The traversal's buffers, checked against the budget for a full beam.
+    fn level_buffers(&self, beam: &Beam) -> Result<LevelBuffers<D::Buffer>, TrustError> {
+        let (n, keep) = (beam.beam, beam.beam);
+        let out_words = WORK_WORDS + n + 3 * n * keep;
+        let stage_words = n * 3 * LANES as usize;
+        // A full level's input: rows, scores, links and seeds.
+        let width = width_of(beam);
+        let links = beam.plan.links.iter().map(Vec::len).max().unwrap_or(0);
+        // Four arrays, each aligned to 16 bytes (at most 3 words of padding).
+        let input_words = n * width + n + 3 * links + n + 4 * 3;
+        let bytes = 4 * (out_words + stage_words + input_words) as u64;
+        self.fits("a level of the beam", bytes)?;
+        let dev = self.dev();
+        Ok(LevelBuffers {
+            input: Some((dev.alloc_zeroed(input_words * 4)?, input_words * 4)),
+            out: dev.alloc_zeroed(out_words * 4)?,
+            stage: dev.alloc_zeroed(stage_words * 4)?,
+        })
+    }
+
     /// One level of the beam: every branch grown by `node` on the device (one upload, one
     /// launch, one read), as children for `select`.
     fn level(
-        &self,
+        &mut self,
         beam: &Beam,
+        bufs: &mut LevelBuffers<D::Buffer>,
         branches: &Branches,
         node: usize,
         level: usize,
@@ -451,16 +490,24 @@ impl<D: Device> OnDevice<'_, D> {
         let scores_at = pack.put(&branches.scores);
         let links_at = pack.put(&links);
         let seeds_at = pack.put(seeds);
-        // Output: per branch its count, then its `keep` nodes, scores and resemblances.
-        let out_words = n + 3 * n * keep;
-        self.fits(
-            "a level of the beam",
-            (pack.bytes.len() + out_words * 4) as u64,
-        )?;
         let dev = self.dev();
-        let input = self.put(&pack)?;
-        let out = dev.alloc_zeroed(out_words * 4)?;
-        let (base, ob) = (dev.address(&input), dev.address(&out));
+        if bufs
+            .input
+            .as_ref()
+            .is_none_or(|(_, cap)| *cap < pack.bytes.len())
+        {
+            let grown = dev.alloc_zeroed(pack.bytes.len())?;
+            if let Some((old, _)) = bufs.input.replace((grown, pack.bytes.len())) {
+                dev.release(old);
+            }
+        }
+        let input = &bufs.input.as_ref().expect("allocated above").0;
+        dev.write_bytes(input, 0, &pack.bytes)?;
+        // Output: the work maxima, then per branch its count, then its `keep` nodes, scores and
+        // resemblances.
+        dev.zero_bytes(&bufs.out, 0, WORK_WORDS * 4)?;
+        let out_words = WORK_WORDS + n + 3 * n * keep;
+        let (base, ob) = (dev.address(input), dev.address(&bufs.out));
         let words = |start: usize, len: usize| DevSlice {
             ptr: ob + (start * 4) as u64,
             len: len as u64,
@@ -470,6 +517,7 @@ impl<D: Device> OnDevice<'_, D> {
             ptr: dev.address(b.as_ref().expect("tables on the device")),
             len: tables,
         };
+        let first = WORK_WORDS;
         let args = TrustExtendArgs {
             graph: self.graph(),
             rows: at(base, rows_at),
@@ -488,13 +536,23 @@ impl<D: Device> OnDevice<'_, D> {
             alpha: beam.scoring.alpha,
             relation_weight: beam.scoring.relation_weight,
             keep: keep as u64,
-            out_counts: words(0, n),
-            out_nodes: words(n, n * keep),
-            out_scores: words(n + n * keep, n * keep),
-            out_resembles: words(n + 2 * n * keep, n * keep),
+            out_counts: words(first, n),
+            out_nodes: words(first + n, n * keep),
+            out_scores: words(first + n + n * keep, n * keep),
+            out_resembles: words(first + n + 2 * n * keep, n * keep),
+            stage: DevSlice {
+                ptr: dev.address(&bufs.stage),
+                len: (n * 3 * LANES as usize) as u64,
+            },
+            work: DevSlice { ptr: ob, len: 2 },
         };
         dev.launch(&Launch::TrustExtend(args), n as u64)?;
-        let got: Vec<u32> = read(dev, &out, 0, out_words)?;
+        let got: Vec<u32> = read(dev, &bufs.out, 0, out_words)?;
+        let work = |i: usize| u64::from(got[2 * i]) | u64::from(got[2 * i + 1]) << 32;
+        self.span.levels += 1;
+        self.span.judged += work(0);
+        self.span.rounds += work(1);
+        let got = &got[first..];
         let mut children = Vec::new();
         for b in 0..n {
             for i in 0..(got[b] as usize).min(keep) {

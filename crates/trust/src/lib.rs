@@ -237,6 +237,17 @@ pub struct Answer {
 pub struct DeviceRun {
     pub device: String,
     pub counters: DeviceCounters,
+    pub traversal: TraversalSpan,
+}
+
+/// The traversal's work on the device, per level the branch that took longest, summed over the
+/// levels: the candidates it judged (one after another with a thread per branch) and the rounds
+/// its warp took (up to 32 candidates judged at once in each).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TraversalSpan {
+    pub levels: u64,
+    pub judged: u64,
+    pub rounds: u64,
 }
 
 /// The three phases of a search, on the CPU ([`Cpu`]) or on a device (`device::OnDevice`).
@@ -345,6 +356,7 @@ impl<'g> Trust<'g> {
         answer.device = Some(DeviceRun {
             device: device.describe(),
             counters: device.dev.counters() - before,
+            traversal: phases.span,
         });
         Ok(answer)
     }

@@ -156,7 +156,8 @@ impl Beam<'_> {
     }
 
     /// Every branch's best `beam` extensions by [`ChildKey`] (no more of one parent can survive),
-    /// in parallel over branches, through the same kernel as the device's `trust_extend`.
+    /// in parallel over branches, judging each candidate with the functions the device's
+    /// `trust_extend` warps call.
     fn children(&self, branches: &Branches, ext: &Extension) -> Vec<Child> {
         let beam = self.beam;
         let per_branch: Vec<Vec<Child>> = (0..branches.len())

@@ -312,11 +312,20 @@ fn the_emulated_device_ranks_as_the_cpu_does() {
             let emulated = trust.search_on(&device, &t, &params).expect("emulated");
             assert_eq!(cpu.matches, emulated.matches, "{text}, beam {beam}");
             assert_eq!(cpu.order, emulated.order);
-            let c = emulated.device.expect("device run").counters;
+            let c = emulated.device.as_ref().expect("device run").counters;
             // Similarity: a launch per fuzzy node; one-hop: one chunk; a launch per level.
             let fuzzy = t.nodes.iter().filter(|n| n.label != NodeLabel::Any).count() as u64;
             assert_eq!(c.launches, fuzzy + 1 + t.nodes.len() as u64, "{text}");
             assert_eq!(c.syncs, 2 + t.nodes.len() as u64, "{text}");
+            // Four buffers for the similarities, four for the one-hop table, three for every
+            // level of the traversal together.
+            assert!(c.allocations <= 4 + 4 + 3, "{text}: {c:?}");
+            let span = emulated.device.as_ref().expect("device run").traversal;
+            assert_eq!(span.levels, t.nodes.len() as u64, "{text}");
+            assert!(
+                span.rounds <= span.judged && span.rounds >= span.levels,
+                "{span:?}"
+            );
         }
     }
 }

@@ -435,6 +435,12 @@ fn explain(g: &KnowledgeGraph, t: &Template, answer: &Answer) -> String {
             "device: {}: {} launches, {} reads, {} allocations, {} bytes up, {} bytes down\n",
             d.device, c.launches, c.syncs, c.allocations, c.bytes_up, c.bytes_down
         );
+        let t = d.traversal;
+        out += &format!(
+            "traversal: {} levels; per level its longest branch, summed: {} candidates judged (one \
+             after another with a thread per branch), in {} rounds of a warp\n",
+            t.levels, t.judged, t.rounds
+        );
     }
     out
 }

@@ -689,8 +689,8 @@ unsafe fn run_thread(launch: &Launch, gid: usize) {
             Launch::CountLeavesBatch(a) => entry::count_leaves_batch(a, gid),
             Launch::TrustSimilarity(a) => entry::trust_similarity(a, gid),
             Launch::TrustOneHop(a) => entry::trust_one_hop(a, gid),
-            Launch::TrustExtend(a) => entry::trust_extend(a, gid),
             Launch::MarkSteps(_)
+            | Launch::TrustExtend(_)
             | Launch::ExtendWarp(_)
             | Launch::ExtendWarpBatch(_)
             | Launch::ExtendWarpBindings(_)
@@ -713,6 +713,7 @@ unsafe fn run_warp(launch: &Launch, warp: usize, w: &HostWarp) {
             Launch::ExtendWarpBatch(a) => entry::extend_warp_batch(a, warp, w),
             Launch::ExtendWarpBindings(a) => entry::extend_warp_bindings(a, warp, w),
             Launch::ExtendWarpBindingsBatch(a) => entry::extend_warp_bindings_batch(a, warp, w),
+            Launch::TrustExtend(a) => entry::trust_extend(a, warp, w),
             _ => unreachable!("thread kernels run per thread"),
         }
     }
