@@ -13,6 +13,8 @@
 #    WordNet's counts and ConceptNet-100K's rows one query at a time, and yeast's 1,217 queries
 #    batched.
 # 3. `serve` under LIMIT queries (limits.rq from 8 clients for 10 s), the device against `dfs`.
+# 4. TruST on ConceptNet-100K, three templates three times each on the device and on the CPU (the
+#    phases' times, the device's counters and the traversal's span from `--explain`).
 #
 # GPSENSE_KNOBS_ENGINE=emulated tries it on a machine without a GPU (slowly, yeast left out). Each
 # step's summary lines go to OUT; the times are the `-v` lines' and `match`'s totals.
@@ -76,5 +78,17 @@ for e in "$E" dfs; do
     --queries "$here/limits.rq" -- --engine "$e" > "$out/serve_limits_$e.txt" 2>&1
   echo "exit $?" >> "$out/serve_limits_$e.txt"
 done
+step "TruST on ConceptNet-100K, $E and cpu"
+for e in "$E" cpu; do
+  for q in 'SELECT * WHERE { "chocolate cakes" IsA ?x . ?x HasProperty sweet }' \
+    'SELECT ?x WHERE { ?x IsA animl . ?x AtLocation hom }' \
+    'SELECT * WHERE { ?a IsA ?b . ?b IsA ?c . ?c HasProperty dangerous }'; do
+    for run in 1 2 3; do
+      echo "# $e, run $run: $q"
+      timeout 60 "$G" trust --engine "$e" --explain "$q" 2>&1 >/dev/null |
+        grep -E "^device|^traversal|TruST|error"
+    done
+  done
+done > "$out/trust_cn100k.txt"
 rm -f "$out/wordnet.gps"
 step "done"
