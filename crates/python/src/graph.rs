@@ -316,8 +316,10 @@ impl Graph {
     /// TruST's approximate matching: the `top` best near matches of the query, whose concepts may
     /// be misspelt or absent, ranked by name similarity and topology (`beam` branches kept per
     /// level). Each `TrustMatch` holds its score, the data node of each query node, and how each
-    /// node and edge agreed.
-    #[pyo3(signature = (text, top=10, beam=128, *, alpha=0.5, relation_weight=0.5, threshold=0.5, timeout=None))]
+    /// node and edge agreed. `engine`: "auto" (the GPU when one is found, else the CPU), "cpu",
+    /// "gpu" (MatchError without one) or "emulated" (the GPU's kernels run on the CPU); every
+    /// engine gives the same ranked answer.
+    #[pyo3(signature = (text, top=10, beam=128, *, alpha=0.5, relation_weight=0.5, threshold=0.5, timeout=None, engine="auto"))]
     #[allow(clippy::too_many_arguments)]
     fn trust(
         &self,
@@ -329,6 +331,7 @@ impl Graph {
         relation_weight: f32,
         threshold: f32,
         timeout: Option<f64>,
+        engine: &str,
     ) -> PyResult<Vec<crate::trust::TrustMatch>> {
         let params = gpsense_trust::Params {
             alpha,
@@ -340,7 +343,7 @@ impl Graph {
             memory_budget: Some(gpsense_runtime::default_memory_budget()),
             cancel: Some(gpsense_trust::Cancel(interrupt::flag())),
         };
-        crate::trust::search(py, &self.shared, text, params)
+        crate::trust::search(py, &self.shared, text, params, engine)
     }
 
     /// The graph, or the subgraph among `nodes` (names), as a `networkx.MultiDiGraph`: one edge per

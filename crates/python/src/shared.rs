@@ -3,13 +3,17 @@
 use std::sync::OnceLock;
 
 use gpsense::{Loaded, Matcher};
-use gpsense_trust::Trust;
+use gpsense_trust::{Opened, Trust};
 
 /// What borrows the graph: the matcher (built with the graph) and TruST's name index (built on
-/// the first `trust` call, then kept).
+/// the first `trust` call, then kept), and TruST's devices (opened and given the graph on the
+/// first `trust` call that asks for each, then kept: `auto`'s (the GPU, or the CPU and why) and the
+/// emulator).
 pub struct Engines<'g> {
     pub matcher: Matcher<'g>,
     pub trust: OnceLock<Trust<'g>>,
+    pub trust_gpu: OnceLock<Result<Opened, String>>,
+    pub trust_emulated: OnceLock<Result<Opened, String>>,
 }
 
 self_cell::self_cell!(
@@ -27,6 +31,8 @@ impl Shared {
             Ok(Engines {
                 matcher: Matcher::new(l).map_err(gpsense::Error::Compress)?,
                 trust: OnceLock::new(),
+                trust_gpu: OnceLock::new(),
+                trust_emulated: OnceLock::new(),
             })
         })
     }

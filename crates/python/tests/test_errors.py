@@ -198,6 +198,20 @@ def test_gpu_engine_without_gpu_is_match_error(cn, cli):
     assert cn.count(ANIMALS, engine="auto") == ANIMALS_COUNT
 
 
+def test_trust_engines_named_and_checked(cn):
+    """trust's engine: an unknown one is a ValueError naming the choices; "gpu" without a GPU a
+    MatchError saying why (the CLI's words), twice (the failed opening is kept, not retried)."""
+    with pytest.raises(ValueError, match="quantum") as info:
+        cn.trust(ANIMALS, engine="quantum")
+    assert "auto, cpu, gpu or emulated" in str(info.value)
+    if _has_gpu():
+        assert cn.trust(ANIMALS, engine="gpu")
+        return
+    for _ in range(2):
+        with pytest.raises(gpsense.MatchError, match='engine="gpu": .*no GPU'):
+            cn.trust(ANIMALS, engine="gpu")
+
+
 DISCONNECTED = "SELECT * WHERE { ?a ?r ?b . ?c ?s ?d }"
 
 

@@ -531,6 +531,33 @@ def test_trust_variable_relation_and_top(cn):
     assert all(e["relation"] is None for m in matches for e in m.edge_agreement)
 
 
+def _trust_rows(matches):
+    return [(m.score, m.resembling, m.nodes, m.node_agreement, m.edge_agreement) for m in matches]
+
+
+@pytest.mark.parametrize("engine", ["emulated", "auto"])
+def test_trust_engines_rank_as_the_cpu_does(cn, engine):
+    """The device's kernels (here run by the emulator, or the GPU under auto when one is found)
+    give the CPU's ranked answer, to the score; the device is opened once and kept."""
+    q = 'SELECT * WHERE { "chocolat cake" IsA ?x . ?x HasProperty sweet }'
+    cpu = _trust_rows(cn.trust(q, top=5, engine="cpu"))
+    assert cpu
+    for _ in range(2):
+        assert _trust_rows(cn.trust(q, top=5, engine=engine)) == cpu
+    for q in (ANIMALS_AT_HOME, "SELECT * WHERE { cake ?r ?x }"):
+        assert _trust_rows(cn.trust(q, top=4, engine=engine)) == _trust_rows(cn.trust(q, top=4, engine="cpu"))
+
+
+def test_trust_emulated_runs_the_kernels(monkeypatch):
+    """engine="emulated" launches the kernels: a fault injected into `trust_extend` is the search's
+    MatchError, naming the kernel; the CPU on the same graph answers."""
+    monkeypatch.setenv("GPSENSE_EMULATOR_FAULT", "trust_extend")
+    g = gpsense.Graph.default()  # its emulator is made after the variable is set
+    with pytest.raises(gpsense.MatchError, match="trust_extend raised the fault flag"):
+        g.trust(ANIMALS_AT_HOME, engine="emulated")
+    assert g.trust(ANIMALS_AT_HOME, engine="cpu")
+
+
 def test_trust_unknown_relation_warns(cn):
     with pytest.warns(UserWarning, match="FooRel"):
         cn.trust("SELECT * WHERE { cake FooRel ?x }", top=2)

@@ -36,7 +36,7 @@ use crate::names::{fold, reaches, NameIndex};
 use crate::score::{similarity_table_from, Prepared};
 use crate::search::{seeds_for, select, Beam, Branches, Child};
 use crate::template::{NodeLabel, Template};
-use crate::{Phases, Stop, TraversalSpan, TrustError};
+use crate::{Answer, Params, Phases, Stop, TraversalSpan, Trust, TrustError};
 
 /// Work-items per launch of the similarity and one-hop kernels: each holds its own scratch
 /// space, so this bounds a launch's scratch memory (about 24 MB for a template node of degree 4).
@@ -55,6 +55,22 @@ pub enum TrustEngine {
     Gpu,
     /// The device pipeline with every launch run on the CPU by the host emulator.
     Emulated,
+}
+
+impl std::str::FromStr for TrustEngine {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(TrustEngine::Auto),
+            "cpu" => Ok(TrustEngine::Cpu),
+            "gpu" => Ok(TrustEngine::Gpu),
+            "emulated" => Ok(TrustEngine::Emulated),
+            other => Err(format!(
+                "unknown TruST engine {other:?}: expected auto, cpu, gpu or emulated"
+            )),
+        }
+    }
 }
 
 /// The data graph on a device, for TruST searches.
@@ -89,6 +105,40 @@ pub enum Opened {
     },
     Gpu(Box<TrustDevice<CudaDevice>>),
     Emulated(Box<TrustDevice<HostDevice>>),
+}
+
+impl Opened {
+    /// The search on what was opened: the CPU, or the device. With `auto`, a device that fails
+    /// during the search (a fault, not a bad query) is answered again on the CPU, and the answer
+    /// says why ([`Searched::fell_back`]).
+    pub fn search(
+        &self,
+        trust: &Trust,
+        t: &Template,
+        params: &Params,
+        auto: bool,
+    ) -> Result<Searched, TrustError> {
+        let on_device = match self {
+            Opened::Cpu { .. } => None,
+            Opened::Gpu(d) => Some(trust.search_on(d, t, params)),
+            Opened::Emulated(d) => Some(trust.search_on(d, t, params)),
+        };
+        let (answer, fell_back) = match on_device {
+            None => (trust.search(t, params)?, None),
+            Some(Err(TrustError::Device(why))) if auto => {
+                (trust.search(t, params)?, Some(why.to_string()))
+            }
+            Some(other) => (other?, None),
+        };
+        Ok(Searched { answer, fell_back })
+    }
+}
+
+/// A search's answer, and why the CPU gave it when a device failed during the search.
+#[derive(Debug)]
+pub struct Searched {
+    pub answer: Answer,
+    pub fell_back: Option<String>,
 }
 
 /// Opens what `engine` asks for on `g`: the GPU (checked by the runtime's self-check, then given

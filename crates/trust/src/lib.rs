@@ -50,7 +50,7 @@ use gpsense_kernels::{Adjacency, GraphView};
 use gpsense_runtime::device::Device;
 use gpsense_runtime::DeviceCounters;
 
-pub use device::{open, Opened, TrustDevice, TrustEngine};
+pub use device::{open, Opened, Searched, TrustDevice, TrustEngine};
 pub use error::TrustError;
 pub use gpsense_kernels::trust::MAX_TEMPLATE_DEGREE;
 pub use names::{fold, NameIndex};

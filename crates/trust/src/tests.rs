@@ -370,3 +370,29 @@ fn the_time_limit_holds_on_the_device() {
     // 6.8 s of a 1 ms limit on ConceptNet-100K in the emulator).
     assert_eq!(a.device.expect("device run").counters.launches, 0);
 }
+
+/// Under `auto`, a device that fails during the search (here the emulator's injected fault in
+/// `trust_extend`) is answered again on the CPU, with why; asked for by name, the failure is the
+/// search's error.
+#[test]
+fn a_device_failing_mid_search_falls_back_to_the_cpu_under_auto() {
+    let g = kitchen();
+    let trust = Trust::new(&g);
+    let mut dev = gpsense_runtime::device::host::HostDevice::default();
+    dev.fault_in = Some("trust_extend".to_owned());
+    let opened = Opened::Emulated(Box::new(TrustDevice::new(dev, &g).expect("upload")));
+    let (t, _) =
+        Template::parse("SELECT * WHERE { lemon IsA ?f . ?f HasProperty sweet }").expect("parse");
+    let params = Params::default();
+    let cpu = trust.search(&t, &params).expect("cpu");
+    let searched = opened.search(&trust, &t, &params, true).expect("auto");
+    assert_eq!(searched.answer.matches, cpu.matches);
+    let why = searched.fell_back.expect("fell back");
+    assert!(why.contains("trust_extend raised the fault flag"), "{why}");
+    match opened.search(&trust, &t, &params, false) {
+        Err(TrustError::Device(e)) => assert!(e.to_string().contains("trust_extend"), "{e}"),
+        other => panic!("expected the device's error: {other:?}"),
+    }
+    let fine = Opened::Cpu { fallback: None }.search(&trust, &t, &params, true);
+    assert!(fine.expect("cpu").fell_back.is_none());
+}

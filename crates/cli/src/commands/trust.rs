@@ -12,7 +12,6 @@ use gpsense_planner::parse::{Projection, Term};
 use gpsense_planner::Query;
 use gpsense_trust::{
     Answer, EdgeFound, Match, NodeLabel, NodeText, Opened, Params, Template, Trust, TrustEngine,
-    TrustError,
 };
 
 use crate::graph_source;
@@ -243,35 +242,28 @@ fn search(args: &TrustArgs, trust: &Trust, t: &Template, params: &Params) -> Res
         Err(e) if engine == TrustEngine::Gpu => bail!("--engine gpu: {e}"),
         other => other?,
     };
-    let on_device = match &opened {
-        Opened::Cpu { fallback } => {
-            if let (Some(why), true) = (fallback, say) {
-                eprintln!("note: {why}; TruST runs on the CPU");
-            }
-            return Ok(trust.search(t, params)?);
-        }
-        Opened::Gpu(d) => trust.search_on(d, t, params),
-        Opened::Emulated(d) => trust.search_on(d, t, params),
-    };
-    match on_device {
-        Err(TrustError::Device(e)) if engine == TrustEngine::Auto => {
-            crate::out::note!("note: the GPU failed during the search ({e}); answered on the CPU");
-            Ok(trust.search(t, params)?)
-        }
-        other => {
-            let answer = other?;
-            if let (Some(d), true) = (&answer.device, say) {
-                let why = match engine {
-                    // No GPU has timed TruST yet, so there are no constants to weigh it against
-                    // the CPU: a GPU that opens is used.
-                    TrustEngine::Auto => " (auto: a GPU was found; TruST has no cost model yet)",
-                    _ => "",
-                };
-                eprintln!("TruST: on {}{why}", d.device);
-            }
-            Ok(answer)
-        }
+    if let (
+        Opened::Cpu {
+            fallback: Some(why),
+        },
+        true,
+    ) = (&opened, say)
+    {
+        eprintln!("note: {why}; TruST runs on the CPU");
     }
+    let searched = opened.search(trust, t, params, engine == TrustEngine::Auto)?;
+    if let Some(why) = &searched.fell_back {
+        crate::out::note!("note: the GPU failed during the search ({why}); answered on the CPU");
+    } else if let (Some(d), true) = (&searched.answer.device, say) {
+        let why = match engine {
+            // No GPU has timed TruST's current kernels, so there are no constants to weigh it
+            // against the CPU: a GPU that opens is used.
+            TrustEngine::Auto => " (auto: a GPU was found; TruST has no cost model yet)",
+            _ => "",
+        };
+        eprintln!("TruST: on {}{why}", d.device);
+    }
+    Ok(searched.answer)
 }
 
 /// A note when some reported matching places a concept on a node whose name is unlike it: such a

@@ -168,12 +168,16 @@ class Graph:
         relation_weight: float = 0.5,
         threshold: float = 0.5,
         timeout: float | None = None,
+        engine: str = "auto",
     ) -> list[TrustMatch]:
         """TruST's approximate matching: the ``top`` best near matches of the query, whose
         concepts may be misspelt or absent, ranked by name similarity and topology (``beam``
         branches kept per level). ``alpha``: weight of the name similarity in the one-hop score;
         ``relation_weight``: share of an edge's score that needs its relation; ``threshold``:
-        names less similar count as dissimilar."""
+        names less similar count as dissimilar. ``engine``: ``"auto"`` (the GPU when one is
+        found, else the CPU; a GPU failing mid-search warns and answers on the CPU), ``"cpu"``,
+        ``"gpu"`` (``MatchError`` without one) or ``"emulated"`` (the GPU's kernels run on the
+        CPU); all give the same ranked answer."""
 
     def to_networkx(
         self, nodes: Sequence[str] | None = None, max_edges: int = 100_000
