@@ -96,10 +96,11 @@ pub fn report(q: &QueryGraph, g: &KnowledgeGraph, r: &MatchReport) -> String {
         };
         let _ = writeln!(
             out,
-            "device{whose}: {} launches, {} reads (each waits for the device), {} allocations, {} bytes up, {} bytes down; {} join level runs, {} partial matches; {} bytes of buffers kept for the next query",
+            "device{whose}: {} launches, {} reads (each waits for the device), {} allocations, {} uploads, {} bytes up, {} bytes down; {} join level runs, {} partial matches; {} bytes of buffers kept for the next query",
             thousands(c.launches),
             thousands(c.syncs),
             thousands(c.allocations),
+            thousands(c.uploads),
             thousands(c.bytes_up),
             thousands(c.bytes_down),
             thousands(d.levels),

@@ -94,12 +94,13 @@ fn hprd_as_one_batch_counts_as_alone_and_as_dfs_in_few_launches_and_reads() {
         })
         .sum();
     println!(
-        "HPRD-200 as one batch: {} launches, {} reads, {} allocations, {} B up, {} B down; \
+        "HPRD-200 as one batch: {} launches, {} reads, {} allocations, {} uploads, {} B up, {} B down; \
          per query {:.2} launches, {:.3} reads, {:.1} partial matches; join span {} steps \
          (strided {}, bound {})",
         c.launches,
         c.syncs,
         c.allocations,
+        c.uploads,
         c.bytes_up,
         c.bytes_down,
         per(c.launches),

@@ -424,8 +424,9 @@ fn explain(g: &KnowledgeGraph, t: &Template, answer: &Answer) -> String {
     if let Some(d) = &answer.device {
         let c = d.counters;
         out += &format!(
-            "device: {}: {} launches, {} reads, {} allocations, {} bytes up, {} bytes down\n",
-            d.device, c.launches, c.syncs, c.allocations, c.bytes_up, c.bytes_down
+            "device: {}: {} launches, {} reads, {} allocations, {} uploads, {} bytes up, {} bytes \
+             down\n",
+            d.device, c.launches, c.syncs, c.allocations, c.uploads, c.bytes_up, c.bytes_down
         );
         let t = d.traversal;
         out += &format!(

@@ -139,6 +139,8 @@ pub struct DeviceCounters {
     /// Waits for the device (every read back is one).
     pub syncs: u64,
     pub allocations: u64,
+    /// Copies to the device (each a call, and on a GPU a pageable source staged before it returns).
+    pub uploads: u64,
     pub bytes_up: u64,
     pub bytes_down: u64,
     /// The warp join's balance (the emulator only; 0 on a GPU), in warp steps (a step is a
@@ -170,6 +172,7 @@ impl std::ops::Sub for DeviceCounters {
             launches: self.launches - o.launches,
             syncs: self.syncs - o.syncs,
             allocations: self.allocations - o.allocations,
+            uploads: self.uploads - o.uploads,
             bytes_up: self.bytes_up - o.bytes_up,
             bytes_down: self.bytes_down - o.bytes_down,
             warp_span: self.warp_span - o.warp_span,
@@ -188,6 +191,7 @@ impl std::ops::AddAssign for DeviceCounters {
         self.launches += o.launches;
         self.syncs += o.syncs;
         self.allocations += o.allocations;
+        self.uploads += o.uploads;
         self.bytes_up += o.bytes_up;
         self.bytes_down += o.bytes_down;
         self.warp_span += o.warp_span;
@@ -267,7 +271,10 @@ impl Counting {
         self.add(|c| c.allocations += 1);
     }
     pub fn up(&self, bytes: usize) {
-        self.add(|c| c.bytes_up += bytes as u64);
+        self.add(|c| {
+            c.uploads += 1;
+            c.bytes_up += bytes as u64;
+        });
     }
     pub fn down(&self, bytes: usize) {
         self.add(|c| {
