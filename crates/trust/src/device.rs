@@ -403,6 +403,8 @@ impl<D: Device> Phases for OnDevice<'_, D> {
 /// The traversal's device buffers, allocated once for every level and sized for a full beam: the
 /// level's input (grown should a level's be larger), the output and the lanes' staging slots.
 struct LevelBuffers<B> {
+    /// Per level, the children a branch may keep: the beam, or fewer when no branch can have more.
+    rooms: Vec<usize>,
     input: Option<(B, usize)>,
     out: B,
     /// Staging slots, 32 per branch.
@@ -499,10 +501,27 @@ impl<D: Device> OnDevice<'_, D> {
             .collect())
     }
 
-    /// The traversal's buffers, checked against the budget for a full beam.
+    /// The traversal's buffers, checked against the budget for a full beam, and each level's
+    /// rooms per branch.
     fn level_buffers(&self, beam: &Beam) -> Result<LevelBuffers<D::Buffer>, TrustError> {
-        let (n, keep) = (beam.beam, beam.beam);
-        let out_words = WORK_WORDS + n + 3 * n * keep;
+        let longest = |dir| {
+            let adj = beam.g.adj(dir);
+            (0..beam.g.node_count() as u32)
+                .map(|v| adj.degree(v))
+                .max()
+                .unwrap_or(0)
+        };
+        let longest = [longest(Dir::Out), longest(Dir::In)];
+        let rooms: Vec<usize> = (0..width_of(beam))
+            .map(|level| rooms(beam, level, longest))
+            .collect();
+        // The first level grows the one empty branch; any later one up to a beam of branches.
+        let n = beam.beam;
+        let most = rooms.iter().enumerate();
+        let most = most
+            .map(|(level, r)| if level == 0 { *r } else { n * r })
+            .max();
+        let out_words = WORK_WORDS + n + 3 * most.unwrap_or(0);
         let stage_words = n * 3 * LANES as usize;
         // A full level's input: rows, scores, links and seeds.
         let width = width_of(beam);
@@ -513,6 +532,7 @@ impl<D: Device> OnDevice<'_, D> {
         self.fits("a level of the beam", bytes)?;
         let dev = self.dev();
         Ok(LevelBuffers {
+            rooms,
             input: Some((dev.alloc_zeroed(input_words * 4)?, input_words * 4)),
             out: dev.alloc_zeroed(out_words * 4)?,
             stage: dev.alloc_zeroed(stage_words * 4)?,
@@ -530,7 +550,7 @@ impl<D: Device> OnDevice<'_, D> {
         level: usize,
         seeds: &[u32],
     ) -> Result<Vec<Child>, TrustError> {
-        let (n, keep) = (branches.len(), beam.beam);
+        let (n, keep) = (branches.len(), bufs.rooms[level]);
         let links: Vec<u32> = beam.plan.links[level]
             .iter()
             .flat_map(|l| [l.other, (l.dir == Dir::In) as u32, l.relation])
@@ -618,6 +638,19 @@ impl<D: Device> OnDevice<'_, D> {
         }
         Ok(children)
     }
+}
+
+/// The children a branch can have at `level`, at most the beam: an anchored level's candidates
+/// come from its links' lists (each at most the graph's longest in its direction), a seeded
+/// level's from its seeds (at most the beam, at most every data node).
+fn rooms(beam: &Beam, level: usize, longest: [usize; 2]) -> usize {
+    let node = beam.plan.order[level] as u32;
+    if !beam.plan.anchored(level) {
+        return beam.beam.min(beam.g.node_count());
+    }
+    let links = beam.plan.links[level].iter().filter(|l| l.other != node);
+    let most: usize = links.map(|l| longest[usize::from(l.dir == Dir::In)]).sum();
+    most.min(beam.beam)
 }
 
 fn width_of(beam: &Beam) -> usize {

@@ -46,7 +46,7 @@ pub enum TrustError {
     #[error(
         "{phase} needs {bytes} bytes of device memory with the score tables, more than the \
          {budget} bytes the memory budget and the device's free memory allow; raise \
-         --memory-budget, use fewer template nodes or --engine cpu"
+         --memory-budget, use a smaller --beam, fewer template nodes or --engine cpu"
     )]
     DeviceBudget {
         phase: &'static str,

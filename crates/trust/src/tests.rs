@@ -396,3 +396,25 @@ fn a_device_failing_mid_search_falls_back_to_the_cpu_under_auto() {
     let fine = Opened::Cpu { fallback: None }.search(&trust, &t, &params, true);
     assert!(fine.expect("cpu").fell_back.is_none());
 }
+
+/// A branch on the device gets rooms for the children it can have, not for a whole beam: a wide
+/// beam on a small graph fits a budget that a beam of rooms per branch (3 x 5,000 x 5,000 words)
+/// would pass many times, and ranks as the CPU does.
+#[test]
+fn a_wide_beam_on_a_small_graph_fits_the_device() {
+    let g = kitchen();
+    let trust = Trust::new(&g);
+    let device =
+        TrustDevice::new(gpsense_runtime::device::host::HostDevice::default(), &g).expect("upload");
+    let (t, _) =
+        Template::parse("SELECT * WHERE { lemmon IsA ?f . ?f HasProperty ?p }").expect("parse");
+    let params = Params {
+        beam: 5_000,
+        memory_budget: Some(16 << 20),
+        ..Params::default()
+    };
+    let cpu = trust.search(&t, &params).expect("cpu");
+    let on_device = trust.search_on(&device, &t, &params).expect("fits");
+    assert_eq!(cpu.matches, on_device.matches);
+    assert!(!cpu.matches.is_empty());
+}
