@@ -6,7 +6,8 @@
 //!    count of at most 10^7 (10^5 with `--quick`): `gpsense match`, count tables compared per query.
 //! 2. The common-sense queries of `queries.rs` on the embedded ConceptNet-100K: `gpsense query`,
 //!    full sorted row sets (or counts) compared.
-//! 3. With `--engine gpu` and compute-sanitizer present: memcheck and racecheck on a few of them.
+//! 3. With `--engine gpu` and compute-sanitizer present: memcheck and racecheck on a few of them,
+//!    and on a TruST search, which synccheck checks too (its warps' barrier).
 //! 4. TruST on the seed's Figure 13 workloads (`trust.rs`): `gpsense trust` on `cpu` and on the
 //!    engine under test, ranked rows compared, the median time per phase of each in the report
 //!    (the GPU column, measured).
@@ -629,9 +630,22 @@ fn sanitizers(ctx: &Ctx) -> Sanitizers {
             args.extend(query_args(q).into_iter().map(OsString::from));
             runs.push(sanitize(ctx, &tool, name, q.name, args));
         }
+        // TruST's three kernels, `trust_extend`'s warps sharing their staging slots among them.
+        let mut args = ctx.args("trust", "gpu");
+        args.push(SANITIZED_TRUST.into());
+        runs.push(sanitize(ctx, &tool, name, "TruST", args));
     }
+    // synccheck: `trust_extend` is the one kernel with a warp barrier (`bar.warp.sync`).
+    step("compute-sanitizer --tool synccheck");
+    let mut args = ctx.args("trust", "gpu");
+    args.push(SANITIZED_TRUST.into());
+    runs.push(sanitize(ctx, &tool, "synccheck", "TruST", args));
     Sanitizers::Ran(runs)
 }
+
+/// The TruST search the sanitizers run, on the embedded ConceptNet-100K.
+const SANITIZED_TRUST: &str =
+    r#"SELECT * WHERE { "chocolate cakes" IsA ?x . ?x HasProperty sweet }"#;
 
 /// The arguments of `gpsense match` over the first HPRD queries, with the published counts.
 fn sanitized_hprd(ctx: &Ctx) -> Result<(String, Vec<OsString>)> {
