@@ -34,6 +34,9 @@ impl Phases {
     }
 }
 
+/// A traversal's candidates judged and rounds of a warp.
+pub type Span = (u64, u64);
+
 /// One row of Figure 13 as measured here.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TrustRow {
@@ -42,6 +45,9 @@ pub struct TrustRow {
     pub seed_gpu_s: f64,
     pub cpu: Option<Phases>,
     pub engine: Option<Phases>,
+    /// The engine's traversal span (`--explain`'s `traversal:` line): candidates judged and rounds
+    /// of a warp, each per level its longest branch's, summed.
+    pub span: Option<Span>,
     /// Both engines gave the same ranked rows.
     pub agree: bool,
     /// A run that failed, and why.
@@ -85,25 +91,44 @@ pub fn phases(stderr: &str) -> Option<Phases> {
     })
 }
 
+/// Candidates judged and rounds of a warp from `--explain`'s `traversal: N levels; per level its
+/// longest branch, summed: J candidates judged (...), in R rounds of a warp` line.
+pub fn span(stderr: &str) -> Option<Span> {
+    let line = stderr.lines().find(|l| l.starts_with("traversal: "))?;
+    let before =
+        |key: &str| -> Option<u64> { line[..line.find(key)?].rsplit(' ').next()?.parse().ok() };
+    Some((before(" candidates judged")?, before(" rounds of a warp")?))
+}
+
 fn median(mut xs: Vec<f64>) -> f64 {
     xs.sort_by(f64::total_cmp);
     xs[xs.len() / 2]
 }
 
-/// `RUNS` searches on `engine`: the median phases and the rows printed.
-fn measure(ctx: &Ctx, graph: &Path, query: &Path, engine: &str) -> Result<(Phases, String)> {
-    let (mut runs, mut rows) = (Vec::new(), String::new());
+/// `RUNS` searches on `engine`: the median phases, the rows printed and, off the CPU, the
+/// traversal's span (`--explain` leaves the rows as they are).
+fn measure(
+    ctx: &Ctx,
+    graph: &Path,
+    query: &Path,
+    engine: &str,
+) -> Result<(Phases, String, Option<Span>)> {
+    let (mut runs, mut rows, mut traversal) = (Vec::new(), String::new(), None);
     for _ in 0..if ctx.quick { 1 } else { RUNS } {
         let mut cmd = std::process::Command::new(&ctx.bin);
         cmd.args(["trust", "--engine", engine, "--graph"])
             .arg(graph)
             .arg("-f")
             .arg(query);
+        if engine != "cpu" {
+            cmd.arg("--explain");
+        }
         let out = exec::run(&mut cmd, ctx.silence())?;
         if let Some(why) = out.failure() {
             anyhow::bail!("gpsense trust --engine {engine}: {why}");
         }
         runs.push(phases(&out.stderr).context("no TruST summary line")?);
+        traversal = span(&out.stderr);
         rows = out.stdout;
     }
     let med = |f: fn(&Phases) -> f64| median(runs.iter().map(f).collect());
@@ -112,7 +137,7 @@ fn measure(ctx: &Ctx, graph: &Path, query: &Path, engine: &str) -> Result<(Phase
         one_hop: med(|p| p.one_hop),
         traversal: med(|p| p.traversal),
     };
-    Ok((p, rows))
+    Ok((p, rows, traversal))
 }
 
 /// Every row of Figure 13, files in `dir`.
@@ -131,6 +156,7 @@ pub fn run(ctx: &Ctx, dir: &Path) -> Vec<TrustRow> {
                 seed_gpu_s: row.gpu_one_hop + row.gpu_traversal,
                 cpu: None,
                 engine: None,
+                span: None,
                 agree: false,
                 failure: None,
             };
@@ -152,10 +178,10 @@ fn one_row(ctx: &Ctx, dir: &Path, i: usize, r: &mut TrustRow) -> Result<()> {
     let query = dir.join(format!("fig13-{i}.rq"));
     data.save(&graph)?;
     fs::write(&query, query_text(&template))?;
-    let (cpu, cpu_rows) = measure(ctx, &graph, &query, "cpu")?;
+    let (cpu, cpu_rows, _) = measure(ctx, &graph, &query, "cpu")?;
     r.cpu = Some(cpu);
-    let (engine, rows) = measure(ctx, &graph, &query, &ctx.engine)?;
-    r.engine = Some(engine);
+    let (engine, rows, span) = measure(ctx, &graph, &query, &ctx.engine)?;
+    (r.engine, r.span) = (Some(engine), span);
     r.agree = rows == cpu_rows && !rows.is_empty();
     Ok(())
 }
@@ -173,12 +199,14 @@ pub fn render(md: &mut String, rows: &[TrustRow], engine: &str) {
          median of {RUNS} searches per engine (one with --quick): similarity + one-hop + traversal in ms, as the \
          binary reports them in-process. The seed's column: its GPU (Tesla K80), one-hop + \
          traversal, in seconds. `{engine}` is measured on this machine's {engine} engine; rows \
-         must agree to the score.\n"
+         must agree to the score. Span: the traversal's candidates judged and its rounds of a \
+         warp, each per level its longest branch's, summed (a thread per branch would judge them \
+         one after another).\n"
     );
     let _ = writeln!(
         md,
         "| data | template | seed GPU | cpu ms | {engine} ms | {engine} one-hop | {engine} traversal | \
-         agree |\n|---|---|---:|---:|---:|---:|---:|---|"
+         span | agree |\n|---|---|---:|---:|---:|---:|---:|---:|---|"
     );
     let ms = |p: Option<Phases>, f: fn(&Phases) -> f64| {
         p.map_or("-".into(), |p| format!("{:.2}", f(&p)))
@@ -190,9 +218,12 @@ pub fn render(md: &mut String, rows: &[TrustRow], engine: &str) {
             None if r.agree => "yes".into(),
             None => "**no**".into(),
         };
+        let span = r.span.map_or("-".into(), |(judged, rounds)| {
+            format!("{judged} → {rounds}")
+        });
         let _ = writeln!(
             md,
-            "| {n} / {m} | {tn} / {tm} | {:.2} s | {} | {} | {} | {} | {agree} |",
+            "| {n} / {m} | {tn} / {tm} | {:.2} s | {} | {} | {} | {} | {span} | {agree} |",
             r.seed_gpu_s,
             ms(r.cpu, Phases::total),
             ms(r.engine, Phases::total),
@@ -221,6 +252,15 @@ mod tests {
         let p = phases(err).expect("summary");
         assert_eq!((p.similarity, p.one_hop, p.traversal), (1.5, 2.25, 3.0));
         assert!(phases("nothing").is_none());
+    }
+
+    #[test]
+    fn the_span_is_read_from_the_explain_line() {
+        let err = "device: x\ntraversal: 7 levels; per level its longest branch, summed: 626 \
+                   candidates judged (one after another with a thread per branch), in 22 rounds \
+                   of a warp\n";
+        assert_eq!(span(err), Some((626, 22)));
+        assert_eq!(span("no such line"), None);
     }
 
     #[test]
