@@ -11,10 +11,11 @@ use std::process::{Command, Output};
 /// Answers `match`, `query` and `trust` the same on every engine, except that under `--engine
 /// emulated` every count (and TruST's score) is `$FAKE_OFF` higher.
 const FAKE: &str = r#"#!/bin/sh
-engine=dfs; prev=; count=0
+engine=dfs; prev=; count=0; explain=0
 for a in "$@"; do
   [ "$prev" = --engine ] && engine=$a
   [ "$a" = --count ] && count=1
+  [ "$a" = --explain ] && explain=1
   prev=$a
 done
 off=0
@@ -27,6 +28,9 @@ case "$1" in
     echo "2 rows in 0.4 ms [iso semantics, $engine engine]" >&2 ;;
   trust)
     printf 'score\tx\n0.%s\tdog\n' $((9000 + off))
+    if [ $explain = 1 ]; then
+      echo "traversal: 3 levels; per level its longest branch, summed: 86 candidates judged (one after another with a thread per branch), in 4 rounds of a warp" >&2
+    fi
     echo "1 matchings in 1.0 ms [TruST, beam 128: name index 0.1 ms, similarity 0.2 ms, one-hop 0.3 ms, traversal 0.4 ms]" >&2 ;;
   *) exit 2 ;;
 esac
@@ -152,14 +156,15 @@ fn agreeing_answers_pass_and_write_the_report() {
     );
     assert!(report.contains("Not run: only with --engine gpu, not emulated."));
     // TruST on the seed's Figure 13: 16 rows, the engine's column measured (the fake's 0.2 + 0.3 +
-    // 0.4 ms), each row agreeing with the CPU.
+    // 0.4 ms) with its traversal's span (asked of the engine with --explain), each row agreeing
+    // with the CPU.
     assert!(
         report.contains("## TruST: the seed's Figure 13"),
         "{report}"
     );
     assert_eq!(
         report
-            .matches("| 0.90 | 0.90 | 0.30 | 0.40 | yes |")
+            .matches("| 0.90 | 0.90 | 0.30 | 0.40 | 86 → 4 | yes |")
             .count(),
         16,
         "{report}"
