@@ -182,6 +182,32 @@ fn trust_ranks_near_matches_within_the_limits() {
     }
 }
 
+/// A server on a device engine searches `/trust` on its device: the emulator's ranking is a CPU
+/// server's; with a fault injected into `trust_extend` the search fails with the device's error
+/// (so it ran there) and the server answers queries still.
+#[test]
+fn trust_runs_on_the_servers_device() {
+    let q = "SELECT * WHERE { ?x IsA animals . ?x AtLocation hom }";
+    let cpu = Server::start(&["--engine", "dfs"]);
+    let want = json(&trust(&cpu, q, "&k=5"));
+    assert_eq!(want["matches"].as_array().map(Vec::len), Some(5));
+    let quiet = [("GPSENSE_EMULATOR_CHECK", "0")];
+    let emulated = Server::start_with_env(&quiet, &["--engine", "emulated"]);
+    assert_eq!(json(&trust(&emulated, q, "&k=5")), want);
+    let fault = [("GPSENSE_EMULATOR_FAULT", "trust_extend")];
+    let faulty = Server::start_with_env(&fault, &["--engine", "emulated"]);
+    let failed = trust(&faulty, q, "&k=5");
+    assert_ne!(failed.status, 200, "{}", failed.body);
+    assert!(
+        failed.body.contains("trust_extend raised the fault flag"),
+        "{}",
+        failed.body
+    );
+    let count = "SELECT ?x WHERE { ?x IsA animal } LIMIT 3";
+    let answered = faulty.get(&format!("/query?query={}", encode(count)), "text/csv");
+    assert_eq!(answered.status, 200, "{}", answered.body);
+}
+
 #[test]
 fn explain_and_trust_wait_for_a_slot_like_queries() {
     let s = Server::start(&[

@@ -42,7 +42,7 @@ mod trust;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -282,8 +282,9 @@ struct Server {
     origin: String,
     /// `/examples`' answer, computed at start.
     examples: String,
-    /// TruST's name index, built by the first `/trust` request.
-    trust: OnceLock<gpsense_trust::Trust<'static>>,
+    /// TruST's name index and where it searches (the server's engine: its device, opened by the
+    /// first `/trust` request), both kept.
+    trust: trust::Trusts,
 }
 
 pub fn run(args: ServeArgs) -> Result<()> {
@@ -352,7 +353,7 @@ fn load(args: &Args) -> Result<Server> {
         limits: args.limits.clone(),
         origin: loaded.origin.clone(),
         examples,
-        trust: OnceLock::new(),
+        trust: trust::Trusts::default(),
     })
 }
 

@@ -1,12 +1,20 @@
 //! `/trust`: TruST's ranked near matches of a query whose concepts may be misspelt, as `gpsense
 //! trust` finds them, as JSON: the template (for the drawing), and per matching its score, the
-//! data node of each template node and how each template edge was found.
+//! data node of each template node and how each template edge was found. A server on a device
+//! engine searches on that device too (`auto`: the GPU when one opens, falling back to the CPU if
+//! it fails mid-search).
 
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
-use gpsense_trust::{Cancel, EdgeFound, Match, NodeLabel, NodeText, Params, Template, Trust};
+use gpsense::EngineKind;
+use gpsense_runtime::device::DeviceError;
+use gpsense_runtime::MatchError;
+use gpsense_trust::{
+    open, Cancel, EdgeFound, Match, NodeLabel, NodeText, Opened, Params, Template, Trust,
+    TrustEngine, TrustError,
+};
 use serde_json::{json, Value};
 
 use super::execute::{Engine, Failure};
@@ -24,12 +32,35 @@ pub struct Search<'a> {
     pub cancel: &'static AtomicBool,
 }
 
+/// TruST's name index, built by the first search, and where the searches run: the server's
+/// engine's device (`auto`: the GPU when one opens, else the CPU), opened by the first search.
+#[derive(Default)]
+pub struct Trusts {
+    index: OnceLock<Trust<'static>>,
+    opened: OnceLock<Result<Opened, String>>,
+}
+
+/// The engine TruST runs on for the server's: the same device, or the CPU for a CPU engine.
+fn trust_engine(kind: EngineKind) -> TrustEngine {
+    match kind {
+        EngineKind::Gpu => TrustEngine::Gpu,
+        EngineKind::Emulated => TrustEngine::Emulated,
+        EngineKind::Auto => TrustEngine::Auto,
+        _ => TrustEngine::Cpu,
+    }
+}
+
+/// A search's failure as the server answers it: the device's as the engine's, the rest as the
+/// query's (a budget, a bad parameter).
+fn failure(e: TrustError) -> Failure {
+    match e {
+        TrustError::Device(d) => Failure::Engine(MatchError::Device(d)),
+        other => Failure::BadQuery(other.to_string()),
+    }
+}
+
 /// The ranked matchings; the name index is built on the first search and kept.
-pub fn search(
-    engine: &Engine,
-    index: &OnceLock<Trust<'static>>,
-    s: &Search,
-) -> Result<Value, Failure> {
+pub fn search(engine: &Engine, trusts: &Trusts, s: &Search) -> Result<Value, Failure> {
     let (template, query) =
         Template::parse(s.text).map_err(|e| Failure::BadQuery(render(&e, s.text)))?;
     let job = query_job(template, &query);
@@ -46,14 +77,25 @@ pub fn search(
         cancel: Some(Cancel(s.cancel)),
         ..Params::default()
     };
-    let trust = index.get_or_init(|| Trust::with_node_text(graph, NodeText::Name));
-    let answer = trust
-        .search(&job.template, &params)
-        .map_err(|e| Failure::BadQuery(e.to_string()));
+    let trust = trusts
+        .index
+        .get_or_init(|| Trust::with_node_text(graph, NodeText::Name));
+    let kind = trust_engine(engine.options.engine);
+    let opened = trusts
+        .opened
+        .get_or_init(|| open(kind, graph).map_err(|e| e.to_string()));
+    let opened = opened.as_ref().map_err(|why| {
+        failure(TrustError::Device(DeviceError::Fault(format!(
+            "TruST on the device: {why}"
+        ))))
+    })?;
+    let answer = opened
+        .search(trust, &job.template, &params, kind == TrustEngine::Auto)
+        .map_err(failure);
     if s.cancel.load(Relaxed) {
         return Err(Failure::Cancelled);
     }
-    let answer = answer?;
+    let answer = answer?.answer;
     // Matchings complete within the limit are an answer; none by then is not.
     if answer.timed_out && answer.matches.is_empty() {
         return Err(Failure::TimedOut(s.timeout));
