@@ -77,13 +77,24 @@ impl std::str::FromStr for TrustEngine {
 pub struct TrustDevice<D: Device> {
     pub(crate) dev: D,
     graph: DeviceGraph<D>,
+    /// The graph's longest outgoing and incoming lists, which bound a branch's children.
+    longest: [usize; 2],
 }
 
 impl<D: Device> TrustDevice<D> {
     /// Uploads `g` to `dev` (or maps it from pinned host memory when it does not fit).
     pub fn new(dev: D, g: &KnowledgeGraph) -> Result<Self, TrustError> {
         let graph = DeviceGraph::new(&dev, g)?;
-        Ok(TrustDevice { dev, graph })
+        let longest = |adj: &gpsense_graph::Csr| {
+            let nodes = 0..g.node_count() as u32;
+            nodes.map(|v| adj.degree(v)).max().unwrap_or(0)
+        };
+        let longest = [longest(g.out()), longest(g.inc())];
+        Ok(TrustDevice {
+            dev,
+            graph,
+            longest,
+        })
     }
 
     /// What the device is.
@@ -405,7 +416,8 @@ impl<D: Device> Phases for OnDevice<'_, D> {
 struct LevelBuffers<B> {
     /// Per level, the children a branch may keep: the beam, or fewer when no branch can have more.
     rooms: Vec<usize>,
-    input: Option<(B, usize)>,
+    /// The input and its bytes.
+    input: (B, usize),
     out: B,
     /// Staging slots, 32 per branch.
     stage: B,
@@ -504,14 +516,7 @@ impl<D: Device> OnDevice<'_, D> {
     /// The traversal's buffers, checked against the budget for a full beam, and each level's
     /// rooms per branch.
     fn level_buffers(&self, beam: &Beam) -> Result<LevelBuffers<D::Buffer>, TrustError> {
-        let longest = |dir| {
-            let adj = beam.g.adj(dir);
-            (0..beam.g.node_count() as u32)
-                .map(|v| adj.degree(v))
-                .max()
-                .unwrap_or(0)
-        };
-        let longest = [longest(Dir::Out), longest(Dir::In)];
+        let longest = self.device.longest;
         let rooms: Vec<usize> = (0..width_of(beam))
             .map(|level| rooms(beam, level, longest))
             .collect();
@@ -533,7 +538,7 @@ impl<D: Device> OnDevice<'_, D> {
         let dev = self.dev();
         Ok(LevelBuffers {
             rooms,
-            input: Some((dev.alloc_zeroed(input_words * 4)?, input_words * 4)),
+            input: (dev.alloc_zeroed(input_words * 4)?, input_words * 4),
             out: dev.alloc_zeroed(out_words * 4)?,
             stage: dev.alloc_zeroed(stage_words * 4)?,
         })
@@ -561,17 +566,11 @@ impl<D: Device> OnDevice<'_, D> {
         let links_at = pack.put(&links);
         let seeds_at = pack.put(seeds);
         let dev = self.dev();
-        if bufs
-            .input
-            .as_ref()
-            .is_none_or(|(_, cap)| *cap < pack.bytes.len())
-        {
-            let grown = dev.alloc_zeroed(pack.bytes.len())?;
-            if let Some((old, _)) = bufs.input.replace((grown, pack.bytes.len())) {
-                dev.release(old);
-            }
+        if bufs.input.1 < pack.bytes.len() {
+            let grown = (dev.alloc_zeroed(pack.bytes.len())?, pack.bytes.len());
+            dev.release(std::mem::replace(&mut bufs.input, grown).0);
         }
-        let input = &bufs.input.as_ref().expect("allocated above").0;
+        let input = &bufs.input.0;
         dev.write_bytes(input, 0, &pack.bytes)?;
         // Output: the work maxima, then per branch its count, then its `keep` nodes, scores and
         // resemblances.
