@@ -51,6 +51,8 @@ kernels! {
     trust_one_hop(TrustOneHopArgs);
     count_leaves(CountLeavesArgs);
     count_leaves_batch(CountLeavesBatchArgs);
+    trust_merge(TrustMergeArgs);
+    trust_select(TrustSelectArgs);
 }
 
 warp_kernels! {

@@ -10,6 +10,7 @@ use core::mem::size_of;
 
 use crate::filter::{Incident, Need};
 use crate::join::Check;
+use crate::trust::BeamRuns;
 use crate::view::{Adjacency, GraphView};
 
 /// A device buffer: address and length in elements of the type the field documents.
@@ -517,25 +518,28 @@ pub struct TrustOneHopArgs {
     pub out: DevSlice,
 }
 
-/// `trust_extend`: one warp per kept branch of TruST's beam search (`rows`: `branches` rows of
-/// `width` `u32`s, a data node per template node or `NONE`; `scores`: their cumulative `f32`
-/// scores), growing it by template node `node` through `trust::extend_top_warp`, its lanes judging
-/// 32 candidates at once. `links` holds `trust::Link`s as three `u32`s each (other node, direction
-/// 0 out / 1 in, relation), `seeds` the `u32` candidates of an unanchored level; `oh` and `sim` are
-/// the one-hop and similarity tables (`f32`, row-major data x template). Each branch keeps its
-/// `keep` best children by `trust::ChildKey` in its own region of `out_nodes` (`u32`),
-/// `out_scores` (`f32`: cumulative scores) and `out_resembles` (`u32`: 1 when the child's name
-/// resembles `node`'s), unordered; `out_counts[b]` (`u32`) is how many it kept. `stage`: 96 `u32`s
-/// per branch, the lanes' staging slots. `work` (two `u64`s, atomic maxima): the most candidates one
-/// branch judged, and the most rounds one branch's warp took.
+/// `trust_extend`: one warp per live branch of TruST's beam search (`rows`: branch rows of `width`
+/// `u32`s, a data node per template node or `NONE`; `scores`: their cumulative `f32` scores;
+/// `resembling`: their `u32` resemblances; `live`: one `u32`, how many branches there are, written
+/// by the level before), growing it by template node `node` through `trust::extend_top_warp`, its
+/// lanes judging 32 candidates at once. `links` holds `trust::Link`s as three `u32`s each (other
+/// node, direction 0 out / 1 in, relation), `seeds` the `u32` candidates of an unanchored level;
+/// `oh` and `sim` are the one-hop and similarity tables (`f32`, row-major data x template). Each
+/// branch keeps its `keep` best children by `trust::ChildKey` in its own region of the `rooms_*`
+/// arrays (`u32` nodes, `f32` cumulative scores, `u32` 1 when the child's name resembles `node`'s),
+/// then writes them best first as its run of `out` (stride `keep`; `trust::rank_rooms`), its
+/// length in `out.lens`. `stage`: 96 `u32`s per branch, the lanes' staging slots. `work` (two
+/// `u64`s, atomic maxima): the most candidates one branch judged, and the most rounds one branch's
+/// warp took.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct TrustExtendArgs {
     pub graph: GraphArgs,
     pub rows: DevSlice,
     pub scores: DevSlice,
+    pub resembling: DevSlice,
+    pub live: DevSlice,
     pub width: u64,
-    pub branches: u64,
     pub node: u32,
     pub _pad: u32,
     pub links: DevSlice,
@@ -545,12 +549,49 @@ pub struct TrustExtendArgs {
     pub alpha: f32,
     pub relation_weight: f32,
     pub keep: u64,
-    pub out_nodes: DevSlice,
-    pub out_scores: DevSlice,
-    pub out_resembles: DevSlice,
-    pub out_counts: DevSlice,
+    pub rooms_nodes: DevSlice,
+    pub rooms_scores: DevSlice,
+    pub rooms_resembles: DevSlice,
+    pub out: BeamRuns,
     pub stage: DevSlice,
     pub work: DevSlice,
+}
+
+/// `trust_merge`: a thread per element of the runs of a level's children (`runs`, each `span`
+/// branches' children best first, of `live`'s branches), each placed in the merge of its run with
+/// the next (runs `2r` and `2r + 1` into run `r` of `merged`), when fewer than `beam` rank before
+/// it there (`trust::RunsView::merged_place`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TrustMergeArgs {
+    pub live: DevSlice,
+    pub span: u64,
+    pub beam: u64,
+    pub runs: BeamRuns,
+    pub merged: BeamRuns,
+}
+
+/// `trust_select`: a thread per element of the runs of a level's children (`runs`, each `span`
+/// branches' children best first, of `live`'s branches), each placed in the next beam when fewer
+/// than `beam` of the level's children rank before it (`trust::RunsView::place`, the CPU's
+/// `select`). A placed child's row (its parent's among `rows`, `width` `u32`s each, with `node` set
+/// to its data node), score and resemblances go to its place in `next_rows`, `next_scores` and
+/// `next_resembling`; thread 0 writes the next beam's size to `next_live`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TrustSelectArgs {
+    pub rows: DevSlice,
+    pub live: DevSlice,
+    pub span: u64,
+    pub width: u64,
+    pub node: u32,
+    pub _pad: u32,
+    pub beam: u64,
+    pub runs: BeamRuns,
+    pub next_rows: DevSlice,
+    pub next_scores: DevSlice,
+    pub next_resembling: DevSlice,
+    pub next_live: DevSlice,
 }
 
 /// A kernel of the PTX module: its entry name, its argument struct's size, and threads per work-item.
@@ -673,6 +714,16 @@ pub const KERNELS: &[KernelSig] = &[
         name: "trust_extend",
         param_bytes: size_of::<TrustExtendArgs>(),
         threads_per_item: 32,
+    },
+    KernelSig {
+        name: "trust_merge",
+        param_bytes: size_of::<TrustMergeArgs>(),
+        threads_per_item: 1,
+    },
+    KernelSig {
+        name: "trust_select",
+        param_bytes: size_of::<TrustSelectArgs>(),
+        threads_per_item: 1,
     },
 ];
 

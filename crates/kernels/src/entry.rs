@@ -746,13 +746,13 @@ fn leaf_groups<'a>(
     })
 }
 
-/// TruST: branch `b` of the beam grown by one template node, its best `keep` children kept, by
-/// warp `b`.
+/// TruST: branch `b` of the beam grown by one template node, its best `keep` children kept, then
+/// written best first, by warp `b`.
 pub unsafe fn trust_extend<W: Warp>(a: &TrustExtendArgs, b: usize, warp: &W) {
-    if b as u64 >= a.branches {
-        return;
-    }
     unsafe {
+        if b >= a.live.get::<u32>()[0] as usize {
+            return;
+        }
         let (width, keep) = (a.width as usize, a.keep as usize);
         let row = &a.rows.get::<u32>()[b * width..(b + 1) * width];
         let base = a.scores.get::<f32>()[b];
@@ -766,9 +766,9 @@ pub unsafe fn trust_extend<W: Warp>(a: &TrustExtendArgs, b: usize, warp: &W) {
             relation_weight: a.relation_weight,
         };
         let rooms = crate::trust::WarpRooms {
-            nodes: a.out_nodes,
-            scores: a.out_scores,
-            resembles: a.out_resembles,
+            nodes: a.rooms_nodes,
+            scores: a.rooms_scores,
+            resembles: a.rooms_resembles,
             first: b * keep,
             keep,
             stage: a.stage,
@@ -785,13 +785,80 @@ pub unsafe fn trust_extend<W: Warp>(a: &TrustExtendArgs, b: usize, warp: &W) {
             &scoring,
             &rooms,
         );
+        // Lane 0 wrote the rooms; every lane reads them.
+        warp.sync();
+        let resembling = a.resembling.get::<u32>()[b];
+        crate::trust::rank_rooms(warp, &rooms, kept, b as u32, resembling, &a.out);
         warp.leader(|| {
-            a.out_counts.write(b, kept as u32);
+            a.out.lens.write(b, kept as u32);
             if let [judged, rounds, ..] = a.work.get::<AtomicU64>() {
                 judged.fetch_max(work.judged, Ordering::Relaxed);
                 rounds.fetch_max(work.rounds, Ordering::Relaxed);
             }
             0
         });
+    }
+}
+
+/// The runs of `span` branches' children each that `live` branches make, and thread `t`'s element
+/// of them: (runs, run, index).
+unsafe fn run_element(
+    live: DevSlice,
+    span: u64,
+    runs: &crate::trust::BeamRuns,
+    t: usize,
+) -> (usize, usize, usize) {
+    let live = unsafe { live.get::<u32>()[0] } as usize;
+    let stride = runs.stride.max(1) as usize;
+    (live.div_ceil(span.max(1) as usize), t / stride, t % stride)
+}
+
+/// TruST: element `t % stride` of run `t / stride` of a level's children placed in the merge of
+/// its run with its partner, if it ranks among the merge's `beam` best; the first of each pair of
+/// runs writes the merge's length.
+pub unsafe fn trust_merge(a: &TrustMergeArgs, t: usize) {
+    unsafe {
+        let (runs, r, i) = run_element(a.live, a.span, &a.runs, t);
+        let view = a.runs.view(runs);
+        if i == 0 && r % 2 == 0 && (r < runs || r == 0) {
+            let len = |r: usize| if r < runs { view.len(r) } else { 0 };
+            let merged = (len(r) + len(r + 1)).min(a.beam as usize);
+            a.merged.lens.write(r / 2, merged as u32);
+        }
+        if r >= runs || i >= view.len(r) {
+            return;
+        }
+        if let Some(place) = view.merged_place(r, i, a.beam as usize) {
+            a.merged.put(r / 2, place, &view.key(r, i));
+        }
+    }
+}
+
+/// TruST: element `t % stride` of run `t / stride` of a level's children placed in the next beam,
+/// if it ranks among the level's `beam` best; thread 0 also writes the next beam's size.
+pub unsafe fn trust_select(a: &TrustSelectArgs, t: usize) {
+    unsafe {
+        let (runs, r, i) = run_element(a.live, a.span, &a.runs, t);
+        let view = a.runs.view(runs);
+        let (beam, width) = (a.beam as usize, a.width as usize);
+        if t == 0 {
+            let total: usize = (0..view.lens.len()).map(|r| view.len(r)).sum();
+            a.next_live.write(0, total.min(beam) as u32);
+        }
+        if r >= view.lens.len() || i >= view.len(r) {
+            return;
+        }
+        let Some(place) = view.place(r, i, beam) else {
+            return;
+        };
+        let k = view.key(r, i);
+        let parent = k.parent as usize;
+        let row = a
+            .next_rows
+            .region_mut::<u32>(place * width, (place + 1) * width);
+        row.copy_from_slice(&a.rows.get::<u32>()[parent * width..(parent + 1) * width]);
+        row[a.node as usize] = k.node;
+        a.next_scores.write(place, k.score);
+        a.next_resembling.write(place, k.resembling);
     }
 }

@@ -1186,3 +1186,197 @@ impl Kept {
         self.floor = f32::from_bits(packed as u32);
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Selecting the next beam on the device
+
+/// A level's children as the beam ranks them across branches, in four arrays: resemblances (the
+/// parent's plus the child's), cumulative scores, parents and data nodes. Runs of them, each best
+/// first by [`BeamKey`], sit `stride` elements apart; `lens[r]` (`u32`) is run `r`'s length. Crosses
+/// to the device inside the `trust_*` argument structs.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BeamRuns {
+    pub resembling: DevSlice,
+    pub scores: DevSlice,
+    pub parents: DevSlice,
+    pub nodes: DevSlice,
+    pub lens: DevSlice,
+    pub stride: u64,
+}
+
+impl BeamRuns {
+    /// Writes `k` as element `i` of run `r`.
+    ///
+    /// # Safety
+    /// The slices describe live buffers; no other thread writes that element during the launch.
+    #[inline]
+    pub unsafe fn put(&self, r: usize, i: usize, k: &BeamKey) {
+        let j = r * self.stride as usize + i;
+        unsafe {
+            self.resembling.write(j, k.resembling);
+            self.scores.write(j, k.score);
+            self.parents.write(j, k.parent);
+            self.nodes.write(j, k.node);
+        }
+    }
+
+    /// The runs to read.
+    ///
+    /// # Safety
+    /// As [`DevSlice::get`]; nothing writes them during the launch.
+    pub unsafe fn view(&self, runs: usize) -> RunsView<'_> {
+        unsafe {
+            RunsView {
+                resembling: self.resembling.get(),
+                scores: self.scores.get(),
+                parents: self.parents.get(),
+                nodes: self.nodes.get(),
+                lens: &self.lens.get::<u32>()[..runs.min(self.lens.len as usize)],
+                stride: self.stride as usize,
+            }
+        }
+    }
+}
+
+/// Writes branch `parent`'s `len` children in `rooms` (unordered, or a heap) as run `parent` of
+/// `out`, best first: lane `l` places children `l`, `l + 32`, … each at the number of children that
+/// rank before it (a branch's children are distinct data nodes, so no two share a place);
+/// `resembling` is the parent's resemblances.
+///
+/// # Safety
+/// As [`extend_top_warp`], after it (and a [`Warp::sync`]); run `parent` of `out` is this warp's.
+pub unsafe fn rank_rooms<W: Warp>(
+    warp: &W,
+    rooms: &WarpRooms,
+    len: usize,
+    parent: u32,
+    resembling: u32,
+    out: &BeamRuns,
+) {
+    let at = rooms.first;
+    let (nodes, scores, resembles) = unsafe {
+        (
+            &rooms.nodes.get::<u32>()[at..at + len],
+            &rooms.scores.get::<f32>()[at..at + len],
+            &rooms.resembles.get::<u32>()[at..at + len],
+        )
+    };
+    let key = |i: usize| ChildKey {
+        resembles: resembles[i] != 0,
+        score: scores[i],
+        node: nodes[i],
+    };
+    warp.each(|lane| {
+        for i in (lane as usize..len).step_by(LANES as usize) {
+            let k = key(i);
+            let place = (0..len).filter(|&j| key(j).better(&k)).count();
+            let child = BeamKey {
+                resembling: resembling + u32::from(k.resembles),
+                score: k.score,
+                parent,
+                node: k.node,
+            };
+            unsafe { out.put(parent as usize, place, &child) };
+        }
+    });
+}
+
+/// A child as the beam ranks children across branches (the CPU's `select`): more resembling
+/// template nodes first, then the higher score, then the lower parent, then the lower data node.
+/// Within one parent this is [`ChildKey`]'s order.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BeamKey {
+    pub resembling: u32,
+    pub score: f32,
+    pub parent: u32,
+    pub node: u32,
+}
+
+impl BeamKey {
+    /// Whether `self` ranks strictly before `other`.
+    #[inline]
+    pub fn before(&self, other: &BeamKey) -> bool {
+        let order = other
+            .resembling
+            .cmp(&self.resembling)
+            .then(other.score.total_cmp(&self.score))
+            .then(self.parent.cmp(&other.parent))
+            .then(self.node.cmp(&other.node));
+        order == core::cmp::Ordering::Less
+    }
+}
+
+/// [`BeamRuns`] to read: run `r` is `lens[r]` children best first from element `r * stride`.
+pub struct RunsView<'a> {
+    pub resembling: &'a [u32],
+    pub scores: &'a [f32],
+    pub parents: &'a [u32],
+    pub nodes: &'a [u32],
+    pub lens: &'a [u32],
+    pub stride: usize,
+}
+
+impl RunsView<'_> {
+    /// Child `i` of run `r`.
+    #[inline]
+    pub fn key(&self, r: usize, i: usize) -> BeamKey {
+        let j = r * self.stride + i;
+        BeamKey {
+            resembling: self.resembling[j],
+            score: self.scores[j],
+            parent: self.parents[j],
+            node: self.nodes[j],
+        }
+    }
+
+    /// Run `r`'s length.
+    #[inline]
+    pub fn len(&self, r: usize) -> usize {
+        (self.lens[r] as usize).min(self.stride)
+    }
+
+    /// How many of run `r`'s children rank before `k` (a binary search: they are best first).
+    pub fn before_in(&self, r: usize, k: &BeamKey) -> usize {
+        let (mut lo, mut hi) = (0, self.len(r));
+        if hi == 0 || !self.key(r, 0).before(k) {
+            return 0;
+        }
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if self.key(r, mid).before(k) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
+    /// Child `i` of run `r`'s place among the children of every run: how many rank before it,
+    /// when fewer than `beam` do. No two children share a parent and a node, so places are
+    /// distinct. The work is a binary search per other run (fewer once `beam` are found).
+    pub fn place(&self, r: usize, i: usize, beam: usize) -> Option<usize> {
+        let k = self.key(r, i);
+        let mut place = i;
+        for other in (0..self.lens.len()).filter(|&o| o != r) {
+            if place >= beam {
+                return None;
+            }
+            place += self.before_in(other, &k);
+        }
+        (place < beam).then_some(place)
+    }
+
+    /// Child `i` of run `r`'s place in the merge of runs `r` and `r ^ 1` (when there is one),
+    /// when fewer than `beam` rank before it there.
+    pub fn merged_place(&self, r: usize, i: usize, beam: usize) -> Option<usize> {
+        let partner = r ^ 1;
+        let before = if partner < self.lens.len() {
+            self.before_in(partner, &self.key(r, i))
+        } else {
+            0
+        };
+        Some(i + before).filter(|&p| p < beam)
+    }
+}

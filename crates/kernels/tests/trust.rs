@@ -773,3 +773,194 @@ fn random_graph_with_hub(
     }
     b.build().expect("build").0
 }
+
+/// Host arrays for `BeamRuns`: `runs` runs of `stride` children.
+struct HostRuns {
+    resembling: Vec<u32>,
+    scores: Vec<f32>,
+    parents: Vec<u32>,
+    nodes: Vec<u32>,
+    lens: Vec<u32>,
+    stride: usize,
+}
+
+impl HostRuns {
+    fn new(runs: usize, stride: usize) -> HostRuns {
+        // Garbage where nothing was written, as on the device.
+        HostRuns {
+            resembling: vec![7; runs * stride],
+            scores: vec![-3.0; runs * stride],
+            parents: vec![NONE; runs * stride],
+            nodes: vec![NONE; runs * stride],
+            lens: vec![99; runs],
+            stride,
+        }
+    }
+
+    fn args(&mut self) -> gpsense_kernels::trust::BeamRuns {
+        gpsense_kernels::trust::BeamRuns {
+            resembling: dev_mut(&mut self.resembling),
+            scores: dev_mut(&mut self.scores),
+            parents: dev_mut(&mut self.parents),
+            nodes: dev_mut(&mut self.nodes),
+            lens: dev_mut(&mut self.lens),
+            stride: self.stride as u64,
+        }
+    }
+}
+
+/// The next beam chosen on the device (each warp's rooms written best first by `rank_rooms`, the
+/// runs merged in pairs some rounds by `entry::trust_merge`, then a thread per child placing it by
+/// `entry::trust_select`) is the CPU's: every child of the level sorted by resemblances, score,
+/// parent and node, the first `beam` kept, each with its parent's row. Any number of merge rounds
+/// gives it, up to a single run and past it; ties are common, some branches kept nothing, and the
+/// lengths past the live branches are stale (as a level's warps leave them).
+#[test]
+fn the_device_selects_the_beam_the_cpu_selects() {
+    use gpsense_kernels::abi::{DevSlice, TrustMergeArgs, TrustSelectArgs};
+    use gpsense_kernels::entry;
+    use gpsense_kernels::trust::{rank_rooms, WarpRooms};
+    use gpsense_kernels::warp::HostWarp;
+    let mut rng = Rng(33);
+    let warp = HostWarp {
+        on_lane: &|_| {},
+        on_item: &|_, _| {},
+    };
+    let (mut cut, mut whole, mut merged) = (0, 0, 0);
+    for round in 0..400 {
+        let (width, node) = (1 + rng.below(5) as usize, rng.below(5) as u32 % 5);
+        let node = node.min(width as u32 - 1);
+        let live = if rng.below(10) == 0 {
+            0
+        } else {
+            1 + rng.below(12) as usize
+        };
+        let capacity = live.max(1) + rng.below(3) as usize;
+        let keep = 1 + rng.below(70) as usize;
+        let beam = 1 + rng.below(60) as usize;
+        let rows: Vec<u32> = (0..capacity * width)
+            .map(|_| rng.below(1000) as u32)
+            .collect();
+        let resembling: Vec<u32> = (0..capacity).map(|_| rng.below(3) as u32).collect();
+        // Each branch's rooms, unordered: distinct nodes, few distinct scores.
+        let (mut nodes, mut scores, mut resembles) = (
+            vec![0u32; capacity * keep],
+            vec![0f32; capacity * keep],
+            vec![0u32; capacity * keep],
+        );
+        let mut stage = vec![0u32; capacity * 96];
+        let mut first = HostRuns::new(capacity, keep);
+        first.lens.fill(keep as u32);
+        let mut want = Vec::new();
+        for (b, &parent_resembling) in resembling.iter().enumerate().take(live) {
+            let len = if rng.below(5) == 0 {
+                0
+            } else {
+                rng.below(keep as u64 + 1) as usize
+            };
+            first.lens[b] = len as u32;
+            let mut pool: Vec<u32> = (0..200).collect();
+            for i in 0..len {
+                let j = b * keep + i;
+                nodes[j] = pool.swap_remove(rng.below(pool.len() as u64) as usize);
+                scores[j] = rng.below(4) as f32 * 0.5;
+                resembles[j] = rng.below(2) as u32;
+                want.push((
+                    parent_resembling + resembles[j],
+                    scores[j],
+                    b as u32,
+                    nodes[j],
+                ));
+            }
+            let rooms = WarpRooms {
+                nodes: dev_mut(&mut nodes),
+                scores: dev_mut(&mut scores),
+                resembles: dev_mut(&mut resembles),
+                first: b * keep,
+                keep,
+                stage: dev_mut(&mut stage),
+                first_slot: b * 32,
+            };
+            let out = first.args();
+            unsafe { rank_rooms(&warp, &rooms, len, b as u32, parent_resembling, &out) };
+        }
+        want.sort_by(|a, b| {
+            b.0.cmp(&a.0)
+                .then(b.1.total_cmp(&a.1))
+                .then(a.2.cmp(&b.2))
+                .then(a.3.cmp(&b.3))
+        });
+        want.truncate(beam);
+
+        let live_word = [live as u32];
+        let rounds = rng.below(6) as u32;
+        let mut runs = first;
+        let mut span = 1u64;
+        for _ in 0..rounds {
+            let count = capacity.div_ceil(span as usize);
+            let mut next = HostRuns::new(count.div_ceil(2), beam.min(2 * runs.stride));
+            let args = TrustMergeArgs {
+                live: dev(&live_word),
+                span,
+                beam: beam as u64,
+                runs: runs.args(),
+                merged: next.args(),
+            };
+            for t in 0..count * runs.stride {
+                unsafe { entry::trust_merge(&args, t) };
+            }
+            runs = next;
+            span *= 2;
+        }
+        let mut next_rows = vec![NONE; beam * width];
+        let mut next_scores = vec![-1f32; beam];
+        let mut next_resembling = vec![NONE; beam];
+        let mut next_live = [NONE];
+        let count = capacity.div_ceil(span as usize);
+        let args = TrustSelectArgs {
+            rows: dev(&rows),
+            live: dev(&live_word),
+            span,
+            width: width as u64,
+            node,
+            _pad: 0,
+            beam: beam as u64,
+            runs: runs.args(),
+            next_rows: dev_mut(&mut next_rows),
+            next_scores: dev_mut(&mut next_scores),
+            next_resembling: dev_mut(&mut next_resembling),
+            next_live: DevSlice {
+                ptr: next_live.as_mut_ptr() as u64,
+                len: 1,
+            },
+        };
+        for t in 0..(count * runs.stride).max(1) {
+            unsafe { entry::trust_select(&args, t) };
+        }
+        assert_eq!(next_live[0] as usize, want.len(), "round {round}");
+        for (place, &(res, score, parent, child)) in want.iter().enumerate() {
+            let mut row = rows[parent as usize * width..][..width].to_vec();
+            row[node as usize] = child;
+            assert_eq!(
+                (
+                    &next_rows[place * width..][..width],
+                    next_scores[place].to_bits(),
+                    next_resembling[place]
+                ),
+                (&row[..], score.to_bits(), res),
+                "round {round}: place {place} of {}, {rounds} merge rounds",
+                want.len()
+            );
+        }
+        if want.len() == beam {
+            cut += 1;
+        } else {
+            whole += 1;
+        }
+        merged += usize::from(rounds > 0 && live > 2);
+    }
+    assert!(
+        cut > 50 && whole > 50 && merged > 100,
+        "{cut} {whole} {merged}"
+    );
+}

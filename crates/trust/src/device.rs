@@ -9,23 +9,27 @@
 //!    read brings the similarities back; the host keeps each node's best text and uploads `S`;
 //! 2. **one-hop**: `trust_one_hop` over the `nd x n` table in chunks of [`CHUNK`] pairs (scratch
 //!    per pair), then one read of `OH` (the host needs it for the beam's seeds and the answer);
-//! 3. **traversal**: per level, one upload (branches, their scores, the level's links and seeds),
-//!    one `trust_extend` launch (a warp per branch keeps its best `beam` children by `ChildKey`,
-//!    its lanes judging 32 candidates at once through the functions the CPU's beam calls one after
-//!    another), one read of the children; the host merges them as the CPU does
-//!    (`search::select`). Its buffers are allocated once, for a full beam.
+//! 3. **traversal**: one buffer and one upload for every level (their links and seeds, and the
+//!    root branch); per level, queued without the host between them: `trust_extend` (a warp per
+//!    branch keeps its best children by `ChildKey`, its lanes judging 32 candidates at once
+//!    through the functions the CPU's beam calls one after another, then writes them best first),
+//!    as many `trust_merge` rounds as the level needs (each merges the branches' runs in pairs,
+//!    cut at the beam), and `trust_select` (a thread per child finds its place among the level's
+//!    by a binary search per run, and the `beam` first write the next level's branches: the CPU's
+//!    `search::select`). One read at the end brings the last beam back, and the warps' work.
 //!
-//! So a search makes 1 + n reads (plus one per one-hop chunk with a time limit, so that the limit
-//! is seen while the device works), and its device memory is checked against the memory budget
-//! (and what the device has free) before each phase allocates.
+//! So a search makes 3 reads (plus, with a time limit, one per similarity and one-hop chunk and
+//! one per level, so that the limit is seen while the device works), and its device memory is
+//! checked against the memory budget (and what the device has free) before each phase allocates.
 
 use gpsense_graph::KnowledgeGraph;
 use gpsense_kernels::abi::{
-    DevSlice, GraphArgs, TrustExtendArgs, TrustOneHopArgs, TrustSimilarityArgs,
+    DevSlice, GraphArgs, TrustExtendArgs, TrustMergeArgs, TrustOneHopArgs, TrustSelectArgs,
+    TrustSimilarityArgs,
 };
-use gpsense_kernels::trust::{hop_scratch_len, Scoring};
+use gpsense_kernels::trust::{hop_scratch_len, BeamRuns, Scoring};
 use gpsense_kernels::warp::LANES;
-use gpsense_kernels::{Dir, GraphView};
+use gpsense_kernels::{Dir, GraphView, NONE};
 use gpsense_runtime::device::cuda::CudaDevice;
 use gpsense_runtime::device::host::HostDevice;
 use gpsense_runtime::device::memory::query_budget;
@@ -34,7 +38,7 @@ use gpsense_runtime::DeviceGraph;
 
 use crate::names::{fold, reaches, NameIndex};
 use crate::score::{similarity_table_from, Prepared};
-use crate::search::{seeds_for, select, Beam, Branches, Child};
+use crate::search::{seeds_for, Beam, Branches};
 use crate::template::{NodeLabel, Template};
 use crate::{Answer, Params, Phases, Stop, TraversalSpan, Trust, TrustError};
 
@@ -79,6 +83,8 @@ pub struct TrustDevice<D: Device> {
     graph: DeviceGraph<D>,
     /// The graph's longest outgoing and incoming lists, which bound a branch's children.
     longest: [usize; 2],
+    /// [`PLACE_WORK`], lower in tests (to merge runs on small graphs).
+    pub(crate) place_work: usize,
 }
 
 impl<D: Device> TrustDevice<D> {
@@ -94,6 +100,7 @@ impl<D: Device> TrustDevice<D> {
             dev,
             graph,
             longest,
+            place_work: PLACE_WORK,
         })
     }
 
@@ -392,39 +399,194 @@ impl<D: Device> Phases for OnDevice<'_, D> {
     }
 
     fn traverse(&mut self, beam: &Beam, stop: Stop) -> Result<Branches, TrustError> {
-        let width = beam.plan.order.len();
-        let mut bufs = self.level_buffers(beam)?;
-        let mut branches = Branches::root(width);
-        for level in 0..width {
+        let t = Traversal::plan(beam, self.device.longest, self.device.place_work);
+        self.fits("the beam's levels", 4 * t.words as u64)?;
+        let dev = self.dev();
+        let buf = dev.alloc_zeroed(4 * t.words)?;
+        dev.write_bytes(&buf, 0, as_bytes(&t.upload))?;
+        let timed = stop.deadline.is_some() || stop.cancel.is_some();
+        let mut done = 0;
+        for level in 0..t.levels.len() {
             if stop.hit() {
                 break;
             }
-            let node = beam.plan.order[level];
-            let seeds = seeds_for(beam.plan, level, beam.oh, beam.sim, beam.beam);
-            let children = self.level(beam, &mut bufs, &branches, node, level, &seeds)?;
-            branches = select(&branches, children, node, beam.beam);
-            if branches.len() == 0 {
-                break;
+            self.queue_level(beam, &t, &buf, level)?;
+            done += 1;
+            if timed {
+                // Wait for the level, so that the time limit is seen while the device works.
+                read::<D, u32>(self.dev(), &buf, 4 * t.halves[done % 2].live, 1)?;
             }
         }
-        Ok(branches)
+        // One read: the levels' work, and the beam the last level left.
+        let end = t.halves[done % 2].end;
+        let got: Vec<u32> = read(self.dev(), &buf, 4 * t.work, end - t.work)?;
+        for level in 0..done {
+            let word = |k: usize| u64::from(got[4 * level + k]);
+            self.span.judged += word(0) | word(1) << 32;
+            self.span.rounds += word(2) | word(3) << 32;
+        }
+        self.span.levels += done as u64;
+        Ok(t.halves[done % 2].branches(&got, t.work, width_of(beam)))
     }
 }
 
-/// The traversal's device buffers, allocated once for every level and sized for a full beam: the
-/// level's input (grown should a level's be larger), the output and the lanes' staging slots.
-struct LevelBuffers<B> {
-    /// Per level, the children a branch may keep: the beam, or fewer when no branch can have more.
-    rooms: Vec<usize>,
-    /// The input and its bytes.
-    input: (B, usize),
-    out: B,
-    /// Staging slots, 32 per branch.
-    stage: B,
+/// The traversal's one buffer, in `u32` words (each array 16-byte aligned): every level's links and
+/// seeds; per level its two `u64` work maxima; two halves of branches (a level reads one, its
+/// `trust_select` writes the other); the level's children twice (the warps' rooms, then runs best
+/// first, merged back and forth between the two), with their runs' lengths; the lanes' staging
+/// slots. Sized for the most branches and children any level can have.
+struct Traversal {
+    levels: Vec<LevelPlan>,
+    work: usize,
+    halves: [Half; 2],
+    /// Two regions of four arrays (resemblances, scores, parents, nodes) and their runs' lengths.
+    runs: [([usize; 4], usize); 2],
+    stage: usize,
+    words: usize,
+    /// The buffer's start, uploaded once: the links, the seeds and the root branch.
+    upload: Vec<u32>,
 }
 
-/// `u32` words before the output's counts: the launch's two `u64` work maxima.
-const WORK_WORDS: usize = 4;
+/// One level: the template node it matches, the children a branch may keep, the most branches it
+/// can grow, the merge rounds before its children are placed, and where its links (three words
+/// each) and seeds are.
+struct LevelPlan {
+    node: usize,
+    rooms: usize,
+    branches: usize,
+    rounds: usize,
+    links: (usize, usize),
+    seeds: (usize, usize),
+}
+
+impl LevelPlan {
+    /// Before merge round `k` (and after the last): the most runs, and the children a run holds.
+    fn runs(&self, k: usize, beam: usize) -> (usize, usize) {
+        let stride = (0..k).fold(self.rooms, |s, _| beam.min(2 * s));
+        (self.branches.div_ceil(1 << k), stride)
+    }
+}
+
+/// The most work `trust_select` may take per level, in binary searches (a child placed searches
+/// every other run): the level's runs are merged in pairs until under it.
+pub(crate) const PLACE_WORK: usize = 1 << 16;
+
+/// A beam of branches in the buffer: its size (one word), then scores, resemblances and rows.
+#[derive(Clone, Copy)]
+struct Half {
+    live: usize,
+    scores: usize,
+    resembling: usize,
+    rows: usize,
+    end: usize,
+}
+
+/// A running position in words, each array starting 16-byte aligned.
+struct Words(usize);
+
+impl Words {
+    fn take(&mut self, words: usize) -> usize {
+        let at = self.0.next_multiple_of(4);
+        self.0 = at + words;
+        at
+    }
+}
+
+impl Traversal {
+    fn plan(beam: &Beam, longest: [usize; 2], place_work: usize) -> Traversal {
+        let width = width_of(beam);
+        let mut at = Words(0);
+        let mut input = Vec::new();
+        let mut put = |at: &mut Words, data: &[u32]| {
+            let start = at.take(data.len());
+            input.resize(start, 0);
+            input.extend_from_slice(data);
+            (start, data.len())
+        };
+        let mut levels = Vec::with_capacity(width);
+        let (mut branches, mut most_branches, mut most_children) = (1, 1, 0);
+        for level in 0..width {
+            let node = beam.plan.order[level];
+            let links: Vec<u32> = beam.plan.links[level]
+                .iter()
+                .flat_map(|l| [l.other, (l.dir == Dir::In) as u32, l.relation])
+                .collect();
+            let seeds = seeds_for(beam.plan, level, beam.oh, beam.sim, beam.beam);
+            let mut lp = LevelPlan {
+                node,
+                rooms: rooms(beam, level, longest),
+                branches,
+                rounds: 0,
+                links: put(&mut at, &links),
+                seeds: put(&mut at, &seeds),
+            };
+            let placed = beam.beam.min(branches * lp.rooms);
+            loop {
+                let (runs, stride) = lp.runs(lp.rounds, beam.beam);
+                most_children = most_children.max(runs * stride);
+                if runs <= 1 || runs * placed <= place_work {
+                    break;
+                }
+                lp.rounds += 1;
+            }
+            branches = placed;
+            most_branches = most_branches.max(branches);
+            levels.push(lp);
+        }
+        let work = at.take(4 * width);
+        let half = |at: &mut Words| {
+            let live = at.take(1);
+            let scores = at.take(most_branches);
+            let resembling = at.take(most_branches);
+            let rows = at.take(most_branches * width);
+            Half {
+                live,
+                scores,
+                resembling,
+                rows,
+                end: at.0,
+            }
+        };
+        let halves = [half(&mut at), half(&mut at)];
+        let region = |at: &mut Words| {
+            let arrays = [0; 4].map(|_| at.take(most_children));
+            (arrays, at.take(most_branches))
+        };
+        let runs = [region(&mut at), region(&mut at)];
+        let stage = at.take(most_branches * 3 * LANES as usize);
+        // The root: one branch, nothing matched, scored 0 (zeros but its row and size).
+        let root = halves[0];
+        input.resize(root.rows, 0);
+        input.resize(root.rows + width, NONE);
+        input[root.live] = 1;
+        Traversal {
+            levels,
+            work,
+            halves,
+            runs,
+            stage,
+            words: at.0,
+            upload: input,
+        }
+    }
+}
+
+impl Half {
+    /// The branches this half holds, from `got` (words read from word `from` of the buffer).
+    fn branches(&self, got: &[u32], from: usize, width: usize) -> Branches {
+        let words = |at: usize, len: usize| &got[at - from..at - from + len];
+        let live = got[self.live - from] as usize;
+        Branches {
+            rows: words(self.rows, live * width).to_vec(),
+            scores: words(self.scores, live)
+                .iter()
+                .map(|&w| f32::from_bits(w))
+                .collect(),
+            resembling: words(self.resembling, live).to_vec(),
+            width,
+        }
+    }
+}
 
 impl<D: Device> OnDevice<'_, D> {
     /// `trust_similarity` over every job's candidate texts (a launch per job and chunk, one read):
@@ -513,129 +675,103 @@ impl<D: Device> OnDevice<'_, D> {
             .collect())
     }
 
-    /// The traversal's buffers, checked against the budget for a full beam, and each level's
-    /// rooms per branch.
-    fn level_buffers(&self, beam: &Beam) -> Result<LevelBuffers<D::Buffer>, TrustError> {
-        let longest = self.device.longest;
-        let rooms: Vec<usize> = (0..width_of(beam))
-            .map(|level| rooms(beam, level, longest))
-            .collect();
-        // The first level grows the one empty branch; any later one up to a beam of branches.
-        let n = beam.beam;
-        let most = rooms.iter().enumerate();
-        let most = most
-            .map(|(level, r)| if level == 0 { *r } else { n * r })
-            .max();
-        let out_words = WORK_WORDS + n + 3 * most.unwrap_or(0);
-        let stage_words = n * 3 * LANES as usize;
-        // A full level's input: rows, scores, links and seeds.
-        let width = width_of(beam);
-        let links = beam.plan.links.iter().map(Vec::len).max().unwrap_or(0);
-        // Four arrays, each aligned to 16 bytes (at most 3 words of padding).
-        let input_words = n * width + n + 3 * links + n + 4 * 3;
-        let bytes = 4 * (out_words + stage_words + input_words) as u64;
-        self.fits("a level of the beam", bytes)?;
-        let dev = self.dev();
-        Ok(LevelBuffers {
-            rooms,
-            input: (dev.alloc_zeroed(input_words * 4)?, input_words * 4),
-            out: dev.alloc_zeroed(out_words * 4)?,
-            stage: dev.alloc_zeroed(stage_words * 4)?,
-        })
-    }
-
-    /// One level of the beam: every branch grown by `node` on the device (one upload, one
-    /// launch, one read), as children for `select`.
-    fn level(
-        &mut self,
+    /// Queues level `level`: `trust_extend` over the branches of one half, its children merged
+    /// in pairs of runs its rounds times (`trust_merge`), then `trust_select` writing the next
+    /// beam to the other half.
+    fn queue_level(
+        &self,
         beam: &Beam,
-        bufs: &mut LevelBuffers<D::Buffer>,
-        branches: &Branches,
-        node: usize,
+        t: &Traversal,
+        buf: &D::Buffer,
         level: usize,
-        seeds: &[u32],
-    ) -> Result<Vec<Child>, TrustError> {
-        let (n, keep) = (branches.len(), bufs.rooms[level]);
-        let links: Vec<u32> = beam.plan.links[level]
-            .iter()
-            .flat_map(|l| [l.other, (l.dir == Dir::In) as u32, l.relation])
-            .collect();
-        let mut pack = Pack::default();
-        let rows_at = pack.put(&branches.rows);
-        let scores_at = pack.put(&branches.scores);
-        let links_at = pack.put(&links);
-        let seeds_at = pack.put(seeds);
+    ) -> Result<(), TrustError> {
         let dev = self.dev();
-        if bufs.input.1 < pack.bytes.len() {
-            let grown = (dev.alloc_zeroed(pack.bytes.len())?, pack.bytes.len());
-            dev.release(std::mem::replace(&mut bufs.input, grown).0);
-        }
-        let input = &bufs.input.0;
-        dev.write_bytes(input, 0, &pack.bytes)?;
-        // Output: the work maxima, then per branch its count, then its `keep` nodes, scores and
-        // resemblances.
-        dev.zero_bytes(&bufs.out, 0, WORK_WORDS * 4)?;
-        let out_words = WORK_WORDS + n + 3 * n * keep;
-        let (base, ob) = (dev.address(input), dev.address(&bufs.out));
-        let words = |start: usize, len: usize| DevSlice {
-            ptr: ob + (start * 4) as u64,
+        let lp = &t.levels[level];
+        let (from, to) = (t.halves[level % 2], t.halves[(level + 1) % 2]);
+        let width = width_of(beam);
+        let (n, keep) = (lp.branches, lp.rooms);
+        let base = dev.address(buf);
+        let words = |at: usize, len: usize| DevSlice {
+            ptr: base + 4 * at as u64,
             len: len as u64,
         };
-        let tables = (width_of(beam) * beam.g.node_count()) as u64;
+        // Region `k % 2` holds the runs before merge round `k`.
+        let runs = |k: usize| {
+            let ((arrays, lens), (count, stride)) = (t.runs[k % 2], lp.runs(k, beam.beam));
+            let [resembling, scores, parents, nodes] = arrays.map(|at| words(at, count * stride));
+            BeamRuns {
+                resembling,
+                scores,
+                parents,
+                nodes,
+                lens: words(lens, count),
+                stride: stride as u64,
+            }
+        };
+        let tables = (width * beam.g.node_count()) as u64;
         let table = |b: &Option<D::Buffer>| DevSlice {
             ptr: dev.address(b.as_ref().expect("tables on the device")),
             len: tables,
         };
-        let first = WORK_WORDS;
-        let args = TrustExtendArgs {
+        // The warps' rooms are the other region's first three arrays (free until the merges).
+        let [rooms_nodes, rooms_scores, rooms_resembles, _] =
+            t.runs[1].0.map(|at| words(at, n * keep));
+        let live = words(from.live, 1);
+        let extend = TrustExtendArgs {
             graph: self.graph(),
-            rows: at(base, rows_at),
-            scores: at(base, scores_at),
-            width: width_of(beam) as u64,
-            branches: n as u64,
-            node: node as u32,
+            rows: words(from.rows, n * width),
+            scores: words(from.scores, n),
+            resembling: words(from.resembling, n),
+            live,
+            width: width as u64,
+            node: lp.node as u32,
             _pad: 0,
-            links: DevSlice {
-                ptr: base + links_at.0 as u64,
-                len: (links.len() / 3) as u64,
-            },
-            seeds: at(base, seeds_at),
+            links: words(lp.links.0, lp.links.1 / 3),
+            seeds: words(lp.seeds.0, lp.seeds.1),
             oh: table(&self.oh),
             sim: table(&self.sim),
             alpha: beam.scoring.alpha,
             relation_weight: beam.scoring.relation_weight,
             keep: keep as u64,
-            out_counts: words(first, n),
-            out_nodes: words(first + n, n * keep),
-            out_scores: words(first + n + n * keep, n * keep),
-            out_resembles: words(first + n + 2 * n * keep, n * keep),
-            stage: DevSlice {
-                ptr: dev.address(&bufs.stage),
-                len: (n * 3 * LANES as usize) as u64,
-            },
-            work: DevSlice { ptr: ob, len: 2 },
+            rooms_nodes,
+            rooms_scores,
+            rooms_resembles,
+            out: runs(0),
+            stage: words(t.stage, n * 3 * LANES as usize),
+            // Two `u64`s: the length is in elements.
+            work: words(t.work + 4 * level, 2),
         };
-        dev.launch(&Launch::TrustExtend(args), n as u64)?;
-        let got: Vec<u32> = read(dev, &bufs.out, 0, out_words)?;
-        let work = |i: usize| u64::from(got[2 * i]) | u64::from(got[2 * i + 1]) << 32;
-        self.span.levels += 1;
-        self.span.judged += work(0);
-        self.span.rounds += work(1);
-        let got = &got[first..];
-        let mut children = Vec::new();
-        for b in 0..n {
-            for i in 0..(got[b] as usize).min(keep) {
-                let j = b * keep + i;
-                let resembles = got[n + 2 * n * keep + j];
-                children.push((
-                    branches.resembling[b] + resembles,
-                    f32::from_bits(got[n + n * keep + j]),
-                    b as u32,
-                    got[n + j],
-                ));
-            }
+        dev.launch(&Launch::TrustExtend(extend), n as u64)?;
+        for k in 0..lp.rounds {
+            let merge = TrustMergeArgs {
+                live,
+                span: 1 << k,
+                beam: beam.beam as u64,
+                runs: runs(k),
+                merged: runs(k + 1),
+            };
+            let (count, stride) = lp.runs(k, beam.beam);
+            dev.launch(&Launch::TrustMerge(merge), (count * stride).max(1) as u64)?;
         }
-        Ok(children)
+        let next = beam.beam.min(n * keep);
+        let select = TrustSelectArgs {
+            rows: extend.rows,
+            live,
+            span: 1 << lp.rounds,
+            width: width as u64,
+            node: lp.node as u32,
+            _pad: 0,
+            beam: beam.beam as u64,
+            runs: runs(lp.rounds),
+            next_rows: words(to.rows, next * width),
+            next_scores: words(to.scores, next),
+            next_resembling: words(to.resembling, next),
+            next_live: words(to.live, 1),
+        };
+        let (count, stride) = lp.runs(lp.rounds, beam.beam);
+        // Thread 0 writes the next beam's size, even when no branch has a room.
+        dev.launch(&Launch::TrustSelect(select), (count * stride).max(1) as u64)?;
+        Ok(())
     }
 }
 

@@ -288,20 +288,23 @@ fn a_matching_unlike_every_concept_never_outranks_one_that_resembles() {
 }
 
 /// The emulated device (writes checked: no two threads write one element) gives the CPU's answer
-/// bit for bit, with the launches and reads the pipeline promises.
+/// bit for bit, with the launches and reads the pipeline promises; so it does when every level's
+/// children are merged down to one run before they are placed, and with a time limit (a read per
+/// level, to see it).
 #[test]
 fn the_emulated_device_ranks_as_the_cpu_does() {
     let g = kitchen();
     let trust = Trust::new(&g);
     let mut dev = gpsense_runtime::device::host::HostDevice::default();
     dev.check_writes = true;
-    let device = TrustDevice::new(dev, &g).expect("upload");
+    let mut device = TrustDevice::new(dev, &g).expect("upload");
     for text in [
         r#"SELECT * WHERE { "chocolate cakes" IsA ?x . ?x HasProperty sweet }"#,
         "SELECT * WHERE { lemon IsA ?f . ?f HasProperty sweet }",
         "SELECT * WHERE { ?x ?r swet . ?x AtLocation ?y . lemmon IsA ?z }",
     ] {
         let (t, _) = Template::parse(text).expect("parse");
+        let levels = t.nodes.len() as u64;
         for beam in [1, 3, 128] {
             let params = Params {
                 beam,
@@ -309,23 +312,45 @@ fn the_emulated_device_ranks_as_the_cpu_does() {
                 ..Params::default()
             };
             let cpu = trust.search(&t, &params).expect("cpu");
+            device.place_work = crate::device::PLACE_WORK;
             let emulated = trust.search_on(&device, &t, &params).expect("emulated");
             assert_eq!(cpu.matches, emulated.matches, "{text}, beam {beam}");
             assert_eq!(cpu.order, emulated.order);
             let c = emulated.device.as_ref().expect("device run").counters;
-            // Similarity: a launch per fuzzy node; one-hop: one chunk; a launch per level.
+            // Similarity: a launch per fuzzy node; one-hop: one chunk; two launches per level
+            // (extend, select: the kitchen's levels need no merging). A read each for the
+            // similarities, the one-hop table and the whole traversal, whose levels run without
+            // the host between them.
             let fuzzy = t.nodes.iter().filter(|n| n.label != NodeLabel::Any).count() as u64;
-            assert_eq!(c.launches, fuzzy + 1 + t.nodes.len() as u64, "{text}");
-            assert_eq!(c.syncs, 2 + t.nodes.len() as u64, "{text}");
-            // Four buffers for the similarities, four for the one-hop table, three for every
-            // level of the traversal together.
-            assert!(c.allocations <= 4 + 4 + 3, "{text}: {c:?}");
+            assert_eq!(c.launches, fuzzy + 1 + 2 * levels, "{text}");
+            assert_eq!(c.syncs, 3, "{text}");
+            // Four buffers for the similarities, four for the one-hop table, one for the
+            // traversal.
+            assert!(c.allocations <= 4 + 4 + 1, "{text}: {c:?}");
             let span = emulated.device.as_ref().expect("device run").traversal;
-            assert_eq!(span.levels, t.nodes.len() as u64, "{text}");
+            assert_eq!(span.levels, levels, "{text}");
             assert!(
                 span.rounds <= span.judged && span.rounds >= span.levels,
                 "{span:?}"
             );
+
+            // Every level merged down to one run: more launches, the same answer.
+            device.place_work = 1;
+            let merged = trust.search_on(&device, &t, &params).expect("merged");
+            assert_eq!(cpu.matches, merged.matches, "{text}, beam {beam}, merged");
+            let m = merged.device.as_ref().expect("device run").counters;
+            if beam > 1 {
+                assert!(m.launches > c.launches, "{text}: {m:?}");
+            }
+
+            let timed = Params {
+                timeout: Some(std::time::Duration::from_secs(3600)),
+                ..params
+            };
+            let limited = trust.search_on(&device, &t, &timed).expect("timed");
+            assert_eq!(cpu.matches, limited.matches, "{text}, beam {beam}, timed");
+            let l = limited.device.as_ref().expect("device run").counters;
+            assert!(l.syncs >= 3 + levels, "{text}: {l:?}");
         }
     }
 }

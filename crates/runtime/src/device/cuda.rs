@@ -459,6 +459,8 @@ mod imp {
                 Launch::TrustSimilarity(a) => go!(a),
                 Launch::TrustOneHop(a) => go!(a),
                 Launch::TrustExtend(a) => go!(a),
+                Launch::TrustMerge(a) => go!(a),
+                Launch::TrustSelect(a) => go!(a),
             }
             self.counting.launch_took(start.elapsed());
             Ok(())

@@ -689,6 +689,8 @@ unsafe fn run_thread(launch: &Launch, gid: usize) {
             Launch::CountLeavesBatch(a) => entry::count_leaves_batch(a, gid),
             Launch::TrustSimilarity(a) => entry::trust_similarity(a, gid),
             Launch::TrustOneHop(a) => entry::trust_one_hop(a, gid),
+            Launch::TrustMerge(a) => entry::trust_merge(a, gid),
+            Launch::TrustSelect(a) => entry::trust_select(a, gid),
             Launch::MarkSteps(_)
             | Launch::TrustExtend(_)
             | Launch::ExtendWarp(_)

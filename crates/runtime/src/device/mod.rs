@@ -87,6 +87,8 @@ pub enum Launch {
     TrustSimilarity(abi::TrustSimilarityArgs),
     TrustOneHop(abi::TrustOneHopArgs),
     TrustExtend(abi::TrustExtendArgs),
+    TrustMerge(abi::TrustMergeArgs),
+    TrustSelect(abi::TrustSelectArgs),
 }
 
 impl Launch {
@@ -115,6 +117,8 @@ impl Launch {
             Launch::TrustSimilarity(_) => "trust_similarity",
             Launch::TrustOneHop(_) => "trust_one_hop",
             Launch::TrustExtend(_) => "trust_extend",
+            Launch::TrustMerge(_) => "trust_merge",
+            Launch::TrustSelect(_) => "trust_select",
         };
         abi::KERNELS
             .iter()
