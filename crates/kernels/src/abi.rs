@@ -477,8 +477,11 @@ pub struct PivotSegmentsBatchArgs {
 
 /// `trust_similarity`: one thread per data name, items `first..first + out.len`. `query` holds the
 /// template name's code points; `ids` the data names to score; `chars`/`ends` all names' code points
-/// (name `k` at `chars[ends[k - 1]..ends[k]]`); `scratch` `row_len` `u32`s per item of the launch;
-/// `out` one `f32` per item.
+/// (name `k` at `chars[ends[k - 1]..ends[k]]`); `out` one `f32` per item. A name of at most
+/// `trust::PATTERN_BITS` code points comes as its `trust::Pattern` too (`ascii`: 128 `u64` masks;
+/// `other_chars` (`u32`) and `other_masks` (`u64`): its other characters'), and is scored by the
+/// bit-parallel distance in registers; a longer one (`ascii` empty) by the dynamic programme in
+/// `scratch`, `row_len` `u32`s per item of the launch.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct TrustSimilarityArgs {
@@ -488,6 +491,9 @@ pub struct TrustSimilarityArgs {
     pub ends: DevSlice,
     pub threshold: f32,
     pub _pad: u32,
+    pub ascii: DevSlice,
+    pub other_chars: DevSlice,
+    pub other_masks: DevSlice,
     pub scratch: DevSlice,
     pub row_len: u64,
     pub first: u64,

@@ -619,18 +619,21 @@ pub unsafe fn trust_similarity(a: &TrustSimilarityArgs, i: usize) {
         return;
     }
     unsafe {
-        let row_len = a.row_len as usize;
-        let row = a.scratch.region_mut::<u32>(i * row_len, (i + 1) * row_len);
-        let item = a.first as usize + i;
-        let s = crate::trust::similarity_item(
-            item,
-            a.query.get(),
-            a.ids.get(),
-            a.chars.get(),
-            a.ends.get(),
-            a.threshold,
-            row,
-        );
+        let (query, item) = (a.query.get::<u32>(), a.first as usize + i);
+        let (ids, chars, ends) = (a.ids.get(), a.chars.get(), a.ends.get());
+        let s = if a.ascii.len as usize == 128 && query.len() <= crate::trust::PATTERN_BITS {
+            let p = crate::trust::Pattern {
+                ascii: a.ascii.get(),
+                other_chars: a.other_chars.get(),
+                other_masks: a.other_masks.get(),
+                len: query.len(),
+            };
+            crate::trust::similarity_bits_item(item, &p, ids, chars, ends, a.threshold)
+        } else {
+            let row_len = a.row_len as usize;
+            let row = a.scratch.region_mut::<u32>(i * row_len, (i + 1) * row_len);
+            crate::trust::similarity_item(item, query, ids, chars, ends, a.threshold, row)
+        };
         a.out.write(i, s);
     }
 }

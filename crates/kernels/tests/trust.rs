@@ -562,30 +562,50 @@ fn gpu_entries_match_the_bodies() {
     let query = code_points("chocolate cakes");
     let ids: Vec<u32> = (0..names.len() as u32).collect();
     let row_len = 32;
-    let mut scratch = vec![0u32; row_len * ids.len()];
-    let mut out = vec![0.0f32; ids.len()];
-    let args = TrustSimilarityArgs {
-        query: dev(&query),
-        ids: dev(&ids),
-        chars: dev(&chars),
-        ends: dev(&ends),
-        threshold: 0.3,
-        _pad: 0,
-        scratch: dev_mut(&mut scratch),
-        row_len: row_len as u64,
-        first: 0,
-        out: dev_mut(&mut out),
-    };
-    for i in 0..ids.len() + 2 {
-        unsafe { entry::trust_similarity(&args, i) };
+    // The bit-parallel distance (with the name's pattern), then the dynamic programme (without).
+    let (mut ascii, mut other_chars, mut other_masks) = ([0u64; 128], [0u32; 64], [0u64; 64]);
+    let others = build_pattern(&query, &mut ascii, &mut other_chars, &mut other_masks);
+    for with_pattern in [true, false] {
+        let mut scratch = vec![0u32; row_len * ids.len()];
+        let mut out = vec![0.0f32; ids.len()];
+        let pattern = |s: &[u64]| {
+            if with_pattern {
+                dev(s)
+            } else {
+                dev::<u64>(&[])
+            }
+        };
+        let args = TrustSimilarityArgs {
+            query: dev(&query),
+            ids: dev(&ids),
+            chars: dev(&chars),
+            ends: dev(&ends),
+            threshold: 0.3,
+            _pad: 0,
+            ascii: pattern(&ascii),
+            other_chars: dev(&other_chars[..others]),
+            other_masks: dev(&other_masks[..others]),
+            scratch: if with_pattern {
+                dev::<u32>(&[])
+            } else {
+                dev_mut(&mut scratch)
+            },
+            row_len: row_len as u64,
+            first: 0,
+            out: dev_mut(&mut out),
+        };
+        for i in 0..ids.len() + 2 {
+            unsafe { entry::trust_similarity(&args, i) };
+        }
+        let mut row = vec![0u32; row_len];
+        for i in 0..ids.len() {
+            let want = gpsense_kernels::trust::similarity_item(
+                i, &query, &ids, &chars, &ends, 0.3, &mut row,
+            );
+            assert_eq!(out[i], want, "{}, pattern {with_pattern}", names[i]);
+        }
+        assert!(out[0] > 0.9 && out[3] == 0.0, "{out:?}");
     }
-    let mut row = vec![0u32; row_len];
-    for i in 0..ids.len() {
-        let want =
-            gpsense_kernels::trust::similarity_item(i, &query, &ids, &chars, &ends, 0.3, &mut row);
-        assert_eq!(out[i], want, "{}", names[i]);
-    }
-    assert!(out[0] > 0.9 && out[3] == 0.0, "{out:?}");
 }
 
 /// A branch's kept children are the best `capacity` by `ChildKey` (resembling first, then score,

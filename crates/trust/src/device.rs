@@ -27,7 +27,7 @@ use gpsense_kernels::abi::{
     DevSlice, GraphArgs, TrustExtendArgs, TrustMergeArgs, TrustOneHopArgs, TrustSelectArgs,
     TrustSimilarityArgs,
 };
-use gpsense_kernels::trust::{hop_scratch_len, BeamRuns, Scoring};
+use gpsense_kernels::trust::{build_pattern, hop_scratch_len, BeamRuns, Scoring, PATTERN_BITS};
 use gpsense_kernels::warp::LANES;
 use gpsense_kernels::{Dir, GraphView, NONE};
 use gpsense_runtime::device::cuda::CudaDevice;
@@ -618,13 +618,35 @@ impl<D: Device> OnDevice<'_, D> {
         let ids: Vec<u32> = (0..total as u32).collect();
         let ids_at = pack.put(&ids);
         let queries: Vec<(usize, usize)> = jobs.iter().map(|(q, _)| pack.put(q)).collect();
+        // A name the bit-parallel distance takes goes with its pattern; a longer one needs a
+        // dynamic programme's row per text.
+        let patterns: Vec<Option<[(usize, usize); 3]>> = jobs
+            .iter()
+            .map(|(q, _)| {
+                (q.len() <= PATTERN_BITS).then(|| {
+                    let (mut ascii, mut chars, mut masks) = ([0u64; 128], [0u32; 64], [0u64; 64]);
+                    let others = build_pattern(q, &mut ascii, &mut chars, &mut masks);
+                    [
+                        pack.put(&ascii),
+                        pack.put(&chars[..others]),
+                        pack.put(&masks[..others]),
+                    ]
+                })
+            })
+            .collect();
         let row_len = 2 * (longest + 1);
         let chunk = CHUNK.min(total);
-        let need = pack.bytes.len() + chunk * row_len * 4 + total * 4;
+        let long = jobs.iter().any(|(q, _)| q.len() > PATTERN_BITS);
+        let scratch_words = if long { chunk * row_len } else { 0 };
+        let need = pack.bytes.len() + scratch_words * 4 + total * 4;
         self.fits("the name similarities", need as u64)?;
         let dev = self.dev();
         let input = self.put(&pack)?;
-        let scratch = dev.alloc_zeroed(chunk * row_len * 4)?;
+        let scratch = if long {
+            Some(dev.alloc_zeroed(scratch_words * 4)?)
+        } else {
+            None
+        };
         let out = dev.alloc_zeroed(total * 4)?;
         let base = dev.address(&input);
         let out_slice = DevSlice {
@@ -634,12 +656,21 @@ impl<D: Device> OnDevice<'_, D> {
         let all_ids = at(base, ids_at);
         let timed = stop.deadline.is_some() || stop.cancel.is_some();
         let mut first = 0;
-        for ((_, job_ids), query) in jobs.iter().zip(&queries) {
+        for (((_, job_ids), query), pattern) in jobs.iter().zip(&queries).zip(&patterns) {
             let n = job_ids.len();
+            let [ascii, other_chars, other_masks] =
+                pattern.map_or([DevSlice::default(); 3], |p| p.map(|a| at(base, a)));
             for (s, e) in chunks(n, chunk) {
                 if stop.hit() {
                     break;
                 }
+                let scratch = match (&scratch, pattern) {
+                    (Some(b), None) => DevSlice {
+                        ptr: dev.address(b),
+                        len: ((e - s) * row_len) as u64,
+                    },
+                    _ => DevSlice::default(),
+                };
                 let args = TrustSimilarityArgs {
                     query: at(base, *query),
                     ids: all_ids,
@@ -647,10 +678,10 @@ impl<D: Device> OnDevice<'_, D> {
                     ends: at(base, ends_at),
                     threshold,
                     _pad: 0,
-                    scratch: DevSlice {
-                        ptr: dev.address(&scratch),
-                        len: ((e - s) * row_len) as u64,
-                    },
+                    ascii,
+                    other_chars,
+                    other_masks,
+                    scratch,
                     row_len: row_len as u64,
                     first: (first + s) as u64,
                     out: part(out_slice, 4, first + s, first + e),

@@ -443,3 +443,25 @@ fn a_wide_beam_on_a_small_graph_fits_the_device() {
     assert_eq!(cpu.matches, on_device.matches);
     assert!(!cpu.matches.is_empty());
 }
+
+/// A name over 64 code points is scored on the device by the dynamic programme (the bit-parallel
+/// distance holds 64), and found as on the CPU.
+#[test]
+fn a_long_name_is_scored_on_the_device_as_on_the_cpu() {
+    let long = "chocolate cake with lemon and a sweet icing, baked in the kitchen oven";
+    let g = graph(&format!("{long}\tIsA\tcake\nlemon cake\tIsA\tcake\n"));
+    let trust = Trust::new(&g);
+    let device =
+        TrustDevice::new(gpsense_runtime::device::host::HostDevice::default(), &g).expect("upload");
+    let misspelt = long.replace("lemon", "lemmon").replace("sweet", "swet");
+    assert!(misspelt.chars().count() > 64);
+    let text = format!(r#"SELECT * WHERE {{ "{misspelt}" IsA ?x }}"#);
+    let (t, _) = Template::parse(&text).expect("parse");
+    let params = Params::default();
+    let cpu = trust.search(&t, &params).expect("cpu");
+    let emulated = trust.search_on(&device, &t, &params).expect("emulated");
+    assert_eq!(cpu.matches, emulated.matches);
+    assert_eq!(names(&g, &cpu.matches[0])[0], long);
+    let c = emulated.device.expect("device run").counters;
+    assert!(c.launches > 3, "the similarity kernel ran: {c:?}");
+}
