@@ -471,9 +471,11 @@ impl LevelPlan {
 /// every other run): the level's runs are merged in pairs until under it.
 pub(crate) const PLACE_WORK: usize = 1 << 16;
 
-/// A beam of branches in the buffer: its size (one word), then scores, resemblances and rows.
+/// A beam of branches in the buffer: its size (one word), then scores, resemblances and rows, room
+/// for `capacity` branches.
 #[derive(Clone, Copy)]
 struct Half {
+    capacity: usize,
     live: usize,
     scores: usize,
     resembling: usize,
@@ -540,6 +542,7 @@ impl Traversal {
             let resembling = at.take(most_branches);
             let rows = at.take(most_branches * width);
             Half {
+                capacity: most_branches,
                 live,
                 scores,
                 resembling,
@@ -575,7 +578,8 @@ impl Half {
     /// The branches this half holds, from `got` (words read from word `from` of the buffer).
     fn branches(&self, got: &[u32], from: usize, width: usize) -> Branches {
         let words = |at: usize, len: usize| &got[at - from..at - from + len];
-        let live = got[self.live - from] as usize;
+        // The device's count, held to what the half holds (a faulty device never indexes past it).
+        let live = (got[self.live - from] as usize).min(self.capacity);
         Branches {
             rows: words(self.rows, live * width).to_vec(),
             scores: words(self.scores, live)
