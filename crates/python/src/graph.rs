@@ -340,6 +340,8 @@ impl Graph {
             beam,
             top,
             timeout: timeout.map(options::seconds).transpose()?,
+            // The first search's limit counts the name index and the device's opening too.
+            started: Some(std::time::Instant::now()),
             memory_budget: Some(gpsense_runtime::default_memory_budget()),
             cancel: Some(gpsense_trust::Cancel(interrupt::flag())),
         };

@@ -75,6 +75,10 @@ pub struct Params {
     pub top: usize,
     /// Stop after this long: the answer is what was complete by then, marked timed out.
     pub timeout: Option<std::time::Duration>,
+    /// When `timeout` started counting (`None`: when the search starts). A caller that builds the
+    /// name index or opens a device for the search first passes the instant before, so that the
+    /// limit holds for all of it.
+    pub started: Option<Instant>,
     /// Bytes the score tables may take (`None`: unchecked). They hold two `f32` per template node
     /// and data node, the bulk of a search's memory on a large graph.
     pub memory_budget: Option<u64>,
@@ -116,6 +120,7 @@ impl Default for Params {
             beam: 128,
             top: 10,
             timeout: None,
+            started: None,
             memory_budget: None,
             cancel: None,
         }
@@ -382,7 +387,7 @@ impl<'g> Trust<'g> {
         let scoring = params.scoring();
         let start = Instant::now();
         let stop = Stop {
-            deadline: params.timeout.map(|t| start + t),
+            deadline: params.timeout.map(|t| params.started.unwrap_or(start) + t),
             cancel: params.cancel,
         };
         let sim = phases.similarity(template, &self.index, params.threshold, stop)?;

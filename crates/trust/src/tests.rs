@@ -465,3 +465,33 @@ fn a_long_name_is_scored_on_the_device_as_on_the_cpu() {
     let c = emulated.device.expect("device run").counters;
     assert!(c.launches > 3, "the similarity kernel ran: {c:?}");
 }
+
+/// The time limit counts from `Params::started` when given (the CLI's, before it builds the name
+/// index and opens the device): a limit already spent by then stops the search before its
+/// one-hop phase, on the CPU and on the device, where without `started` it runs whole.
+#[test]
+fn the_time_limit_counts_from_when_the_caller_started() {
+    let g = kitchen();
+    let trust = Trust::new(&g);
+    let device =
+        TrustDevice::new(gpsense_runtime::device::host::HostDevice::default(), &g).expect("upload");
+    let (t, _) = Template::parse("SELECT * WHERE { lemon IsA ?x }").expect("parse");
+    let hour = std::time::Duration::from_secs(3600);
+    let spent = Params {
+        timeout: Some(hour),
+        started: std::time::Instant::now().checked_sub(2 * hour),
+        ..Params::default()
+    };
+    assert!(spent.started.is_some(), "the clock goes back two hours");
+    let fresh = Params {
+        started: None,
+        ..spent
+    };
+    let whole = trust.search(&t, &fresh).expect("cpu");
+    assert!(!whole.timed_out && !whole.matches.is_empty(), "{whole:?}");
+    let cpu = trust.search(&t, &spent).expect("cpu");
+    assert!(cpu.timed_out && cpu.matches.is_empty(), "{cpu:?}");
+    let on_device = trust.search_on(&device, &t, &spent).expect("device");
+    assert!(on_device.timed_out && on_device.matches.is_empty());
+    assert_eq!(on_device.device.expect("device run").counters.launches, 0);
+}

@@ -48,8 +48,9 @@ pub struct TrustArgs {
     /// Matchings printed (at most --beam).
     #[arg(long, default_value_t = Params::default().top, value_parser = beam_width, help_heading = crate::help::OUTPUT)]
     top: usize,
-    /// Stop after this many milliseconds (at most a week); the matchings complete by then are
-    /// reported, marked as timed out (exit status 3).
+    /// Stop after this many milliseconds (at most a week), counted from before the name index is
+    /// built and the device opened; the matchings complete by then are reported, marked as timed
+    /// out (exit status 3).
     #[arg(long, value_parser = crate::parse_timeout_ms, help_heading = crate::help::LIMITS)]
     timeout_ms: Option<u64>,
     /// Memory the score tables may take (two 4-byte scores per template node and data node), e.g.
@@ -171,6 +172,8 @@ fn run_on_pool(args: &TrustArgs) -> Result<()> {
         beam: args.beam,
         top: args.top,
         timeout: args.timeout_ms.map(std::time::Duration::from_millis),
+        // The limit counts the name index and the device's opening too.
+        started: Some(Instant::now()),
         memory_budget: Some(
             args.memory_budget
                 .unwrap_or_else(gpsense_runtime::default_memory_budget),

@@ -6,7 +6,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Mutex, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use gpsense::EngineKind;
 use gpsense_runtime::device::DeviceError;
@@ -73,6 +73,8 @@ pub fn search(engine: &Engine, trusts: &Trusts, s: &Search) -> Result<Value, Fai
         beam: Params::default().beam.max(top),
         top,
         timeout: Some(s.timeout),
+        // The first request's limit counts the name index and the device's opening too.
+        started: Some(Instant::now()),
         memory_budget: Some(engine.options.memory_budget),
         cancel: Some(Cancel(s.cancel)),
         ..Params::default()
