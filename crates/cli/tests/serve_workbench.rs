@@ -183,8 +183,9 @@ fn trust_ranks_near_matches_within_the_limits() {
 }
 
 /// A server on a device engine searches `/trust` on its device: the emulator's ranking is a CPU
-/// server's; with a fault injected into `trust_extend` the search fails with the device's error
-/// (so it ran there) and the server answers queries still.
+/// server's, for requests one at a time and for several at once on the one device; with a fault
+/// injected into `trust_extend` the search fails with the device's error (so it ran there) and the
+/// server answers queries still.
 #[test]
 fn trust_runs_on_the_servers_device() {
     let q = "SELECT * WHERE { ?x IsA animals . ?x AtLocation hom }";
@@ -194,6 +195,35 @@ fn trust_runs_on_the_servers_device() {
     let quiet = [("GPSENSE_EMULATOR_CHECK", "0")];
     let emulated = Server::start_with_env(&quiet, &["--engine", "emulated"]);
     assert_eq!(json(&trust(&emulated, q, "&k=5")), want);
+    let several = [
+        q,
+        r#"SELECT * WHERE { "chocolate cakes" IsA ?x . ?x HasProperty sweet }"#,
+        "SELECT * WHERE { ?x IsA animl . ?x CapableOf ?y }",
+        "SELECT * WHERE { lemmon IsA ?f . ?f HasProperty ?p }",
+    ];
+    let wanted: Vec<Value> = several
+        .iter()
+        .map(|q| json(&trust(&cpu, q, "&k=8")))
+        .collect();
+    let port = emulated.port;
+    let at_once: Vec<_> = (0..8)
+        .map(|i| {
+            let q = several[i % several.len()];
+            thread::spawn(move || {
+                let path = format!("/trust?query={}&k=8", encode(q));
+                request(port, "GET", &path, &[], b"")
+            })
+        })
+        .collect();
+    for (i, reply) in at_once.into_iter().enumerate() {
+        let reply = reply.join().expect("a request");
+        assert_eq!(
+            json(&reply),
+            wanted[i % several.len()],
+            "{}",
+            several[i % 4]
+        );
+    }
     let fault = [("GPSENSE_EMULATOR_FAULT", "trust_extend")];
     let faulty = Server::start_with_env(&fault, &["--engine", "emulated"]);
     let failed = trust(&faulty, q, "&k=5");
