@@ -527,7 +527,7 @@ pub struct TrustOneHopArgs {
 /// `trust_extend`: one warp per live branch of TruST's beam search (`rows`: branch rows of `width`
 /// `u32`s, a data node per template node or `NONE`; `scores`: their cumulative `f32` scores;
 /// `resembling`: their `u32` resemblances; `live`: one `u32`, how many branches there are, written
-/// by the level before), growing it by template node `node` through `trust::extend_top_warp`, its
+/// by the level before), growing it by template node `node` through `trust::Judge::extend_top_warp`, its
 /// lanes judging 32 candidates at once. `links` holds `trust::Link`s as three `u32`s each (other
 /// node, direction 0 out / 1 in, relation), `seeds` the `u32` candidates of an unanchored level;
 /// `oh` and `sim` are the one-hop and similarity tables (`f32`, row-major data x template). Each

@@ -777,17 +777,14 @@ pub unsafe fn trust_extend<W: Warp>(a: &TrustExtendArgs, b: usize, warp: &W) {
             stage: a.stage,
             first_slot: b * LANES as usize,
         };
-        let (kept, work) = crate::trust::extend_top_warp(
-            warp,
-            row,
-            base,
-            &ext,
-            &a.graph.view(),
-            a.oh.get(),
-            a.sim.get(),
-            &scoring,
-            &rooms,
-        );
+        let judge = crate::trust::Judge {
+            ext: &ext,
+            g: &a.graph.view(),
+            oh: a.oh.get(),
+            sim: a.sim.get(),
+            scoring: &scoring,
+        };
+        let (kept, work) = judge.extend_top_warp(warp, row, base, &rooms);
         // Lane 0 wrote the rooms; every lane reads them.
         warp.sync();
         let resembling = a.resembling.get::<u32>()[b];

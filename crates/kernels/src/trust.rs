@@ -7,9 +7,11 @@
 //! - One-hop score: [`one_hop`] mixes the name similarity of a (template node, data node) pair with
 //!   the value of a maximum-weight bipartite matching between their incident edges, computed
 //!   exactly by the Hungarian (Kuhn-Munkres) method in [`max_weight_assignment`].
-//! - Tree traversal: [`extend_branch`] grows one beam-search branch by one template node, emitting
-//!   every injective, topology-respecting extension with its score increment; [`extend_top`] keeps
-//!   the best of them, and [`extend_top_warp`] does the same with a warp, 32 candidates at once.
+//! - Tree traversal: a level's [`Judge`] grows one beam-search branch by one template node
+//!   ([`Judge::extend_branch`]), emitting every injective, topology-respecting extension with its
+//!   score increment; [`Judge::extend_top`] keeps the best of them, and [`Judge::extend_top_warp`]
+//!   does the same with a warp, 32 candidates at once. The next beam is chosen among the branches'
+//!   children on the device too ([`rank_rooms`], [`RunsView`]).
 //!
 //! Scoring (all scores lie in `[0, 1]`):
 //! - `S(t, d)`: `1 - lev(t, d) / max(|t|, |d|)` over code points, `0` below the threshold; `1` for a
@@ -712,150 +714,161 @@ fn list_has(adj: &Adjacency, v: u32, w: u32, before: usize) -> bool {
     false
 }
 
-/// Kernel: grows the branch `row` (data node per template node, `NONE` when unmatched) by
-/// `ext.node`, calling `emit(data node, score increment)` once per distinct candidate. Candidates
-/// are the data nodes joined to the image of a linked template node in the link's direction (any
-/// relation), or `ext.seeds` when no link leads back to a matched node; a candidate already in the
-/// branch is skipped (injective). The increment is `OH(node, c)` plus `E` of every link.
-/// `oh` is the one-hop table, row-major data nodes x template nodes (`row.len()` of them). `emit`
-/// returns the smallest increment still
-/// wanted (`f32::NEG_INFINITY` for all): a candidate whose bound `OH + links` is below it is
-/// skipped before its edges are looked up, which keeps hubs cheap. Returns the number emitted.
-/// Each candidate is judged alone ([`link_candidate`], [`seed_candidate`]), so a warp may judge 32
-/// at once ([`extend_top_warp`]).
-pub fn extend_branch(
-    row: &[u32],
-    ext: &Extension,
-    g: &GraphView,
-    oh: &[f32],
-    scoring: &Scoring,
-    emit: &mut impl FnMut(u32, f32) -> f32,
-) -> u32 {
-    let (mut emitted, mut floor) = (0, f32::NEG_INFINITY);
-    let mut any_link = false;
-    for i in 0..ext.links.len() {
-        let Some(len) = anchored_list_len(row, ext, g, i) else {
-            continue;
-        };
-        any_link = true;
-        for pos in 0..len {
-            if let Some((c, inc)) = link_candidate(row, ext, g, oh, scoring, floor, i, pos) {
-                floor = emit(c, inc);
-                emitted += 1;
+/// What a level of the beam judges its candidates by: the extension, the graph, the one-hop table
+/// `oh` and the similarity table `sim` (both row-major data nodes x template nodes) and the
+/// scoring. One per level, shared by every branch (and every lane of a warp).
+#[derive(Clone, Copy)]
+pub struct Judge<'a> {
+    pub ext: &'a Extension<'a>,
+    pub g: &'a GraphView<'a>,
+    pub oh: &'a [f32],
+    pub sim: &'a [f32],
+    pub scoring: &'a Scoring,
+}
+
+impl Judge<'_> {
+    /// Kernel: grows the branch `row` (data node per template node, `NONE` when unmatched) by
+    /// `ext.node`, calling `emit(data node, score increment)` once per distinct candidate.
+    /// Candidates are the data nodes joined to the image of a linked template node in the link's
+    /// direction (any relation), or `ext.seeds` when no link leads back to a matched node; a
+    /// candidate already in the branch is skipped (injective). The increment is `OH(node, c)` plus
+    /// `E` of every link. `emit` returns the smallest increment still wanted
+    /// (`f32::NEG_INFINITY` for all): a candidate whose bound `OH + links` is below it is skipped
+    /// before its edges are looked up, which keeps hubs cheap. Returns the number emitted. Each
+    /// candidate is judged alone ([`Judge::link_candidate`], [`Judge::seed_candidate`]), so a warp
+    /// may judge 32 at once ([`Judge::extend_top_warp`]).
+    pub fn extend_branch(&self, row: &[u32], emit: &mut impl FnMut(u32, f32) -> f32) -> u32 {
+        let (mut emitted, mut floor) = (0, f32::NEG_INFINITY);
+        let mut any_link = false;
+        for i in 0..self.ext.links.len() {
+            let Some(len) = self.anchored_list_len(row, i) else {
+                continue;
+            };
+            any_link = true;
+            for pos in 0..len {
+                if let Some((c, inc)) = self.link_candidate(row, floor, i, pos) {
+                    floor = emit(c, inc);
+                    emitted += 1;
+                }
             }
         }
-    }
-    if !any_link {
-        for &c in ext.seeds {
-            if let Some((c, inc)) = seed_candidate(row, ext, g, oh, scoring, floor, c) {
-                floor = emit(c, inc);
-                emitted += 1;
+        if !any_link {
+            for &c in self.ext.seeds {
+                if let Some((c, inc)) = self.seed_candidate(row, floor, c) {
+                    floor = emit(c, inc);
+                    emitted += 1;
+                }
             }
         }
+        emitted
     }
-    emitted
-}
 
-/// The length of the list link `i` leads through: its other node's image's list in the link's
-/// direction; `None` for a self-loop or a link to a node not yet matched.
-#[inline]
-pub fn anchored_list_len(row: &[u32], ext: &Extension, g: &GraphView, i: usize) -> Option<usize> {
-    let l = ext.links[i];
-    if l.other == ext.node || row[l.other as usize] == NONE {
-        return None;
-    }
-    Some(g.adj(l.dir).degree(row[l.other as usize]))
-}
-
-/// The candidate at position `pos` of anchored link `i`'s list, with its increment: none when its
-/// bound is below `floor`, when the branch holds it already, or when an earlier position (of this
-/// list, or of an earlier link's) reaches it, so that each candidate is judged once.
-#[allow(clippy::too_many_arguments)]
-#[inline]
-pub fn link_candidate(
-    row: &[u32],
-    ext: &Extension,
-    g: &GraphView,
-    oh: &[f32],
-    scoring: &Scoring,
-    floor: f32,
-    i: usize,
-    pos: usize,
-) -> Option<(u32, f32)> {
-    let l = ext.links[i];
-    let adj = g.adj(l.dir);
-    let x = row[l.other as usize];
-    let (targets, labels) = adj.list(x);
-    let c = targets[pos];
-    let one_hop = oh[c as usize * row.len() + ext.node as usize];
-    // Each link adds at most 1.
-    if one_hop + (ext.links.len() as f32) < floor || row.contains(&c) {
-        return None;
-    }
-    // Each candidate once: at its first position in the first link's list that reaches it.
-    let later_run = pos > 0 && labels[pos] != labels[0];
-    if (later_run && list_has(adj, x, c, pos)) || reached_before(row, ext, i, c, g) {
-        return None;
-    }
-    Some((c, increment(row, ext, g, one_hop, scoring, c)))
-}
-
-/// Seed `c` of an unanchored level with its increment, unless its bound is below `floor` or the
-/// branch holds it already.
-#[inline]
-pub fn seed_candidate(
-    row: &[u32],
-    ext: &Extension,
-    g: &GraphView,
-    oh: &[f32],
-    scoring: &Scoring,
-    floor: f32,
-    c: u32,
-) -> Option<(u32, f32)> {
-    let one_hop = oh[c as usize * row.len() + ext.node as usize];
-    if one_hop + (ext.links.len() as f32) < floor || row.contains(&c) {
-        return None;
-    }
-    Some((c, increment(row, ext, g, one_hop, scoring, c)))
-}
-
-/// Whether a link before `i` already reaches `c`.
-#[inline]
-fn reached_before(row: &[u32], ext: &Extension, i: usize, c: u32, g: &GraphView) -> bool {
-    ext.links[..i].iter().any(|l| {
-        l.other != ext.node
-            && row[l.other as usize] != NONE
-            && list_has(g.adj(l.dir), row[l.other as usize], c, usize::MAX)
-    })
-}
-
-/// `OH(node, c)` (given) plus the edge agreement of every link when `node` is matched to `c`.
-#[inline]
-fn increment(
-    row: &[u32],
-    ext: &Extension,
-    g: &GraphView,
-    one_hop: f32,
-    scoring: &Scoring,
-    c: u32,
-) -> f32 {
-    let mut inc = one_hop;
-    for l in ext.links {
-        let x = if l.other == ext.node {
-            c
-        } else {
-            row[l.other as usize]
-        };
-        if x == NONE {
-            continue;
+    /// The length of the list link `i` leads through: its other node's image's list in the link's
+    /// direction; `None` for a self-loop or a link to a node not yet matched.
+    #[inline]
+    pub fn anchored_list_len(&self, row: &[u32], i: usize) -> Option<usize> {
+        let l = self.ext.links[i];
+        if l.other == self.ext.node || row[l.other as usize] == NONE {
+            return None;
         }
-        let (from, to) = match l.dir {
-            Dir::Out => (x, c),
-            Dir::In => (c, x),
-        };
-        inc += edge_score(g, from, to, l.relation, scoring);
+        Some(self.g.adj(l.dir).degree(row[l.other as usize]))
     }
-    inc
+
+    /// The candidate at position `pos` of anchored link `i`'s list, with its increment: none when
+    /// its bound is below `floor`, when the branch holds it already, or when an earlier position
+    /// (of this list, or of an earlier link's) reaches it, so that each candidate is judged once.
+    #[inline]
+    pub fn link_candidate(
+        &self,
+        row: &[u32],
+        floor: f32,
+        i: usize,
+        pos: usize,
+    ) -> Option<(u32, f32)> {
+        let (ext, g) = (self.ext, self.g);
+        let l = ext.links[i];
+        let adj = g.adj(l.dir);
+        let x = row[l.other as usize];
+        let (targets, labels) = adj.list(x);
+        let c = targets[pos];
+        let one_hop = self.oh[c as usize * row.len() + ext.node as usize];
+        // Each link adds at most 1.
+        if one_hop + (ext.links.len() as f32) < floor || row.contains(&c) {
+            return None;
+        }
+        // Each candidate once: at its first position in the first link's list that reaches it.
+        let later_run = pos > 0 && labels[pos] != labels[0];
+        if (later_run && list_has(adj, x, c, pos)) || self.reached_before(row, i, c) {
+            return None;
+        }
+        Some((c, self.increment(row, one_hop, c)))
+    }
+
+    /// Seed `c` of an unanchored level with its increment, unless its bound is below `floor` or
+    /// the branch holds it already.
+    #[inline]
+    pub fn seed_candidate(&self, row: &[u32], floor: f32, c: u32) -> Option<(u32, f32)> {
+        let one_hop = self.oh[c as usize * row.len() + self.ext.node as usize];
+        if one_hop + (self.ext.links.len() as f32) < floor || row.contains(&c) {
+            return None;
+        }
+        Some((c, self.increment(row, one_hop, c)))
+    }
+
+    /// Whether a link before `i` already reaches `c`.
+    #[inline]
+    fn reached_before(&self, row: &[u32], i: usize, c: u32) -> bool {
+        let ext = self.ext;
+        ext.links[..i].iter().any(|l| {
+            l.other != ext.node
+                && row[l.other as usize] != NONE
+                && list_has(self.g.adj(l.dir), row[l.other as usize], c, usize::MAX)
+        })
+    }
+
+    /// `OH(node, c)` (given) plus the edge agreement of every link when `node` is matched to `c`.
+    #[inline]
+    fn increment(&self, row: &[u32], one_hop: f32, c: u32) -> f32 {
+        let mut inc = one_hop;
+        for l in self.ext.links {
+            let x = if l.other == self.ext.node {
+                c
+            } else {
+                row[l.other as usize]
+            };
+            if x == NONE {
+                continue;
+            }
+            let (from, to) = match l.dir {
+                Dir::Out => (x, c),
+                Dir::In => (c, x),
+            };
+            inc += edge_score(self.g, from, to, l.relation, self.scoring);
+        }
+        inc
+    }
+
+    /// Whether data node `c`'s name resembles the level's template node's (similarity above 0).
+    #[inline]
+    fn resembles(&self, row: &[u32], c: u32) -> bool {
+        self.sim[c as usize * row.len() + self.ext.node as usize] > 0.0
+    }
+
+    /// Position `k` of the anchored links' lists taken one after another: the link and the
+    /// position in its list (`None` past the last).
+    #[inline]
+    fn list_position(&self, row: &[u32], mut k: usize) -> Option<(usize, usize)> {
+        for i in 0..self.ext.links.len() {
+            let Some(n) = self.anchored_list_len(row, i) else {
+                continue;
+            };
+            if k < n {
+                return Some((i, k));
+            }
+            k -= n;
+        }
+        None
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -887,7 +900,7 @@ impl ChildKey {
     }
 }
 
-/// A score bound below which [`extend_branch`] may skip candidates is lowered by this much, so
+/// A score bound below which [`Judge::extend_branch`] may skip candidates is lowered by this much, so
 /// that rounding of `score - base` never skips a candidate that ties the worst kept child.
 pub const FLOOR_MARGIN: f32 = 1e-4;
 
@@ -968,7 +981,7 @@ impl TopChildren<'_> {
     }
 
     /// The increment a candidate of a branch with cumulative score `base` must reach to be kept,
-    /// for [`extend_branch`]'s pruning: none until the heap is full, and none while the worst kept
+    /// for [`Judge::extend_branch`]'s pruning: none until the heap is full, and none while the worst kept
     /// child does not resemble (a resembling candidate beats it whatever its score).
     pub fn floor(&self, base: f32) -> f32 {
         if self.len < self.nodes.len() || self.len == 0 || self.resembles[0] == 0 {
@@ -978,31 +991,73 @@ impl TopChildren<'_> {
     }
 }
 
-/// Kernel: grows branch `row` (cumulative score `base`) by `ext.node` into `top` (its best
-/// children by [`ChildKey`], scores cumulative). `sim` is the similarity table, row-major data
-/// nodes x template nodes. The CPU's beam calls this; the device's `trust_extend` keeps the same
-/// children with a warp ([`extend_top_warp`]).
-#[allow(clippy::too_many_arguments)]
-pub fn extend_top(
-    row: &[u32],
-    base: f32,
-    ext: &Extension,
-    g: &GraphView,
-    oh: &[f32],
-    sim: &[f32],
-    scoring: &Scoring,
-    top: &mut TopChildren,
-) {
-    let nt = row.len();
-    let node = ext.node as usize;
-    extend_branch(row, ext, g, oh, scoring, &mut |c, inc| {
-        top.offer(ChildKey {
-            resembles: sim[c as usize * nt + node] > 0.0,
-            score: base + inc,
-            node: c,
+impl Judge<'_> {
+    /// Kernel: grows branch `row` (cumulative score `base`) by `ext.node` into `top` (its best
+    /// children by [`ChildKey`], scores cumulative). The CPU's beam calls this; the device's
+    /// `trust_extend` keeps the same children with a warp ([`Judge::extend_top_warp`]).
+    pub fn extend_top(&self, row: &[u32], base: f32, top: &mut TopChildren) {
+        self.extend_branch(row, &mut |c, inc| {
+            top.offer(ChildKey {
+                resembles: self.resembles(row, c),
+                score: base + inc,
+                node: c,
+            });
+            top.floor(base)
         });
-        top.floor(base)
-    });
+    }
+
+    /// Kernel, a warp per branch: [`Judge::extend_top`]'s children of branch `row` (cumulative
+    /// score `base`), its lanes judging 32 candidates at once ([`Judge::link_candidate`],
+    /// [`Judge::seed_candidate`]); lane 0 offers the ones judged wanted to the branch's rooms, in
+    /// lane order, and tells every lane the new floor. The kept children are `extend_top`'s: the
+    /// kept set does not depend on the order of the offers, and the floor a round judges by is
+    /// never above the serial one. Returns how many were kept, and the work.
+    ///
+    /// # Safety
+    /// `rooms` describe live buffers that no other warp uses during the launch.
+    pub unsafe fn extend_top_warp<W: Warp>(
+        &self,
+        warp: &W,
+        row: &[u32],
+        base: f32,
+        rooms: &WarpRooms,
+    ) -> (usize, WarpWork) {
+        let resembles = |c: u32| self.resembles(row, c);
+        let mut kept = Kept {
+            len: 0,
+            floor: f32::NEG_INFINITY,
+            base,
+        };
+        let mut work = WarpWork::default();
+        // The anchored links' lists as one run of positions, 32 judged a round: a level's lists
+        // are often shorter than a warp.
+        let lists = (0..self.ext.links.len()).filter_map(|i| self.anchored_list_len(row, i));
+        let (any_link, total) = lists.fold((false, 0), |(_, t), n| (true, t + n));
+        for start in (0..total).step_by(LANES as usize) {
+            let floor = kept.floor;
+            let judge = |lane: u32| {
+                let (i, pos) = self.list_position(row, start + lane as usize)?;
+                self.link_candidate(row, floor, i, pos)
+            };
+            unsafe { kept.round(warp, rooms, &resembles, judge) };
+            work.judged += (total - start).min(LANES as usize) as u64;
+            work.rounds += 1;
+        }
+        if !any_link {
+            let seeds = self.ext.seeds;
+            for start in (0..seeds.len()).step_by(LANES as usize) {
+                let floor = kept.floor;
+                let judge = |lane: u32| {
+                    let c = *seeds.get(start + lane as usize)?;
+                    self.seed_candidate(row, floor, c)
+                };
+                unsafe { kept.round(warp, rooms, &resembles, judge) };
+                work.judged += (seeds.len() - start).min(LANES as usize) as u64;
+                work.rounds += 1;
+            }
+        }
+        (kept.len, work)
+    }
 }
 
 /// Where a warp keeps one branch's children: `keep` rooms from element `first` of the three output
@@ -1049,85 +1104,6 @@ pub struct WarpWork {
     pub rounds: u64,
 }
 
-/// Kernel, a warp per branch: [`extend_top`]'s children of branch `row` (cumulative score `base`),
-/// its lanes judging 32 candidates at once ([`link_candidate`], [`seed_candidate`]); lane 0 offers
-/// the ones judged wanted to the branch's rooms, in lane order, and tells every lane the new floor.
-/// The kept children are [`extend_top`]'s: the kept set does not depend on the order of the
-/// offers, and the floor a round judges by is never above the serial one. Returns how many were
-/// kept, and the work.
-///
-/// # Safety
-/// `rooms` describe live buffers that no other warp uses during the launch.
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn extend_top_warp<W: Warp>(
-    warp: &W,
-    row: &[u32],
-    base: f32,
-    ext: &Extension,
-    g: &GraphView,
-    oh: &[f32],
-    sim: &[f32],
-    scoring: &Scoring,
-    rooms: &WarpRooms,
-) -> (usize, WarpWork) {
-    let (nt, node) = (row.len(), ext.node as usize);
-    let resembles = |c: u32| sim[c as usize * nt + node] > 0.0;
-    let mut kept = Kept {
-        len: 0,
-        floor: f32::NEG_INFINITY,
-        base,
-    };
-    let mut work = WarpWork::default();
-    // The anchored links' lists as one run of positions, 32 judged a round: a level's lists are
-    // often shorter than a warp.
-    let lists = (0..ext.links.len()).filter_map(|i| anchored_list_len(row, ext, g, i));
-    let (any_link, total) = lists.fold((false, 0), |(_, t), n| (true, t + n));
-    for start in (0..total).step_by(LANES as usize) {
-        let floor = kept.floor;
-        let judge = |lane: u32| {
-            let (i, pos) = list_position(row, ext, g, start + lane as usize)?;
-            link_candidate(row, ext, g, oh, scoring, floor, i, pos)
-        };
-        unsafe { kept.round(warp, rooms, &resembles, judge) };
-        work.judged += (total - start).min(LANES as usize) as u64;
-        work.rounds += 1;
-    }
-    if !any_link {
-        for start in (0..ext.seeds.len()).step_by(LANES as usize) {
-            let floor = kept.floor;
-            let judge = |lane: u32| {
-                let c = *ext.seeds.get(start + lane as usize)?;
-                seed_candidate(row, ext, g, oh, scoring, floor, c)
-            };
-            unsafe { kept.round(warp, rooms, &resembles, judge) };
-            work.judged += (ext.seeds.len() - start).min(LANES as usize) as u64;
-            work.rounds += 1;
-        }
-    }
-    (kept.len, work)
-}
-
-/// Position `k` of the anchored links' lists taken one after another: the link and the position in
-/// its list (`None` past the last).
-#[inline]
-fn list_position(
-    row: &[u32],
-    ext: &Extension,
-    g: &GraphView,
-    mut k: usize,
-) -> Option<(usize, usize)> {
-    for i in 0..ext.links.len() {
-        let Some(n) = anchored_list_len(row, ext, g, i) else {
-            continue;
-        };
-        if k < n {
-            return Some((i, k));
-        }
-        k -= n;
-    }
-    None
-}
-
 /// A warp's view of its branch's rooms between rounds (warp-uniform).
 struct Kept {
     len: usize,
@@ -1140,7 +1116,7 @@ impl Kept {
     /// rooms' count and floor to every lane.
     ///
     /// # Safety
-    /// As [`extend_top_warp`].
+    /// As [`Judge::extend_top_warp`].
     unsafe fn round<W: Warp>(
         &mut self,
         warp: &W,
@@ -1245,7 +1221,7 @@ impl BeamRuns {
 /// `resembling` is the parent's resemblances.
 ///
 /// # Safety
-/// As [`extend_top_warp`], after it (and a [`Warp::sync`]); run `parent` of `out` is this warp's.
+/// As [`Judge::extend_top_warp`], after it (and a [`Warp::sync`]); run `parent` of `out` is this warp's.
 pub unsafe fn rank_rooms<W: Warp>(
     warp: &W,
     rooms: &WarpRooms,

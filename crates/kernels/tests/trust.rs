@@ -8,9 +8,9 @@ mod common;
 use common::{view, Rng};
 use gpsense_graph::{GraphBuilder, KnowledgeGraph};
 use gpsense_kernels::trust::{
-    assignment_scratch_len, build_pattern, extend_branch, hop_scratch_len, levenshtein_bits,
-    levenshtein_bounded, max_weight_assignment, one_hop, similarity_at_least, similarity_bits_item,
-    Extension, Link, Pattern, Scoring, TemplateView, ANY_RELATION,
+    assignment_scratch_len, build_pattern, hop_scratch_len, levenshtein_bits, levenshtein_bounded,
+    max_weight_assignment, one_hop, similarity_at_least, similarity_bits_item, Extension, Judge,
+    Link, Pattern, Scoring, TemplateView, ANY_RELATION,
 };
 use gpsense_kernels::{Dir, GraphView, NONE};
 
@@ -388,7 +388,7 @@ fn extend_branch_lists_each_injective_neighbour_once() {
             oh[c * 3 + 2] = v;
         }
         let mut got = Vec::new();
-        extend_branch(&row, &ext, &g, &oh, &scoring, &mut |c, inc| {
+        judge(&ext, &g, &oh, &scoring).extend_branch(&row, &mut |c, inc| {
             got.push((c, inc));
             f32::NEG_INFINITY
         });
@@ -427,7 +427,7 @@ fn extend_branch_lists_each_injective_neighbour_once() {
         // With a floor, nothing at or above it is ever skipped.
         let floor = want.get(want.len() / 2).map_or(0.0, |w| w.1);
         let mut pruned = Vec::new();
-        extend_branch(&row, &ext, &g, &oh, &scoring, &mut |c, _| {
+        judge(&ext, &g, &oh, &scoring).extend_branch(&row, &mut |c, _| {
             pruned.push(c);
             floor
         });
@@ -454,11 +454,27 @@ fn extend_branch_uses_seeds_without_a_matched_neighbour() {
     };
     let scoring = HALVES;
     let mut got = Vec::new();
-    extend_branch(&row, &ext, &g, &oh, &scoring, &mut |c, _| {
+    judge(&ext, &g, &oh, &scoring).extend_branch(&row, &mut |c, _| {
         got.push(c);
         f32::NEG_INFINITY
     });
     assert_eq!(got, [7, 1], "seed 3 is taken by the branch already");
+}
+
+/// A level's judge for `extend_branch`, which reads no similarity.
+fn judge<'a>(
+    ext: &'a Extension<'a>,
+    g: &'a GraphView<'a>,
+    oh: &'a [f32],
+    scoring: &'a Scoring,
+) -> Judge<'a> {
+    Judge {
+        ext,
+        g,
+        oh,
+        sim: &[],
+        scoring,
+    }
 }
 
 fn dev<T>(s: &[T]) -> gpsense_kernels::abi::DevSlice {
@@ -668,7 +684,7 @@ fn top_children_keep_the_best_whatever_the_order() {
 /// anchored levels and seeded ones; a round is taken per 32 positions of the lists together.
 #[test]
 fn a_warp_per_branch_keeps_what_one_thread_keeps() {
-    use gpsense_kernels::trust::{extend_top, extend_top_warp, TopChildren, WarpRooms};
+    use gpsense_kernels::trust::{Judge, TopChildren, WarpRooms};
     use gpsense_kernels::warp::HostWarp;
     let mut rng = Rng(21);
     let scoring = HALVES;
@@ -727,7 +743,14 @@ fn a_warp_per_branch_keeps_what_one_thread_keeps() {
             resembles: &mut r1,
             len: 0,
         };
-        extend_top(&row, base, &ext, &g, &oh, &sim, &scoring, &mut top);
+        let level = Judge {
+            ext: &ext,
+            g: &g,
+            oh: &oh,
+            sim: &sim,
+            scoring: &scoring,
+        };
+        level.extend_top(&row, base, &mut top);
         let mut want: Vec<(u32, u32, u32)> = (0..top.len)
             .map(|i| (top.nodes[i], top.scores[i].to_bits(), top.resembles[i]))
             .collect();
@@ -745,8 +768,7 @@ fn a_warp_per_branch_keeps_what_one_thread_keeps() {
             stage: dev_mut(&mut stage),
             first_slot: 32,
         };
-        let (kept, work) =
-            unsafe { extend_top_warp(&warp, &row, base, &ext, &g, &oh, &sim, &scoring, &rooms) };
+        let (kept, work) = unsafe { level.extend_top_warp(&warp, &row, base, &rooms) };
         let mut got: Vec<(u32, u32, u32)> = (keep..keep + kept)
             .map(|i| (n2[i], s2[i].to_bits(), r2[i]))
             .collect();

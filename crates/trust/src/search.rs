@@ -1,8 +1,8 @@
 //! Phase 3 of TruST: beam search over template nodes in a connected order.
 //!
 //! Level `i` adds template node `order[i]` to every kept branch: the kernel
-//! [`extend_branch`] lists its injective extensions to data nodes adjacent (in the template edge's
-//! direction, any relation) to the images of its already matched template neighbours, each with
+//! [`Judge::extend_branch`] lists its injective extensions to data nodes adjacent (in the template
+//! edge's direction, any relation) to the images of its already matched template neighbours, each with
 //! its score increment (`OH` plus the agreement of the edges closed). The `beam` best branches
 //! survive, after removing branches that reach the same matching: first those with the most
 //! template nodes whose data node resembles them by name (similarity above 0, i.e. at least the
@@ -10,7 +10,7 @@
 //! matched the same template nodes, both are comparable, and an exact embedding's prefixes rank
 //! first at every level (every name resembles, and no score is higher).
 
-use gpsense_kernels::trust::{extend_top, ChildKey, Extension, Link, Scoring, TopChildren};
+use gpsense_kernels::trust::{ChildKey, Extension, Judge, Link, Scoring, TopChildren};
 use gpsense_kernels::{Dir, GraphView, NONE};
 use hashbrown::HashSet;
 use rayon::prelude::*;
@@ -160,6 +160,13 @@ impl Beam<'_> {
     /// `trust_extend` warps call.
     fn children(&self, branches: &Branches, ext: &Extension) -> Vec<Child> {
         let beam = self.beam;
+        let judge = Judge {
+            ext,
+            g: self.g,
+            oh: self.oh,
+            sim: self.sim,
+            scoring: &self.scoring,
+        };
         let per_branch: Vec<Vec<Child>> = (0..branches.len())
             .into_par_iter()
             .map_init(
@@ -172,16 +179,7 @@ impl Beam<'_> {
                         len: 0,
                     };
                     let (row, base) = (branches.row(b), branches.scores[b]);
-                    extend_top(
-                        row,
-                        base,
-                        ext,
-                        self.g,
-                        self.oh,
-                        self.sim,
-                        &self.scoring,
-                        &mut top,
-                    );
+                    judge.extend_top(row, base, &mut top);
                     let count = branches.resembling[b];
                     (0..top.len)
                         .map(|i| {
