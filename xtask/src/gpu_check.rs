@@ -630,10 +630,16 @@ fn sanitizers(ctx: &Ctx) -> Sanitizers {
             args.extend(query_args(q).into_iter().map(OsString::from));
             runs.push(sanitize(ctx, &tool, name, q.name, args));
         }
-        // TruST's three kernels, `trust_extend`'s warps sharing their staging slots among them.
-        let mut args = ctx.args("trust", "gpu");
-        args.push(SANITIZED_TRUST.into());
-        runs.push(sanitize(ctx, &tool, name, "TruST", args));
+        // TruST's kernels, `trust_extend`'s warps sharing their staging slots among them; the
+        // wide beam's levels merge their children's runs (`trust_merge`) before placing them.
+        for (target, beam) in [("TruST", None), ("TruST, beam 1024", Some("1024"))] {
+            let mut args = ctx.args("trust", "gpu");
+            if let Some(beam) = beam {
+                args.extend(["--beam".into(), beam.into()]);
+            }
+            args.push(SANITIZED_TRUST.into());
+            runs.push(sanitize(ctx, &tool, name, target, args));
+        }
     }
     // synccheck: `trust_extend` is the one kernel with a warp barrier (`bar.warp.sync`).
     step("compute-sanitizer --tool synccheck");
