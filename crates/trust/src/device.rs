@@ -4,7 +4,8 @@
 //!
 //! Per search (n template nodes, `nd` data nodes, the graph uploaded once per [`TrustDevice`]):
 //! 1. **similarity**: the name index's exact filters pick, per fuzzy template node, the texts that
-//!    can reach the threshold (on the host: an inverted index, no per-pair work); their code points
+//!    can reach the threshold (on the host: an inverted index, no per-pair work); the index's
+//!    texts are on the device since its first search ([`TrustDevice`] keeps them), so their ids
 //!    go up in one upload, `trust_similarity` verifies them (a launch per node and chunk), and one
 //!    read brings the similarities back; the host keeps each node's best text and uploads `S`;
 //! 2. **one-hop**: `trust_one_hop` over the `nd x n` table in chunks of [`CHUNK`] pairs (scratch
@@ -21,6 +22,8 @@
 //! So a search makes 3 reads (plus, with a time limit, one per similarity and one-hop chunk and
 //! one per level, so that the limit is seen while the device works), and its device memory is
 //! checked against the memory budget (and what the device has free) before each phase allocates.
+
+use std::sync::{Arc, Mutex, PoisonError};
 
 use gpsense_graph::KnowledgeGraph;
 use gpsense_kernels::abi::{
@@ -85,6 +88,17 @@ pub struct TrustDevice<D: Device> {
     longest: [usize; 2],
     /// [`PLACE_WORK`], lower in tests (to merge runs on small graphs).
     pub(crate) place_work: usize,
+    /// The name index's texts, uploaded by the first search and kept for the next ones.
+    texts: Mutex<Option<Arc<DeviceTexts<D::Buffer>>>>,
+}
+
+/// A name index's texts on the device: its code points, then where each text ends.
+struct DeviceTexts<B> {
+    /// The index's [`NameIndex::fingerprint`].
+    fingerprint: u64,
+    buf: B,
+    chars: (usize, usize),
+    ends: (usize, usize),
 }
 
 impl<D: Device> TrustDevice<D> {
@@ -101,7 +115,33 @@ impl<D: Device> TrustDevice<D> {
             graph,
             longest,
             place_work: PLACE_WORK,
+            texts: Mutex::new(None),
         })
+    }
+
+    /// `index`'s texts on the device: uploaded by the first search that needs them and kept (a
+    /// search with another index replaces them), so a search uploads only its candidates' ids.
+    fn texts(&self, index: &NameIndex) -> Result<Arc<DeviceTexts<D::Buffer>>, TrustError> {
+        let fingerprint = index.fingerprint();
+        let mut kept = self.texts.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(texts) = kept.as_ref().filter(|t| t.fingerprint == fingerprint) {
+            return Ok(texts.clone());
+        }
+        // The old texts go first: both might not fit.
+        *kept = None;
+        let (chars, ends) = index.texts();
+        let mut pack = Pack::default();
+        let (chars, ends) = (pack.put(chars), pack.put(ends));
+        let buf = self.dev.alloc_zeroed(pack.bytes.len())?;
+        self.dev.write_bytes(&buf, 0, &pack.bytes)?;
+        let texts = Arc::new(DeviceTexts {
+            fingerprint,
+            buf,
+            chars,
+            ends,
+        });
+        *kept = Some(texts.clone());
+        Ok(texts)
     }
 
     /// What the device is.
@@ -606,20 +646,15 @@ impl<D: Device> OnDevice<'_, D> {
         if total == 0 {
             return Ok(jobs.iter().map(|_| Vec::new()).collect());
         }
-        // The candidate texts, packed: job j's item i is text `first[j] + i` of the pack.
-        let (mut chars, mut ends) = (Vec::new(), Vec::with_capacity(total));
-        let mut longest = 0;
-        for (_, ids) in jobs {
-            for &k in ids {
-                let text = index.text(k);
-                longest = longest.max(text.len());
-                chars.extend_from_slice(text);
-                ends.push(chars.len() as u32);
-            }
-        }
+        // The index's texts stay on the device; a search sends its candidates' ids: job j's item
+        // i is `ids[first[j] + i]`.
+        let texts = self.device.texts(index)?;
+        let ids: Vec<u32> = jobs
+            .iter()
+            .flat_map(|(_, ids)| ids.iter().copied())
+            .collect();
+        let longest = ids.iter().map(|&k| index.text_len(k)).max().unwrap_or(0);
         let mut pack = Pack::default();
-        let (chars_at, ends_at) = (pack.put(&chars), pack.put(&ends));
-        let ids: Vec<u32> = (0..total as u32).collect();
         let ids_at = pack.put(&ids);
         let queries: Vec<(usize, usize)> = jobs.iter().map(|(q, _)| pack.put(q)).collect();
         // A name the bit-parallel distance takes goes with its pattern; a longer one needs a
@@ -658,6 +693,8 @@ impl<D: Device> OnDevice<'_, D> {
             len: total as u64,
         };
         let all_ids = at(base, ids_at);
+        let on_device = dev.address(&texts.buf);
+        let (chars, ends) = (at(on_device, texts.chars), at(on_device, texts.ends));
         let timed = stop.deadline.is_some() || stop.cancel.is_some();
         let mut first = 0;
         for (((_, job_ids), query), pattern) in jobs.iter().zip(&queries).zip(&patterns) {
@@ -678,8 +715,8 @@ impl<D: Device> OnDevice<'_, D> {
                 let args = TrustSimilarityArgs {
                     query: at(base, *query),
                     ids: all_ids,
-                    chars: at(base, chars_at),
-                    ends: at(base, ends_at),
+                    chars,
+                    ends,
                     threshold,
                     _pad: 0,
                     ascii,

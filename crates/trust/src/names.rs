@@ -63,6 +63,8 @@ pub struct NameIndex {
     posting_counts: Vec<u16>,
     /// Texts by length: `by_length[len]` lists the texts of `len` code points.
     by_length: Vec<Vec<u32>>,
+    /// A hash of the texts, computed when a device first asks (it keeps them by it).
+    fingerprint: std::sync::OnceLock<u64>,
 }
 
 impl NameIndex {
@@ -87,6 +89,7 @@ impl NameIndex {
             posting_texts: Vec::new(),
             posting_counts: Vec::new(),
             by_length: Vec::new(),
+            fingerprint: std::sync::OnceLock::new(),
         };
         for v in 0..n as u32 {
             index.push_text(node_text(g, v, text), &[v]);
@@ -204,6 +207,27 @@ impl NameIndex {
     /// The number of texts: one per node, then one per alias.
     pub fn text_count(&self) -> usize {
         self.ends.len()
+    }
+
+    /// Every text's code points, and where each ends (text `k` is `chars[ends[k - 1]..ends[k]]`).
+    pub(crate) fn texts(&self) -> (&[u32], &[u32]) {
+        (&self.chars, &self.ends)
+    }
+
+    /// A hash of every text (FNV-1a over the code points and the ends), which tells a device's
+    /// copy of one index's texts from another's. Computed once, on a device's first search.
+    pub(crate) fn fingerprint(&self) -> u64 {
+        *self.fingerprint.get_or_init(|| {
+            let words = self.chars.iter().chain([&u32::MAX]).chain(&self.ends);
+            words.fold(0xcbf2_9ce4_8422_2325, |h, &w| {
+                (h ^ u64::from(w)).wrapping_mul(0x0000_0100_0000_01b3)
+            })
+        })
+    }
+
+    /// The length of text `k`, in code points.
+    pub(crate) fn text_len(&self, k: u32) -> usize {
+        self.text(k).len()
     }
 
     /// The folded text `k`; for `k < len()` node `k`'s own text (its name or label name).

@@ -495,3 +495,37 @@ fn the_time_limit_counts_from_when_the_caller_started() {
     assert!(on_device.timed_out && on_device.matches.is_empty());
     assert_eq!(on_device.device.expect("device run").counters.launches, 0);
 }
+
+/// A device keeps the name index's texts after its first search, so the next ones upload only
+/// their candidates' ids; a search with another index (labels, not names and aliases) replaces
+/// them, and every search ranks as the CPU does.
+#[test]
+fn the_device_keeps_the_name_index_between_searches() {
+    let g = synsets();
+    let by_name = Trust::new(&g);
+    let by_label = Trust::with_node_text(&g, NodeText::Label);
+    let device =
+        TrustDevice::new(gpsense_runtime::device::host::HostDevice::default(), &g).expect("upload");
+    let (t, _) = Template::parse("SELECT * WHERE { dgo hypernym canine }").expect("parse");
+    let params = Params::default();
+    let up = |trust: &Trust| {
+        let a = trust.search_on(&device, &t, &params).expect("device");
+        assert_eq!(a.matches, trust.search(&t, &params).expect("cpu").matches);
+        let c = a.device.expect("device run").counters;
+        (c.bytes_up, c.allocations)
+    };
+    let first = up(&by_name);
+    let again = up(&by_name);
+    let (chars, ends) = by_name.index.texts();
+    let texts = 4 * (chars.len() + ends.len()) as u64;
+    assert!(
+        again.0 + texts <= first.0 && again.1 == first.1 - 1,
+        "{first:?} then {again:?}: the texts ({texts} bytes) went up once"
+    );
+    let other = up(&by_label);
+    assert_eq!(
+        other.1, first.1,
+        "another index's texts are uploaded: {other:?}"
+    );
+    assert_eq!(up(&by_name).1, first.1, "and the names' again");
+}
