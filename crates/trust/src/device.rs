@@ -9,7 +9,9 @@
 //!    go up in one upload, `trust_similarity` verifies them (a launch per node and chunk), and one
 //!    read brings the similarities back; the host keeps each node's best text and uploads `S`;
 //! 2. **one-hop**: `trust_one_hop` over the `nd x n` table in chunks of [`CHUNK`] pairs (scratch
-//!    per pair), then one read of `OH` (the host needs it for the beam's seeds and the answer);
+//!    per pair; fewer pairs a chunk when their scratch would pass the budget or
+//!    [`SCRATCH_BYTES`]), then one read of `OH` (the host needs it for the beam's seeds and the
+//!    answer);
 //! 3. **traversal**: one buffer and one upload for every level (their links and seeds, and the
 //!    root branch); per level, queued without the host between them: `trust_extend` (a warp per
 //!    branch keeps its best children by `ChildKey`, its lanes judging 32 candidates at once
@@ -48,6 +50,10 @@ use crate::{Answer, Params, Phases, Stop, TraversalSpan, Trust, TrustError};
 /// Work-items per launch of the similarity and one-hop kernels: each holds its own scratch
 /// space, so this bounds a launch's scratch memory (about 24 MB for a template node of degree 4).
 pub const CHUNK: usize = 1 << 16;
+
+/// The most a one-hop launch's scratch may take: fewer pairs per launch past it (a template
+/// node of degree 16 or more has pairs of 20 KB and more).
+pub const SCRATCH_BYTES: usize = 256 << 20;
 
 /// Where `gpsense trust --engine` runs the search.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -370,7 +376,6 @@ impl<D: Device> Phases for OnDevice<'_, D> {
         let nt = p.offsets.len() - 1;
         let items = g.node_count() * nt;
         let (fl, ul) = hop_scratch_len(p.max_degree);
-        let chunk = CHUNK.min(items.max(1));
         let mut pack = Pack::default();
         let dirs: Vec<u32> = p.dirs.iter().map(|&d| (d == Dir::In) as u32).collect();
         let tpl = [
@@ -379,8 +384,16 @@ impl<D: Device> Phases for OnDevice<'_, D> {
             pack.put(&dirs),
             pack.put(&p.relations),
         ];
-        let scratch = (chunk * fl * 4, chunk * ul * 4);
         let oh_bytes = items * 4;
+        // A pair's scratch grows as the cube of the template's largest degree (4 KB at 8, 128 KB
+        // at 32): chunks are cut to what the budget leaves, and to `SCRATCH_BYTES`.
+        let per_item = (fl + ul) * 4;
+        let left = self.budget.saturating_sub(self.tables) as usize;
+        let left = left.saturating_sub(pack.bytes.len() + oh_bytes);
+        let chunk = CHUNK
+            .min(items.max(1))
+            .min((left.min(SCRATCH_BYTES) / per_item).max(1));
+        let scratch = (chunk * fl * 4, chunk * ul * 4);
         let need = pack.bytes.len() + scratch.0 + scratch.1 + oh_bytes;
         self.fits("the one-hop table", need as u64)?;
         let dev = self.dev();

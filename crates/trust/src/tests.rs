@@ -529,3 +529,53 @@ fn the_device_keeps_the_name_index_between_searches() {
     );
     assert_eq!(up(&by_name).1, first.1, "and the names' again");
 }
+
+/// A template node of high degree (here 12: 11.6 KB of scratch per pair) runs its one-hop table
+/// in launches of as many pairs as the device budget holds, where a fixed chunk's scratch would
+/// pass it; the answer is the CPU's. A budget too small for one pair is refused, naming the phase.
+#[test]
+fn a_high_degree_template_node_runs_its_one_hop_table_within_the_budget() {
+    let triples: String = (0..15)
+        .map(|i| format!("cake\tHasProperty\tproperty {i}\n"))
+        .collect();
+    let g = graph(&triples);
+    let trust = Trust::new(&g);
+    let device =
+        TrustDevice::new(gpsense_runtime::device::host::HostDevice::default(), &g).expect("upload");
+    let edges: Vec<String> = (0..12).map(|i| format!("?x HasProperty ?p{i}")).collect();
+    let text = format!("SELECT * WHERE {{ {} }}", edges.join(" . "));
+    let (t, _) = Template::parse(&text).expect("parse");
+    let pairs = (t.nodes.len() * g.node_count()) as u64;
+    let (fl, ul) = gpsense_kernels::trust::hop_scratch_len(12);
+    let per_pair = 4 * (fl + ul) as u64;
+    let budget = 256 << 10;
+    assert!(
+        pairs * per_pair > budget,
+        "one launch's scratch would pass the budget"
+    );
+    let params = Params {
+        memory_budget: Some(budget),
+        ..Params::default()
+    };
+    let cpu = trust.search(&t, &params).expect("cpu");
+    let on_device = trust
+        .search_on(&device, &t, &params)
+        .expect("within the budget");
+    assert_eq!(cpu.matches, on_device.matches);
+    assert!(!cpu.matches.is_empty());
+    let c = on_device.device.expect("device run").counters;
+    // No fuzzy node: no similarity launch; the one-hop table in several; two per level.
+    let one_hop = c.launches - 2 * t.nodes.len() as u64;
+    assert!(
+        one_hop >= pairs * per_pair / budget,
+        "{one_hop} one-hop launches"
+    );
+    let tight = Params {
+        memory_budget: Some(per_pair / 2),
+        ..Params::default()
+    };
+    match trust.search_on(&device, &t, &tight) {
+        Err(TrustError::DeviceBudget { phase, .. }) => assert_eq!(phase, "the one-hop table"),
+        other => panic!("expected the one-hop table's refusal: {other:?}"),
+    }
+}
