@@ -138,8 +138,7 @@ impl<D: Device> TrustDevice<D> {
         let (chars, ends) = index.texts();
         let mut pack = Pack::default();
         let (chars, ends) = (pack.put(chars), pack.put(ends));
-        let buf = self.dev.alloc_zeroed(pack.bytes.len())?;
-        self.dev.write_bytes(&buf, 0, &pack.bytes)?;
+        let buf = pack.upload(&self.dev)?;
         let texts = Arc::new(DeviceTexts {
             fingerprint,
             buf,
@@ -277,9 +276,7 @@ impl<'d, D: Device> OnDevice<'d, D> {
 
     /// A buffer holding `pack`'s bytes (one allocation, one upload).
     fn put(&self, pack: &Pack) -> Result<D::Buffer, TrustError> {
-        let buf = self.dev().alloc_zeroed(pack.bytes.len())?;
-        self.dev().write_bytes(&buf, 0, &pack.bytes)?;
-        Ok(buf)
+        pack.upload(self.dev())
     }
 }
 
@@ -290,6 +287,13 @@ struct Pack {
 }
 
 impl Pack {
+    /// A buffer holding the pack's bytes (one allocation, one upload).
+    fn upload<D: Device>(&self, dev: &D) -> Result<D::Buffer, TrustError> {
+        let buf = dev.alloc_zeroed(self.bytes.len())?;
+        dev.write_bytes(&buf, 0, &self.bytes)?;
+        Ok(buf)
+    }
+
     fn put<T: Pod>(&mut self, data: &[T]) -> (usize, usize) {
         let at = self.bytes.len().next_multiple_of(16);
         self.bytes.resize(at, 0);
