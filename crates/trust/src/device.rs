@@ -457,7 +457,7 @@ impl<D: Device> Phases for OnDevice<'_, D> {
 
     fn traverse(&mut self, beam: &Beam, stop: Stop) -> Result<Branches, TrustError> {
         let t = Traversal::plan(beam, self.device.longest, self.device.place_work);
-        self.fits("the beam's levels", 4 * t.words as u64)?;
+        self.fits("the beam search", 4 * t.words as u64)?;
         let dev = self.dev();
         let buf = dev.alloc_zeroed(4 * t.words)?;
         dev.write_bytes(&buf, 0, as_bytes(&t.upload))?;
