@@ -8,6 +8,7 @@ use gpsense_runtime::{
     CompressedEngine, CompressedReport, Engine, ExpansionStats, MatchError, MatchOptions,
     MatchReport, RowBatch,
 };
+use gpsense_trust::{Opened, TrustEngine, TrustError};
 
 use crate::Error;
 use crate::source::Loaded;
@@ -149,6 +150,25 @@ impl<'g> Matcher<'g> {
         match self {
             Matcher::Plain(_) => None,
             Matcher::Compressed(c) => Some(c),
+        }
+    }
+
+    /// Where TruST's searches on this graph run for `kind`: for a device, the device state the
+    /// matching opens for its own queries (one upload of the graph for both, TruST's searches
+    /// counted among its users), unless the matching runs on a compressed graph, whose device
+    /// holds that graph and not the original.
+    ///
+    /// ```
+    /// # let loaded = gpsense::Loaded::embedded()?;
+    /// # let m = gpsense::Matcher::new(&loaded)?;
+    /// let on = m.open_trust(gpsense::trust::TrustEngine::Cpu)?;
+    /// assert!(matches!(on, gpsense::trust::Opened::Cpu { .. }));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn open_trust(&self, kind: TrustEngine) -> Result<Opened, TrustError> {
+        match self {
+            Matcher::Plain(e) => gpsense_trust::open_beside(kind, e),
+            Matcher::Compressed(c) => gpsense_trust::open(kind, c.original()),
         }
     }
 

@@ -159,6 +159,30 @@ fn a_compressed_graph_answers_as_the_original_and_survives_a_save() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// TruST on a device shares the matching's device state and its copy of the graph, except on a
+/// compressed graph, whose device holds the compressed graph: there it uploads the original.
+#[test]
+fn trust_opens_on_the_matchers_device_unless_it_holds_a_compressed_graph() {
+    use gpsense::trust::{Opened, TrustEngine};
+    let opened = |m: &gpsense::Matcher| match m.open_trust(TrustEngine::Emulated) {
+        Ok(Opened::Emulated(d)) => d,
+        _ => panic!("expected the emulator"),
+    };
+    graph().with_matcher(|m| {
+        let d = opened(m);
+        let shared = m.engine().emulated().unwrap();
+        assert!(std::sync::Arc::ptr_eq(d.state(), &shared));
+    });
+    let small = graph()
+        .compress(&gpsense::CompressOptions::default())
+        .unwrap();
+    small.with_matcher(|m| {
+        let d = opened(m);
+        assert_eq!(d.state().graph().nodes, m.graph().node_count());
+        assert_ne!(d.state().graph().nodes, m.engine().graph().node_count());
+    });
+}
+
 #[test]
 fn a_missing_or_corrupt_file_is_an_error() {
     let dir = std::env::temp_dir().join(format!("gpsense-facade-bad-{}", std::process::id()));

@@ -3,7 +3,7 @@
 use std::sync::OnceLock;
 
 use gpsense_trust::{
-    open, Answer, EdgeFound, Match, Opened, Params, Template, Trust, TrustEngine, TrustError,
+    Answer, EdgeFound, Match, Opened, Params, Template, Trust, TrustEngine, TrustError,
 };
 use pyo3::exceptions::{PyRuntimeWarning, PyUserWarning, PyValueError};
 use pyo3::prelude::*;
@@ -117,15 +117,13 @@ fn on_engine(
     let cpu = Opened::Cpu { fallback: None };
     let on = match engine {
         TrustEngine::Cpu => &cpu,
-        TrustEngine::Emulated => opened(trust, TrustEngine::Emulated, &e.trust_emulated)?,
-        TrustEngine::Gpu | TrustEngine::Auto => {
-            match opened(trust, TrustEngine::Auto, &e.trust_gpu)? {
-                Opened::Cpu {
-                    fallback: Some(why),
-                } if engine == TrustEngine::Gpu => return Err(Failure::NoGpu(why.clone())),
-                on => on,
-            }
-        }
+        TrustEngine::Emulated => opened(e, TrustEngine::Emulated, &e.trust_emulated)?,
+        TrustEngine::Gpu | TrustEngine::Auto => match opened(e, TrustEngine::Auto, &e.trust_gpu)? {
+            Opened::Cpu {
+                fallback: Some(why),
+            } if engine == TrustEngine::Gpu => return Err(Failure::NoGpu(why.clone())),
+            on => on,
+        },
     };
     let searched = on
         .search(trust, t, params, engine == TrustEngine::Auto)
@@ -133,13 +131,14 @@ fn on_engine(
     Ok((searched.answer, searched.fell_back))
 }
 
-/// What `kind` opens on the graph, opened into `slot` on first use.
+/// What `kind` opens on the graph (the matcher's device, shared with its queries), opened into
+/// `slot` on first use.
 fn opened<'s>(
-    trust: &Trust,
+    e: &Engines,
     kind: TrustEngine,
     slot: &'s OnceLock<Result<Opened, String>>,
 ) -> Result<&'s Opened, Failure> {
-    let opened = slot.get_or_init(|| open(kind, trust.graph()).map_err(|e| e.to_string()));
+    let opened = slot.get_or_init(|| e.matcher.open_trust(kind).map_err(|e| e.to_string()));
     opened
         .as_ref()
         .map_err(|why| Failure::Search(device_error(why)))

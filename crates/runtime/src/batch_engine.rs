@@ -1226,7 +1226,7 @@ mod tests {
         let mut dev = HostDevice::default();
         // What a device that others use up reports.
         dev.free_memory = Some(4 << 10);
-        let state = DeviceState::new(dev, &g);
+        let state = DeviceState::new(dev, &g).map(std::sync::Arc::new);
         assert!(engine.emulator.set(state).is_ok());
         let queries = eight(&g);
         let roomy = MatchOptions {

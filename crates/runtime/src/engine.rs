@@ -23,7 +23,7 @@ use crate::output::{OnRows, Output, RowBatch};
 use crate::search::{Context, Dag, OwnerPool, RoomPool, SearchStats};
 use crate::segments::Segments;
 use crate::space::{prepared_spaces, SpaceBuilder, SpacePool};
-use crate::users::{own_pool, Arenas, OnDevice, Users};
+use crate::users::{own_pool, Arenas, DeviceUser, OnDevice, Users};
 use crate::{EngineKind, MatchError, MatchOptions, Semantics};
 
 #[path = "batch_engine.rs"]
@@ -46,7 +46,7 @@ pub struct Engine<'g> {
     /// The GPU and the graph on it, opened and uploaded on first use, then reused.
     gpu: Mutex<Option<Result<Arc<DeviceState<CudaDevice>>, DeviceError>>>,
     /// The host emulator of the GPU pipeline and its copy of the graph.
-    emulator: OnceLock<Result<DeviceState<HostDevice>, DeviceError>>,
+    emulator: OnceLock<Result<Arc<DeviceState<HostDevice>>, DeviceError>>,
     /// `auto`'s cost model: the graph's degree moments (built with the engine, so that a first
     /// query does not pay for them) and the device's constants (the calibrated H100's unless set).
     moments: OnceLock<DegreeMoments>,
@@ -292,9 +292,20 @@ impl<'g> Engine<'g> {
 
     fn emulator(&self) -> Result<&DeviceState<HostDevice>, DeviceError> {
         let state = self.emulator.get_or_init(|| {
-            DeviceState::with_stats(HostDevice::from_env(), self.graph, &self.stats)
+            DeviceState::with_stats(HostDevice::from_env(), self.graph, &self.stats).map(Arc::new)
         });
-        state.as_ref().map_err(Clone::clone)
+        state.as_deref().map_err(Clone::clone)
+    }
+
+    /// The emulator and its copy of the graph, made on first use (as `--engine emulated` makes
+    /// it): for another user of the same device, e.g. TruST beside the matching.
+    pub fn emulated(&self) -> Result<Arc<DeviceState<HostDevice>>, DeviceError> {
+        self.emulator()?;
+        self.emulator
+            .get()
+            .and_then(|s| s.as_ref().ok())
+            .cloned()
+            .ok_or_else(|| DeviceError::Fault("the emulator was not made".into()))
     }
 
     /// The engine `kind` resolves to here, and why `auto` fell back to the CPU: `auto` takes the
@@ -1007,10 +1018,37 @@ pub fn self_check<D: Device>(dev: D) -> Result<D, DeviceError> {
 }
 
 impl<D: Device> DeviceState<D> {
-    /// The device state of a small graph (the self-check's, the tests'): its statistics computed
-    /// here.
-    fn new(dev: D, g: &KnowledgeGraph) -> Result<Self, DeviceError> {
+    /// `g` uploaded to `dev` (or mapped from pinned host memory when it does not fit), for the
+    /// self-check, the tests and users of the device other than an [`Engine`] (TruST alone): the
+    /// planner's statistics computed here, O(V + E).
+    pub fn new(dev: D, g: &KnowledgeGraph) -> Result<Self, DeviceError> {
         Self::with_stats(dev, g, &PlannerStats::new(g))
+    }
+
+    /// The device.
+    pub fn device(&self) -> &D {
+        &self.dev
+    }
+
+    /// The graph on the device.
+    pub fn graph(&self) -> &DeviceGraph<D> {
+        &self.graph
+    }
+
+    /// A user of the device other than the matching engine's (TruST's search) starts on the
+    /// calling thread: counted with the matching queries and batches until the guard ends, so
+    /// that one refused for memory waits for it (and it for them, [`DeviceState::make_room_for`]),
+    /// its calls on a stream of its own where users get one.
+    pub fn user(&self) -> DeviceUser<'_, D> {
+        DeviceUser::new(&self.users, &self.dev)
+    }
+
+    /// After `user` was refused for device memory before it handed anything out: whether to
+    /// try again, having given the idle matching buffers back or waited for the users that ran
+    /// beside it to end (`stopped` says when to stop waiting: its time limit, a cancellation).
+    pub fn make_room_for(&self, user: DeviceUser<'_, D>, stopped: impl Fn() -> bool) -> bool {
+        let others = user.end();
+        self.make_room(others, stopped)
     }
 
     fn with_stats(dev: D, g: &KnowledgeGraph, stats: &PlannerStats) -> Result<Self, DeviceError> {
@@ -1073,7 +1111,7 @@ impl<D: Device> DeviceState<D> {
                 Err(MatchError::DeviceBudget { .. }) => memory_budget < opts.memory_budget,
                 _ => false,
             };
-            if refused && out.handed_out() == 0 && self.make_room(others, out) {
+            if refused && out.handed_out() == 0 && self.make_room(others, || out.stopped()) {
                 continue;
             }
             let (join_plan, filter, device) = ran?;
@@ -1091,11 +1129,8 @@ impl<D: Device> DeviceState<D> {
     /// again, having given the idle arenas' buffers back, or, when other users ran beside it,
     /// having waited for them to end (within its time limit), as it waited for the device when
     /// queries took it in turn.
-    fn make_room(&self, others: bool, out: &Output) -> bool {
-        if self.arenas.release_idle() {
-            return true;
-        }
-        others && self.users.wait_for_none(|| out.stopped())
+    fn make_room(&self, others: bool, stopped: impl Fn() -> bool) -> bool {
+        self.arenas.release_idle() || (others && self.users.wait_for_none(stopped))
     }
 
     /// What the device is.

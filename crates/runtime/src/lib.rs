@@ -41,7 +41,8 @@ pub use cost::{AutoChoice, CostFileError, DeviceCosts, Reason};
 pub use device::DeviceCounters;
 pub use engine::{
     component_query, count_product, counts_multiply, look_ahead, self_check, Answered, BatchPhases,
-    BatchQuery, BatchReport, Engine, MatchReport, Outgrown, SearchSummary, Timings, SHARE_AFTER,
+    BatchQuery, BatchReport, DeviceState, Engine, MatchReport, Outgrown, SearchSummary, Timings,
+    SHARE_AFTER,
 };
 pub use error::MatchError;
 pub use filtering::FilterReport;
@@ -51,4 +52,4 @@ pub use options::{
     default_memory_budget, parse_bytes, physical_memory, EngineKind, MatchOptions, Semantics,
 };
 pub use output::RowBatch;
-pub use users::thread_work_time;
+pub use users::{thread_work_time, DeviceUser};

@@ -106,6 +106,31 @@ impl<D: Device> Drop for OnDevice<'_, D> {
     }
 }
 
+/// A user of a device state other than the matching engine's (TruST's search), from
+/// [`crate::engine::DeviceState::user`]: counted in its users, and a user of the device on the
+/// calling thread, until it ends (or drops).
+pub struct DeviceUser<'a, D: Device> {
+    // Fields drop in order: the device's user ends (its work done) before it is counted out.
+    _on: OnDevice<'a, D>,
+    running: Running<'a>,
+}
+
+impl<'a, D: Device> DeviceUser<'a, D> {
+    pub(crate) fn new(users: &'a Users, dev: &'a D) -> Self {
+        // Counted before its calls start, as a matching query is.
+        let running = users.start();
+        DeviceUser {
+            _on: OnDevice::new(dev),
+            running,
+        }
+    }
+
+    /// Ends the user: whether others ran beside it.
+    pub fn end(self) -> bool {
+        self.running.others()
+    }
+}
+
 /// How many users are running on the device, and a signal when the last ends.
 #[derive(Default)]
 pub(crate) struct Users {

@@ -39,7 +39,7 @@ use gpsense_runtime::device::cuda::CudaDevice;
 use gpsense_runtime::device::host::HostDevice;
 use gpsense_runtime::device::memory::query_budget;
 use gpsense_runtime::device::{as_bytes, read, Device, DeviceError, Launch, Pod};
-use gpsense_runtime::DeviceGraph;
+use gpsense_runtime::{DeviceState, Engine};
 
 use crate::names::{fold, reaches, NameIndex};
 use crate::score::{similarity_table_from, Prepared};
@@ -86,10 +86,10 @@ impl std::str::FromStr for TrustEngine {
     }
 }
 
-/// The data graph on a device, for TruST searches.
+/// The data graph on a device, for TruST searches: its own upload ([`TrustDevice::new`]), or the
+/// matching engine's ([`TrustDevice::beside`]), whose users a search joins.
 pub struct TrustDevice<D: Device> {
-    pub(crate) dev: D,
-    graph: DeviceGraph<D>,
+    state: Arc<DeviceState<D>>,
     /// The graph's longest outgoing and incoming lists, which bound a branch's children.
     longest: [usize; 2],
     /// [`PLACE_WORK`], lower in tests (to merge runs on small graphs).
@@ -110,19 +110,41 @@ struct DeviceTexts<B> {
 impl<D: Device> TrustDevice<D> {
     /// Uploads `g` to `dev` (or maps it from pinned host memory when it does not fit).
     pub fn new(dev: D, g: &KnowledgeGraph) -> Result<Self, TrustError> {
-        let graph = DeviceGraph::new(&dev, g)?;
+        Self::beside(Arc::new(DeviceState::new(dev, g)?), g)
+    }
+
+    /// TruST on `state`, which holds `g` on its device already (the matching engine's, as
+    /// [`Engine::gpu`] and [`Engine::emulated`] give it): the graph is not uploaded again, and
+    /// each search is one of the state's users beside the matching queries.
+    pub fn beside(state: Arc<DeviceState<D>>, g: &KnowledgeGraph) -> Result<Self, TrustError> {
+        if state.graph().nodes != g.node_count() {
+            return Err(TrustError::Device(DeviceError::Fault(format!(
+                "the device holds a graph of {} nodes, TruST's has {} (a bug in gpsense)",
+                state.graph().nodes,
+                g.node_count()
+            ))));
+        }
         let longest = |adj: &gpsense_graph::Csr| {
             let nodes = 0..g.node_count() as u32;
             nodes.map(|v| adj.degree(v)).max().unwrap_or(0)
         };
         let longest = [longest(g.out()), longest(g.inc())];
         Ok(TrustDevice {
-            dev,
-            graph,
+            state,
             longest,
             place_work: PLACE_WORK,
             texts: Mutex::new(None),
         })
+    }
+
+    /// The device and the graph on it, shared with the matching engine when made
+    /// [`TrustDevice::beside`] it.
+    pub fn state(&self) -> &Arc<DeviceState<D>> {
+        &self.state
+    }
+
+    pub(crate) fn dev(&self) -> &D {
+        self.state.device()
     }
 
     /// `index`'s texts on the device: uploaded by the first search that needs them and kept (a
@@ -138,7 +160,7 @@ impl<D: Device> TrustDevice<D> {
         let (chars, ends) = index.texts();
         let mut pack = Pack::default();
         let (chars, ends) = (pack.put(chars), pack.put(ends));
-        let buf = pack.upload(&self.dev)?;
+        let buf = pack.upload(self.dev())?;
         let texts = Arc::new(DeviceTexts {
             fingerprint,
             buf,
@@ -151,12 +173,12 @@ impl<D: Device> TrustDevice<D> {
 
     /// What the device is.
     pub fn describe(&self) -> String {
-        self.dev.describe()
+        self.dev().describe()
     }
 
     /// The device itself (its counters, free memory).
     pub fn device(&self) -> &D {
-        &self.dev
+        self.dev()
     }
 }
 
@@ -208,15 +230,34 @@ pub struct Searched {
 /// the graph), the emulator, or nothing. `gpu` without a usable GPU is an error; `auto` then
 /// falls back to the CPU and says why.
 pub fn open(engine: TrustEngine, g: &KnowledgeGraph) -> Result<Opened, TrustError> {
-    let gpu = || -> Result<TrustDevice<CudaDevice>, TrustError> {
+    let gpu = || {
         let dev = gpsense_runtime::self_check(CudaDevice::open()?)?;
-        TrustDevice::new(dev, g)
+        Ok(Arc::new(DeviceState::new(dev, g)?))
     };
+    let emulated = || Ok(Arc::new(DeviceState::new(HostDevice::from_env(), g)?));
+    open_with(engine, g, gpu, emulated)
+}
+
+/// As [`open`], on the device `matching` opens for its own queries (the same GPU state, or the
+/// same emulator): the graph is uploaded once for both, and TruST's searches join the matching
+/// queries' users (a query refused for memory waits for a search, and a search for them).
+/// `matching` must run on TruST's graph (not on a compressed one).
+pub fn open_beside(engine: TrustEngine, matching: &Engine) -> Result<Opened, TrustError> {
+    let gpu = || matching.gpu().map_err(TrustError::Device);
+    let emulated = || matching.emulated().map_err(TrustError::Device);
+    open_with(engine, matching.graph(), gpu, emulated)
+}
+
+fn open_with(
+    engine: TrustEngine,
+    g: &KnowledgeGraph,
+    gpu: impl FnOnce() -> Result<Arc<DeviceState<CudaDevice>>, TrustError>,
+    emulated: impl FnOnce() -> Result<Arc<DeviceState<HostDevice>>, TrustError>,
+) -> Result<Opened, TrustError> {
+    let gpu = || TrustDevice::beside(gpu()?, g);
     Ok(match engine {
         TrustEngine::Cpu => Opened::Cpu { fallback: None },
-        TrustEngine::Emulated => {
-            Opened::Emulated(Box::new(TrustDevice::new(HostDevice::from_env(), g)?))
-        }
+        TrustEngine::Emulated => Opened::Emulated(Box::new(TrustDevice::beside(emulated()?, g)?)),
         TrustEngine::Gpu => Opened::Gpu(Box::new(gpu()?)),
         TrustEngine::Auto => match gpu() {
             Ok(d) => Opened::Gpu(Box::new(d)),
@@ -242,7 +283,7 @@ pub(crate) struct OnDevice<'d, D: Device> {
 
 impl<'d, D: Device> OnDevice<'d, D> {
     pub(crate) fn new(device: &'d TrustDevice<D>, budget: Option<u64>) -> Result<Self, TrustError> {
-        let free = device.dev.free_memory()?;
+        let free = device.dev().free_memory()?;
         Ok(OnDevice {
             device,
             budget: query_budget(budget.unwrap_or(u64::MAX), free, 0),
@@ -254,11 +295,11 @@ impl<'d, D: Device> OnDevice<'d, D> {
     }
 
     fn dev(&self) -> &D {
-        &self.device.dev
+        self.device.dev()
     }
 
     fn graph(&self) -> GraphArgs {
-        self.device.graph.args(&self.device.dev)
+        self.device.state.graph().args(self.device.dev())
     }
 
     /// Refuses a phase whose buffers, beside the tables, would pass the budget.

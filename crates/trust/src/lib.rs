@@ -47,10 +47,10 @@ use std::time::{Duration, Instant};
 use gpsense_graph::{KnowledgeGraph, LabelId, NodeId};
 use gpsense_kernels::trust::{edge_score, Scoring, ABSENT_RELATION, ANY_RELATION};
 use gpsense_kernels::{Adjacency, GraphView};
-use gpsense_runtime::device::Device;
+use gpsense_runtime::device::{Device, DeviceError};
 use gpsense_runtime::DeviceCounters;
 
-pub use device::{open, Opened, Searched, TrustDevice, TrustEngine};
+pub use device::{open, open_beside, Opened, Searched, TrustDevice, TrustEngine};
 pub use error::TrustError;
 pub use gpsense_kernels::trust::MAX_TEMPLATE_DEGREE;
 pub use names::{fold, NameIndex};
@@ -128,6 +128,15 @@ impl Default for Params {
 }
 
 impl Params {
+    /// When a search that starts at `start` stops: its time limit, counted from
+    /// [`Params::started`] when set, and its cancellation.
+    pub(crate) fn stop(&self, start: Instant) -> Stop {
+        Stop {
+            deadline: self.timeout.map(|t| self.started.unwrap_or(start) + t),
+            cancel: self.cancel,
+        }
+    }
+
     pub fn validate(&self) -> Result<(), TrustError> {
         let unit = |name, v: f32| {
             if (0.0..=1.0).contains(&v) {
@@ -355,15 +364,33 @@ impl<'g> Trust<'g> {
         template: &Template,
         params: &Params,
     ) -> Result<Answer, TrustError> {
-        let before = device.dev.counters();
-        let mut phases = device::OnDevice::new(device, params.memory_budget)?;
-        let mut answer = self.run(template, params, &mut phases)?;
-        answer.device = Some(DeviceRun {
-            device: device.describe(),
-            counters: device.dev.counters() - before,
-            traversal: phases.span,
-        });
-        Ok(answer)
+        let stop = params.stop(Instant::now());
+        loop {
+            let user = device.state().user();
+            let before = device.device().counters();
+            let mut phases = device::OnDevice::new(device, params.memory_budget)?;
+            let ran = self.run(template, params, &mut phases);
+            let span = phases.span;
+            // Its buffers go before it waits for room.
+            drop(phases);
+            match ran {
+                Err(e) if refused_for_others(&e, params) => {
+                    if device.state().make_room_for(user, || stop.hit()) {
+                        continue;
+                    }
+                    return Err(e);
+                }
+                Err(e) => return Err(e),
+                Ok(mut answer) => {
+                    answer.device = Some(DeviceRun {
+                        device: device.describe(),
+                        counters: device.device().counters() - before,
+                        traversal: span,
+                    });
+                    return Ok(answer);
+                }
+            }
+        }
     }
 
     /// The three phases on `phases`, then the ranked answer.
@@ -386,10 +413,7 @@ impl<'g> Trust<'g> {
         let g = view(self.graph);
         let scoring = params.scoring();
         let start = Instant::now();
-        let stop = Stop {
-            deadline: params.timeout.map(|t| params.started.unwrap_or(start) + t),
-            cancel: params.cancel,
-        };
+        let stop = params.stop(start);
         let sim = phases.similarity(template, &self.index, params.threshold, stop)?;
         let similarity = start.elapsed();
         let start = Instant::now();
@@ -491,6 +515,18 @@ impl<'g> Trust<'g> {
         names.sort();
         names.dedup();
         names
+    }
+}
+
+/// Whether a device search was refused for memory that other users of the device held: by the
+/// device itself, or by a budget that its free memory cut below the search's own.
+fn refused_for_others(e: &TrustError, params: &Params) -> bool {
+    match e {
+        TrustError::Device(DeviceError::OutOfMemory(_)) => true,
+        TrustError::DeviceBudget { budget, .. } => {
+            *budget < params.memory_budget.unwrap_or(u64::MAX)
+        }
+        _ => false,
     }
 }
 

@@ -1,5 +1,7 @@
 //! Unit tests on small hand-made graphs.
 
+use std::sync::Arc;
+
 use gpsense_graph::ingest::{ingest_bytes, Format, IngestOptions};
 
 use super::*;
@@ -578,4 +580,103 @@ fn a_high_degree_template_node_runs_its_one_hop_table_within_the_budget() {
         Err(TrustError::DeviceBudget { phase, .. }) => assert_eq!(phase, "the one-hop table"),
         other => panic!("expected the one-hop table's refusal: {other:?}"),
     }
+}
+
+/// TruST opened beside the matching engine runs on the engine's device state: no second upload
+/// of the graph, and its searches are users of that device beside the matching queries (the
+/// emulator, writes checked, fails a call made outside a user once users run: on a GPU it would
+/// go to no user's stream).
+#[test]
+fn trust_beside_the_matching_shares_its_device() {
+    use gpsense_runtime::{Engine, EngineKind, MatchOptions};
+    let g = kitchen();
+    let engine = Engine::new(&g);
+    let state = engine.emulated().expect("emulator");
+    let before = state.device().counters();
+    let Opened::Emulated(device) = open_beside(TrustEngine::Emulated, &engine).expect("open")
+    else {
+        panic!("expected the emulator");
+    };
+    assert!(Arc::ptr_eq(device.state(), &state), "a second device state");
+    assert_eq!(
+        state.device().counters().uploads,
+        before.uploads,
+        "the graph uploaded again"
+    );
+
+    let trust = Trust::new(&g);
+    let (t, _) =
+        Template::parse(r#"SELECT * WHERE { "chocolate cakes" IsA ?x . ?x HasProperty sweet }"#)
+            .expect("parse");
+    let params = Params::default();
+    let cpu = trust.search(&t, &params).expect("cpu");
+    let q = gpsense_planner::compile("SELECT * WHERE { ?x IsA ?y . ?y HasProperty ?z }", &g)
+        .expect("query");
+    let opts = MatchOptions {
+        engine: EngineKind::Emulated,
+        ..MatchOptions::default()
+    };
+    let rows = |o: &MatchOptions| {
+        let mut r = engine.collect(&q, o).expect("match").0;
+        r.sort_unstable();
+        r
+    };
+    let want = rows(&MatchOptions {
+        engine: EngineKind::Dfs,
+        ..opts.clone()
+    });
+    std::thread::scope(|s| {
+        let matching = s.spawn(|| (0..20).for_each(|_| assert_eq!(rows(&opts), want)));
+        for _ in 0..20 {
+            let got = trust.search_on(&device, &t, &params).expect("beside");
+            assert_eq!(got.matches, cpu.matches);
+        }
+        matching.join().expect("matching");
+    });
+}
+
+/// A search refused for device memory that another user of the device held waits for it to end
+/// and runs then, as a matching query does; its own budget's refusal stays its answer.
+#[test]
+fn a_search_short_of_memory_others_hold_waits_for_them() {
+    let g = kitchen();
+    let trust = Trust::new(&g);
+    let mut dev = gpsense_runtime::device::host::HostDevice::default();
+    dev.total_memory = Some(8 << 20);
+    let state = Arc::new(gpsense_runtime::DeviceState::new(dev, &g).expect("upload"));
+    let device = TrustDevice::beside(state.clone(), &g).expect("beside");
+    let (t, _) =
+        Template::parse("SELECT * WHERE { lemon IsA ?f . ?f HasProperty sweet }").expect("parse");
+    let params = Params::default();
+    let cpu = trust.search(&t, &params).expect("cpu");
+    let (held, go) = (std::sync::Barrier::new(2), std::sync::Barrier::new(2));
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            // Another user takes nearly all the device's memory, then ends after a while.
+            let user = state.user();
+            let free = state.device().free_memory().expect("free");
+            let hog = state
+                .device()
+                .alloc_zeroed(free as usize - 4096)
+                .expect("hog");
+            held.wait();
+            go.wait();
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            drop(hog);
+            drop(user);
+        });
+        held.wait();
+        go.wait();
+        let got = trust
+            .search_on(&device, &t, &params)
+            .expect("after the other user");
+        assert_eq!(got.matches, cpu.matches);
+    });
+    // With nobody else on the device, a refusal is the answer.
+    let hog = state.device().alloc_zeroed((8 << 20) - 8192).expect("hog");
+    match trust.search_on(&device, &t, &params) {
+        Err(TrustError::DeviceBudget { .. }) => {}
+        other => panic!("expected the device budget to refuse: {other:?}"),
+    }
+    drop(hog);
 }

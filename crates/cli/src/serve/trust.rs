@@ -12,8 +12,8 @@ use gpsense::EngineKind;
 use gpsense_runtime::device::DeviceError;
 use gpsense_runtime::MatchError;
 use gpsense_trust::{
-    open, Cancel, EdgeFound, Match, NodeLabel, NodeText, Opened, Params, Template, Trust,
-    TrustEngine, TrustError,
+    Cancel, EdgeFound, Match, NodeLabel, NodeText, Opened, Params, Template, Trust, TrustEngine,
+    TrustError,
 };
 use serde_json::{json, Value};
 
@@ -85,7 +85,7 @@ pub fn search(engine: &Engine, trusts: &Trusts, s: &Search) -> Result<Value, Fai
     let kind = trust_engine(engine.options.engine);
     let opened = trusts
         .opened
-        .get_or_init(|| open(kind, graph).map_err(|e| e.to_string()));
+        .get_or_init(|| engine.matcher.open_trust(kind).map_err(|e| e.to_string()));
     let opened = opened.as_ref().map_err(|why| {
         failure(TrustError::Device(DeviceError::Fault(format!(
             "TruST on the device: {why}"
