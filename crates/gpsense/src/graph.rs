@@ -12,17 +12,25 @@ use gpsense_graph::rdf::term_name;
 use gpsense_planner::{Form, Prepared, Projected};
 use gpsense_runtime::{EngineKind, MatchOptions, RowBatch, Semantics};
 use gpsense_sparql::{Answer as Evaluated, Options, Sparql};
+use gpsense_trust::TrustEngine;
 
 use crate::reading::{Reading, read};
 use crate::source::Loaded;
+use crate::trusts::Trusts;
 use crate::{Error, Matcher, solutions};
 
+/// What borrows the loaded graph: its matcher, and TruST's index and devices (made on first use).
+struct Engines<'g> {
+    matcher: Matcher<'g>,
+    trusts: Trusts<'g>,
+}
+
 self_cell::self_cell!(
-    /// A loaded graph and the matcher that borrows it, kept together.
+    /// A loaded graph and what borrows it, kept together.
     struct Held {
         owner: Loaded,
         #[not_covariant]
-        dependent: Matcher,
+        dependent: Engines,
     }
 );
 
@@ -91,7 +99,12 @@ impl Graph {
     /// # Ok::<(), gpsense::Error>(())
     /// ```
     pub fn from_loaded(loaded: Loaded) -> Result<Graph, Error> {
-        let held = Held::try_new(loaded, |l| Matcher::new(l))?;
+        let held = Held::try_new(loaded, |l| {
+            Ok::<_, Error>(Engines {
+                matcher: Matcher::new(l)?,
+                trusts: Trusts::default(),
+            })
+        })?;
         Ok(Graph { held })
     }
 
@@ -151,6 +164,7 @@ impl Graph {
             graph: self,
             text: text.into(),
             params: gpsense_trust::Params::default(),
+            engine: TrustEngine::Cpu,
         }
     }
 
@@ -202,7 +216,7 @@ impl Graph {
     /// # Ok::<(), gpsense::Error>(())
     /// ```
     pub fn with_matcher<R>(&self, f: impl for<'g> FnOnce(&Matcher<'g>) -> R) -> R {
-        self.held.with_dependent(|_, m| f(m))
+        self.held.with_dependent(|_, e| f(&e.matcher))
     }
 }
 
@@ -580,6 +594,7 @@ pub struct Trust<'a> {
     graph: &'a Graph,
     text: String,
     params: gpsense_trust::Params,
+    engine: TrustEngine,
 }
 
 impl Trust<'_> {
@@ -638,6 +653,27 @@ impl Trust<'_> {
         self
     }
 
+    /// Where the search runs (the CPU unless set): `Auto` takes a GPU when one opens (and
+    /// answers on the CPU if it fails mid-search), `Gpu` is an error without one, `Emulated` runs
+    /// the device's kernels on the CPU. The graph's name index and each device are made by the
+    /// first search that needs them and kept with the graph; a device holds the graph once for
+    /// TruST and the matching queries alike.
+    ///
+    /// ```
+    /// use gpsense::trust::TrustEngine;
+    /// let graph = gpsense::Graph::embedded()?;
+    /// let q = r#"SELECT * WHERE { "chocolate cakes" IsA ?x . ?x HasProperty sweet }"#;
+    /// let cpu = graph.trust(q).run()?;
+    /// let device = graph.trust(q).engine(TrustEngine::Emulated).run()?;
+    /// assert_eq!(device.matches, cpu.matches);
+    /// assert!(device.device.is_some());
+    /// # Ok::<(), gpsense::Error>(())
+    /// ```
+    pub fn engine(mut self, engine: TrustEngine) -> Self {
+        self.engine = engine;
+        self
+    }
+
     /// The ranked matchings, best first: by how many concepts a matching matches by name
     /// (`resembling`), then by score.
     ///
@@ -652,10 +688,11 @@ impl Trust<'_> {
         let text = &self.text;
         let (template, _) =
             gpsense_trust::Template::parse(text).map_err(|e| trust_error(e, text))?;
-        let trust = gpsense_trust::Trust::new(self.graph.knowledge_graph());
-        trust
-            .search(&template, &self.params)
-            .map_err(|e| trust_error(e, text))
+        let searched = self.graph.held.with_dependent(|_, e| {
+            e.trusts
+                .search(&e.matcher, self.engine, &template, &self.params)
+        });
+        Ok(searched.map_err(|e| trust_error(e, text))?.answer)
     }
 }
 

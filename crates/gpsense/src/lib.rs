@@ -31,6 +31,7 @@ mod matcher;
 mod reading;
 pub mod solutions;
 mod source;
+mod trusts;
 
 pub use error::Error;
 pub use gpsense_compress::CompressOptions;
@@ -46,3 +47,4 @@ pub use graph::{Answer, Graph, Query, Row, Trust};
 pub use matcher::{Matcher, Reported};
 pub use reading::{Reading, read};
 pub use source::{DEFAULT_NAME, Loaded};
+pub use trusts::Trusts;

@@ -159,6 +159,41 @@ fn a_compressed_graph_answers_as_the_original_and_survives_a_save() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// TruST on each engine gives the CPU's ranking; the graph keeps its name index and device, so
+/// a second search sends the device its candidates' ids only (the first sent the index's texts
+/// too); `Gpu` without a GPU is an error that says so.
+#[test]
+fn trust_runs_on_each_engine_and_keeps_its_device() {
+    use gpsense::trust::TrustEngine;
+    let q = r#"SELECT * WHERE { "chocolate cakes" IsA ?x . ?x HasProperty sweet }"#;
+    let g = gpsense::Graph::embedded().unwrap();
+    let cpu = g.trust(q).top(5).run().unwrap();
+    assert!(cpu.device.is_none());
+    let run = || {
+        g.trust(q)
+            .top(5)
+            .engine(TrustEngine::Emulated)
+            .run()
+            .unwrap()
+    };
+    let (first, again) = (run(), run());
+    assert_eq!(first.matches, cpu.matches);
+    assert_eq!(again.matches, cpu.matches);
+    let up = |a: &gpsense::trust::Answer| a.device.as_ref().unwrap().counters.bytes_up;
+    assert!(
+        up(&again) < up(&first),
+        "{} then {}",
+        up(&first),
+        up(&again)
+    );
+    if g.with_matcher(|m| m.engine().gpu().is_err()) {
+        let e = g.trust(q).engine(TrustEngine::Gpu).run().unwrap_err();
+        assert!(e.to_string().contains("no GPU"), "{e}");
+        let auto = g.trust(q).top(5).engine(TrustEngine::Auto).run().unwrap();
+        assert_eq!(auto.matches, cpu.matches);
+    }
+}
+
 /// TruST on a device shares the matching's device state and its copy of the graph, except on a
 /// compressed graph, whose device holds the compressed graph: there it uploads the original.
 #[test]

@@ -1,19 +1,12 @@
 //! A graph with the engines that borrow it, in one owner the Python objects share.
 
-use std::sync::OnceLock;
-
 use gpsense::{Loaded, Matcher};
-use gpsense_trust::{Opened, Trust};
 
-/// What borrows the graph: the matcher (built with the graph) and TruST's name index (built on
-/// the first `trust` call, then kept), and TruST's devices (opened and given the graph on the
-/// first `trust` call that asks for each, then kept: `auto`'s (the GPU, or the CPU and why) and the
-/// emulator).
+/// What borrows the graph: the matcher (built with the graph) and TruST's name index and devices
+/// (each made by the first `trust` call that needs it, then kept; a device on the matcher's own).
 pub struct Engines<'g> {
     pub matcher: Matcher<'g>,
-    pub trust: OnceLock<Trust<'g>>,
-    pub trust_gpu: OnceLock<Result<Opened, String>>,
-    pub trust_emulated: OnceLock<Result<Opened, String>>,
+    pub trusts: gpsense::Trusts<'g>,
 }
 
 self_cell::self_cell!(
@@ -30,9 +23,7 @@ impl Shared {
         Shared::try_new(loaded, |l| {
             Ok(Engines {
                 matcher: Matcher::new(l).map_err(gpsense::Error::Compress)?,
-                trust: OnceLock::new(),
-                trust_gpu: OnceLock::new(),
-                trust_emulated: OnceLock::new(),
+                trusts: gpsense::Trusts::default(),
             })
         })
     }

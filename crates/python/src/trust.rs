@@ -1,17 +1,13 @@
 //! `Graph.trust`: TruST's ranked near matches, as `gpsense.TrustMatch` objects.
 
-use std::sync::OnceLock;
-
-use gpsense_trust::{
-    Answer, EdgeFound, Match, Opened, Params, Template, Trust, TrustEngine, TrustError,
-};
+use gpsense_trust::{EdgeFound, Match, Params, Template, TrustEngine, TrustError};
 use pyo3::exceptions::{PyRuntimeWarning, PyUserWarning, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
 use crate::errors;
 use crate::graph::inline;
-use crate::shared::{Engines, Shared};
+use crate::shared::Shared;
 
 /// One near match: `score` in [0, 1] (1 for an exact embedding); `nodes`, the data node matched to
 /// each query node (by name, `?x` for a variable); `node_agreement`, per query node the name
@@ -52,17 +48,15 @@ pub fn search(
     if let Some(limit) = query.limit {
         params.top = params.top.min(limit as usize).max(1);
     }
-    let (answer, fallback) = inline(py, |_| {
-        shared.with_dependent(|owner, e| {
-            let trust = e.trust.get_or_init(|| Trust::new(&owner.graph));
-            on_engine(engine, e, trust, &template, &params)
-        })
+    let searched = inline(py, |_| {
+        shared.with_dependent(|_, e| e.trusts.search(&e.matcher, engine, &template, &params))
     })?
-    .map_err(|f| match f {
-        Failure::NoGpu(why) => errors::match_error(py, format!("engine=\"gpu\": {why}")),
-        Failure::Search(e) => query_error(py, e, text),
+    .map_err(|e| match e {
+        TrustError::NoGpu(why) => errors::match_error(py, format!("engine=\"gpu\": {why}")),
+        e => query_error(py, e, text),
     })?;
-    if let Some(why) = fallback {
+    let answer = searched.answer;
+    if let Some(why) = searched.fell_back {
         let message = format!("the GPU failed during TruST's search ({why}); answered on the CPU");
         PyErr::warn(
             py,
@@ -95,57 +89,6 @@ pub fn search(
         return Err(errors::timeout(py, message, partial));
     }
     Ok(matches)
-}
-
-/// Why a search on an engine gave no answer.
-enum Failure {
-    /// `engine="gpu"` and no GPU opened (the reason).
-    NoGpu(String),
-    Search(TrustError),
-}
-
-/// The search on `engine`, its device opened on first use and kept with the graph: `auto` takes
-/// the GPU when one opens and passes its self-check, else the CPU, and answers on the CPU again
-/// when the GPU fails during the search (returning why, for a warning).
-fn on_engine(
-    engine: TrustEngine,
-    e: &Engines,
-    trust: &Trust,
-    t: &Template,
-    params: &Params,
-) -> Result<(Answer, Option<String>), Failure> {
-    let cpu = Opened::Cpu { fallback: None };
-    let on = match engine {
-        TrustEngine::Cpu => &cpu,
-        TrustEngine::Emulated => opened(e, TrustEngine::Emulated, &e.trust_emulated)?,
-        TrustEngine::Gpu | TrustEngine::Auto => match opened(e, TrustEngine::Auto, &e.trust_gpu)? {
-            Opened::Cpu {
-                fallback: Some(why),
-            } if engine == TrustEngine::Gpu => return Err(Failure::NoGpu(why.clone())),
-            on => on,
-        },
-    };
-    let searched = on
-        .search(trust, t, params, engine == TrustEngine::Auto)
-        .map_err(Failure::Search)?;
-    Ok((searched.answer, searched.fell_back))
-}
-
-/// What `kind` opens on the graph (the matcher's device, shared with its queries), opened into
-/// `slot` on first use.
-fn opened<'s>(
-    e: &Engines,
-    kind: TrustEngine,
-    slot: &'s OnceLock<Result<Opened, String>>,
-) -> Result<&'s Opened, Failure> {
-    let opened = slot.get_or_init(|| e.matcher.open_trust(kind).map_err(|e| e.to_string()));
-    opened
-        .as_ref()
-        .map_err(|why| Failure::Search(device_error(why)))
-}
-
-fn device_error(why: &str) -> TrustError {
-    TrustError::Device(gpsense_runtime::device::DeviceError::Fault(why.to_owned()))
 }
 
 fn query_error(py: Python<'_>, e: TrustError, text: &str) -> PyErr {

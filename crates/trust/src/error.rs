@@ -55,6 +55,10 @@ pub enum TrustError {
     },
     #[error(transparent)]
     Device(DeviceError),
+    /// The GPU engine asked for by name and none opened: why (the driver's or the self-check's
+    /// words).
+    #[error("{0}")]
+    NoGpu(String),
     #[error("{name} = {value}: {why}")]
     BadParameter {
         name: &'static str,

@@ -5,15 +5,14 @@
 //! it fails mid-search).
 
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use gpsense::EngineKind;
 use gpsense_runtime::device::DeviceError;
 use gpsense_runtime::MatchError;
 use gpsense_trust::{
-    Cancel, EdgeFound, Match, NodeLabel, NodeText, Opened, Params, Template, Trust, TrustEngine,
-    TrustError,
+    Cancel, EdgeFound, Match, NodeLabel, Params, Template, TrustEngine, TrustError,
 };
 use serde_json::{json, Value};
 
@@ -33,12 +32,9 @@ pub struct Search<'a> {
 }
 
 /// TruST's name index, built by the first search, and where the searches run: the server's
-/// engine's device (`auto`: the GPU when one opens, else the CPU), opened by the first search.
-#[derive(Default)]
-pub struct Trusts {
-    index: OnceLock<Trust<'static>>,
-    opened: OnceLock<Result<Opened, String>>,
-}
+/// engine's device (`auto`: the GPU when one opens, else the CPU), opened by the first search on
+/// the matcher's own device state.
+pub type Trusts = gpsense::Trusts<'static>;
 
 /// The engine TruST runs on for the server's: the same device, or the CPU for a CPU engine.
 fn trust_engine(kind: EngineKind) -> TrustEngine {
@@ -55,6 +51,9 @@ fn trust_engine(kind: EngineKind) -> TrustEngine {
 fn failure(e: TrustError) -> Failure {
     match e {
         TrustError::Device(d) => Failure::Engine(MatchError::Device(d)),
+        TrustError::NoGpu(why) => Failure::Engine(MatchError::Device(DeviceError::Fault(format!(
+            "TruST on the device: {why}"
+        )))),
         other => Failure::BadQuery(other.to_string()),
     }
 }
@@ -79,20 +78,9 @@ pub fn search(engine: &Engine, trusts: &Trusts, s: &Search) -> Result<Value, Fai
         cancel: Some(Cancel(s.cancel)),
         ..Params::default()
     };
-    let trust = trusts
-        .index
-        .get_or_init(|| Trust::with_node_text(graph, NodeText::Name));
     let kind = trust_engine(engine.options.engine);
-    let opened = trusts
-        .opened
-        .get_or_init(|| engine.matcher.open_trust(kind).map_err(|e| e.to_string()));
-    let opened = opened.as_ref().map_err(|why| {
-        failure(TrustError::Device(DeviceError::Fault(format!(
-            "TruST on the device: {why}"
-        ))))
-    })?;
-    let answer = opened
-        .search(trust, &job.template, &params, kind == TrustEngine::Auto)
+    let answer = trusts
+        .search(engine.matcher, kind, &job.template, &params)
         .map_err(failure);
     if s.cancel.load(Relaxed) {
         return Err(Failure::Cancelled);
