@@ -23,7 +23,8 @@
 //!
 //! So a search makes 3 reads (plus, with a time limit, one per similarity and one-hop chunk and
 //! one per level, so that the limit is seen while the device works), and its device memory is
-//! checked against the memory budget (and what the device has free) before each phase allocates.
+//! checked against the memory budget (and what the device has free) before each phase allocates
+//! (the index's texts in the similarity phase of the search that uploads them).
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -149,17 +150,25 @@ impl<D: Device> TrustDevice<D> {
 
     /// `index`'s texts on the device: uploaded by the first search that needs them and kept (a
     /// search with another index replaces them), so a search uploads only its candidates' ids.
-    fn texts(&self, index: &NameIndex) -> Result<Arc<DeviceTexts<D::Buffer>>, TrustError> {
+    /// `fits` is asked first whether the bytes an upload takes (0 when they are kept) fit the
+    /// search's budget.
+    fn texts(
+        &self,
+        index: &NameIndex,
+        fits: impl FnOnce(u64) -> Result<(), TrustError>,
+    ) -> Result<Arc<DeviceTexts<D::Buffer>>, TrustError> {
         let fingerprint = index.fingerprint();
         let mut kept = self.texts.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(texts) = kept.as_ref().filter(|t| t.fingerprint == fingerprint) {
+            fits(0)?;
             return Ok(texts.clone());
         }
-        // The old texts go first: both might not fit.
-        *kept = None;
         let (chars, ends) = index.texts();
         let mut pack = Pack::default();
         let (chars, ends) = (pack.put(chars), pack.put(ends));
+        fits(pack.bytes.len() as u64)?;
+        // The old texts go first: both might not fit.
+        *kept = None;
         let buf = pack.upload(self.dev())?;
         let texts = Arc::new(DeviceTexts {
             fingerprint,
@@ -706,7 +715,6 @@ impl<D: Device> OnDevice<'_, D> {
         }
         // The index's texts stay on the device; a search sends its candidates' ids: job j's item
         // i is `ids[first[j] + i]`.
-        let texts = self.device.texts(index)?;
         let ids: Vec<u32> = jobs
             .iter()
             .flat_map(|(_, ids)| ids.iter().copied())
@@ -735,8 +743,11 @@ impl<D: Device> OnDevice<'_, D> {
         let chunk = CHUNK.min(total);
         let long = jobs.iter().any(|(q, _)| q.len() > PATTERN_BITS);
         let scratch_words = if long { chunk * row_len } else { 0 };
-        let need = pack.bytes.len() + scratch_words * 4 + total * 4;
-        self.fits("the name similarities", need as u64)?;
+        let need = (pack.bytes.len() + scratch_words * 4 + total * 4) as u64;
+        // Their upload, when the device does not hold them yet, counts in the phase's bytes.
+        let texts = self.device.texts(index, |upload| {
+            self.fits("the name similarities", need.saturating_add(upload))
+        })?;
         let dev = self.dev();
         let input = self.put(&pack)?;
         let scratch = if long {

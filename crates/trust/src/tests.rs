@@ -680,3 +680,52 @@ fn a_search_short_of_memory_others_hold_waits_for_them() {
     }
     drop(hog);
 }
+
+/// The name index's texts count in the similarity phase's bytes when that search uploads them:
+/// a budget that a device holding them passes refuses a device that would upload them first,
+/// and the refusal leaves any texts the device held in place.
+#[test]
+fn the_index_texts_count_in_the_budget_of_the_search_that_uploads_them() {
+    // Long names, so that the texts outweigh every phase's buffers.
+    let triples: String = (0..300)
+        .map(|i| format!("a rather long concept name number {i:04} of the kitchen\tIsA\tlemon\n"))
+        .collect();
+    let g = graph(&triples);
+    let trust = Trust::new(&g);
+    let (t, _) = Template::parse("SELECT * WHERE { lemon IsA ?x }").expect("parse");
+    let fresh = || TrustDevice::new(gpsense_runtime::device::host::HostDevice::default(), &g);
+    let with = |budget: u64| Params {
+        beam: 1,
+        top: 1,
+        memory_budget: Some(budget),
+        ..Params::default()
+    };
+    let passes =
+        |device: &TrustDevice<_>, budget| trust.search_on(device, &t, &with(budget)).is_ok();
+    // The smallest budget a device that already holds the texts passes.
+    let warm = fresh().expect("upload");
+    assert!(passes(&warm, 1 << 30));
+    let (mut lo, mut hi) = (0u64, 1u64 << 30);
+    while lo + 1 < hi {
+        let mid = (lo + hi) / 2;
+        if passes(&warm, mid) {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    let cold = fresh().expect("upload");
+    match trust.search_on(&cold, &t, &with(hi)) {
+        Err(TrustError::DeviceBudget { phase, bytes, .. }) => {
+            assert_eq!(phase, "the name similarities");
+            let texts: usize = g.node_count() * 4;
+            assert!(
+                bytes > hi + texts as u64,
+                "{bytes} for {texts} bytes of ends"
+            );
+        }
+        other => panic!("expected the texts' upload to be refused: {other:?}"),
+    }
+    assert!(passes(&cold, 1 << 30), "after the refusal");
+    assert!(passes(&cold, hi), "once the device holds the texts");
+}
