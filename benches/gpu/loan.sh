@@ -1,11 +1,13 @@
 #!/bin/bash
 # One call of a short GPU loan (a few minutes of the machine, each step under its own time
-# limit): the session's measurements (session.sh: gpu-check with EGSM, WordNet and ConceptNet in
-# both placements and through a .gpsc, HPRD-200 batched and alone, ncu; the GPU's own heavy yeast
-# run left out unless HEAVY_GPU=1), the suites side by side (batches.sh, two rounds, the heavy
-# tail on dfs and auto), and the endpoint on the device: answers under concurrent requests
-# against dfs's, light requests' latency beside a heavy client, then throughput; `auto`'s
-# constants refitted to yeast's lone times (calibrate.sh); and the pipeline's settings (knobs.sh).
+# limit), most wanted first, so that a cut-off call still has them: the session's measurements
+# (session.sh: gpu-check with EGSM and TruST's Figure 13, WordNet and ConceptNet in both
+# placements and through a .gpsc, HPRD-200 batched and alone, ncu; the GPU's own heavy yeast run
+# left out unless HEAVY_GPU=1), the suites side by side (batches.sh, two rounds, the heavy tail on
+# dfs and auto), `auto`'s constants refitted to yeast's lone times (calibrate.sh), the pipeline's
+# settings and TruST on ConceptNet-100K (knobs.sh), and the endpoint on the device: answers under
+# concurrent requests against dfs's, light requests' latency beside a heavy client, then
+# throughput. `one-call.sh` runs it within a device call's limits.
 #
 #   benches/gpu/loan.sh BUNDLE OUT
 set -u
@@ -24,11 +26,16 @@ log() { echo "== ${SECONDS}s $*" | tee -a "$out/loan.txt"; }
 
 log "session.sh"
 GPSENSE_SESSION_HEAVY=${HEAVY_GPU:-0} "$here/session.sh" "$bundle" "$out/session" 60 > "$out/session.log" 2>&1
-log "calibrate.sh"
-"$here/calibrate.sh" "$bundle" "$out/calibrate" > "$out/calibrate.log" 2>&1
 log "batches.sh"
 GPSENSE=$G OUT=$out/batches ROUNDS=2 HEAVY="dfs auto" "$here/batches.sh" > "$out/batches.log" 2>&1
 rm -rf "$out/batches/yeast-heavy"
+log "calibrate.sh"
+"$here/calibrate.sh" "$bundle" "$out/calibrate" > "$out/calibrate.log" 2>&1
+# What the emulator cannot settle: LIMIT roots in parts against whole, the segments' sizes, serve
+# under LIMIT queries, TruST on ConceptNet-100K (knobs.sh, about three minutes; cut at four).
+log "knobs.sh"
+timeout 240 "$here/knobs.sh" "$bundle" "$out/knobs" > "$out/knobs.log" 2>&1
+echo "exit $?" >> "$out/knobs.log"
 for e in gpu auto; do
   log "serve --engine $e against dfs, concurrent"
   timeout 120 python3 "$here/serve_compare.py" --gpsense "$G" -- --engine "$e" \
@@ -55,9 +62,4 @@ for e in gpu dfs; do
     > "$out/load_$e.txt" 2>&1
   echo "exit $?" >> "$out/load_$e.txt"
 done
-# What the emulator cannot settle: LIMIT roots in parts against whole, the segments' sizes, serve
-# under LIMIT queries (knobs.sh, about three minutes; cut at four).
-log "knobs.sh"
-timeout 240 "$here/knobs.sh" "$bundle" "$out/knobs" > "$out/knobs.log" 2>&1
-echo "exit $?" >> "$out/knobs.log"
 log "done"

@@ -806,6 +806,11 @@ fn bundle(dir: &Path, bin: &Path, datasets: &Path, egsm_source: Option<&Path>) -
     copy(bin, &dir.join("gpsense"))?;
     let me = std::env::current_exe().context("cannot find the xtask binary")?;
     copy(&me, &dir.join("xtask"))?;
+    // A device loan carries at most 64 MiB with the working tree: the binaries' symbols and
+    // debug information (about 270 MB of the two) stay here.
+    for name in ["gpsense", "xtask"] {
+        strip(&dir.join(name));
+    }
     // Written anew: a `datasets` left there as a link to the workspace's own would have each file
     // copied onto itself, which empties it.
     let bundled = dir.join("datasets");
@@ -829,9 +834,10 @@ fn bundle(dir: &Path, bin: &Path, datasets: &Path, egsm_source: Option<&Path>) -
         ),
     }
     eprintln!(
-        "gpu-check: carry {} to the GPU machine and run its run.sh there (add --quick for a short \
-         run); it writes report.md beside it",
-        dir.display()
+        "gpu-check: carry {} ({:.1} MiB) to the GPU machine and run its run.sh there (add --quick \
+         for a short run); it writes report.md beside it",
+        dir.display(),
+        dir_bytes(dir)? as f64 / (1 << 20) as f64
     );
     println!("{}", dir.display());
     Ok(())
@@ -847,6 +853,33 @@ fn bundle_egsm(dir: &Path, source: &Path, datasets: &Path) -> Result<()> {
         eprintln!("   {line}");
     }
     Ok(())
+}
+
+/// Strips `path`'s symbols and debug information with binutils' `strip`, when there is one (a
+/// bundle without is larger, and says so).
+fn strip(path: &Path) {
+    match Command::new("strip").arg(path).status() {
+        Ok(s) if s.success() => {}
+        other => eprintln!(
+            "gpu-check: {} keeps its symbols (strip: {other:?}); the bundle is larger",
+            path.display()
+        ),
+    }
+}
+
+/// The bytes of the files under `dir` (links not followed).
+fn dir_bytes(dir: &Path) -> Result<u64> {
+    let mut total = 0;
+    for entry in fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))? {
+        let entry = entry?;
+        let meta = entry.metadata()?;
+        total += if meta.is_dir() {
+            dir_bytes(&entry.path())?
+        } else {
+            meta.len()
+        };
+    }
+    Ok(total)
 }
 
 fn write_script(path: &Path, text: &str) -> Result<()> {
