@@ -124,10 +124,20 @@ impl MatchTally {
     }
 }
 
-/// `batch time: plans 1.2 ms, filtering 3.4 ms, ...`: where the batches' time went.
+/// `batch time: plans 1.2 ms, filtering 3.4 ms, ...`: where the batches' time went; in the
+/// emulator, how much of each phase its kernels took (the rest is the host's own work).
 pub fn phases_line(p: &gpsense_runtime::BatchPhases) -> String {
     let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
-    format!(
+    let [filter, space, rest] = p.emulated.map(ms);
+    let emulated = if filter + space + rest > 0.0 {
+        format!(
+            "; of which the emulated device (kernels, allocations, zeroing): filtering {filter:.1} ms, candidate space \
+             {space:.1} ms, join and queries alone {rest:.1} ms"
+        )
+    } else {
+        String::new()
+    };
+    let line = format!(
         "batch time: plans {:.1} ms, filtering {:.1} ms (preparing its queries {:.1} ms, uploads \
          {:.1} ms, queueing its launches {:.1} ms, its read {:.1} ms), candidate space {:.1} ms, \
          join {:.1} ms, queries gone on alone {:.1} ms",
@@ -140,7 +150,8 @@ pub fn phases_line(p: &gpsense_runtime::BatchPhases) -> String {
         ms(p.space),
         ms(p.levels),
         ms(p.alone)
-    )
+    );
+    line + &emulated
 }
 
 /// The notes a batch leaves on stderr: a GPU failure whose queries were answered on the CPU, and

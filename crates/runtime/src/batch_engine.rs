@@ -168,6 +168,9 @@ pub struct BatchPhases {
     pub levels: Duration,
     /// Queries that went on alone after the batch (a level outgrew its room, an edge variable).
     pub alone: Duration,
+    /// The emulator only: of filtering, of the candidate space and of the rest (join and queries
+    /// alone), the time its kernels ran; the remainder is the host's own work.
+    pub emulated: [Duration; 3],
 }
 
 impl std::ops::AddAssign for BatchPhases {
@@ -181,6 +184,9 @@ impl std::ops::AddAssign for BatchPhases {
         self.space += b.space;
         self.levels += b.levels;
         self.alone += b.alone;
+        for (a, b) in self.emulated.iter_mut().zip(b.emulated) {
+            *a += b;
+        }
     }
 }
 

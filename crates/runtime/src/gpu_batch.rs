@@ -296,6 +296,7 @@ impl<D: Device> Pipeline<'_, D> {
             })
             .collect();
         let qspaces = self.space_batch(&jqs, &all_counts)?;
+        let spaced = self.dev.counters() - before;
         let mut phases = BatchPhases {
             filter: filter_time,
             filter_read: Duration::from_nanos(filtered.read_ns),
@@ -310,6 +311,13 @@ impl<D: Device> Pipeline<'_, D> {
             self.levels_batch(items, &batched, &qspaces, start, outgrown, on_answer)?;
         phases.levels = levels;
         phases.alone = after;
+        let all = self.dev.counters() - before;
+        phases.emulated = [
+            filtered.emulated_ns,
+            spaced.emulated_ns - filtered.emulated_ns,
+            all.emulated_ns - spaced.emulated_ns,
+        ]
+        .map(Duration::from_nanos);
         Ok(phases)
     }
 

@@ -113,6 +113,19 @@ fn hprd_as_one_batch_counts_as_alone_and_as_dfs_in_few_launches_and_reads() {
     assert!(per(c.launches) <= 8.0, "{} launches", c.launches);
     assert!(per(c.syncs) <= 1.0, "{} reads", c.syncs);
     assert_eq!(c.allocations, 0, "a warm batch allocates nothing");
+    // The emulator says which of each phase's time was its own (the kernels), so that the rest,
+    // the host's work that a GPU would not take over, is measured without one.
+    let p = warm.phases;
+    let [filter, space, rest] = p.emulated;
+    assert!(
+        filter > std::time::Duration::ZERO && filter <= p.filter,
+        "{p:?}"
+    );
+    assert!(space <= p.space && rest <= p.levels + p.alone, "{p:?}");
+    assert!(
+        c.emulated_ns > 0 && c.write_ns > 0 && c.read_ns > 0,
+        "{c:?}"
+    );
 }
 
 #[test]

@@ -148,6 +148,7 @@ impl Device for HostDevice {
     fn alloc_zeroed(&self, bytes: usize) -> Result<HostBuffer, DeviceError> {
         self.on_lane("an allocation")?;
         self.counting.alloc();
+        let _timed = Timed::new(&self.counting, Counting::emulated);
         let layout = Layout::from_size_align(bytes.max(16).next_multiple_of(16), 16)
             .map_err(|e| DeviceError::Memory(format!("{bytes} bytes: {e}")))?;
         let size = layout.size() as u64;
@@ -192,6 +193,7 @@ impl Device for HostDevice {
         self.on_lane("a copy to the device")?;
         buf.check(offset, bytes.len())?;
         self.counting.up(bytes.len());
+        let _timed = Timed::new(&self.counting, Counting::write_took);
         // Sound: checked to lie inside the buffer; launches run to completion before this.
         unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), buf.ptr.add(offset), bytes.len()) };
         Ok(())
@@ -200,6 +202,7 @@ impl Device for HostDevice {
     fn zero_bytes(&self, buf: &HostBuffer, offset: usize, len: usize) -> Result<(), DeviceError> {
         self.on_lane("zeroing")?;
         buf.check(offset, len)?;
+        let _timed = Timed::new(&self.counting, Counting::emulated);
         // Sound: as in `write_bytes`.
         unsafe { std::ptr::write_bytes(buf.ptr.add(offset), 0, len) };
         Ok(())
@@ -214,6 +217,7 @@ impl Device for HostDevice {
         self.on_lane("a read")?;
         buf.check(offset, out.len())?;
         self.counting.down(out.len());
+        let _timed = Timed::new(&self.counting, Counting::read_took);
         // Sound: as in `write_bytes`.
         unsafe { std::ptr::copy_nonoverlapping(buf.ptr.add(offset), out.as_mut_ptr(), out.len()) };
         Ok(())
@@ -226,6 +230,7 @@ impl Device for HostDevice {
     fn launch(&self, launch: &Launch, items: u64) -> Result<(), DeviceError> {
         self.on_lane(launch.sig().name)?;
         self.counting.launch();
+        let _timed = Timed::new(&self.counting, Counting::emulated);
         if self.fault_in.as_deref() == Some(launch.sig().name) {
             return Err(DeviceError::Fault(format!(
                 "kernel {} raised the fault flag (injected: GPSENSE_EMULATOR_FAULT)",
@@ -351,6 +356,27 @@ impl Device for HostDevice {
 
     fn user_ends(&self) {
         self.lanes.end();
+    }
+}
+
+/// Counts the time until it drops with the given counter: the emulator's own work (launches,
+/// allocations, zeroing: [`DeviceCounters::emulated_ns`]), or its copies each way, as a GPU's are
+/// counted, so that the rest of a phase's time is the host's own.
+struct Timed<'a>(
+    &'a Counting,
+    std::time::Instant,
+    fn(&Counting, std::time::Duration),
+);
+
+impl<'a> Timed<'a> {
+    fn new(counting: &'a Counting, count: fn(&Counting, std::time::Duration)) -> Self {
+        Timed(counting, std::time::Instant::now(), count)
+    }
+}
+
+impl Drop for Timed<'_> {
+    fn drop(&mut self) {
+        (self.2)(self.0, self.1.elapsed());
     }
 }
 

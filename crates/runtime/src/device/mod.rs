@@ -161,12 +161,17 @@ pub struct DeviceCounters {
     pub warp_mean: u64,
     /// Nanoseconds the host spent in reads (the copy and the wait for everything queued before
     /// it) and in queueing launches: with the phases' wall time, where a batch's time went
-    /// between the host, the driver and the device (GPU only: the emulator leaves both 0).
+    /// between the host, the driver and the device (the emulator counts its copies' time in
+    /// reads, and its launches' in `emulated_ns`).
     pub read_ns: u64,
     pub launch_ns: u64,
     /// Nanoseconds the host spent in uploads (a pageable source is staged before the call
-    /// returns). GPU only, as the two above.
+    /// returns); in the emulator, its copies.
     pub write_ns: u64,
+    /// Nanoseconds the emulator spent running launches and allocating and zeroing its memory
+    /// (the emulator only: a GPU does that work beside the host): what of the phases' wall time
+    /// was the device's and not the host's own work.
+    pub emulated_ns: u64,
 }
 
 impl std::ops::Sub for DeviceCounters {
@@ -186,6 +191,7 @@ impl std::ops::Sub for DeviceCounters {
             read_ns: self.read_ns - o.read_ns,
             launch_ns: self.launch_ns - o.launch_ns,
             write_ns: self.write_ns - o.write_ns,
+            emulated_ns: self.emulated_ns - o.emulated_ns,
         }
     }
 }
@@ -205,6 +211,7 @@ impl std::ops::AddAssign for DeviceCounters {
         self.read_ns += o.read_ns;
         self.launch_ns += o.launch_ns;
         self.write_ns += o.write_ns;
+        self.emulated_ns += o.emulated_ns;
     }
 }
 
@@ -304,6 +311,10 @@ impl Counting {
     }
     pub fn write_took(&self, t: std::time::Duration) {
         self.add(|c| c.write_ns += t.as_nanos() as u64);
+    }
+    /// The emulator's time running one launch.
+    pub fn emulated(&self, t: std::time::Duration) {
+        self.add(|c| c.emulated_ns += t.as_nanos() as u64);
     }
     /// The calling thread's calls to this device so far.
     pub fn snapshot(&self) -> DeviceCounters {
