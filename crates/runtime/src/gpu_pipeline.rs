@@ -27,6 +27,7 @@
 //! `pivot_segments` counts them over the parents the previous level's counter holds and a device
 //! scan numbers them, both queued, so segmented levels queue and go depth first too.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use rayon::prelude::*;
@@ -776,17 +777,32 @@ pub(crate) struct Space {
     bounds: Vec<u64>,
     /// The candidate bitsets as read back with the counts (`stride` words per node), for the
     /// host's estimates (`fanout`); empty unless asked for.
-    pub(crate) sets: Vec<u32>,
+    pub(crate) sets: ReadSets,
     filter: FilterRegions,
     /// The filtering kernels stopped on the query's time limit: its sets are unfinished.
     pub(crate) timed_out: bool,
 }
 
+/// Candidate bitsets read back with the counts: the one read of a batch, shared by its queries,
+/// each seeing its own range (copying each query's out of it took longer than the read on HPRD).
+#[derive(Clone, Default)]
+pub(crate) struct ReadSets {
+    words: Arc<Vec<u32>>,
+    range: std::ops::Range<usize>,
+}
+
+impl ReadSets {
+    fn words(&self) -> &[u32] {
+        self.words.get(self.range.clone()).unwrap_or_default()
+    }
+}
+
 impl Space {
     /// This query's candidate sets as read back with its counts; `None` when they were not.
     fn samples(&self) -> Option<crate::samples::Sets<'_>> {
-        (!self.sets.is_empty() && !self.counts.contains(&0)).then_some(crate::samples::Sets {
-            words: &self.sets,
+        let words = self.sets.words();
+        (!words.is_empty() && !self.counts.contains(&0)).then_some(crate::samples::Sets {
+            words,
             stride: self.stride,
         })
     }
@@ -1133,7 +1149,7 @@ impl<D: Device> Pipeline<'_, D> {
                 }
             }
         }
-        let (summary, sets, flags) = if live.any() {
+        let (summary, (sets, sets_at), flags) = if live.any() {
             for (fq, _) in queries.iter().zip(&live.live).filter(|(_, &l)| !l) {
                 let w = fq.base * stride;
                 let set = r.sets.part(4, w, w + fq.layout.nodes * stride);
@@ -1142,8 +1158,9 @@ impl<D: Device> Pipeline<'_, D> {
             self.count_sets(&r, sizes, stride, with_sets)?
         } else {
             // Nothing left to count: no launch, no read.
-            (vec![0; n + sizes.edges], Vec::new(), Vec::new())
+            (vec![0; n + sizes.edges], Default::default(), Vec::new())
         };
+        let sets = Arc::new(sets);
         Ok(queries
             .iter()
             .enumerate()
@@ -1159,9 +1176,10 @@ impl<D: Device> Pipeline<'_, D> {
                         .map(|&c| c as usize)
                         .collect(),
                     bounds: summary[n + e..n + e + fq.directed.len()].to_vec(),
-                    sets: sets
-                        .get(b * stride..(b + fq.layout.nodes) * stride)
-                        .map_or_else(Vec::new, <[u32]>::to_vec),
+                    sets: ReadSets {
+                        words: sets.clone(),
+                        range: sets_at + b * stride..sets_at + (b + fq.layout.nodes) * stride,
+                    },
                     filter: r.clone(),
                 }
             })
@@ -1217,7 +1235,7 @@ impl<D: Device> Pipeline<'_, D> {
         };
         if !with_sets {
             let (summary, clocks) = split(read(dev, buf, r.summary.offset, at + q)?);
-            return Ok((summary, Vec::new(), clocks));
+            return Ok((summary, Default::default(), clocks));
         }
         // One read of the summary, the clocks and the sets behind them (the carve keeps them
         // adjacent).
@@ -1229,7 +1247,7 @@ impl<D: Device> Pipeline<'_, D> {
                 .map(|w| u64::from(w[0]) | u64::from(w[1]) << 32)
                 .collect(),
         );
-        Ok((summary, words[sets_at..].to_vec(), clocks))
+        Ok((summary, (words, sets_at), clocks))
     }
 
     /// Refuses `bytes` past the budget (`filtering`: filtering's bytes, before the space's are
@@ -2845,7 +2863,9 @@ fn cut_lists<D: Device>(
 
 /// Read 1: the node and adjacency totals, the candidate sets when asked for, and the filtering
 /// kernels' clocks (three `u64`s per query).
-type ReadOne = (Vec<u64>, Vec<u32>, Vec<u64>);
+/// Filtering's read: the totals, the read words with where the sets start in them (none unless
+/// asked for), the clocks.
+type ReadOne = (Vec<u64>, (Vec<u32>, usize), Vec<u64>);
 
 /// What remains of `out`'s time limit, for the kernels' clocks (`u64::MAX`: none).
 fn budget_ns(out: &Output) -> u64 {

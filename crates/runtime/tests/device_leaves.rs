@@ -143,4 +143,17 @@ fn a_count_joins_in_the_order_its_samples_estimate_cheapest() {
     assert_eq!(names, ["?s", "?y", "?x"], "{:#?}", gpu.join_plan.rationale);
     assert!(gpu.join_plan.rationale[0].contains("samples of the data"));
     assert_eq!(gpu.device_report.unwrap().partial_matches, 40_100);
+
+    // Behind other queries in a batch (its candidate sets then lie past theirs in the batch's
+    // one read), its samples see its own sets: the same order.
+    let other = compile("SELECT * WHERE { ?a r ?b . ?c p ?a }", &g).unwrap();
+    let opts = options(EngineKind::Emulated, Semantics::Iso);
+    let batch = engine.count_batch(&[(&other, &opts), (&other, &opts), (&q, &opts)]);
+    let last = batch.reports[2].as_ref().unwrap();
+    assert_eq!(last.rows, 40_000);
+    assert_eq!(
+        last.join_plan.order, gpu.join_plan.order,
+        "{:#?}",
+        last.join_plan.rationale
+    );
 }
