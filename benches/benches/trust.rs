@@ -15,7 +15,7 @@ use gpsense_benches::trust_trials::{
 };
 use gpsense_graph::ingest::{ingest, IngestOptions, NoProgress};
 use gpsense_graph::KnowledgeGraph;
-use gpsense_trust::{Params, Trust};
+use gpsense_trust::{NameIndex, NodeText, Params, Trust};
 
 fn conceptnet() -> KnowledgeGraph {
     let path =
@@ -65,6 +65,10 @@ fn timings(c: &mut Criterion, cn: &Trust) {
             break p;
         }
     };
+    // The name index, built once per graph: the most of a one-shot `gpsense trust`.
+    group.bench_function("conceptnet-100k/name-index", |b| {
+        b.iter(|| NameIndex::build(cn.graph(), NodeText::Name))
+    });
     group.bench_function("conceptnet-100k/planted-5", |b| {
         b.iter(|| {
             cn.search(&planted.template, &Params::default())
