@@ -364,6 +364,11 @@ impl<'g> Trust<'g> {
         template: &Template,
         params: &Params,
     ) -> Result<Answer, TrustError> {
+        // A search tried again after waiting for room keeps the time limit of its first try.
+        let params = &Params {
+            started: Some(params.started.unwrap_or_else(Instant::now)),
+            ..*params
+        };
         let stop = params.stop(Instant::now());
         loop {
             let user = device.state().user();
