@@ -729,3 +729,93 @@ fn the_index_texts_count_in_the_budget_of_the_search_that_uploads_them() {
     assert!(passes(&cold, 1 << 30), "after the refusal");
     assert!(passes(&cold, hi), "once the device holds the texts");
 }
+
+/// The emulator with every launch slowed down (a GPU's long kernels, so that a search takes a
+/// known while).
+struct Slow(
+    gpsense_runtime::device::host::HostDevice,
+    std::time::Duration,
+);
+
+impl gpsense_runtime::device::Device for Slow {
+    type Buffer = gpsense_runtime::device::host::HostBuffer;
+    fn describe(&self) -> String {
+        self.0.describe()
+    }
+    fn free_memory(&self) -> Result<u64, DeviceError> {
+        self.0.free_memory()
+    }
+    fn alloc_zeroed(&self, bytes: usize) -> Result<Self::Buffer, DeviceError> {
+        self.0.alloc_zeroed(bytes)
+    }
+    fn map_host_bytes(&self, bytes: &[u8]) -> Result<Self::Buffer, DeviceError> {
+        self.0.map_host_bytes(bytes)
+    }
+    fn write_bytes(&self, b: &Self::Buffer, at: usize, bytes: &[u8]) -> Result<(), DeviceError> {
+        self.0.write_bytes(b, at, bytes)
+    }
+    fn zero_bytes(&self, b: &Self::Buffer, at: usize, len: usize) -> Result<(), DeviceError> {
+        self.0.zero_bytes(b, at, len)
+    }
+    fn read_bytes(&self, b: &Self::Buffer, at: usize, out: &mut [u8]) -> Result<(), DeviceError> {
+        self.0.read_bytes(b, at, out)
+    }
+    fn address(&self, b: &Self::Buffer) -> u64 {
+        self.0.address(b)
+    }
+    fn launch(
+        &self,
+        launch: &gpsense_runtime::device::Launch,
+        items: u64,
+    ) -> Result<(), DeviceError> {
+        std::thread::sleep(self.1);
+        self.0.launch(launch, items)
+    }
+    fn counters(&self) -> DeviceCounters {
+        self.0.counters()
+    }
+    fn user_starts(&self) {
+        self.0.user_starts();
+    }
+    fn user_ends(&self) {
+        self.0.user_ends();
+    }
+}
+
+/// A search that waited for another user's memory and tries again keeps the time limit of its
+/// first try: here the other user holds the device for 700 ms of a 1 s limit, and the search
+/// (9 launches of 60 ms) then has 300 ms, not a second, so the limit stops it.
+#[test]
+fn a_search_tried_again_keeps_its_first_time_limit() {
+    let g = kitchen();
+    let trust = Trust::new(&g);
+    let mut dev = gpsense_runtime::device::host::HostDevice::default();
+    dev.total_memory = Some(8 << 20);
+    let slow = Slow(dev, std::time::Duration::from_millis(60));
+    let state = Arc::new(gpsense_runtime::DeviceState::new(slow, &g).expect("upload"));
+    let device = TrustDevice::beside(state.clone(), &g).expect("beside");
+    let (t, _) =
+        Template::parse("SELECT * WHERE { lemon IsA ?f . ?f HasProperty sweet }").expect("parse");
+    let params = Params {
+        timeout: Some(std::time::Duration::from_secs(1)),
+        ..Params::default()
+    };
+    let held = std::sync::Barrier::new(2);
+    let answer = std::thread::scope(|s| {
+        s.spawn(|| {
+            let user = state.user();
+            let free = state.device().free_memory().expect("free");
+            let hog = state
+                .device()
+                .alloc_zeroed(free as usize - 4096)
+                .expect("hog");
+            held.wait();
+            std::thread::sleep(std::time::Duration::from_millis(700));
+            drop(hog);
+            drop(user);
+        });
+        held.wait();
+        trust.search_on(&device, &t, &params).expect("search")
+    });
+    assert!(answer.timed_out, "{answer:?}");
+}
