@@ -635,6 +635,32 @@ fn trust_beside_the_matching_shares_its_device() {
     });
 }
 
+/// `f` run while another user of `state`'s device holds nearly all its memory, which it gives
+/// back after `ms` milliseconds.
+fn beside_a_hog<D: gpsense_runtime::device::Device, R>(
+    state: &gpsense_runtime::DeviceState<D>,
+    ms: u64,
+    f: impl FnOnce() -> R,
+) -> R {
+    let held = std::sync::Barrier::new(2);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let user = state.user();
+            let free = state.device().free_memory().expect("free");
+            let hog = state
+                .device()
+                .alloc_zeroed(free as usize - 4096)
+                .expect("hog");
+            held.wait();
+            std::thread::sleep(std::time::Duration::from_millis(ms));
+            drop(hog);
+            drop(user);
+        });
+        held.wait();
+        f()
+    })
+}
+
 /// A search refused for device memory that another user of the device held waits for it to end
 /// and runs then, as a matching query does; its own budget's refusal stays its answer.
 #[test]
@@ -649,29 +675,8 @@ fn a_search_short_of_memory_others_hold_waits_for_them() {
         Template::parse("SELECT * WHERE { lemon IsA ?f . ?f HasProperty sweet }").expect("parse");
     let params = Params::default();
     let cpu = trust.search(&t, &params).expect("cpu");
-    let (held, go) = (std::sync::Barrier::new(2), std::sync::Barrier::new(2));
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            // Another user takes nearly all the device's memory, then ends after a while.
-            let user = state.user();
-            let free = state.device().free_memory().expect("free");
-            let hog = state
-                .device()
-                .alloc_zeroed(free as usize - 4096)
-                .expect("hog");
-            held.wait();
-            go.wait();
-            std::thread::sleep(std::time::Duration::from_millis(200));
-            drop(hog);
-            drop(user);
-        });
-        held.wait();
-        go.wait();
-        let got = trust
-            .search_on(&device, &t, &params)
-            .expect("after the other user");
-        assert_eq!(got.matches, cpu.matches);
-    });
+    let got = beside_a_hog(&state, 200, || trust.search_on(&device, &t, &params));
+    assert_eq!(got.expect("after the other user").matches, cpu.matches);
     // With nobody else on the device, a refusal is the answer.
     let hog = state.device().alloc_zeroed((8 << 20) - 8192).expect("hog");
     match trust.search_on(&device, &t, &params) {
@@ -800,22 +805,7 @@ fn a_search_tried_again_keeps_its_first_time_limit() {
         timeout: Some(std::time::Duration::from_secs(1)),
         ..Params::default()
     };
-    let held = std::sync::Barrier::new(2);
-    let answer = std::thread::scope(|s| {
-        s.spawn(|| {
-            let user = state.user();
-            let free = state.device().free_memory().expect("free");
-            let hog = state
-                .device()
-                .alloc_zeroed(free as usize - 4096)
-                .expect("hog");
-            held.wait();
-            std::thread::sleep(std::time::Duration::from_millis(700));
-            drop(hog);
-            drop(user);
-        });
-        held.wait();
-        trust.search_on(&device, &t, &params).expect("search")
-    });
+    let answer = beside_a_hog(&state, 700, || trust.search_on(&device, &t, &params));
+    let answer = answer.expect("search");
     assert!(answer.timed_out, "{answer:?}");
 }
