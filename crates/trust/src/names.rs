@@ -440,84 +440,115 @@ fn required_common(l: usize, m: usize, threshold: f32) -> i64 {
     longest as i64 + 1 - 3 * max_distance(longest, threshold) as i64
 }
 
-/// The padded bigrams of a name: `#a`, `ab`, ..., `z#` (`len + 1` of them).
 /// Bigram ids, a function of the bigram alone (so that texts are numbered on every core at
-/// once): pairs of ASCII code points and padding marks (nearly every bigram of English names)
-/// by their place in a table, the others (gathered first, sorted) after it. Hashing each of
-/// ConceptNet-100K's 1.3 million bigrams was most of the index's build.
+/// once): pairs of the graph's letters (the first [`LETTERS`] code points below [`PLACED`] that
+/// its texts use: Latin, Cyrillic, Greek, ...) and padding marks by their place in a table, the
+/// rare others (gathered first, sorted) after it. Hashing each of ConceptNet-100K's 1.3 million
+/// bigrams was most of the index's build.
 struct GramIds {
-    sparse: HashMap<u64, u32>,
-    /// The bigrams outside the table, in id order from [`DENSE_IDS`].
+    /// A code point's place in the table (below [`PLACED`]; [`NO_PLACE`] for none).
+    places: Vec<u16>,
+    /// The code point of each place, the padding marks last.
+    letters: Vec<u32>,
+    /// The bigrams outside the table, sorted: ids from `letters.len()²` on.
     others: Vec<u64>,
 }
 
-/// Code points with a place in the table: ASCII, then [`START`] and [`END`].
-const DENSE: usize = 130;
-const DENSE_IDS: usize = DENSE * DENSE;
-
-fn place(c: u32) -> Option<usize> {
-    match c {
-        0..128 => Some(c as usize),
-        START => Some(128),
-        END => Some(129),
-        _ => None,
-    }
-}
+/// Code points that may have a place in the table, and how many places it has at most.
+const PLACED: usize = 0x3000;
+const LETTERS: usize = 254;
+const NO_PLACE: u16 = u16::MAX;
 
 impl GramIds {
     fn new(index: &NameIndex) -> Self {
-        let outside = |text: &[u32]| text.iter().any(|&c| place(c).is_none());
+        let used = index
+            .chars
+            .par_chunks(1 << 16)
+            .map(|chars| {
+                let mut used = vec![false; PLACED];
+                for &c in chars.iter().filter(|&&c| (c as usize) < PLACED) {
+                    used[c as usize] = true;
+                }
+                used
+            })
+            .reduce_with(|mut a, b| {
+                a.iter_mut().zip(b).for_each(|(x, y)| *x |= y);
+                a
+            })
+            .unwrap_or_default();
+        let mut letters: Vec<u32> = (0..used.len() as u32)
+            .filter(|&c| used[c as usize])
+            .take(LETTERS)
+            .collect();
+        let mut places = vec![NO_PLACE; PLACED];
+        for (p, &c) in letters.iter().enumerate() {
+            places[c as usize] = p as u16;
+        }
+        letters.extend([START, END]);
+        let mut ids = GramIds {
+            places,
+            letters,
+            others: Vec::new(),
+        };
         let mut others: Vec<u64> = (0..index.text_count() as u32)
             .into_par_iter()
             .map(|k| index.text(k))
-            .filter(|text| outside(text))
-            .flat_map_iter(|text| {
-                bigrams(text).filter(|&g| place((g >> 32) as u32).zip(place(g as u32)).is_none())
-            })
+            .filter(|text| text.iter().any(|&c| ids.place(c).is_none()))
+            .flat_map_iter(|text| bigrams(text).filter(|&g| ids.table_id(g).is_none()))
             .collect();
         others.par_sort_unstable();
         others.dedup();
-        let sparse = others
-            .iter()
-            .enumerate()
-            .map(|(i, &g)| (g, (DENSE_IDS + i) as u32))
-            .collect();
-        GramIds { sparse, others }
+        ids.others = others;
+        ids
+    }
+
+    fn place(&self, c: u32) -> Option<usize> {
+        let n = self.letters.len();
+        match c {
+            START => Some(n - 2),
+            END => Some(n - 1),
+            _ => match self.places.get(c as usize) {
+                Some(&p) if p != NO_PLACE => Some(p as usize),
+                _ => None,
+            },
+        }
+    }
+
+    fn table_id(&self, gram: u64) -> Option<usize> {
+        let (a, b) = (self.place((gram >> 32) as u32)?, self.place(gram as u32)?);
+        Some(a * self.letters.len() + b)
     }
 
     /// Ids run from 0 to this (not all of them used).
     fn len(&self) -> usize {
-        DENSE_IDS + self.others.len()
+        self.letters.len() * self.letters.len() + self.others.len()
     }
 
     fn id(&self, gram: u64) -> u32 {
-        match (place((gram >> 32) as u32), place(gram as u32)) {
-            (Some(a), Some(b)) => (a * DENSE + b) as u32,
+        let table = self.letters.len() * self.letters.len();
+        match self.table_id(gram) {
+            Some(id) => id as u32,
             // Every bigram outside the table was gathered by `new`.
-            _ => self.sparse.get(&gram).copied().unwrap_or(u32::MAX),
+            None => self
+                .others
+                .binary_search(&gram)
+                .map_or(u32::MAX, |i| (table + i) as u32),
         }
     }
 
     /// Every id with its bigram.
     fn grams(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
-        let unplace = |p: usize| match p {
-            128 => START,
-            129 => END,
-            c => c as u32,
-        };
-        let table = (0..DENSE_IDS).map(move |id| {
-            let (a, b) = (unplace(id / DENSE), unplace(id % DENSE));
+        let n = self.letters.len();
+        let table = (0..n * n).map(move |id| {
+            let (a, b) = (self.letters[id / n], self.letters[id % n]);
             (id, u64::from(a) << 32 | u64::from(b))
         });
-        table.chain(
-            self.others
-                .iter()
-                .enumerate()
-                .map(|(i, &g)| (DENSE_IDS + i, g)),
-        )
+        let others = self.others.iter().enumerate();
+        table.chain(others.map(move |(i, &g)| (n * n + i, g)))
     }
 }
 
+/// The padded bigrams of a name: `#a`, `ab`, ..., `z#` (`len + 1` of them).
 fn bigrams(text: &[u32]) -> impl Iterator<Item = u64> + '_ {
     let n = text.len();
     (0..=n).map(move |i| {
@@ -637,8 +668,8 @@ mod tests {
         };
         let word = |next: &mut dyn FnMut(u64) -> u64| -> String {
             let len = 1 + next(7);
-            // Non-ASCII letters too, whose bigrams are numbered apart from the table's.
-            let letters = ['a', 'b', 'c', 'd', 'A', 'a', 'b', 'é', 'Д'];
+            // Other letters too, in the table (é, Д) and past it (猫, numbered apart).
+            let letters = ['a', 'b', 'c', 'd', 'A', 'a', 'b', 'é', 'Д', '猫'];
             (0..len)
                 .map(|_| letters[next(letters.len() as u64) as usize])
                 .collect()
