@@ -64,12 +64,4 @@ impl<'g> Trusts<'g> {
         opened.search(trust, template, params, engine == TrustEngine::Auto)
     }
 
-    /// Why `auto` runs on the CPU (no GPU), once a search under it opened what there is.
-    pub fn auto_fallback(&self) -> Option<&str> {
-        match self.gpu.get()? {
-            Ok(Opened::Cpu { fallback }) => fallback.as_deref(),
-            Ok(_) => None,
-            Err(why) => Some(why),
-        }
-    }
 }
