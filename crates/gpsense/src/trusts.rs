@@ -63,5 +63,4 @@ impl<'g> Trusts<'g> {
         }
         opened.search(trust, template, params, engine == TrustEngine::Auto)
     }
-
 }
